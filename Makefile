@@ -1,0 +1,28 @@
+# Thin wrapper over CMake: `make demo` builds and runs the main job on the
+# embedded default input; `make test` builds and runs every test.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all build demo test data clean
+
+all: build
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSPF_WERROR=ON $(CMAKE_FLAGS)
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	$(BUILD)/spforge info
+	$(BUILD)/spforge run --n 512
+
+data:
+	bash scripts/extract-data.sh
+
+test: build data
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD)

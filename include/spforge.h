@@ -1,0 +1,268 @@
+/*
+ * spforge — sparse-matrix × dense-matrix multiplication (SpMM) kernels found by a
+ * low-cost search, for NVIDIA GPUs, with a CPU reference path everywhere.
+ *
+ * This is the one public header. Conventions (see docs in the repository):
+ *   A is M×K sparse (CSR, int32 column indices, int64 sizes), B is K×N dense
+ *   row-major, C = A·B (+ bias per row, + ReLU) is M×N dense row-major.
+ *
+ * Every fallible call returns an spf_status (0 = success, negative = error;
+ * values are stable). On error, spf_last_error() gives a per-thread detail
+ * message naming the function and what was wrong (for input files: the file,
+ * the line or byte offset, and what was expected). The library never aborts
+ * and never prints unless a log callback is installed.
+ *
+ * Ownership: constructors take an out-pointer, set it to NULL first and hand
+ * the caller a handle to free with the matching *_free (which accepts NULL).
+ */
+#ifndef SPFORGE_H
+#define SPFORGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32) && defined(SPF_BUILD_SHARED)
+#define SPF_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define SPF_API __attribute__((visibility("default")))
+#else
+#define SPF_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPF_VERSION_MAJOR 0
+#define SPF_VERSION_MINOR 1
+#define SPF_VERSION_PATCH 0
+#define SPF_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum spf_status {
+    SPF_OK = 0,
+    SPF_ERR_INVALID_ARGUMENT = -1, /* a NULL pointer, a negative size, an unknown option */
+    SPF_ERR_OUT_OF_MEMORY = -2,    /* an allocation failed                               */
+    SPF_ERR_IO = -3,               /* a file could not be opened, read or written        */
+    SPF_ERR_PARSE = -4,            /* a file's contents are malformed                    */
+    SPF_ERR_UNSUPPORTED = -5,      /* valid input of a kind this version does not handle */
+    SPF_ERR_OVERFLOW = -6,         /* a size beyond int32 indices or int64 byte counts   */
+    SPF_ERR_INVALID_MATRIX = -7,   /* a matrix fails validation (order, range, dupes)    */
+    SPF_ERR_NO_DEVICE = -8,        /* no usable CUDA device (or driver)                  */
+    SPF_ERR_CUDA = -9,             /* a CUDA runtime / driver call failed                */
+    SPF_ERR_COMPILE = -10,         /* generated code failed to compile or link           */
+    SPF_ERR_VERIFY = -11,          /* a result failed its check against the reference    */
+    SPF_ERR_INTERNAL = -12         /* a broken internal invariant: a bug, please report  */
+} spf_status;
+
+/* A static, human-readable name for a status ("invalid argument", ...). */
+SPF_API const char *spf_status_string(spf_status status);
+
+/* The detail message of the last failing call on this thread ("" if none).
+ * Valid until the next spforge call on the same thread. */
+SPF_API const char *spf_last_error(void);
+
+/* The library version as a string, e.g. "0.1.0". */
+SPF_API const char *spf_version(void);
+
+/* ------------------------------------------------------ logging, memory */
+
+typedef enum spf_log_level { SPF_LOG_DEBUG = 0, SPF_LOG_INFO = 1, SPF_LOG_WARN = 2 } spf_log_level;
+typedef void (*spf_log_fn)(spf_log_level level, const char *message, void *user);
+
+/* Install a log callback (NULL: silent, the default). Process-wide. */
+SPF_API void spf_set_log_callback(spf_log_fn fn, void *user);
+
+/* An allocator for every host allocation the library makes (tests inject a
+ * failing one). Pass NULL to restore malloc / realloc / free. Process-wide;
+ * set it before creating any object, and free objects with the allocator
+ * that created them. */
+typedef struct spf_allocator {
+    void *(*alloc)(size_t size, void *user);
+    void *(*realloc)(void *ptr, size_t size, void *user);
+    void (*free)(void *ptr, void *user);
+    void *user;
+} spf_allocator;
+SPF_API void spf_set_allocator(const spf_allocator *allocator);
+
+/* ------------------------------------------------------------- matrices */
+
+/* A sparse matrix in CSR form with float32 values: row offsets int64
+ * (rows + 1 entries, 0 .. nnz), column indices int32 sorted ascending and
+ * unique within each row. rows and cols are each at most INT32_MAX. */
+typedef struct spf_matrix spf_matrix;
+
+/* What to do with repeated (row, col) entries when building from COO or
+ * reading a file. REJECT is the default everywhere: a repeated entry in a
+ * weight file is more often a bug than an intent. */
+typedef enum spf_duplicates { SPF_DUPLICATES_REJECT = 0, SPF_DUPLICATES_SUM = 1 } spf_duplicates;
+
+/* Build from CSR arrays (host, caller-owned, copied). values may be NULL for
+ * a pattern (values are then drawn uniform in [-1, 1] from seed). The arrays
+ * must satisfy the CSR invariants above; otherwise SPF_ERR_INVALID_MATRIX
+ * with the first offending row named. */
+SPF_API spf_status spf_matrix_create_csr(int64_t rows, int64_t cols, int64_t nnz,
+                                         const int64_t *row_ptr,  /* rows + 1 */
+                                         const int32_t *col_idx,  /* nnz      */
+                                         const float *values,     /* nnz or NULL */
+                                         uint64_t seed, spf_matrix **out);
+
+/* Build from COO triplets (host, caller-owned, copied; any order). Indices
+ * are 0-based. Duplicates are summed or rejected as asked. */
+SPF_API spf_status spf_matrix_create_coo(int64_t rows, int64_t cols, int64_t nnz,
+                                         const int32_t *row_idx, /* nnz */
+                                         const int32_t *col_idx, /* nnz */
+                                         const float *values,    /* nnz or NULL (seeded random) */
+                                         spf_duplicates duplicates, uint64_t seed,
+                                         spf_matrix **out);
+
+/* A deep copy. */
+SPF_API spf_status spf_matrix_clone(const spf_matrix *a, spf_matrix **out);
+
+SPF_API void spf_matrix_free(spf_matrix *a);
+
+SPF_API int64_t spf_matrix_rows(const spf_matrix *a);
+SPF_API int64_t spf_matrix_cols(const spf_matrix *a);
+SPF_API int64_t spf_matrix_nnz(const spf_matrix *a);
+/* Borrowed views into the matrix (valid until spf_matrix_free). */
+SPF_API const int64_t *spf_matrix_row_ptr(const spf_matrix *a);
+SPF_API const int32_t *spf_matrix_col_idx(const spf_matrix *a);
+SPF_API const float *spf_matrix_values(const spf_matrix *a);
+
+/* Write the COO triplets (row-major order) into caller-owned host arrays of
+ * nnz entries each; any of the three may be NULL to skip it. */
+SPF_API spf_status spf_matrix_to_coo(const spf_matrix *a, int32_t *row_idx, int32_t *col_idx,
+                                     float *values);
+
+/* Re-check every CSR invariant (useful after editing values in place). */
+SPF_API spf_status spf_matrix_validate(const spf_matrix *a);
+
+/* Pattern statistics. nnz per row: min / mean / max / coefficient of
+ * variation (stddev / mean); bandwidth = max |row - col| over nonzeros. */
+typedef struct spf_matrix_stats {
+    int64_t rows, cols, nnz;
+    double density;           /* nnz / (rows * cols), 0 for an empty shape */
+    int64_t row_nnz_min, row_nnz_max;
+    double row_nnz_mean, row_nnz_cv;
+    int64_t empty_rows, empty_cols;
+    int64_t bandwidth;
+    uint64_t pattern_hash;    /* 64-bit hash of (rows, cols, row_ptr, col_idx) */
+    uint64_t values_hash;     /* 64-bit hash of the value bits                */
+} spf_matrix_stats;
+SPF_API spf_status spf_matrix_stats_compute(const spf_matrix *a, spf_matrix_stats *out);
+
+/* ------------------------------------------------------------ file I/O */
+
+typedef enum spf_format {
+    SPF_FORMAT_AUTO = 0, /* from the file name: .mtx, .smtx, .npy */
+    SPF_FORMAT_MTX = 1,  /* Matrix Market coordinate, 1-based      */
+    SPF_FORMAT_SMTX = 2, /* DLMC pattern format                    */
+    SPF_FORMAT_NPY = 3   /* NumPy 2-D dense array, C order          */
+} spf_format;
+
+typedef struct spf_read_options {
+    spf_format format;         /* default AUTO                                      */
+    spf_duplicates duplicates; /* default REJECT                                    */
+    uint64_t seed;             /* values of pattern-only files (.smtx, pattern .mtx) */
+    const char *values_path;   /* .smtx only: a .npy of nnz float32 values in file
+                                  order, used instead of random values; or NULL      */
+    double npy_sparsity;       /* .npy only: < 0 keeps every nonzero (default -1);
+                                  in [0, 1) prunes by magnitude to that sparsity     */
+} spf_read_options;
+
+/* Fill with the defaults named above (seed 1). */
+SPF_API void spf_read_options_init(spf_read_options *options);
+
+/* Read a matrix; options may be NULL for the defaults. */
+SPF_API spf_status spf_matrix_read(const char *path, const spf_read_options *options,
+                                   spf_matrix **out);
+
+/* Write a matrix: .mtx (real general, 1-based, values to 9 significant
+ * digits, so float32 survives the round trip), .smtx (pattern only) or .npy
+ * (dense float32). The file is written to a temporary name and renamed, so
+ * a failed write never leaves a partial file under the target name. */
+SPF_API spf_status spf_matrix_write(const spf_matrix *a, const char *path, spf_format format);
+
+/* ----------------------------------------------------------- generators */
+
+typedef enum spf_generator {
+    SPF_GEN_UNIFORM = 0,       /* each row keeps round((1-s)·K) random columns                 */
+    SPF_GEN_MAGNITUDE = 1,     /* Gaussian matrix, smallest |w| pruned to sparsity s           */
+    SPF_GEN_COLUMN_VECTOR = 2, /* vectors of vector_length rows in one column kept or pruned  */
+    SPF_GEN_VNM = 3,           /* V:N:M: per V×M block, N of M columns kept (vector_length=V) */
+    SPF_GEN_RMAT = 4           /* R-MAT power-law graph, rows = cols = 2^k rounded by shape    */
+} spf_generator;
+
+typedef struct spf_gen_options {
+    spf_generator kind;
+    int64_t rows, cols;
+    double sparsity;       /* fraction of zeros in [0, 1); UNIFORM, MAGNITUDE, COLUMN_VECTOR, RMAT */
+    uint64_t seed;
+    int32_t vector_length; /* COLUMN_VECTOR: l; VNM: V (1 gives plain N:M, e.g. 2:4)            */
+    int32_t n, m;          /* VNM: keep n of every m columns (2:4 is n = 2, m = 4)               */
+    double rmat_a, rmat_b, rmat_c; /* RMAT quadrant probabilities (d = 1 - a - b - c)           */
+} spf_gen_options;
+
+/* Defaults: UNIFORM, 768×768, sparsity 0.9, seed 1, vector_length 4, 2:4,
+ * R-MAT (0.57, 0.19, 0.19). */
+SPF_API void spf_gen_options_init(spf_gen_options *options);
+
+/* Generate a matrix; values uniform in [-1, 1] (MAGNITUDE keeps the
+ * surviving Gaussian weights). Same options and seed, same matrix. */
+SPF_API spf_status spf_matrix_generate(const spf_gen_options *options, spf_matrix **out);
+
+/* Fill count floats uniform in [-1, 1] from seed (dense operands for tests,
+ * the CLI and benchmarks). */
+SPF_API void spf_fill_uniform(float *data, int64_t count, uint64_t seed);
+
+/* ------------------------------------------------- CPU reference SpMM */
+
+typedef enum spf_accumulate { SPF_ACCUMULATE_F32 = 0, SPF_ACCUMULATE_F64 = 1 } spf_accumulate;
+
+/* C = A·B (+ bias[row]) (then max(·, 0) if relu), on the host.
+ *   b:    K×N row-major float32, caller-owned host buffer
+ *   c:    M×N row-major float32, caller-owned host buffer, overwritten
+ *   bias: M floats or NULL
+ *   threads: worker threads, 0 = all online cores
+ * Accumulation is in float or double as asked; the sum runs over a row's
+ * nonzeros in column order. */
+SPF_API spf_status spf_reference_spmm(const spf_matrix *a, int64_t n, const float *b, float *c,
+                                      const float *bias, int relu, spf_accumulate accumulate,
+                                      int threads);
+
+/* The oracle: the same product accumulated and returned in double. */
+SPF_API spf_status spf_reference_spmm_f64(const spf_matrix *a, int64_t n, const float *b,
+                                          double *c, const float *bias, int relu, int threads);
+
+/* ‖c − ref‖_F / ‖ref‖_F over count entries (‖c − ref‖_F if ref is all
+ * zeros; +inf if any entry of c is NaN or infinite). */
+SPF_API double spf_relative_error(const float *c, const double *ref, int64_t count);
+
+/* -------------------------------------------------------------- devices */
+
+typedef struct spf_device_info {
+    int available;            /* 0 when there is no usable CUDA device; then reason says why */
+    int device;               /* ordinal queried                                            */
+    char name[256];
+    int cc_major, cc_minor;   /* compute capability                                         */
+    int sm_count;
+    int max_threads_per_sm;
+    int max_shared_per_block_optin; /* bytes                                                */
+    int l2_bytes;
+    int64_t total_memory;     /* bytes                                                      */
+    int driver_version;       /* e.g. 13000 for 13.0; 0 if no driver                        */
+    int runtime_version;      /* the CUDA runtime linked into spforge                       */
+    char reason[256];         /* why not available ("no CUDA device", "no driver", ...)     */
+} spf_device_info;
+
+/* Query device `device` (0 for the first). Returns SPF_OK and available = 0
+ * on a machine without a GPU or driver: the absence of a GPU is not an
+ * error. Errors are for bad arguments only. */
+SPF_API spf_status spf_device_query(int device, spf_device_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPFORGE_H */

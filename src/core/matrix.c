@@ -1,0 +1,238 @@
+/* spf_matrix: construction from CSR and COO arrays, copies, accessors and
+ * validation of the CSR invariants. */
+#include "core/matrix.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+spf_status matrix_alloc(int64_t rows, int64_t cols, int64_t nnz, spf_matrix **out)
+{
+    *out = NULL;
+    if (rows < 0 || cols < 0 || nnz < 0)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "negative size (rows %lld, cols %lld, nnz %lld)",
+                    (long long)rows, (long long)cols, (long long)nnz);
+    if (rows > INT32_MAX || cols > INT32_MAX)
+        return FAIL(SPF_ERR_OVERFLOW, "shape %lld x %lld exceeds int32 indices (max %d)",
+                    (long long)rows, (long long)cols, INT32_MAX);
+    if (nnz > rows * cols) /* rows, cols < 2^31, so the product fits */
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "nnz %lld exceeds rows * cols = %lld",
+                    (long long)nnz, (long long)(rows * cols));
+    spf_matrix *a = mem_calloc(1, sizeof *a);
+    if (!a)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "matrix header");
+    a->rows = rows;
+    a->cols = cols;
+    a->nnz = nnz;
+    a->row_ptr = mem_alloc_array((size_t)rows + 1, sizeof *a->row_ptr);
+    a->col_idx = mem_alloc_array((size_t)nnz, sizeof *a->col_idx);
+    a->values = mem_alloc_array((size_t)nnz, sizeof *a->values);
+    if (!a->row_ptr || !a->col_idx || !a->values) {
+        spf_matrix_free(a);
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "CSR arrays for %lld x %lld with %lld nonzeros",
+                    (long long)rows, (long long)cols, (long long)nnz);
+    }
+    a->row_ptr[0] = 0;
+    *out = a;
+    return SPF_OK;
+}
+
+void spf_matrix_free(spf_matrix *a)
+{
+    if (!a)
+        return;
+    mem_free(a->row_ptr);
+    mem_free(a->col_idx);
+    mem_free(a->values);
+    mem_free(a);
+}
+
+spf_status csr_check(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row_ptr,
+                     const int32_t *col_idx)
+{
+    if (row_ptr[0] != 0)
+        return FAIL(SPF_ERR_INVALID_MATRIX, "row_ptr[0] is %lld, expected 0", (long long)row_ptr[0]);
+    if (row_ptr[rows] != nnz)
+        return FAIL(SPF_ERR_INVALID_MATRIX, "row_ptr[%lld] is %lld, expected nnz = %lld",
+                    (long long)rows, (long long)row_ptr[rows], (long long)nnz);
+    for (int64_t i = 0; i < rows; i++) {
+        int64_t lo = row_ptr[i], hi = row_ptr[i + 1];
+        if (hi < lo || hi > nnz)
+            return FAIL(SPF_ERR_INVALID_MATRIX, "row %lld: row_ptr %lld .. %lld is not "
+                        "non-decreasing within 0 .. nnz = %lld",
+                        (long long)i, (long long)lo, (long long)hi, (long long)nnz);
+        for (int64_t j = lo; j < hi; j++) {
+            int32_t c = col_idx[j];
+            if (c < 0 || c >= cols)
+                return FAIL(SPF_ERR_INVALID_MATRIX, "row %lld, entry %lld: column %d out of "
+                            "range 0 .. %lld", (long long)i, (long long)j, c, (long long)cols - 1);
+            if (j > lo && c <= col_idx[j - 1])
+                return FAIL(SPF_ERR_INVALID_MATRIX, "row %lld, entry %lld: column %d %s column %d "
+                            "before it (columns must be sorted and unique)", (long long)i,
+                            (long long)j, c, c == col_idx[j - 1] ? "repeats" : "is below",
+                            col_idx[j - 1]);
+        }
+    }
+    return SPF_OK;
+}
+
+spf_status spf_matrix_create_csr(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row_ptr,
+                                 const int32_t *col_idx, const float *values, uint64_t seed,
+                                 spf_matrix **out)
+{
+    error_clear();
+    CHECK_ARG(out);
+    *out = NULL;
+    CHECK_ARG(row_ptr);
+    CHECK_ARG(col_idx || nnz == 0);
+    spf_matrix *a = NULL;
+    spf_status status = matrix_alloc(rows, cols, nnz, &a);
+    if (status != SPF_OK)
+        return status;
+    TRY(csr_check(rows, cols, nnz, row_ptr, col_idx));
+    memcpy(a->row_ptr, row_ptr, ((size_t)rows + 1) * sizeof *row_ptr);
+    if (nnz)
+        memcpy(a->col_idx, col_idx, (size_t)nnz * sizeof *col_idx);
+    if (values && nnz)
+        memcpy(a->values, values, (size_t)nnz * sizeof *values);
+    else
+        spf_fill_uniform(a->values, nnz, seed);
+    *out = a;
+    return SPF_OK;
+fail:
+    spf_matrix_free(a);
+    return status;
+}
+
+typedef struct coo_entry {
+    int32_t row, col;
+    float value;
+    int64_t order; /* input position, so the sort is stable and sums are reproducible */
+} coo_entry;
+
+static int coo_entry_cmp(const void *pa, const void *pb)
+{
+    const coo_entry *a = pa, *b = pb;
+    if (a->row != b->row)
+        return a->row < b->row ? -1 : 1;
+    if (a->col != b->col)
+        return a->col < b->col ? -1 : 1;
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+spf_status spf_matrix_create_coo(int64_t rows, int64_t cols, int64_t nnz, const int32_t *row_idx,
+                                 const int32_t *col_idx, const float *values,
+                                 spf_duplicates duplicates, uint64_t seed, spf_matrix **out)
+{
+    error_clear();
+    CHECK_ARG(out);
+    *out = NULL;
+    CHECK_ARG((row_idx && col_idx) || nnz == 0);
+    CHECK_ARG(duplicates == SPF_DUPLICATES_REJECT || duplicates == SPF_DUPLICATES_SUM);
+    spf_status status = SPF_OK;
+    spf_matrix *a = NULL;
+    coo_entry *e = NULL;
+    float *random_values = NULL;
+    if (rows < 0 || cols < 0 || nnz < 0)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "negative size");
+    e = mem_alloc_array((size_t)nnz, sizeof *e);
+    if (!e && nnz)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%lld COO entries", (long long)nnz);
+    if (!values && nnz) {
+        random_values = mem_alloc_array((size_t)nnz, sizeof *random_values);
+        if (!random_values)
+            FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%lld random values", (long long)nnz);
+        spf_fill_uniform(random_values, nnz, seed);
+        values = random_values;
+    }
+    for (int64_t i = 0; i < nnz; i++) {
+        if (row_idx[i] < 0 || row_idx[i] >= rows || col_idx[i] < 0 || col_idx[i] >= cols)
+            FAIL_GOTO(SPF_ERR_INVALID_MATRIX, "entry %lld: (%d, %d) outside the %lld x %lld shape",
+                      (long long)i, row_idx[i], col_idx[i], (long long)rows, (long long)cols);
+        e[i] = (coo_entry){row_idx[i], col_idx[i], values[i], i};
+    }
+    if (nnz)
+        qsort(e, (size_t)nnz, sizeof *e, coo_entry_cmp);
+    int64_t unique = 0;
+    for (int64_t i = 0; i < nnz; i++) {
+        if (unique > 0 && e[unique - 1].row == e[i].row && e[unique - 1].col == e[i].col) {
+            if (duplicates == SPF_DUPLICATES_REJECT)
+                FAIL_GOTO(SPF_ERR_INVALID_MATRIX, "entries %lld and %lld both set (%d, %d) "
+                          "(duplicates are rejected; sum them with SPF_DUPLICATES_SUM)",
+                          (long long)e[unique - 1].order, (long long)e[i].order, e[i].row, e[i].col);
+            e[unique - 1].value += e[i].value;
+        } else {
+            e[unique++] = e[i];
+        }
+    }
+    TRY(matrix_alloc(rows, cols, unique, &a));
+    for (int64_t i = 0; i <= rows; i++)
+        a->row_ptr[i] = 0;
+    for (int64_t i = 0; i < unique; i++) {
+        a->row_ptr[e[i].row + 1]++;
+        a->col_idx[i] = e[i].col;
+        a->values[i] = e[i].value;
+    }
+    for (int64_t i = 0; i < rows; i++)
+        a->row_ptr[i + 1] += a->row_ptr[i];
+    mem_free(e);
+    mem_free(random_values);
+    *out = a;
+    return SPF_OK;
+fail:
+    mem_free(e);
+    mem_free(random_values);
+    spf_matrix_free(a);
+    return status;
+}
+
+spf_status spf_matrix_clone(const spf_matrix *a, spf_matrix **out)
+{
+    error_clear();
+    CHECK_ARG(out);
+    *out = NULL;
+    CHECK_ARG(a);
+    spf_matrix *c = NULL;
+    spf_status status = matrix_alloc(a->rows, a->cols, a->nnz, &c);
+    if (status != SPF_OK)
+        return status;
+    memcpy(c->row_ptr, a->row_ptr, ((size_t)a->rows + 1) * sizeof *a->row_ptr);
+    if (a->nnz) {
+        memcpy(c->col_idx, a->col_idx, (size_t)a->nnz * sizeof *a->col_idx);
+        memcpy(c->values, a->values, (size_t)a->nnz * sizeof *a->values);
+    }
+    *out = c;
+    return SPF_OK;
+}
+
+int64_t spf_matrix_rows(const spf_matrix *a) { return a ? a->rows : 0; }
+int64_t spf_matrix_cols(const spf_matrix *a) { return a ? a->cols : 0; }
+int64_t spf_matrix_nnz(const spf_matrix *a) { return a ? a->nnz : 0; }
+const int64_t *spf_matrix_row_ptr(const spf_matrix *a) { return a ? a->row_ptr : NULL; }
+const int32_t *spf_matrix_col_idx(const spf_matrix *a) { return a ? a->col_idx : NULL; }
+const float *spf_matrix_values(const spf_matrix *a) { return a ? a->values : NULL; }
+
+spf_status spf_matrix_to_coo(const spf_matrix *a, int32_t *row_idx, int32_t *col_idx, float *values)
+{
+    error_clear();
+    CHECK_ARG(a);
+    for (int64_t i = 0; i < a->rows; i++)
+        for (int64_t j = a->row_ptr[i]; j < a->row_ptr[i + 1]; j++) {
+            if (row_idx)
+                row_idx[j] = (int32_t)i;
+            if (col_idx)
+                col_idx[j] = a->col_idx[j];
+            if (values)
+                values[j] = a->values[j];
+        }
+    return SPF_OK;
+}
+
+spf_status spf_matrix_validate(const spf_matrix *a)
+{
+    error_clear();
+    CHECK_ARG(a);
+    return csr_check(a->rows, a->cols, a->nnz, a->row_ptr, a->col_idx);
+}

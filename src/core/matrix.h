@@ -1,0 +1,24 @@
+/* The internal layout of spf_matrix, shared by every module of the library. */
+#ifndef SPF_CORE_MATRIX_H
+#define SPF_CORE_MATRIX_H
+
+#include "spforge.h"
+
+struct spf_matrix {
+    int64_t rows, cols, nnz;
+    int64_t *row_ptr; /* rows + 1 */
+    int32_t *col_idx; /* nnz, sorted and unique within each row */
+    float *values;    /* nnz */
+};
+
+/* Allocate an uninitialised matrix of the given shape and nnz (row_ptr,
+ * col_idx and values allocated, contents undefined). Checks the shape
+ * limits (rows, cols <= INT32_MAX, nnz <= rows * cols). */
+spf_status matrix_alloc(int64_t rows, int64_t cols, int64_t nnz, spf_matrix **out);
+
+/* Check the CSR invariants of raw arrays; the message names the first
+ * offending row and entry. */
+spf_status csr_check(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row_ptr,
+                     const int32_t *col_idx);
+
+#endif

@@ -1,0 +1,114 @@
+/* spf_matrix construction, COO conversion, validation and the error paths. */
+#include "check.h"
+
+static void test_csr_roundtrip(void)
+{
+    const int64_t rp[] = {0, 2, 2, 3};
+    const int32_t ci[] = {0, 3, 1};
+    const float v[] = {1.5f, -2.0f, 0.25f};
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_create_csr(3, 4, 3, rp, ci, v, 0, &a));
+    CHECK_EQ_I64(spf_matrix_rows(a), 3);
+    CHECK_EQ_I64(spf_matrix_cols(a), 4);
+    CHECK_EQ_I64(spf_matrix_nnz(a), 3);
+    CHECK(spf_matrix_values(a)[1] == -2.0f);
+    int32_t r[3], c[3];
+    float w[3];
+    CHECK_OK(spf_matrix_to_coo(a, r, c, w));
+    CHECK(r[0] == 0 && r[1] == 0 && r[2] == 2 && c[1] == 3 && w[2] == 0.25f);
+    spf_matrix *b = NULL;
+    CHECK_OK(spf_matrix_create_coo(3, 4, 3, r, c, w, SPF_DUPLICATES_REJECT, 0, &b));
+    CHECK(memcmp(spf_matrix_row_ptr(a), spf_matrix_row_ptr(b), sizeof rp) == 0);
+    CHECK(memcmp(spf_matrix_col_idx(a), spf_matrix_col_idx(b), sizeof ci) == 0);
+    CHECK_OK(spf_matrix_validate(b));
+    spf_matrix_free(a);
+    spf_matrix_free(b);
+}
+
+static void test_csr_rejects(void)
+{
+    spf_matrix *a = (spf_matrix *)1;
+    const int64_t rp[] = {0, 2, 3};
+    const int32_t unsorted[] = {2, 1, 0};
+    CHECK_STATUS(spf_matrix_create_csr(2, 3, 3, rp, unsorted, NULL, 1, &a), SPF_ERR_INVALID_MATRIX);
+    CHECK(a == NULL);
+    CHECK_DETAIL("row 0, entry 1");
+    const int32_t dup[] = {1, 1, 0};
+    CHECK_STATUS(spf_matrix_create_csr(2, 3, 3, rp, dup, NULL, 1, &a), SPF_ERR_INVALID_MATRIX);
+    CHECK_DETAIL("repeats");
+    const int32_t range[] = {0, 1, 3};
+    CHECK_STATUS(spf_matrix_create_csr(2, 3, 3, rp, range, NULL, 1, &a), SPF_ERR_INVALID_MATRIX);
+    CHECK_DETAIL("out of range");
+    const int64_t bad_end[] = {0, 2, 2};
+    CHECK_STATUS(spf_matrix_create_csr(2, 3, 3, bad_end, range, NULL, 1, &a), SPF_ERR_INVALID_MATRIX);
+    CHECK_STATUS(spf_matrix_create_csr(-1, 3, 0, rp, range, NULL, 1, &a), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(spf_matrix_create_csr((int64_t)1 << 31, 3, 0, rp, range, NULL, 1, &a), SPF_ERR_OVERFLOW);
+    CHECK_STATUS(spf_matrix_create_csr(2, 3, 3, rp, range, NULL, 1, NULL), SPF_ERR_INVALID_ARGUMENT);
+}
+
+static void test_coo_duplicates(void)
+{
+    const int32_t r[] = {1, 0, 1};
+    const int32_t c[] = {2, 0, 2};
+    const float v[] = {1.0f, 3.0f, 0.5f};
+    spf_matrix *a = NULL;
+    CHECK_STATUS(spf_matrix_create_coo(2, 3, 3, r, c, v, SPF_DUPLICATES_REJECT, 0, &a),
+                 SPF_ERR_INVALID_MATRIX);
+    CHECK_DETAIL("(1, 2)");
+    CHECK_OK(spf_matrix_create_coo(2, 3, 3, r, c, v, SPF_DUPLICATES_SUM, 0, &a));
+    CHECK_EQ_I64(spf_matrix_nnz(a), 2);
+    CHECK(spf_matrix_values(a)[1] == 1.5f);
+    spf_matrix_free(a);
+    const int32_t out_r[] = {2};
+    CHECK_STATUS(spf_matrix_create_coo(2, 3, 1, out_r, c, v, SPF_DUPLICATES_SUM, 0, &a),
+                 SPF_ERR_INVALID_MATRIX);
+}
+
+static void test_random_values_seeded(void)
+{
+    const int64_t rp[] = {0, 3};
+    const int32_t ci[] = {0, 1, 2};
+    spf_matrix *a = NULL, *b = NULL;
+    CHECK_OK(spf_matrix_create_csr(1, 3, 3, rp, ci, NULL, 42, &a));
+    CHECK_OK(spf_matrix_create_csr(1, 3, 3, rp, ci, NULL, 42, &b));
+    CHECK(memcmp(spf_matrix_values(a), spf_matrix_values(b), 3 * sizeof(float)) == 0);
+    int distinct = spf_matrix_values(a)[0] != spf_matrix_values(a)[1];
+    CHECK(distinct);
+    for (int i = 0; i < 3; i++)
+        CHECK(spf_matrix_values(a)[i] >= -1.0f && spf_matrix_values(a)[i] <= 1.0f);
+    spf_matrix_free(a);
+    spf_matrix_free(b);
+}
+
+static int fail_after;
+static void *failing_alloc(size_t n, void *u) { (void)u; return fail_after-- > 0 ? malloc(n ? n : 1) : NULL; }
+static void *failing_realloc(void *p, size_t n, void *u) { (void)u; return fail_after-- > 0 ? realloc(p, n ? n : 1) : NULL; }
+static void plain_free(void *p, void *u) { (void)u; free(p); }
+
+/* Every allocation failure point returns OUT_OF_MEMORY, never crashes. */
+static void test_allocation_failures(void)
+{
+    const int32_t r[] = {1, 0, 1};
+    const int32_t c[] = {2, 0, 1};
+    spf_allocator failing = {failing_alloc, failing_realloc, plain_free, NULL};
+    for (int k = 0; k < 8; k++) {
+        fail_after = k;
+        spf_set_allocator(&failing);
+        spf_matrix *a = NULL;
+        spf_status st = spf_matrix_create_coo(2, 3, 3, r, c, NULL, SPF_DUPLICATES_REJECT, 1, &a);
+        spf_set_allocator(NULL);
+        CHECK_MSG(st == SPF_OK || st == SPF_ERR_OUT_OF_MEMORY, "k=%d status %d", k, (int)st);
+        CHECK((st == SPF_OK) == (a != NULL));
+        spf_matrix_free(a);
+    }
+}
+
+int main(void)
+{
+    test_csr_roundtrip();
+    test_csr_rejects();
+    test_coo_duplicates();
+    test_random_values_seeded();
+    test_allocation_failures();
+    return check_report();
+}
