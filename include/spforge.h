@@ -261,6 +261,84 @@ typedef struct spf_device_info {
  * error. Errors are for bad arguments only. */
 SPF_API spf_status spf_device_query(int device, spf_device_info *out);
 
+
+/* ---------------------------------------------------------------- plans */
+
+/* Storage type of B and C (A's values are always held in fp32). Accumulation
+ * is fp32 unless SPF_PLAN_F16X2_ACCUMULATE is asked for (fp16 only). */
+typedef enum spf_dtype { SPF_DTYPE_F32 = 0, SPF_DTYPE_F16 = 1, SPF_DTYPE_BF16 = 2 } spf_dtype;
+
+typedef enum spf_strategy {
+    SPF_STRATEGY_AUTO = 0,     /* the planner decides                                        */
+    SPF_STRATEGY_UNROLLED = 1, /* S1: generated code, A values as immediates (LO-SpMM/SparseRT) */
+    SPF_STRATEGY_GENERIC = 2,  /* S2: precompiled generic CSR kernel, any matrix               */
+    SPF_STRATEGY_CPU = 3       /* the CPU reference (no GPU)                                   */
+} spf_strategy;
+
+/* One configuration of the generated kernel (LO-SpMM §3.1 hierarchical 2-D
+ * tiling; SparseRT §3.4 K split). Its name encodes it, e.g.
+ * spf_unrolled_f32_m8_n128_v4_p2_k1. */
+typedef struct spf_kernel_config {
+    int32_t m1;       /* rows of A per thread block (A_tile height)            */
+    int32_t n1;       /* columns of C per thread block                         */
+    int32_t v;        /* columns per thread: 1, 2 or 4 (vector loads of B)     */
+    int32_t prefetch; /* B rows loaded ahead into registers (Algorithm 2's d)  */
+    int32_t ksplit;   /* thread groups sharing a tile's K range (1 = no split) */
+} spf_kernel_config;
+
+typedef struct spf_plan_options {
+    spf_strategy strategy;     /* default AUTO                                           */
+    spf_dtype dtype;           /* default F32                                            */
+    int f16x2_accumulate;      /* fp16 only: accumulate in f16x2 (faster, less accurate) */
+    int bias;                  /* the kernel adds bias[row]                              */
+    int relu;                  /* the kernel applies max(., 0) last                      */
+    int device;                /* CUDA device ordinal, default 0                         */
+    int verify;                /* check the compiled kernel once against the CPU
+                                  reference before returning (default 1; DESIGN.md 6)    */
+    int exhaustive;            /* tune over the whole configuration space (default 0)    */
+    const spf_kernel_config *config; /* force one configuration (UNROLLED), or NULL      */
+    int host_threads;          /* compile / reference threads, 0 = all cores             */
+} spf_plan_options;
+
+SPF_API void spf_plan_options_init(spf_plan_options *options);
+
+/* A compiled, ready-to-run SpMM for one matrix, one N and one dtype. */
+typedef struct spf_plan spf_plan;
+
+/* Build a plan for C = A·B with B of n columns. a is read during the call
+ * only. Returns SPF_ERR_NO_DEVICE for GPU strategies without a device. */
+SPF_API spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_options *options,
+                                   spf_plan **out);
+
+/* Run the plan on `stream` (a cudaStream_t, NULL for the default stream).
+ *   b:    device buffer, K×n row-major of the plan's dtype, caller-owned
+ *   c:    device buffer, M×n row-major of the plan's dtype, caller-owned, overwritten
+ *   bias: device buffer of M float32 (plans made with bias), else NULL
+ * Neither allocates nor synchronizes: the call can be captured in a CUDA
+ * graph. For a CPU plan the three buffers are host buffers. */
+SPF_API spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const float *bias,
+                                    void *stream);
+
+typedef struct spf_plan_info {
+    spf_strategy strategy;
+    spf_kernel_config config; /* meaningful for UNROLLED                         */
+    char kernel_name[128];
+    int registers;            /* per thread, from the compiler (0 if unknown)     */
+    int64_t code_bytes;       /* size of the generated PTX                        */
+    int configs_tried;        /* configurations compiled and timed by the tuner   */
+    double generate_s, compile_s, link_s, load_s, tune_s, verify_s;
+    double kernel_us;         /* best measured kernel time (0 if not measured)    */
+    double verify_error;      /* relative error of the self-check (-1 if skipped) */
+} spf_plan_info;
+
+SPF_API spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out);
+
+/* Per-configuration tuner results (exhaustive tuning), for training the
+ * rank model: writes a CSV with one row per configuration tried. */
+SPF_API spf_status spf_plan_write_tuning_log(const spf_plan *plan, const char *path);
+
+SPF_API void spf_plan_free(spf_plan *plan);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,28 @@
+/* The precompiled generic CSR SpMM kernel (strategy S2): Sputnik-class
+ * row-split kernel for any matrix, compiled by nvcc at build time for sm_80
+ * and sm_90 (src/gpu/kernels/csr_generic.cu). C-callable. */
+#ifndef SPF_GPU_GENERIC_H
+#define SPF_GPU_GENERIC_H
+
+#include "spforge.h"
+
+/* Device-resident CSR copy of A, plus the row order used for load balance
+ * (rows sorted by length, "row swizzle"). */
+typedef struct generic_csr {
+    int32_t rows, cols, nnz;
+    int32_t *row_ptr;    /* device, rows + 1 (int32: plans need nnz < 2^31) */
+    int32_t *col_idx;    /* device, nnz                                     */
+    float *values;       /* device, nnz                                     */
+    int32_t *row_order;  /* device, rows: the swizzle                       */
+} generic_csr;
+
+/* Upload a (host) matrix; frees nothing on failure (the struct is zeroed). */
+spf_status generic_csr_upload(const spf_matrix *a, generic_csr *out);
+void generic_csr_release(generic_csr *g);
+
+/* C = A·B (+bias, relu) for n columns, dtype storage of B and C, on stream.
+ * No allocation, no synchronization. */
+spf_status generic_csr_launch(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
+                              void *c, const float *bias, int relu, void *stream);
+
+#endif
