@@ -1,0 +1,142 @@
+/* spf_matrix_read / spf_matrix_write: choose the format, open the file, and
+ * write through a temporary name renamed into place (DESIGN.md decision 5's
+ * rule for every file we produce: never a partial file under the target). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "io/io.h"
+
+#include "core/error.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+spf_status file_open_read(const char *path, FILE **out, int64_t *size)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return error_set(SPF_ERR_IO, path, "cannot open for reading: %s", strerror(errno));
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        int err = errno;
+        fclose(f);
+        return error_set(SPF_ERR_IO, path, "not a regular file%s%s", err ? ": " : "",
+                         err ? strerror(err) : "");
+    }
+    *out = f;
+    *size = (int64_t)st.st_size;
+    return SPF_OK;
+}
+
+void spf_read_options_init(spf_read_options *options)
+{
+    if (!options)
+        return;
+    *options = (spf_read_options){.format = SPF_FORMAT_AUTO,
+                                  .duplicates = SPF_DUPLICATES_REJECT,
+                                  .seed = 1,
+                                  .values_path = NULL,
+                                  .npy_sparsity = -1.0};
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    if (n < m)
+        return 0;
+    for (size_t i = 0; i < m; i++)
+        if (tolower((unsigned char)s[n - m + i]) != suffix[i])
+            return 0;
+    return 1;
+}
+
+/* The format named by the file's extension (case-insensitive). */
+static spf_status format_resolve(const char *path, spf_format format, spf_format *out)
+{
+    if (format == SPF_FORMAT_MTX || format == SPF_FORMAT_SMTX || format == SPF_FORMAT_NPY) {
+        *out = format;
+        return SPF_OK;
+    }
+    if (format != SPF_FORMAT_AUTO)
+        return error_set(SPF_ERR_INVALID_ARGUMENT, path, "unknown format %d", (int)format);
+    if (ends_with(path, ".smtx"))
+        *out = SPF_FORMAT_SMTX;
+    else if (ends_with(path, ".mtx"))
+        *out = SPF_FORMAT_MTX;
+    else if (ends_with(path, ".npy"))
+        *out = SPF_FORMAT_NPY;
+    else
+        return error_set(SPF_ERR_UNSUPPORTED, path, "unknown file extension (expected .mtx, "
+                         ".smtx or .npy, or name the format explicitly)");
+    return SPF_OK;
+}
+
+spf_status spf_matrix_read(const char *path, const spf_read_options *options, spf_matrix **out)
+{
+    error_clear();
+    CHECK_ARG(out);
+    *out = NULL;
+    CHECK_ARG(path);
+    spf_read_options defaults;
+    spf_read_options_init(&defaults);
+    const spf_read_options *o = options ? options : &defaults;
+    if (o->duplicates != SPF_DUPLICATES_REJECT && o->duplicates != SPF_DUPLICATES_SUM)
+        return error_set(SPF_ERR_INVALID_ARGUMENT, path, "unknown duplicates policy %d",
+                         (int)o->duplicates);
+    if (!(o->npy_sparsity < 0) && !(o->npy_sparsity >= 0 && o->npy_sparsity < 1))
+        return error_set(SPF_ERR_INVALID_ARGUMENT, path, "npy_sparsity %g is not < 0 (keep "
+                         "nonzeros) or in [0, 1)", o->npy_sparsity);
+    spf_format format;
+    spf_status status = format_resolve(path, o->format, &format);
+    if (status != SPF_OK)
+        return status;
+    switch (format) {
+    case SPF_FORMAT_MTX: return mtx_read(path, o, out);
+    case SPF_FORMAT_SMTX: return smtx_read(path, o, out);
+    default: return npy_read(path, o, out);
+    }
+}
+
+/* The writer of the format, on an open stream. */
+static spf_status write_stream(const spf_matrix *a, spf_format format, FILE *f)
+{
+    switch (format) {
+    case SPF_FORMAT_MTX: return mtx_write(a, f);
+    case SPF_FORMAT_SMTX: return smtx_write(a, f);
+    default: return npy_write(a, f);
+    }
+}
+
+spf_status spf_matrix_write(const spf_matrix *a, const char *path, spf_format format)
+{
+    error_clear();
+    CHECK_ARG(a);
+    CHECK_ARG(path);
+    spf_format resolved;
+    spf_status status = format_resolve(path, format, &resolved);
+    if (status != SPF_OK)
+        return status;
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
+        return error_set(SPF_ERR_INVALID_ARGUMENT, path, "path too long");
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return error_set(SPF_ERR_IO, path, "cannot create %s: %s", tmp, strerror(errno));
+    status = write_stream(a, resolved, f);
+    if (status != SPF_OK)
+        error_prefix("%s", path);
+    int write_errno = ferror(f) ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && !write_errno)
+        write_errno = errno ? errno : EIO;
+    if (status == SPF_OK && write_errno)
+        status = error_set(SPF_ERR_IO, path, "write failed: %s", strerror(write_errno));
+    if (status == SPF_OK && rename(tmp, path) != 0)
+        status = error_set(SPF_ERR_IO, path, "cannot rename %s into place: %s", tmp,
+                           strerror(errno));
+    if (status != SPF_OK)
+        remove(tmp);
+    return status;
+}

@@ -1,0 +1,39 @@
+/* The per-format readers and writers behind spf_matrix_read and
+ * spf_matrix_write, and the file opening they share.
+ *
+ * Error statuses for input files (every message starts with the file path):
+ *   SPF_ERR_IO              the file cannot be opened or read
+ *   SPF_ERR_PARSE           the bytes do not follow the format: syntax, counts
+ *                           that disagree, truncation, indices out of range
+ *   SPF_ERR_OVERFLOW        a number too large for its type, a size beyond
+ *                           int32 indices
+ *   SPF_ERR_INVALID_MATRIX  a well-formed file describing an invalid matrix:
+ *                           repeated entries, unsorted .smtx rows, a diagonal
+ *                           entry in a skew-symmetric matrix
+ *   SPF_ERR_UNSUPPORTED     valid input of a kind not handled (MM array or
+ *                           complex, big-endian or Fortran-order .npy) */
+#ifndef SPF_IO_IO_H
+#define SPF_IO_IO_H
+
+#include "spforge.h"
+
+#include <stdio.h>
+
+/* Open a regular file for binary reading and tell its size in bytes. */
+spf_status file_open_read(const char *path, FILE **out, int64_t *size);
+
+spf_status mtx_read(const char *path, const spf_read_options *options, spf_matrix **out);
+spf_status smtx_read(const char *path, const spf_read_options *options, spf_matrix **out);
+spf_status npy_read(const char *path, const spf_read_options *options, spf_matrix **out);
+
+/* Read a 1-D .npy of exactly count values (float32, float16 or float64) into
+ * values (count floats, caller-owned). */
+spf_status npy_read_values(const char *path, int64_t count, float *values);
+
+/* Writers: the whole file to f (opened by the caller, who checks the stream
+ * for write errors). */
+spf_status mtx_write(const spf_matrix *a, FILE *f);
+spf_status smtx_write(const spf_matrix *a, FILE *f);
+spf_status npy_write(const spf_matrix *a, FILE *f);
+
+#endif
