@@ -143,6 +143,14 @@ void json_int(json_writer *w, const char *key, int64_t value)
     puts_(w, text);
 }
 
+void json_uint(json_writer *w, const char *key, uint64_t value)
+{
+    char text[32];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)value);
+    value_prefix(w, key);
+    puts_(w, text);
+}
+
 void json_bool(json_writer *w, const char *key, int value)
 {
     value_prefix(w, key);

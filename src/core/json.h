@@ -40,6 +40,7 @@ void json_array_end(json_writer *w);
 /* value NULL writes null. */
 void json_string(json_writer *w, const char *key, const char *value);
 void json_int(json_writer *w, const char *key, int64_t value);
+void json_uint(json_writer *w, const char *key, uint64_t value);
 void json_bool(json_writer *w, const char *key, int value);
 /* The shortest of %.15g / %.17g that reads back as the same double; NaN and
  * infinities (which JSON cannot hold) are written as null. */
