@@ -6,6 +6,12 @@
 
 #include "spforge.h"
 
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Device-resident CSR copy of A, plus the row order used for load balance
  * (rows sorted by length, "row swizzle"). */
 typedef struct generic_csr {
@@ -24,5 +30,32 @@ void generic_csr_release(generic_csr *g);
  * No allocation, no synchronization. */
 spf_status generic_csr_launch(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
                               void *c, const float *bias, int relu, void *stream);
+
+/* The launch shape chosen for one (n, dtype, B and C addresses): V elements
+ * of B per vector load (4, 2 or 1: as N and the buffers' alignment allow)
+ * and the sub-warp width SW (4 .. 32 threads per row; narrow for small N). */
+typedef struct generic_launch {
+    int32_t n;
+    spf_dtype dtype;
+    int vec;     /* V                                  */
+    int subwarp; /* SW                                 */
+} generic_launch;
+
+/* Choose the launch shape and check every int32 bound the kernel relies on
+ * (K·N and M·N element offsets, the grid size). */
+spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
+                                 const void *c, generic_launch *out);
+
+/* A name for the chosen shape, e.g. "generic_f32_v4_sw32" (bench and plan info). */
+void generic_launch_name(const generic_launch *l, char *buf, size_t size);
+
+/* The kernel launch itself (src/gpu/kernels/csr_generic.cu), after
+ * generic_launch_choose; generic_csr_launch is the two together. */
+spf_status generic_csr_dispatch(const generic_csr *g, const generic_launch *l, const void *b,
+                                void *c, const float *bias, int relu, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

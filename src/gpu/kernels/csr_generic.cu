@@ -1,0 +1,263 @@
+/* The generic CSR SpMM kernel (strategy S2), after Sputnik (Gale et al.,
+ * "Sparse GPU Kernels for Deep Learning", SC'20):
+ *   - row split (§IV-A): a sub-warp of SW threads owns one row of A and a
+ *     tile of SW·V columns of C; a block of 128 threads holds 128/SW rows;
+ *   - A's row is staged through shared memory in chunks of 32 nonzeros,
+ *     loaded cooperatively by the sub-warp, column indices pre-scaled to
+ *     element offsets into B (§IV-B, "index pre-scaling");
+ *   - vector loads of B and stores of C: V = 4, 2 or 1 elements per thread
+ *     (float4 / float2 / scalar for fp32) as N's alignment allows (§IV-C);
+ *   - sub-warp tiling for small N: SW ∈ {4, 8, 16, 32} (§IV-D);
+ *   - row swizzle (§IV-E): blocks take rows in order of decreasing length
+ *     (g->row_order), so the long rows start first and the short ones fill
+ *     the tail.
+ * fp32 accumulation for every storage type; bias and ReLU in the epilogue.
+ * The host side (choice of V and SW, argument and int32 checks) lives in
+ * src/gpu/generic.c; this file only instantiates and launches. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "gpu/cuda_check.h"
+#include "gpu/generic.h"
+
+namespace {
+
+constexpr int kThreads = 128; /* per block                                  */
+constexpr int kChunk = 32;    /* nonzeros of a row staged per round trip    */
+constexpr int kBatch = 8;     /* B loads in flight per thread               */
+/* Blocks per SM the register budget must allow: 8 × 128 threads leaves 64
+ * registers a thread, room for kBatch float4 loads in flight (without the
+ * bound ptxas held the kernel to 32-40 registers and spilled). */
+constexpr int kMinBlocks = 8;
+
+/* Load V consecutive elements of B (read-only path) as floats; store V
+ * floats to C in the storage type. p is aligned to V elements. */
+template <typename T, int V> struct vec_io;
+
+template <> struct vec_io<float, 4> {
+    static __device__ __forceinline__ void load(const float *p, float *f)
+    {
+        float4 v = __ldg(reinterpret_cast<const float4 *>(p));
+        f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+    }
+    static __device__ __forceinline__ void store(float *p, const float *f)
+    {
+        *reinterpret_cast<float4 *>(p) = make_float4(f[0], f[1], f[2], f[3]);
+    }
+};
+template <> struct vec_io<float, 2> {
+    static __device__ __forceinline__ void load(const float *p, float *f)
+    {
+        float2 v = __ldg(reinterpret_cast<const float2 *>(p));
+        f[0] = v.x, f[1] = v.y;
+    }
+    static __device__ __forceinline__ void store(float *p, const float *f)
+    {
+        *reinterpret_cast<float2 *>(p) = make_float2(f[0], f[1]);
+    }
+};
+template <> struct vec_io<float, 1> {
+    static __device__ __forceinline__ void load(const float *p, float *f) { f[0] = __ldg(p); }
+    static __device__ __forceinline__ void store(float *p, const float *f) { *p = f[0]; }
+};
+
+/* 16-bit storage: pairs travel as one 32-bit word (__half2 /
+ * __nv_bfloat162), four as one 64-bit word. */
+template <typename T> struct pair_of;
+template <> struct pair_of<__half> {
+    using type = __half2;
+    static __device__ __forceinline__ float2 to_float2(type v) { return __half22float2(v); }
+    static __device__ __forceinline__ type from_floats(float a, float b)
+    {
+        return __floats2half2_rn(a, b);
+    }
+    static __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+    static __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+};
+template <> struct pair_of<__nv_bfloat16> {
+    using type = __nv_bfloat162;
+    static __device__ __forceinline__ float2 to_float2(type v) { return __bfloat1622float2(v); }
+    static __device__ __forceinline__ type from_floats(float a, float b)
+    {
+        return __floats2bfloat162_rn(a, b);
+    }
+    static __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static __device__ __forceinline__ __nv_bfloat16 from_float(float v)
+    {
+        return __float2bfloat16_rn(v);
+    }
+};
+
+template <typename T, int V> struct vec_io {
+    using P = pair_of<T>;
+    using pair = typename P::type;
+    static __device__ __forceinline__ void load(const T *p, float *f)
+    {
+        if constexpr (V == 4) {
+            uint2 raw = __ldg(reinterpret_cast<const uint2 *>(p));
+            float2 lo = P::to_float2(*reinterpret_cast<const pair *>(&raw.x));
+            float2 hi = P::to_float2(*reinterpret_cast<const pair *>(&raw.y));
+            f[0] = lo.x, f[1] = lo.y, f[2] = hi.x, f[3] = hi.y;
+        } else if constexpr (V == 2) {
+            unsigned raw = __ldg(reinterpret_cast<const unsigned *>(p));
+            float2 v = P::to_float2(*reinterpret_cast<const pair *>(&raw));
+            f[0] = v.x, f[1] = v.y;
+        } else {
+            unsigned short raw = __ldg(reinterpret_cast<const unsigned short *>(p));
+            f[0] = P::to_float(*reinterpret_cast<const T *>(&raw));
+        }
+    }
+    static __device__ __forceinline__ void store(T *p, const float *f)
+    {
+        if constexpr (V == 4) {
+            pair lo = P::from_floats(f[0], f[1]), hi = P::from_floats(f[2], f[3]);
+            uint2 raw;
+            raw.x = *reinterpret_cast<const unsigned *>(&lo);
+            raw.y = *reinterpret_cast<const unsigned *>(&hi);
+            *reinterpret_cast<uint2 *>(p) = raw;
+        } else if constexpr (V == 2) {
+            *reinterpret_cast<pair *>(p) = P::from_floats(f[0], f[1]);
+        } else {
+            *p = P::from_float(f[0]);
+        }
+    }
+};
+
+template <typename T, int V, int SW>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    csr_generic_kernel(int rows, int n, const int *__restrict__ row_ptr,
+                       const int *__restrict__ col_idx, const float *__restrict__ values,
+                       const int *__restrict__ row_order, const T *__restrict__ b,
+                       T *__restrict__ c, const float *__restrict__ bias, int relu)
+{
+    constexpr int kRowsPerBlock = kThreads / SW;
+    __shared__ float s_val[kRowsPerBlock][kChunk];
+    __shared__ int s_off[kRowsPerBlock][kChunk];
+
+    const int sub = threadIdx.x / SW, lane = threadIdx.x % SW;
+    const int slot = blockIdx.x * kRowsPerBlock + sub;
+    /* The whole sub-warp leaves together, so the masks below stay exact. */
+    if (slot >= rows)
+        return;
+    const unsigned mask =
+        SW == 32 ? 0xffffffffu : ((1u << SW) - 1u) << ((threadIdx.x & 31) / SW * SW);
+    const int row = row_order[slot];
+    const int col = (blockIdx.y * SW + lane) * V;
+    /* N is a multiple of V, so a thread's vector is wholly in or out. */
+    const bool active = col < n;
+
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+        acc[j] = 0.0f;
+
+    const int begin = row_ptr[row], end = row_ptr[row + 1];
+    for (int base = begin; base < end; base += kChunk) {
+        const int len = min(kChunk, end - base);
+        for (int k = lane; k < len; k += SW) {
+            s_val[sub][k] = values[base + k];
+            s_off[sub][k] = col_idx[base + k] * n; /* host checked K·N < 2^31 */
+        }
+        __syncwarp(mask);
+        if (active) {
+            const T *bcol = b + col;
+            if (len == kChunk) {
+                /* The common, full chunk: B loads issue in batches of kBatch
+                 * ahead of the FMAs that consume them (memory-level
+                 * parallelism per thread; the compiler alone kept only one
+                 * or two in flight). */
+#pragma unroll 1
+                for (int k0 = 0; k0 < kChunk; k0 += kBatch) {
+                    float bv[kBatch][V];
+#pragma unroll
+                    for (int k = 0; k < kBatch; ++k)
+                        vec_io<T, V>::load(bcol + s_off[sub][k0 + k], bv[k]);
+#pragma unroll
+                    for (int k = 0; k < kBatch; ++k) {
+                        const float a = s_val[sub][k0 + k];
+#pragma unroll
+                        for (int j = 0; j < V; ++j)
+                            acc[j] = fmaf(a, bv[k][j], acc[j]);
+                    }
+                }
+            } else {
+#pragma unroll 4
+                for (int k = 0; k < len; ++k) {
+                    float bv[V];
+                    vec_io<T, V>::load(bcol + s_off[sub][k], bv);
+                    const float a = s_val[sub][k];
+#pragma unroll
+                    for (int j = 0; j < V; ++j)
+                        acc[j] = fmaf(a, bv[j], acc[j]);
+                }
+            }
+        }
+        /* The next chunk overwrites the staging buffer. */
+        __syncwarp(mask);
+    }
+
+    if (!active)
+        return;
+    const float add = bias ? bias[row] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+        float v = acc[j] + add;
+        acc[j] = relu ? fmaxf(v, 0.0f) : v;
+    }
+    vec_io<T, V>::store(c + row * n + col, acc); /* host checked M·N < 2^31 */
+}
+
+template <typename T, int V, int SW>
+spf_status launch_typed(const generic_csr *g, int n, const void *b, void *c, const float *bias,
+                        int relu, cudaStream_t stream)
+{
+    constexpr int kRowsPerBlock = kThreads / SW;
+    const dim3 grid((unsigned)((g->rows + kRowsPerBlock - 1) / kRowsPerBlock),
+                    (unsigned)((n + SW * V - 1) / (SW * V)));
+    csr_generic_kernel<T, V, SW><<<grid, kThreads, 0, stream>>>(
+        g->rows, n, g->row_ptr, g->col_idx, g->values, g->row_order, static_cast<const T *>(b),
+        static_cast<T *>(c), bias, relu);
+    return CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int V>
+spf_status launch_vec(const generic_csr *g, int n, int subwarp, const void *b, void *c,
+                      const float *bias, int relu, cudaStream_t stream)
+{
+    switch (subwarp) {
+    case 4: return launch_typed<T, V, 4>(g, n, b, c, bias, relu, stream);
+    case 8: return launch_typed<T, V, 8>(g, n, b, c, bias, relu, stream);
+    case 16: return launch_typed<T, V, 16>(g, n, b, c, bias, relu, stream);
+    case 32: return launch_typed<T, V, 32>(g, n, b, c, bias, relu, stream);
+    default: return FAIL(SPF_ERR_INTERNAL, "unsupported sub-warp width %d", subwarp);
+    }
+}
+
+template <typename T>
+spf_status launch_dtype(const generic_csr *g, int n, int vec, int subwarp, const void *b, void *c,
+                        const float *bias, int relu, cudaStream_t stream)
+{
+    switch (vec) {
+    case 4: return launch_vec<T, 4>(g, n, subwarp, b, c, bias, relu, stream);
+    case 2: return launch_vec<T, 2>(g, n, subwarp, b, c, bias, relu, stream);
+    case 1: return launch_vec<T, 1>(g, n, subwarp, b, c, bias, relu, stream);
+    default: return FAIL(SPF_ERR_INTERNAL, "unsupported vector width %d", vec);
+    }
+}
+
+} // namespace
+
+extern "C" spf_status generic_csr_dispatch(const generic_csr *g, const generic_launch *l,
+                                           const void *b, void *c, const float *bias, int relu,
+                                           void *stream)
+{
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    switch (l->dtype) {
+    case SPF_DTYPE_F32: return launch_dtype<float>(g, l->n, l->vec, l->subwarp, b, c, bias, relu, s);
+    case SPF_DTYPE_F16: return launch_dtype<__half>(g, l->n, l->vec, l->subwarp, b, c, bias, relu, s);
+    case SPF_DTYPE_BF16:
+        return launch_dtype<__nv_bfloat16>(g, l->n, l->vec, l->subwarp, b, c, bias, relu, s);
+    }
+    return FAIL(SPF_ERR_INTERNAL, "unknown dtype %d", (int)l->dtype);
+}

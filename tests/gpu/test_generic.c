@@ -1,0 +1,297 @@
+/* The generic CSR kernel (strategy S2) against the CPU reference accumulated
+ * in double: every storage type, N ∈ {1, 3, 49, 127, 256, 3136}, bias and
+ * ReLU, empty rows, rows longer than one staged chunk, misaligned buffers
+ * (narrower vector loads), outputs poisoned with NaN before each launch.
+ * The launch-shape choice and its int32 checks run without a GPU; the rest
+ * skips visibly (exit 77) when there is no device.
+ *
+ * `test_generic --quick` runs a small subset (the compute-sanitizer memcheck
+ * run of scripts/device-check.sh). */
+#include "check.h"
+
+#include "core/half.h"
+#include "core/rng.h"
+#include "gpu/generic.h"
+
+#include <stdint.h>
+
+#ifdef SPF_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static const char *const dtype_names[] = {"f32", "f16", "bf16"};
+
+static void test_launch_choose(void)
+{
+    static float buf[64] __attribute__((aligned(16)));
+    generic_csr g = {.rows = 100, .cols = 50};
+    generic_launch l;
+    CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK(l.vec == 4 && l.subwarp == 32);
+    CHECK_OK(generic_launch_choose(&g, 3, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK(l.vec == 1 && l.subwarp == 4);
+    CHECK_OK(generic_launch_choose(&g, 49, SPF_DTYPE_BF16, buf, buf, &l));
+    CHECK(l.vec == 1 && l.subwarp == 32);
+    CHECK_OK(generic_launch_choose(&g, 6, SPF_DTYPE_F16, buf, buf, &l));
+    CHECK(l.vec == 2 && l.subwarp == 4);
+    CHECK_OK(generic_launch_choose(&g, 40, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK(l.vec == 4 && l.subwarp == 16);
+    /* Alignment narrows the vector: 4 bytes off is scalar for fp32 and a
+     * pair for 16-bit types; 8 bytes off is a float2. */
+    CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F32, buf + 1, buf, &l));
+    CHECK(l.vec == 1);
+    CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F32, buf, buf + 2, &l));
+    CHECK(l.vec == 2);
+    CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F16, buf + 1, buf, &l));
+    CHECK(l.vec == 2);
+    char name[64];
+    generic_launch_name(&l, name, sizeof name);
+    CHECK(strcmp(name, "generic_f16_v2_sw32") == 0);
+
+    CHECK_STATUS(generic_launch_choose(&g, 0, SPF_DTYPE_F32, buf, buf, &l),
+                 SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(generic_launch_choose(&g, 8, (spf_dtype)7, buf, buf, &l),
+                 SPF_ERR_INVALID_ARGUMENT);
+    generic_csr tall = {.rows = 100000, .cols = 10};
+    CHECK_STATUS(generic_launch_choose(&tall, 30000, SPF_DTYPE_F32, buf, buf, &l), SPF_ERR_OVERFLOW);
+    CHECK_DETAIL("int32");
+    generic_csr wide = {.rows = 10, .cols = 3000000};
+    CHECK_STATUS(generic_launch_choose(&wide, 1000, SPF_DTYPE_F32, buf, buf, &l), SPF_ERR_OVERFLOW);
+}
+
+#ifdef SPF_HAVE_CUDA
+
+#define CUDA_OK(call) CHECK_MSG((call) == cudaSuccess, "%s", #call)
+
+/* 75×300: every 11th row empty, row 5 full (300 nonzeros: nine chunks and a
+ * tail), row 6 one past a chunk (33), the rest random up to ~25% dense. */
+static spf_matrix *matrix_ragged(void)
+{
+    enum { ROWS = 75, COLS = 300 };
+    static int64_t row_ptr[ROWS + 1];
+    static int32_t col_idx[ROWS * COLS];
+    rng r;
+    rng_seed(&r, 42);
+    int64_t nnz = 0;
+    for (int row = 0; row < ROWS; ++row) {
+        row_ptr[row] = nnz;
+        if (row % 11 == 0)
+            continue;
+        double p = row == 5 ? 1.0 : 0.25 * rng_uniform(&r);
+        int want6 = 33;
+        for (int col = 0; col < COLS; ++col) {
+            int keep = row == 6 ? (col % 9 == 0 && want6-- > 0) : rng_uniform(&r) < p;
+            if (keep)
+                col_idx[nnz++] = col;
+        }
+    }
+    row_ptr[ROWS] = nnz;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_create_csr(ROWS, COLS, nnz, row_ptr, col_idx, NULL, 7, &a));
+    return a;
+}
+
+static spf_matrix *matrix_generated(int64_t rows, int64_t cols, double sparsity)
+{
+    spf_gen_options o;
+    spf_gen_options_init(&o);
+    o.rows = rows;
+    o.cols = cols;
+    o.sparsity = sparsity;
+    o.seed = 3;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(&o, &a));
+    return a;
+}
+
+static spf_matrix *matrix_empty(void)
+{
+    int64_t row_ptr[6] = {0};
+    int32_t no_cols[1] = {0};
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_create_csr(5, 9, 0, row_ptr, no_cols, NULL, 1, &a));
+    return a;
+}
+
+/* The swizzle on the device is a permutation of the rows in order of
+ * non-increasing length. */
+static void check_row_order(const spf_matrix *a, const generic_csr *g)
+{
+    int64_t rows = spf_matrix_rows(a);
+    int32_t *order = calloc((size_t)rows + 1, sizeof *order);
+    char *seen = calloc((size_t)rows + 1, 1);
+    CUDA_OK(cudaMemcpy(order, g->row_order, (size_t)rows * sizeof *order, cudaMemcpyDeviceToHost));
+    const int64_t *rp = spf_matrix_row_ptr(a);
+    int ok = 1;
+    for (int64_t i = 0; i < rows; ++i) {
+        int32_t r = order[i];
+        if (r < 0 || r >= rows || seen[r]) {
+            ok = 0;
+            break;
+        }
+        seen[r] = 1;
+        if (i > 0 && rp[r + 1] - rp[r] > rp[order[i - 1] + 1] - rp[order[i - 1]])
+            ok = 0;
+    }
+    CHECK_MSG(ok, "row_order is not a length-sorted permutation");
+    free(order);
+    free(seen);
+}
+
+static size_t elem_bytes(spf_dtype t)
+{
+    return t == SPF_DTYPE_F32 ? 4 : 2;
+}
+
+/* Round to the storage type and pack; `rounded` gets the values the kernel
+ * actually reads, so the reference measures the kernel alone. */
+static void pack(spf_dtype t, const float *x, int64_t count, void *out, float *rounded)
+{
+    for (int64_t i = 0; i < count; ++i) {
+        if (t == SPF_DTYPE_F32) {
+            ((float *)out)[i] = rounded[i] = x[i];
+        } else if (t == SPF_DTYPE_F16) {
+            uint16_t h = f16_from_float(x[i]);
+            ((uint16_t *)out)[i] = h;
+            rounded[i] = f16_to_float(h);
+        } else {
+            uint16_t h = bf16_from_float(x[i]);
+            ((uint16_t *)out)[i] = h;
+            rounded[i] = bf16_to_float(h);
+        }
+    }
+}
+
+static float unpack1(spf_dtype t, const void *buf, int64_t i)
+{
+    if (t == SPF_DTYPE_F32)
+        return ((const float *)buf)[i];
+    uint16_t h = ((const uint16_t *)buf)[i];
+    return t == SPF_DTYPE_F16 ? f16_to_float(h) : bf16_to_float(h);
+}
+
+/* One launch checked against the double reference. offset shifts B and C
+ * by that many elements from cudaMalloc's alignment. */
+static void run_case(const char *label, const spf_matrix *a, const generic_csr *g, int64_t n,
+                     spf_dtype t, int with_bias, int relu, int offset, cudaStream_t stream)
+{
+    int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
+    size_t eb = elem_bytes(t);
+    float *bf = malloc((size_t)(k * n + 1) * sizeof *bf);
+    float *bq = malloc((size_t)(k * n + 1) * sizeof *bq);
+    void *bh = malloc((size_t)(k * n + 1) * eb);
+    void *ch = malloc((size_t)(m * n + 1) * eb);
+    float *cf = malloc((size_t)(m * n + 1) * sizeof *cf);
+    double *ref = malloc((size_t)(m * n + 1) * sizeof *ref);
+    float *bias = malloc((size_t)m * sizeof *bias + 1);
+    spf_fill_uniform(bias, m, 11);
+    spf_fill_uniform(bf, k * n, 1000 + (uint64_t)n);
+    pack(t, bf, k * n, bh, bq);
+    CHECK_OK(spf_reference_spmm_f64(a, n, bq, ref, with_bias ? bias : NULL, relu, 0));
+
+    char *bd = NULL, *cd = NULL;
+    float *biasd = NULL;
+    CUDA_OK(cudaMalloc((void **)&bd, (size_t)(k * n + offset + 1) * eb));
+    CUDA_OK(cudaMalloc((void **)&cd, (size_t)(m * n + offset + 1) * eb));
+    CUDA_OK(cudaMalloc((void **)&biasd, (size_t)m * sizeof *bias + 1));
+    CUDA_OK(cudaMemcpy(bd + offset * eb, bh, (size_t)(k * n) * eb, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(biasd, bias, (size_t)m * sizeof *bias, cudaMemcpyHostToDevice));
+    /* Poison: 0xFF bytes are NaN in all three types, so an output the
+     * kernel failed to write shows as an infinite error. */
+    CUDA_OK(cudaMemset(cd, 0xFF, (size_t)(m * n + offset + 1) * eb));
+    CHECK_OK(generic_csr_launch(g, n, t, bd + offset * eb, cd + offset * eb,
+                                with_bias ? biasd : NULL, relu, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    CUDA_OK(cudaMemcpy(ch, cd + offset * eb, (size_t)(m * n) * eb, cudaMemcpyDeviceToHost));
+    for (int64_t i = 0; i < m * n; ++i)
+        cf[i] = unpack1(t, ch, i);
+    double err = spf_relative_error(cf, ref, m * n);
+    double tol = t == SPF_DTYPE_F32 ? 1e-5 : 1e-2;
+    CHECK_MSG(err <= tol, "%s N=%lld %s bias=%d relu=%d offset=%d: relative error %.3g > %g", label,
+              (long long)n, dtype_names[t], with_bias, relu, offset, err, tol);
+    /* The element past C stays poisoned: nothing writes beyond M·N. */
+    uint32_t past = 0;
+    CUDA_OK(cudaMemcpy(&past, cd + (offset + m * n) * eb, eb, cudaMemcpyDeviceToHost));
+    CHECK_MSG(past == (eb == 4 ? 0xFFFFFFFFu : 0xFFFFu), "%s N=%lld: wrote past C", label,
+              (long long)n);
+
+    cudaFree(bd);
+    cudaFree(cd);
+    cudaFree(biasd);
+    free(bias);
+    free(bf);
+    free(bq);
+    free(bh);
+    free(ch);
+    free(cf);
+    free(ref);
+}
+
+static void run_matrix(const char *label, spf_matrix *a, int quick, cudaStream_t stream)
+{
+    static const int64_t ns[] = {1, 3, 49, 127, 256, 3136};
+    if (!a)
+        return;
+    generic_csr g;
+    CHECK_OK(generic_csr_upload(a, &g));
+    if (g.row_order) {
+        check_row_order(a, &g);
+        int variant = 0;
+        for (size_t i = 0; i < sizeof ns / sizeof ns[0]; ++i) {
+            if (quick && ns[i] != 3 && ns[i] != 256)
+                continue;
+            for (int t = SPF_DTYPE_F32; t <= SPF_DTYPE_BF16; ++t, ++variant) {
+                /* Bias and ReLU cycle through their four combinations. */
+                run_case(label, a, &g, ns[i], (spf_dtype)t, variant & 1, (variant >> 1) & 1, 0,
+                         stream);
+                if (ns[i] == 256 && !quick) {
+                    run_case(label, a, &g, ns[i], (spf_dtype)t, 1, 1, 1, stream);
+                    run_case(label, a, &g, ns[i], (spf_dtype)t, 0, 0, 2, stream);
+                }
+            }
+        }
+    }
+    generic_csr_release(&g);
+    CHECK(g.row_ptr == NULL && g.values == NULL);
+    spf_matrix_free(a);
+}
+
+static void test_kernel(int quick)
+{
+    cudaStream_t stream = NULL;
+    CUDA_OK(cudaStreamCreate(&stream));
+    run_matrix("ragged 75x300", matrix_ragged(), quick, stream);
+    run_matrix("empty 5x9", matrix_empty(), quick, stream);
+    if (!quick) {
+        run_matrix("uniform 1000x384 s0.9", matrix_generated(1000, 384, 0.9), quick, stream);
+        const char *data = check_data_dir();
+        if (data) {
+            char path[4096];
+            snprintf(path, sizeof path,
+                     "%s/dlmc/rn50/magnitude_pruning/0.9/bottleneck_2_block_group2_1_1.smtx", data);
+            spf_matrix *a = NULL;
+            CHECK_OK(spf_matrix_read(path, NULL, &a));
+            run_matrix("dlmc rn50 conv 0.9", a, quick, stream);
+        }
+    }
+    CUDA_OK(cudaStreamDestroy(stream));
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    test_launch_choose();
+    spf_device_info info;
+    CHECK_OK(spf_device_query(0, &info));
+    if (!info.available) {
+        if (check_failed)
+            return check_report();
+        check_report();
+        SKIP("no CUDA device (%s): generic kernel launches not run", info.reason);
+    }
+#ifdef SPF_HAVE_CUDA
+    test_kernel(quick);
+#endif
+    return check_report();
+}
