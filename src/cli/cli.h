@@ -1,0 +1,116 @@
+/* The pieces every sub-command of the spforge CLI shares: one option parser
+ * (long options only: --name VALUE, --name=VALUE, flags; --help and --json
+ * on every command), the error convention and the output helpers that print
+ * the same facts as text or as one JSON object.
+ *
+ * Exit codes: 0 success (and --help), 1 an input or runtime error, 2 a
+ * usage error (unknown option, missing value, bad number: the option is
+ * named). Errors go to stderr as "spforge <cmd>: <status string>: <detail>". */
+#ifndef SPF_CLI_CLI_H
+#define SPF_CLI_CLI_H
+
+#include "core/json.h"
+#include "spforge.h"
+
+#include <stdint.h>
+
+enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_CONTINUE = -1 };
+enum { CLI_MAX_ARGS = 4 };
+
+typedef enum cli_kind {
+    CLI_FLAG,   /* int, set to 1                                  */
+    CLI_INT,    /* int64_t, in [min, max]                          */
+    CLI_U64,    /* uint64_t, any value (seeds)                     */
+    CLI_DOUBLE, /* double, in [min, max] (or [min, max) if max_open) */
+    CLI_STRING, /* const char *, borrowed from argv                */
+    CLI_CHOICE  /* int, the index of the value in choices          */
+} cli_kind;
+
+typedef struct cli_option {
+    const char *name;           /* long name without the dashes                  */
+    cli_kind kind;
+    void *target;               /* written when the option is given               */
+    const char *metavar;        /* the value's name in --help ("N")               */
+    const char *help;
+    const char *const *choices; /* CLI_CHOICE: NULL-terminated names              */
+    double min, max;            /* CLI_INT, CLI_DOUBLE: the accepted range        */
+    int max_open;               /* CLI_DOUBLE: max itself is not accepted         */
+} cli_option;
+
+typedef struct cli_command {
+    const char *name;
+    const char *synopsis; /* positional arguments, e.g. "IN OUT" */
+    const char *summary;  /* one line                            */
+    const char *details;  /* more --help text, or NULL           */
+    int min_args, max_args;
+    int (*main)(const struct cli_command *cmd, int argc, char **argv);
+} cli_command;
+
+/* What cli_parse found besides the options' targets. */
+typedef struct cli_context {
+    const cli_command *cmd;
+    int json;                       /* --json given                         */
+    const char *args[CLI_MAX_ARGS]; /* positional arguments, borrowed        */
+    int arg_count;
+} cli_context;
+
+/* Parse argv (argv[0] is the command name) against options. Returns
+ * CLI_CONTINUE to go on, CLI_EXIT_OK after printing --help, or
+ * CLI_EXIT_USAGE after printing what was wrong. */
+int cli_parse(cli_context *ctx, const cli_command *cmd, const cli_option *options, int count,
+              int argc, char **argv);
+
+/* Print "spforge <cmd>: invalid argument: <message>" and return CLI_EXIT_USAGE. */
+int cli_usage_error(const cli_context *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "spforge <cmd>: <status string>: <message>" and return CLI_EXIT_FAIL. */
+int cli_fail(const cli_context *ctx, spf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* cli_fail with the library's detail message (spf_last_error). */
+int cli_fail_status(const cli_context *ctx, spf_status st);
+
+/* The read options of stat, convert and run (--duplicates, --values,
+ * --sparsity); --seed is each command's own. */
+typedef struct cli_read_args {
+    int duplicates;     /* index into {"reject", "sum"} = spf_duplicates */
+    const char *values; /* .npy values for a .smtx pattern, or NULL       */
+    double sparsity;    /* .npy magnitude pruning, < 0 keeps every nonzero */
+} cli_read_args;
+
+extern const char *const cli_duplicates_names[];
+#define CLI_READ_OPTIONS(ra)                                                                      \
+    {"duplicates", CLI_CHOICE, &(ra).duplicates, "sum|reject",                                    \
+     "repeated entries: reject (default) or sum", cli_duplicates_names, 0, 0, 0},                 \
+    {"values", CLI_STRING, &(ra).values, "FILE.npy",                                              \
+     ".smtx only: nnz float32 values in file order instead of seeded random ones", NULL, 0, 0, 0}, \
+    {"sparsity", CLI_DOUBLE, &(ra).sparsity, "S",                                                 \
+     ".npy only: prune by magnitude to sparsity S in [0, 1) (default: keep every nonzero)", NULL, \
+     0, 1, 1}
+
+void cli_read_args_init(cli_read_args *ra);
+/* Read options from ra and seed (the values of pattern-only files). */
+void cli_read_options_from(const cli_read_args *ra, uint64_t seed, spf_read_options *ro);
+
+/* Monotonic wall time in seconds. */
+double cli_now(void);
+/* Online host cores (at least 1). */
+int cli_host_cores(void);
+
+/* One line about the device, or "no CUDA device: <reason> — using the CPU
+ * reference"; and the same as a JSON object under key. */
+void cli_print_device(const spf_device_info *d);
+void cli_json_device(json_writer *w, const char *key, const spf_device_info *d);
+
+/* The pattern statistics as indented text lines, and as a JSON object. */
+void cli_print_stats(const spf_matrix_stats *s);
+void cli_json_stats(json_writer *w, const char *key, const spf_matrix_stats *s);
+
+/* Finish w and print it as one line on stdout; returns the exit code. */
+int cli_emit_json(const cli_context *ctx, json_writer *w);
+
+/* The sub-commands (cmd_<name>.c). */
+int cmd_info(const cli_command *cmd, int argc, char **argv);
+int cmd_gen(const cli_command *cmd, int argc, char **argv);
+int cmd_stat(const cli_command *cmd, int argc, char **argv);
+int cmd_convert(const cli_command *cmd, int argc, char **argv);
+int cmd_run(const cli_command *cmd, int argc, char **argv);
+
+#endif

@@ -1,0 +1,192 @@
+/* The one option parser of the CLI, --help text and the error convention. */
+#include "cli/cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const cli_duplicates_names[] = {"reject", "sum", NULL};
+
+static void print_help(const cli_command *cmd, const cli_option *options, int count)
+{
+    printf("usage: spforge %s%s%s [options]\n\n%s\n", cmd->name, cmd->synopsis[0] ? " " : "",
+           cmd->synopsis, cmd->summary);
+    if (cmd->details)
+        printf("\n%s\n", cmd->details);
+    printf("\noptions:\n");
+    for (int i = 0; i < count; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", options[i].name, options[i].kind == CLI_FLAG ? "" : " ",
+                 options[i].kind == CLI_FLAG ? "" : options[i].metavar);
+        printf("  %-26s %s\n", left, options[i].help);
+    }
+    printf("  %-26s %s\n", "--json", "print one JSON object on stdout instead of text");
+    printf("  %-26s %s\n", "--help", "show this help and exit");
+}
+
+static int vreport(const cli_context *ctx, const char *status, const char *fmt, va_list ap)
+{
+    fprintf(stderr, "spforge %s: %s: ", ctx->cmd->name, status);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    return 0;
+}
+
+int cli_usage_error(const cli_context *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(ctx, spf_status_string(SPF_ERR_INVALID_ARGUMENT), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "(see spforge %s --help)\n", ctx->cmd->name);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_fail(const cli_context *ctx, spf_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(ctx, spf_status_string(st), fmt, ap);
+    va_end(ap);
+    return CLI_EXIT_FAIL;
+}
+
+int cli_fail_status(const cli_context *ctx, spf_status st)
+{
+    return cli_fail(ctx, st, "%s", spf_last_error()[0] ? spf_last_error() : "(no detail)");
+}
+
+static int in_range(const cli_option *o, double v)
+{
+    if (o->min == 0 && o->max == 0)
+        return 1;
+    return v >= o->min && (o->max_open ? v < o->max : v <= o->max);
+}
+
+static int range_error(const cli_context *ctx, const cli_option *o, const char *text)
+{
+    return cli_usage_error(ctx, "--%s: expected %s in [%g, %g%s, got '%s'", o->name,
+                           o->kind == CLI_INT ? "an integer" : "a number", o->min, o->max,
+                           o->max_open ? ")" : "]", text);
+}
+
+/* Store text into o's target; a usage error names the option. */
+static int set_value(const cli_context *ctx, const cli_option *o, const char *text)
+{
+    char *end = NULL;
+    errno = 0;
+    switch (o->kind) {
+    case CLI_FLAG: *(int *)o->target = 1; return CLI_CONTINUE;
+    case CLI_STRING: *(const char **)o->target = text; return CLI_CONTINUE;
+    case CLI_INT: {
+        long long v = strtoll(text, &end, 10);
+        if (end == text || *end || errno == ERANGE)
+            return cli_usage_error(ctx, "--%s: expected an integer, got '%s'", o->name, text);
+        if (!in_range(o, (double)v))
+            return range_error(ctx, o, text);
+        *(int64_t *)o->target = v;
+        return CLI_CONTINUE;
+    }
+    case CLI_U64: {
+        unsigned long long v = strtoull(text, &end, 0);
+        /* strtoull accepts "-1" as a huge value; a seed given negative is a typo. */
+        if (end == text || *end || errno == ERANGE || strchr(text, '-'))
+            return cli_usage_error(ctx, "--%s: expected an unsigned integer, got '%s'", o->name, text);
+        *(uint64_t *)o->target = v;
+        return CLI_CONTINUE;
+    }
+    case CLI_DOUBLE: {
+        double v = strtod(text, &end);
+        if (end == text || *end || errno == ERANGE || !isfinite(v))
+            return cli_usage_error(ctx, "--%s: expected a number, got '%s'", o->name, text);
+        if (!in_range(o, v))
+            return range_error(ctx, o, text);
+        *(double *)o->target = v;
+        return CLI_CONTINUE;
+    }
+    case CLI_CHOICE:
+        for (int i = 0; o->choices[i]; i++) {
+            if (strcmp(o->choices[i], text) == 0) {
+                *(int *)o->target = i;
+                return CLI_CONTINUE;
+            }
+        }
+        return cli_usage_error(ctx, "--%s: expected %s, got '%s'", o->name, o->metavar, text);
+    }
+    return cli_usage_error(ctx, "--%s: unknown option kind", o->name);
+}
+
+int cli_parse(cli_context *ctx, const cli_command *cmd, const cli_option *options, int count,
+              int argc, char **argv)
+{
+    memset(ctx, 0, sizeof *ctx);
+    ctx->cmd = cmd;
+    int only_args = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (only_args || arg[0] != '-' || arg[1] == '\0') {
+            if (ctx->arg_count == cmd->max_args)
+                return cli_usage_error(ctx, "unexpected argument '%s'", arg);
+            ctx->args[ctx->arg_count++] = arg;
+            continue;
+        }
+        if (strcmp(arg, "--") == 0) {
+            only_args = 1;
+            continue;
+        }
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            print_help(cmd, options, count);
+            return CLI_EXIT_OK;
+        }
+        if (strcmp(arg, "--json") == 0) {
+            ctx->json = 1;
+            continue;
+        }
+        const char *name = arg + 2;
+        const char *eq = strchr(name, '=');
+        size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+        const cli_option *o = NULL;
+        for (int k = 0; k < count && arg[1] == '-'; k++) {
+            if (strlen(options[k].name) == name_len && strncmp(options[k].name, name, name_len) == 0)
+                o = &options[k];
+        }
+        if (!o)
+            return cli_usage_error(ctx, "unknown option '%s'", arg);
+        const char *value = NULL;
+        if (o->kind == CLI_FLAG) {
+            if (eq)
+                return cli_usage_error(ctx, "--%s takes no value", o->name);
+        } else if (eq) {
+            value = eq + 1;
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            return cli_usage_error(ctx, "--%s needs a value (%s)", o->name, o->metavar);
+        }
+        int rc = set_value(ctx, o, value);
+        if (rc != CLI_CONTINUE)
+            return rc;
+    }
+    if (ctx->arg_count < cmd->min_args)
+        return cli_usage_error(ctx, "missing argument (usage: spforge %s %s)", cmd->name, cmd->synopsis);
+    return CLI_CONTINUE;
+}
+
+void cli_read_args_init(cli_read_args *ra)
+{
+    ra->duplicates = SPF_DUPLICATES_REJECT;
+    ra->values = NULL;
+    ra->sparsity = -1.0;
+}
+
+void cli_read_options_from(const cli_read_args *ra, uint64_t seed, spf_read_options *ro)
+{
+    spf_read_options_init(ro);
+    ro->duplicates = ra->duplicates == SPF_DUPLICATES_SUM ? SPF_DUPLICATES_SUM : SPF_DUPLICATES_REJECT;
+    ro->values_path = ra->values;
+    ro->npy_sparsity = ra->sparsity;
+    ro->seed = seed;
+}

@@ -1,0 +1,115 @@
+/* Output shared by the sub-commands: the device line, the statistics block
+ * (as text or JSON), the clock and the JSON emission. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "cli/cli.h"
+
+#include "core/alloc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int cli_host_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* "13.0" from 13000. */
+static void version_text(int v, char *out, size_t cap)
+{
+    snprintf(out, cap, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
+void cli_print_device(const spf_device_info *d)
+{
+    char driver[16], runtime[16];
+    version_text(d->driver_version, driver, sizeof driver);
+    version_text(d->runtime_version, runtime, sizeof runtime);
+    if (!d->available) {
+        printf("no CUDA device: %s \u2014 using the CPU reference\n", d->reason);
+        return;
+    }
+    printf("device %d: %s (sm_%d%d, %d SMs, %d threads/SM, %.1f GiB, L2 %d MiB, "
+           "shared/block %d KiB, driver %s, runtime %s)\n",
+           d->device, d->name, d->cc_major, d->cc_minor, d->sm_count, d->max_threads_per_sm,
+           (double)d->total_memory / (1024.0 * 1024.0 * 1024.0), d->l2_bytes >> 20,
+           d->max_shared_per_block_optin >> 10, driver, runtime);
+}
+
+void cli_json_device(json_writer *w, const char *key, const spf_device_info *d)
+{
+    json_object_begin(w, key);
+    json_bool(w, "available", d->available);
+    json_int(w, "device", d->device);
+    if (d->available) {
+        json_string(w, "name", d->name);
+        json_int(w, "cc_major", d->cc_major);
+        json_int(w, "cc_minor", d->cc_minor);
+        json_int(w, "sm_count", d->sm_count);
+        json_int(w, "max_threads_per_sm", d->max_threads_per_sm);
+        json_int(w, "max_shared_per_block_optin", d->max_shared_per_block_optin);
+        json_int(w, "l2_bytes", d->l2_bytes);
+        json_int(w, "total_memory", d->total_memory);
+    } else {
+        json_string(w, "reason", d->reason);
+    }
+    json_int(w, "driver_version", d->driver_version);
+    json_int(w, "runtime_version", d->runtime_version);
+    json_object_end(w);
+}
+
+void cli_print_stats(const spf_matrix_stats *s)
+{
+    printf("  shape      %" PRId64 " x %" PRId64 ", nnz %" PRId64 " (density %.6g, sparsity %.6g)\n",
+           s->rows, s->cols, s->nnz, s->density, 1.0 - s->density);
+    printf("  row nnz    min %" PRId64 ", mean %.4g, max %" PRId64 ", cv %.4g\n", s->row_nnz_min,
+           s->row_nnz_mean, s->row_nnz_max, s->row_nnz_cv);
+    printf("  empty      %" PRId64 " rows, %" PRId64 " cols\n", s->empty_rows, s->empty_cols);
+    printf("  bandwidth  %" PRId64 "\n", s->bandwidth);
+    printf("  hashes     pattern %016" PRIx64 ", values %016" PRIx64 "\n", s->pattern_hash,
+           s->values_hash);
+}
+
+void cli_json_stats(json_writer *w, const char *key, const spf_matrix_stats *s)
+{
+    char hex[20];
+    json_object_begin(w, key);
+    json_int(w, "rows", s->rows);
+    json_int(w, "cols", s->cols);
+    json_int(w, "nnz", s->nnz);
+    json_double(w, "density", s->density);
+    json_int(w, "row_nnz_min", s->row_nnz_min);
+    json_double(w, "row_nnz_mean", s->row_nnz_mean);
+    json_int(w, "row_nnz_max", s->row_nnz_max);
+    json_double(w, "row_nnz_cv", s->row_nnz_cv);
+    json_int(w, "empty_rows", s->empty_rows);
+    json_int(w, "empty_cols", s->empty_cols);
+    json_int(w, "bandwidth", s->bandwidth);
+    /* Hex strings: JSON numbers lose 64-bit integers in most readers. */
+    snprintf(hex, sizeof hex, "%016" PRIx64, s->pattern_hash);
+    json_string(w, "pattern_hash", hex);
+    snprintf(hex, sizeof hex, "%016" PRIx64, s->values_hash);
+    json_string(w, "values_hash", hex);
+    json_object_end(w);
+}
+
+int cli_emit_json(const cli_context *ctx, json_writer *w)
+{
+    char *text = NULL;
+    spf_status st = json_finish(w, &text);
+    if (st != SPF_OK)
+        return cli_fail_status(ctx, st);
+    puts(text);
+    mem_free(text);
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# The spforge CLI end to end: --help on every command, --json output that
+# parses and carries the right values, gen -> convert -> stat round trips,
+# the default run within tolerance, and the exit codes and messages of bad
+# input (1) and usage errors (2). Needs $SPF_CLI (set by ctest).
+set -u
+cli=${SPF_CLI:?set SPF_CLI to the spforge binary}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+check() { # check DESCRIPTION CONDITION-COMMAND...
+  local what=$1; shift
+  if "$@"; then ok; else bad "$what"; fi
+}
+
+# run_cli NAME ARGS...: run spforge, keep stdout/stderr in $tmp/NAME.{out,err}, rc in $rc.
+run_cli() {
+  local name=$1; shift
+  "$cli" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
+  rc=$?
+}
+# expect_rc CODE NAME ARGS...
+expect_rc() {
+  local want=$1 name=$2; shift 2
+  run_cli "$name" "$@"
+  if [ "$rc" -eq "$want" ]; then ok; else
+    bad "spforge $* exited $rc, expected $want"; sed 's/^/    /' "$tmp/$name.err" >&2; fi
+}
+# json NAME PYTHON-EXPR: evaluate EXPR with d = the JSON object of NAME's stdout.
+json() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$tmp/$1.out" "$2" \
+    2>/dev/null || echo "(no JSON in the output of '$1')"
+}
+# json_true NAME PYTHON-EXPR DESCRIPTION
+json_true() {
+  local got
+  got=$(json "$1" "$2" 2>&1)
+  if [ "$got" = "True" ]; then ok; else bad "$3 ($2 -> $got)"; fi
+}
+# stderr_has NAME TEXT
+stderr_has() {
+  if grep -qF -- "$2" "$tmp/$1.err"; then ok; else
+    bad "stderr of '$1' lacks '$2'"; sed 's/^/    /' "$tmp/$1.err" >&2; fi
+}
+parses() { python3 -m json.tool "$tmp/$1.out" >/dev/null 2>&1; }
+
+# ---- --help everywhere, exit 0
+expect_rc 0 help --help
+for cmd in info gen stat convert run; do
+  expect_rc 0 "help_$cmd" "$cmd" --help
+  check "$cmd --help prints its usage" grep -q "usage: spforge $cmd" "$tmp/help_$cmd.out"
+done
+expect_rc 2 noargs
+expect_rc 2 unknown_cmd frobnicate
+stderr_has unknown_cmd "frobnicate"
+
+# ---- info
+expect_rc 0 info info
+check "info names the device or the CPU fallback" grep -Eq "^(device 0:|no CUDA device: .* using the CPU reference)" "$tmp/info.out"
+expect_rc 0 info_json info --json
+check "info --json parses" parses info_json
+json_true info_json "d['version'] == '$("$cli" --version | cut -d' ' -f2)'" "info version"
+json_true info_json "d['host_cores'] >= 1 and 'available' in d['device']" "info fields"
+json_true info_json "d['device']['available'] or len(d['device']['reason']) > 0" "info reason when no device"
+
+# ---- gen -> stat: the same matrix, the same hashes
+expect_rc 0 gen gen "$tmp/a.mtx" --rows 100 --cols 80 --sparsity 0.8 --seed 7 --json
+check "gen --json parses" parses gen
+json_true gen "d['stats']['rows'] == 100 and d['stats']['cols'] == 80 and d['seed'] == 7" "gen shape"
+json_true gen "d['stats']['nnz'] == 100 * 16" "gen uniform keeps round(0.2*80) per row"
+expect_rc 0 stat stat "$tmp/a.mtx" --json
+check "stat --json parses" parses stat
+gen_stats=$(json gen "d['stats']")
+stat_stats=$(json stat "d['stats']")
+check "stat reproduces gen's statistics and hashes" [ "$gen_stats" = "$stat_stats" ]
+json_true stat "d['read_ms'] >= 0 and d['path'].endswith('a.mtx')" "stat path and time"
+expect_rc 0 stat_text stat "$tmp/a.mtx"
+check "stat text shows nnz and hashes" grep -q "nnz 1600" "$tmp/stat_text.out"
+check "stat text shows the hashes" grep -q "pattern [0-9a-f]\{16\}" "$tmp/stat_text.out"
+
+for kind in uniform magnitude colvec vnm 2:4 rmat; do
+  f="$tmp/k_${kind/:/_}.smtx"
+  expect_rc 0 "gen_$kind" gen "$f" --kind "$kind" --rows 64 --cols 64 --sparsity 0.75 --seed 3 --json
+  json_true "gen_$kind" "d['kind'] == '$kind' and d['stats']['nnz'] > 0" "gen --kind $kind"
+done
+json_true gen_2:4 "d['stats']['nnz'] == 64 * 64 // 2" "2:4 keeps half"
+expect_rc 0 gen_same gen "$tmp/again.smtx" --kind rmat --rows 64 --cols 64 --sparsity 0.75 --seed 3 --json
+json_true gen_same "d['stats']['pattern_hash'] == '$(json gen_rmat "d['stats']['pattern_hash']")'" "gen is reproducible"
+
+# ---- convert round trips: mtx -> smtx (pattern), mtx -> npy -> mtx (values)
+expect_rc 0 conv1 convert "$tmp/a.mtx" "$tmp/b.smtx" --json
+json_true conv1 "d['nnz'] == 1600 and d['output'].endswith('b.smtx')" "convert --json"
+expect_rc 0 stat_b stat "$tmp/b.smtx" --json
+json_true stat_b "d['stats']['pattern_hash'] == '$(json stat "d['stats']['pattern_hash']")'" "smtx keeps the pattern"
+expect_rc 0 conv2 convert "$tmp/a.mtx" "$tmp/c.npy"
+expect_rc 0 conv3 convert "$tmp/c.npy" "$tmp/d.mtx"
+expect_rc 0 stat_d stat "$tmp/d.mtx" --json
+d_stats=$(json stat_d "d['stats']")
+check "mtx -> npy -> mtx keeps pattern and values" [ "$d_stats" = "$stat_stats" ]
+expect_rc 0 stat_npy_pruned stat "$tmp/c.npy" --sparsity 0.9 --json
+json_true stat_npy_pruned "d['stats']['nnz'] == 800" "npy magnitude pruning to 0.9 of 8000"
+
+# ---- run: the embedded default input within tolerance
+expect_rc 0 run_default run --n 64 --json
+check "run --json parses" parses run_default
+json_true run_default "d['default_input'] and d['stats']['rows'] == 768 and d['stats']['cols'] == 768" "default input shape"
+json_true run_default "d['stats']['nnz'] == 768 * 77" "default input is uniform at 0.9"
+json_true run_default "d['relative_error'] <= 1e-6 and d['passed'] and d['backend'] == 'cpu'" "default run error"
+json_true run_default "d['time_ms_median'] > 0 and d['gflops'] > 0 and d['repeat'] == 5" "run timing"
+expect_rc 0 run_text run --n 33 --repeat 2
+check "run text names the default input" grep -q "embedded default: uniform 768x768, sparsity 0.9, seed 1" "$tmp/run_text.out"
+check "run text has the device line" grep -Eq "^device +(device 0:|no CUDA device: .*CPU reference)" "$tmp/run_text.out"
+check "run text has the error line" grep -Eq "^error .* ok$" "$tmp/run_text.out"
+expect_rc 0 run_file run "$tmp/a.mtx" --n 7 --bias --relu --threads 2 --repeat 3 --seed 5 --backend cpu --json
+json_true run_file "d['passed'] and d['bias'] and d['relu'] and d['n'] == 7 and d['threads'] == 2" "run on a file with bias and relu"
+expect_rc 0 run_n1 run "$tmp/k_2_4.smtx" --n 1 --json
+json_true run_n1 "d['relative_error'] <= 1e-6" "run N = 1"
+
+# ---- input and runtime errors: exit 1, the message names the file
+expect_rc 1 missing stat "$tmp/nope.mtx"
+stderr_has missing "nope.mtx"
+stderr_has missing "spforge stat: I/O error:"
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n' >"$tmp/short.mtx"
+expect_rc 1 truncated stat "$tmp/short.mtx"
+stderr_has truncated "short.mtx"
+printf 'garbage\x01\x02' >"$tmp/junk.smtx"
+expect_rc 1 junk run "$tmp/junk.smtx" --n 4
+stderr_has junk "junk.smtx"
+: >"$tmp/empty.mtx"
+expect_rc 1 empty convert "$tmp/empty.mtx" "$tmp/out.smtx"
+stderr_has empty "empty.mtx"
+check "a failed convert leaves no output" [ ! -e "$tmp/out.smtx" ]
+expect_rc 1 dtype run --n 8 --dtype f16
+stderr_has dtype "only f32"
+run_cli gpu run --n 8 --backend gpu
+if grep -q '"available":false' <("$cli" info --json); then
+  check "--backend gpu without a GPU exits 1" [ "$rc" -eq 1 ]
+  stderr_has gpu "no GPU backend available"
+else
+  check "--backend gpu on a GPU machine exits 0 or 1" [ "$rc" -le 1 ]
+fi
+
+# ---- usage errors: exit 2, the option is named
+expect_rc 2 no_out gen
+expect_rc 2 no_n run
+stderr_has no_n "--n"
+expect_rc 2 bad_seed stat "$tmp/a.mtx" --seed abc
+stderr_has bad_seed "--seed"
+expect_rc 2 bad_sparsity gen "$tmp/x.mtx" --sparsity 1.5
+stderr_has bad_sparsity "--sparsity"
+expect_rc 2 bad_kind gen "$tmp/x.mtx" --kind diagonal
+stderr_has bad_kind "--kind"
+expect_rc 2 bad_nm gen "$tmp/x.mtx" --kind vnm --nm 4:2
+stderr_has bad_nm "--nm"
+expect_rc 2 bogus info --bogus
+stderr_has bogus "--bogus"
+expect_rc 2 no_value gen "$tmp/x.mtx" --rows
+stderr_has no_value "--rows"
+expect_rc 2 bad_n run --n 0
+stderr_has bad_n "--n"
+expect_rc 2 extra stat "$tmp/a.mtx" "$tmp/b.smtx"
+check "usage errors write nothing to stdout" [ ! -s "$tmp/bogus.out" ]
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
