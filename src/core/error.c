@@ -55,5 +55,11 @@ void error_prefix(const char *fmt, ...)
     va_end(ap);
     if (used < 0 || used >= DETAIL_CAP - 2)
         return;
-    snprintf(detail + used, DETAIL_CAP - (size_t)used, ": %s", old);
+    /* Copy by hand: the tail is cut to fit, which snprintf would warn about. */
+    size_t at = (size_t)used;
+    detail[at++] = ':';
+    detail[at++] = ' ';
+    for (size_t i = 0; old[i] && at < DETAIL_CAP - 1; i++)
+        detail[at++] = old[i];
+    detail[at] = '\0';
 }
