@@ -70,6 +70,8 @@ static spf_status dict_fail(dict_cursor *c, const char *what)
         unsigned char ch = (unsigned char)c->text[i];
         n += (size_t)snprintf(shown + n, sizeof shown - n, ch >= 0x20 && ch < 0x7f ? "%c" : "\\x%02x", ch);
     }
+    while (n > 0 && shown[n - 1] == ' ')
+        n--; /* the header's padding */
     shown[n] = '\0';
     int64_t byte = c->base + (int64_t)c->pos;
     if (c->pos >= c->len)
