@@ -27,12 +27,11 @@ static void print_help(const cli_command *cmd, const cli_option *options, int co
     printf("  %-26s %s\n", "--help", "show this help and exit");
 }
 
-static int vreport(const cli_context *ctx, const char *status, const char *fmt, va_list ap)
+static void vreport(const cli_context *ctx, const char *status, const char *fmt, va_list ap)
 {
     fprintf(stderr, "spforge %s: %s: ", ctx->cmd->name, status);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
-    return 0;
 }
 
 int cli_usage_error(const cli_context *ctx, const char *fmt, ...)
