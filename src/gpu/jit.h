@@ -1,0 +1,69 @@
+/* The JIT path of generated kernels (DESIGN.md decision 1): assemble a
+ * ptx_program's units in parallel to relocatable cubins (ptxas.h), link
+ * them with the driver linker, load the image as a context-independent
+ * library and launch its entry. The driver API is reached only through
+ * cudaGetDriverEntryPointByVersion, so nothing links libcuda (decision 2).
+ *
+ * jit_compile needs neither a GPU nor a driver (CI uses it); linking,
+ * loading and launching need both. */
+#ifndef SPF_GPU_JIT_H
+#define SPF_GPU_JIT_H
+
+#include "codegen/program.h"
+#include "gpu/ptxas.h"
+
+/* One program assembled (or handed over as PTX when there is no ptxas). */
+typedef struct jit_object {
+    spf_status status;   /* SPF_OK, or SPF_ERR_COMPILE with `log` saying why      */
+    ptxas_result *units; /* unit_count results (owned); NULL when via_ptx         */
+    int unit_count;
+    int via_ptx;         /* no ptxas found: the driver linker compiles the PTX    */
+    int registers;       /* the largest of the units' (0 when via_ptx)            */
+    int spill_bytes;     /* summed over the units                                 */
+    double compile_s;    /* ptxas seconds summed over the units (CPU-side cost)   */
+    char *log;           /* the first failing unit's ptxas output (owned) or NULL */
+} jit_object;
+
+/* Assemble `count` programs for sm_<sm> into out[0 .. count) (caller-owned,
+ * overwritten), all their units in one parallel batch over `threads` host
+ * threads (0 = all cores) so that small and large programs share the cores.
+ * A program ptxas rejects gets status SPF_ERR_COMPILE and its log; the call
+ * fails only when the machinery does. Without a ptxas every object is
+ * marked via_ptx (logged at WARN) and nothing is assembled here. */
+spf_status jit_compile(const ptx_program *const *programs, int count, int sm, int threads,
+                       jit_object *out);
+void jit_object_release(jit_object *o); /* accepts a zeroed object */
+
+typedef struct jit_timings {
+    double compile_s; /* wall time of the parallel ptxas step */
+    double link_s;    /* driver linker                          */
+    double load_s;    /* library load and kernel lookup         */
+} jit_timings;
+
+/* A loaded kernel, ready to launch on the device current when it was
+ * loaded. */
+typedef struct jit_module {
+    void *library;         /* cudaLibrary_t                                   */
+    void *kernel;          /* cudaKernel_t of the program's entry             */
+    unsigned grid[3], block[3];
+    unsigned shared_bytes; /* dynamic shared memory per block                 */
+    int registers;         /* per thread, as loaded (cudaFuncGetAttributes)   */
+    int local_bytes;       /* local memory per thread (spills, stack)         */
+} jit_module;
+
+/* Link o's cubins (or its program's PTX when via_ptx) and load the result on
+ * the current device. Failures carry the linker's log in the detail. */
+spf_status jit_link_load(const ptx_program *p, const jit_object *o, jit_module *out,
+                         jit_timings *t);
+
+/* jit_compile of one program, then jit_link_load; t may be NULL. */
+spf_status jit_build(const ptx_program *p, int sm, int threads, jit_module *out, jit_timings *t);
+
+/* Launch with the program's geometry on `stream` (a cudaStream_t):
+ *   b, c: device buffers of the program's dtype; bias: device, M float32 or NULL.
+ * No allocation, no synchronization (graph-capturable). */
+spf_status jit_launch(const jit_module *m, const void *b, void *c, const float *bias, void *stream);
+
+void jit_module_release(jit_module *m); /* unloads; accepts a zeroed module */
+
+#endif

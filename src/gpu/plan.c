@@ -1,0 +1,389 @@
+/* The plan object (DESIGN.md decision 7): one handle over the strategies —
+ * the CPU reference, the generic CSR kernel (S2) and the generated unrolled
+ * kernel (S1), forced, default or exhaustively tuned — each self-checked
+ * against the CPU reference when built (decision 6) and executed on the
+ * caller's stream without allocating or synchronizing. */
+#include "codegen/schedule.h"
+#include "codegen/unrolled.h"
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/matrix.h"
+#include "gpu/generic.h"
+#include "gpu/jit.h"
+#include "gpu/selfcheck.h"
+#include "gpu/timing.h"
+#include "gpu/tuner.h"
+#include "plan/plan_cpu.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifdef SPF_HAVE_CUDA
+#include "gpu/cuda_check.h"
+#endif
+
+/* The code budget of AUTO, in instructions (schedule_instructions). ptxas
+ * assembled ~105 k fma of unrolled code in 9.6 CPU-seconds on the H200 host
+ * (DESIGN.md: 16 chunks × 0.6 s), about 11 k instructions per CPU-second;
+ * 2^20 instructions is then ~95 CPU-seconds, a few seconds on a 16-core
+ * host. Bigger patterns go to the generic kernel. */
+#define PLAN_CODE_BUDGET ((int64_t)1 << 20)
+
+struct spf_plan {
+    spf_strategy strategy; /* resolved: never AUTO                */
+    spf_dtype dtype;
+    int64_t m, k, n;
+    int bias, relu;
+    int device;            /* GPU plans run on this device only   */
+    spf_plan_info info;
+    cpu_plan cpu;
+    generic_csr generic;
+    jit_module module;
+    tune_log log;          /* exhaustive tuning only              */
+};
+
+void spf_plan_options_init(spf_plan_options *options)
+{
+    if (!options)
+        return;
+    memset(options, 0, sizeof *options);
+    options->strategy = SPF_STRATEGY_AUTO;
+    options->dtype = SPF_DTYPE_F32;
+    options->verify = 1;
+    options->device = 0;
+    options->config = NULL;
+}
+
+static int is_flag(int x) { return x == 0 || x == 1; }
+
+static spf_status check_options(int64_t n, const spf_plan_options *o)
+{
+    if (n < 1 || n > INT32_MAX)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "n = %lld: must be in 1 .. 2^31 - 1", (long long)n);
+    if (o->strategy < SPF_STRATEGY_AUTO || o->strategy > SPF_STRATEGY_CPU)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)o->strategy);
+    if (o->dtype < SPF_DTYPE_F32 || o->dtype > SPF_DTYPE_BF16)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)o->dtype);
+    if (!is_flag(o->f16x2_accumulate) || !is_flag(o->bias) || !is_flag(o->relu) ||
+        !is_flag(o->verify) || !is_flag(o->exhaustive))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "f16x2_accumulate, bias, relu, verify and exhaustive must be 0 or 1");
+    if (o->device < 0 || o->host_threads < 0)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "device %d, host_threads %d: must be ≥ 0", o->device,
+                    o->host_threads);
+    if (o->f16x2_accumulate && o->dtype != SPF_DTYPE_F16)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "f16x2 accumulation needs dtype F16");
+    int unrolled = o->strategy == SPF_STRATEGY_AUTO || o->strategy == SPF_STRATEGY_UNROLLED;
+    if ((o->config || o->exhaustive) && !unrolled)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "a forced config or exhaustive tuning needs strategy UNROLLED or AUTO");
+    if (o->config && o->exhaustive)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "a forced config and exhaustive tuning exclude each other");
+    if (o->config && schedule_config_check(o->config, n) != SPF_OK) {
+        error_prefix("config");
+        return SPF_ERR_INVALID_ARGUMENT;
+    }
+    if (o->strategy == SPF_STRATEGY_CPU && o->dtype != SPF_DTYPE_F32)
+        return FAIL(SPF_ERR_UNSUPPORTED, "the CPU strategy takes float32 buffers only (dtype F32)");
+    if (o->strategy == SPF_STRATEGY_GENERIC && o->f16x2_accumulate)
+        return FAIL(SPF_ERR_UNSUPPORTED, "f16x2 accumulation exists in the UNROLLED strategy only");
+    return SPF_OK;
+}
+
+/* ------------------------------------------------------------ GPU plans */
+
+#ifdef SPF_HAVE_CUDA
+
+/* Launch whatever the plan holds; the one path for execute and the checks. */
+static spf_status gpu_launch(const spf_plan *p, const void *b, void *c, const float *bias,
+                             void *stream)
+{
+    if (p->strategy == SPF_STRATEGY_GENERIC)
+        return generic_csr_launch(&p->generic, p->n, p->dtype, b, c, bias, p->relu, stream);
+    return jit_launch(&p->module, b, c, bias, stream);
+}
+
+static spf_status launch_plan(void *ctx, const void *b, void *c, const float *bias, void *stream)
+{
+    return gpu_launch(ctx, b, c, bias, stream);
+}
+
+/* A starting point until the planner searches (later issues): a warp per
+ * thread group with the widest vector N allows, eight rows per block, a
+ * K split for long reductions (SparseRT §3.4), Algorithm 2's d = 2. */
+static spf_kernel_config default_config(int64_t n, int64_t k, int f16x2)
+{
+    int v = (n % 4 == 0 && n >= 128) ? 4 : (n % 2 == 0 && (n >= 64 || f16x2)) ? 2 : 1;
+    spf_kernel_config cfg = {.m1 = 8, .n1 = 32 * v, .v = v, .prefetch = 2,
+                             .ksplit = k >= 1024 ? 4 : k >= 256 ? 2 : 1};
+    if (schedule_config_check(&cfg, n) != SPF_OK) {
+        error_clear();
+        cfg.ksplit = 1;
+    }
+    return cfg;
+}
+
+/* One unrolled kernel: the forced configuration or the default one. */
+static spf_status build_unrolled(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                                 int ptx_sm, int sass_sm, int64_t budget)
+{
+    spf_status status = SPF_OK;
+    ptx_program prog = {0};
+    spf_kernel_config cfg = o->config ? *o->config : default_config(p->n, p->k, o->f16x2_accumulate);
+    double t0 = timing_now_s();
+    TRY(unrolled_generate(a, NULL, p->n, &cfg, p->dtype, o->f16x2_accumulate, p->bias, p->relu,
+                          ptx_sm, budget, &prog));
+    p->info.generate_s = timing_now_s() - t0;
+    for (int u = 0; u < prog.unit_count; u++)
+        p->info.code_bytes += (int64_t)prog.units[u].size;
+    jit_timings t = {0};
+    TRY(jit_build(&prog, sass_sm, o->host_threads, &p->module, &t));
+    p->strategy = SPF_STRATEGY_UNROLLED;
+    p->info.config = cfg;
+    p->info.registers = p->module.registers;
+    p->info.compile_s = t.compile_s;
+    p->info.link_s = t.link_s;
+    p->info.load_s = t.load_s;
+    snprintf(p->info.kernel_name, sizeof p->info.kernel_name, "%s", prog.entry);
+fail:
+    ptx_program_free(&prog);
+    return status;
+}
+
+static spf_status build_tuned(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                              int ptx_sm, int sass_sm, int64_t budget, selfcheck *check)
+{
+    tune_request q = {.a = a, .n = p->n, .dtype = p->dtype, .f16x2_accumulate = o->f16x2_accumulate,
+                      .bias = p->bias, .relu = p->relu, .ptx_sm = ptx_sm, .sass_sm = sass_sm,
+                      .threads = o->host_threads, .code_budget = budget, .check = check};
+    spf_status status = tuner_run(&q, &p->module, &p->log);
+    p->info.configs_tried = p->log.count;
+    p->info.tune_s = p->log.wall_s;
+    if (status != SPF_OK)
+        return status;
+    const tune_row *r = &p->log.rows[p->log.best];
+    p->strategy = SPF_STRATEGY_UNROLLED;
+    p->info.config = r->cfg;
+    p->info.registers = p->module.registers;
+    p->info.code_bytes = r->code_bytes;
+    p->info.generate_s = r->generate_s;
+    p->info.compile_s = r->compile_s;
+    p->info.link_s = r->link_s;
+    p->info.load_s = r->load_s;
+    p->info.kernel_us = r->kernel_us;
+    p->info.verify_error = r->verify_error;
+    snprintf(p->info.kernel_name, sizeof p->info.kernel_name, "%s", r->kernel_name);
+    return SPF_OK;
+}
+
+static spf_status build_generic(spf_plan *p, const spf_matrix *a)
+{
+    spf_status status = generic_csr_upload(a, &p->generic);
+    if (status != SPF_OK)
+        return status;
+    p->strategy = SPF_STRATEGY_GENERIC;
+    /* The shape as launched on cudaMalloc'd (256-byte aligned) buffers;
+     * less aligned caller buffers may get narrower vectors. */
+    generic_launch l;
+    const void *aligned = (const void *)(uintptr_t)256;
+    status = generic_launch_choose(&p->generic, p->n, p->dtype, aligned, aligned, &l);
+    if (status == SPF_OK)
+        generic_launch_name(&l, p->info.kernel_name, sizeof p->info.kernel_name);
+    return status;
+}
+
+/* The strategy chosen (DESIGN.md decision 7 with this issue's rule): the
+ * unrolled kernel when its code fits the budget, else the generic one. */
+static spf_status build_strategy(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                                 const spf_device_info *dev, selfcheck *check)
+{
+    int sass_sm = dev->cc_major * 10 + dev->cc_minor;
+    int ptx_sm = dev->cc_major >= 9 ? 90 : 80;
+    if (o->strategy == SPF_STRATEGY_GENERIC)
+        return build_generic(p, a);
+    if (dev->cc_major < 8) {
+        if (o->strategy == SPF_STRATEGY_UNROLLED)
+            return FAIL(SPF_ERR_UNSUPPORTED, "generated kernels need compute capability 8.0 or "
+                                             "newer; device %d is %d.%d",
+                        p->device, dev->cc_major, dev->cc_minor);
+        return build_generic(p, a);
+    }
+    /* An explicit UNROLLED is taken at any size; AUTO keeps to the budget. */
+    int64_t budget = o->strategy == SPF_STRATEGY_UNROLLED ? 0 : PLAN_CODE_BUDGET;
+    spf_status st = o->exhaustive ? build_tuned(p, a, o, ptx_sm, sass_sm, budget, check)
+                                  : build_unrolled(p, a, o, ptx_sm, sass_sm, budget);
+    if (st == SPF_ERR_UNSUPPORTED && o->strategy == SPF_STRATEGY_AUTO) {
+        log_msg(SPF_LOG_INFO, "plan: the generic kernel instead of generated code: %s",
+                spf_last_error());
+        jit_module_release(&p->module);
+        p->info.config = (spf_kernel_config){0};
+        error_clear();
+        return build_generic(p, a);
+    }
+    return st;
+}
+
+static spf_status create_gpu(spf_plan *p, const spf_matrix *a, const spf_plan_options *o)
+{
+    spf_status status = SPF_OK;
+    selfcheck check = {0};
+    int previous = -1;
+    spf_device_info dev;
+    TRY(spf_device_query(o->device, &dev));
+    if (!dev.available)
+        FAIL_GOTO(SPF_ERR_NO_DEVICE,
+                  "device %d: %s; SPF_STRATEGY_CPU runs the CPU reference on host buffers instead",
+                  o->device, dev.reason);
+    TRY(CUDA_CHECK(cudaGetDevice(&previous)));
+    TRY(CUDA_CHECK(cudaSetDevice(o->device)));
+    /* The driver linker works in the current context: make it exist. */
+    TRY(CUDA_CHECK(cudaFree(NULL)));
+
+    double t0 = timing_now_s();
+    if (o->verify || o->exhaustive)
+        TRY(selfcheck_prepare(a, p->n, p->dtype, p->bias, p->relu, o->host_threads, &check));
+    double prepare_s = timing_now_s() - t0;
+    TRY(build_strategy(p, a, o, &dev, &check));
+
+    if (o->verify && p->info.verify_error < 0) { /* the tuner checked its pick already */
+        t0 = timing_now_s();
+        TRY(selfcheck_measure(&check, launch_plan, p, &p->info.verify_error));
+        p->info.verify_s = prepare_s + (timing_now_s() - t0);
+        double tolerance = selfcheck_tolerance(p->dtype, o->f16x2_accumulate);
+        if (!(p->info.verify_error <= tolerance))
+            FAIL_GOTO(SPF_ERR_VERIFY,
+                      "%s on a %lld×%lld matrix, N = %lld: relative error %.3g against the CPU "
+                      "reference, over the tolerance %.0e",
+                      p->info.kernel_name, (long long)p->m, (long long)p->k, (long long)p->n,
+                      p->info.verify_error, tolerance);
+    }
+fail:
+    selfcheck_release(&check);
+    if (previous >= 0 && previous != o->device)
+        (void)cudaSetDevice(previous);
+    return status;
+}
+
+static spf_status execute_gpu(const spf_plan *p, const void *b, void *c, const float *bias,
+                              void *stream)
+{
+    int current;
+    spf_status st = CUDA_CHECK(cudaGetDevice(&current));
+    if (st != SPF_OK)
+        return st;
+    if (current != p->device)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "the plan was built on device %d but device %d is current", p->device, current);
+    return gpu_launch(p, b, c, bias, stream);
+}
+
+static void release_gpu(spf_plan *p)
+{
+    jit_module_release(&p->module);
+    generic_csr_release(&p->generic);
+}
+
+#else /* !SPF_HAVE_CUDA */
+
+static spf_status create_gpu(spf_plan *p, const spf_matrix *a, const spf_plan_options *o)
+{
+    (void)p, (void)a;
+    return FAIL(SPF_ERR_NO_DEVICE,
+                "device %d: spforge was built without CUDA; SPF_STRATEGY_CPU runs the CPU "
+                "reference on host buffers instead",
+                o->device);
+}
+
+static spf_status execute_gpu(const spf_plan *p, const void *b, void *c, const float *bias,
+                              void *stream)
+{
+    (void)p, (void)b, (void)c, (void)bias, (void)stream;
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+static void release_gpu(spf_plan *p) { (void)p; }
+
+#endif
+
+/* -------------------------------------------------------------- the API */
+
+spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_options *options,
+                           spf_plan **out)
+{
+    spf_status status = SPF_OK;
+    spf_plan *p = NULL;
+    error_clear();
+    CHECK_ARG(out != NULL);
+    *out = NULL;
+    CHECK_ARG(a != NULL);
+    spf_plan_options defaults;
+    spf_plan_options_init(&defaults);
+    const spf_plan_options *o = options ? options : &defaults;
+    TRY(check_options(n, o));
+
+    p = mem_calloc(1, sizeof *p);
+    if (!p)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "a plan");
+    p->dtype = o->dtype;
+    p->m = a->rows, p->k = a->cols, p->n = n;
+    p->bias = o->bias, p->relu = o->relu;
+    p->device = o->device;
+    p->info.verify_error = -1.0;
+    if (o->strategy == SPF_STRATEGY_CPU) {
+        TRY(cpu_plan_create(a, n, o->relu, o->host_threads, &p->cpu));
+        p->strategy = SPF_STRATEGY_CPU;
+        snprintf(p->info.kernel_name, sizeof p->info.kernel_name, "cpu_reference_f64");
+    } else {
+        TRY(create_gpu(p, a, o));
+    }
+    p->info.strategy = p->strategy;
+    *out = p;
+    p = NULL;
+fail:
+    spf_plan_free(p);
+    return status;
+}
+
+spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const float *bias,
+                            void *stream)
+{
+    error_clear();
+    CHECK_ARG(plan != NULL);
+    CHECK_ARG(b != NULL && c != NULL);
+    if (plan->bias && !bias)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "the plan adds a bias: bias must not be NULL");
+    if (!plan->bias && bias)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "the plan was made without bias: pass NULL");
+    if (plan->strategy == SPF_STRATEGY_CPU)
+        return cpu_plan_execute(&plan->cpu, b, c, bias);
+    return execute_gpu(plan, b, c, bias, stream);
+}
+
+spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out)
+{
+    error_clear();
+    CHECK_ARG(plan != NULL && out != NULL);
+    *out = plan->info;
+    return SPF_OK;
+}
+
+spf_status spf_plan_write_tuning_log(const spf_plan *plan, const char *path)
+{
+    error_clear();
+    CHECK_ARG(plan != NULL && path != NULL);
+    if (plan->log.count == 0)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "the plan was not tuned (options.exhaustive = 0): it has no tuning log");
+    return tune_log_write_csv(&plan->log, path);
+}
+
+void spf_plan_free(spf_plan *plan)
+{
+    if (!plan)
+        return;
+    cpu_plan_release(&plan->cpu);
+    release_gpu(plan);
+    tune_log_free(&plan->log);
+    mem_free(plan);
+}

@@ -1,0 +1,233 @@
+/* Running ptxas: one process per unit, handed out to host threads by
+ * parallel_for (each worker waits on its own child, so `threads` processes
+ * run at once). Files live in a private mkdtemp folder for the length of the
+ * call; the cubins come back in memory. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "gpu/ptxas.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/parallel.h"
+#include "gpu/timing.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int executable(const char *path) { return path && path[0] && access(path, X_OK) == 0; }
+
+static int try_path(char *path, size_t cap, const char *dir, const char *suffix)
+{
+    if (!dir || !dir[0])
+        return 0;
+    int n = snprintf(path, cap, "%s%s", dir, suffix);
+    return n > 0 && (size_t)n < cap && executable(path);
+}
+
+int ptxas_locate(char *path, size_t cap)
+{
+    if (try_path(path, cap, getenv("SPF_PTXAS"), "") ||
+        try_path(path, cap, getenv("CUDA_HOME"), "/bin/ptxas") ||
+        try_path(path, cap, "/usr/local/cuda", "/bin/ptxas"))
+        return 1;
+    const char *env = getenv("PATH");
+    while (env && *env) {
+        const char *colon = strchr(env, ':');
+        size_t len = colon ? (size_t)(colon - env) : strlen(env);
+        char dir[PATH_MAX];
+        if (len > 0 && len < sizeof dir) {
+            memcpy(dir, env, len);
+            dir[len] = '\0';
+            if (try_path(path, cap, dir, "/ptxas"))
+                return 1;
+        }
+        env = colon ? colon + 1 : NULL;
+    }
+    return 0;
+}
+
+void ptxas_result_clear(ptxas_result *r)
+{
+    mem_free(r->cubin);
+    mem_free(r->log);
+    memset(r, 0, sizeof *r);
+}
+
+void ptxas_parse_verbose(const char *log, int *registers, int *spill_bytes)
+{
+    *registers = 0;
+    *spill_bytes = 0;
+    for (const char *line = log; line && *line;) {
+        const char *used = strstr(line, "Used ");
+        const char *eol = strchr(line, '\n');
+        int regs, stack, stores, loads;
+        if (used && (!eol || used < eol) && sscanf(used, "Used %d registers", &regs) == 1 &&
+            regs > *registers)
+            *registers = regs;
+        if (sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack,
+                   &stores, &loads) == 3)
+            *spill_bytes += stores + loads;
+        line = eol ? eol + 1 : NULL;
+    }
+}
+
+/* The whole of a file into a NUL-terminated buffer (owned by the caller). */
+static spf_status slurp(const char *path, char **data, size_t *size)
+{
+    spf_status status = SPF_OK;
+    char *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        FAIL_GOTO(SPF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (fseek(f, 0, SEEK_END) != 0)
+        FAIL_GOTO(SPF_ERR_IO, "cannot seek %s", path);
+    long len = ftell(f);
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0)
+        FAIL_GOTO(SPF_ERR_IO, "cannot size %s", path);
+    buf = mem_alloc((size_t)len + 1);
+    if (!buf)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%ld bytes for %s", len, path);
+    if (fread(buf, 1, (size_t)len, f) != (size_t)len)
+        FAIL_GOTO(SPF_ERR_IO, "short read of %s", path);
+    buf[len] = '\0';
+    *data = buf;
+    *size = (size_t)len;
+    buf = NULL;
+fail:
+    mem_free(buf);
+    if (f)
+        fclose(f);
+    return status;
+}
+
+static spf_status spill(const char *path, const char *text, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return FAIL(SPF_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    size_t wrote = fwrite(text, 1, size, f);
+    if (fclose(f) != 0 || wrote != size)
+        return FAIL(SPF_ERR_IO, "cannot write %s", path);
+    return SPF_OK;
+}
+
+typedef struct batch {
+    const char *ptxas;
+    const char *dir;
+    const ptx_unit *const *units;
+    ptxas_result *results;
+    char arch[32];
+} batch;
+
+/* Run ptxas on in → out with its stdout and stderr both in logpath; the
+ * exit code says whether the unit assembled. */
+static spf_status spawn_ptxas(const batch *b, const char *in, const char *out, const char *logpath,
+                              int *exit_ok)
+{
+    spf_status status = SPF_OK;
+    posix_spawn_file_actions_t actions;
+    int have_actions = posix_spawn_file_actions_init(&actions) == 0;
+    if (!have_actions ||
+        posix_spawn_file_actions_addopen(&actions, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600) ||
+        posix_spawn_file_actions_adddup2(&actions, 1, 2))
+        FAIL_GOTO(SPF_ERR_INTERNAL, "cannot set up the ptxas process");
+    char *argv[] = {(char *)b->ptxas, (char *)b->arch, "-c", "-O3", "-v",
+                    (char *)in,       "-o",             (char *)out, NULL};
+    pid_t pid;
+    int err = posix_spawn(&pid, b->ptxas, &actions, NULL, argv, environ);
+    if (err != 0)
+        FAIL_GOTO(SPF_ERR_COMPILE, "cannot start %s: %s", b->ptxas, strerror(err));
+    int wstatus;
+    while (waitpid(pid, &wstatus, 0) < 0) {
+        if (errno != EINTR)
+            FAIL_GOTO(SPF_ERR_INTERNAL, "waitpid on ptxas: %s", strerror(errno));
+    }
+    *exit_ok = WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+fail:
+    if (have_actions)
+        posix_spawn_file_actions_destroy(&actions);
+    return status;
+}
+
+static spf_status compile_one(const batch *b, int64_t index)
+{
+    spf_status status = SPF_OK;
+    char in[PATH_MAX], out[PATH_MAX], logpath[PATH_MAX];
+    snprintf(in, sizeof in, "%s/u%lld.ptx", b->dir, (long long)index);
+    snprintf(out, sizeof out, "%s/u%lld.cubin", b->dir, (long long)index);
+    snprintf(logpath, sizeof logpath, "%s/u%lld.log", b->dir, (long long)index);
+    ptxas_result *r = &b->results[index];
+    char *log = NULL;
+    size_t log_size = 0;
+    int exit_ok = 0;
+
+    double t0 = timing_now_s();
+    TRY(spill(in, b->units[index]->text, b->units[index]->size));
+    TRY(spawn_ptxas(b, in, out, logpath, &exit_ok));
+    r->seconds = timing_now_s() - t0;
+    TRY(slurp(logpath, &log, &log_size));
+    ptxas_parse_verbose(log, &r->registers, &r->spill_bytes);
+    if (exit_ok) {
+        char *cubin = NULL;
+        TRY(slurp(out, &cubin, &r->cubin_size));
+        r->cubin = cubin;
+        r->status = SPF_OK;
+    } else {
+        r->status = SPF_ERR_COMPILE;
+        r->log = log;
+        log = NULL;
+    }
+fail:
+    mem_free(log);
+    unlink(in);
+    unlink(out);
+    unlink(logpath);
+    return status;
+}
+
+static spf_status compile_range(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    for (int64_t i = begin; i < end; i++) {
+        spf_status st = compile_one(ctx, i);
+        if (st != SPF_OK)
+            return st;
+    }
+    return SPF_OK;
+}
+
+spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units, int count, int sm,
+                         int threads, ptxas_result *results)
+{
+    if (!ptxas || (!units && count > 0) || count < 0 || sm <= 0 || (!results && count > 0))
+        return FAIL(SPF_ERR_INTERNAL, "bad arguments");
+    memset(results, 0, (size_t)count * sizeof *results);
+    if (count == 0)
+        return SPF_OK;
+
+    const char *tmp = getenv("TMPDIR");
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s/spforge-jit-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        return FAIL(SPF_ERR_IO, "cannot create a temporary folder %s: %s", dir, strerror(errno));
+
+    batch b = {.ptxas = ptxas, .dir = dir, .units = units, .results = results};
+    snprintf(b.arch, sizeof b.arch, "-arch=sm_%d", sm);
+    spf_status status = parallel_for(count, 1, threads, compile_range, &b);
+    rmdir(dir);
+    if (status != SPF_OK) {
+        for (int i = 0; i < count; i++)
+            ptxas_result_clear(&results[i]);
+    }
+    return status;
+}

@@ -1,0 +1,45 @@
+/* PTX → relocatable SASS with the ptxas tool run as a subprocess, many units
+ * side by side on all host cores (DESIGN.md decision 1: ptxas time grows
+ * superlinearly with one function's size, so a kernel is cut into chunk
+ * units that compile in parallel and are linked afterwards). Needs no GPU
+ * and no driver: CI assembles generated code with it. */
+#ifndef SPF_GPU_PTXAS_H
+#define SPF_GPU_PTXAS_H
+
+#include "codegen/program.h"
+
+#include <stddef.h>
+
+/* The ptxas to run: $SPF_PTXAS, else $CUDA_HOME/bin/ptxas, else
+ * /usr/local/cuda/bin/ptxas, else the first ptxas on $PATH. Writes the path
+ * into `path` (cap bytes) and returns 1, or returns 0 if none is executable. */
+int ptxas_locate(char *path, size_t cap);
+
+/* The outcome of assembling one unit. */
+typedef struct ptxas_result {
+    spf_status status;  /* SPF_OK, or SPF_ERR_COMPILE when ptxas rejected the unit    */
+    void *cubin;        /* relocatable cubin (owned; mem_free'd by ptxas_result_clear) */
+    size_t cubin_size;
+    int registers;      /* the largest "Used N registers" of the unit (0 if none said) */
+    int spill_bytes;    /* spill stores + spill loads summed over the unit's functions */
+    double seconds;     /* wall time of this ptxas run                                 */
+    char *log;          /* ptxas's output when it failed (owned), else NULL            */
+} ptxas_result;
+
+void ptxas_result_clear(ptxas_result *r);
+
+/* Assemble count units (`units[i]` borrowed) for sm_<sm> into results[i]
+ * (count entries, caller-owned, overwritten), running at most `threads`
+ * ptxas processes at a time (0 = all cores). Each run gets
+ * `ptxas -arch=sm_XX -c -O3 -v` in a private temporary folder, removed
+ * before returning. A unit that ptxas rejects is reported in its result
+ * and does not stop the others; the call itself fails only when the
+ * machinery does (no temporary folder, a process that cannot start, out of
+ * memory). */
+spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units, int count, int sm,
+                         int threads, ptxas_result *results);
+
+/* Parse ptxas -v output into registers and spill bytes (exposed for tests). */
+void ptxas_parse_verbose(const char *log, int *registers, int *spill_bytes);
+
+#endif

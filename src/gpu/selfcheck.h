@@ -1,0 +1,42 @@
+/* The self-check of a freshly compiled kernel (DESIGN.md decision 6): run
+ * it once on random B (and bias) on the device, with C poisoned with NaN
+ * first so an output the kernel forgets to write cannot pass, and compare
+ * with the CPU reference accumulated in double. The device buffers stay up
+ * for the tuner, which checks and times every configuration on them. */
+#ifndef SPF_GPU_SELFCHECK_H
+#define SPF_GPU_SELFCHECK_H
+
+#include "spforge.h"
+
+/* One launch C = A·B (+bias) on `stream`; buffers as spf_plan_execute's. */
+typedef spf_status (*selfcheck_launch_fn)(void *ctx, const void *b, void *c, const float *bias,
+                                          void *stream);
+
+typedef struct selfcheck {
+    int64_t m, k, n;
+    spf_dtype dtype;
+    void *b;      /* device, k × n of dtype: random values in [-1, 1]          */
+    void *c;      /* device, m × n of dtype                                     */
+    float *bias;  /* device, m float32, or NULL for a plan without bias         */
+    double *ref;  /* host, m × n: the reference on B as rounded to dtype        */
+    void *c_host; /* host, m × n of dtype: the download                         */
+    float *c_f32; /* host, m × n: the download as float                         */
+} selfcheck;
+
+/* Relative Frobenius error allowed (BENCHMARKS.md): 1e-5 for fp32, 1e-2
+ * for fp16 / bf16 storage; f16x2 accumulation is allowed 5e-2 (it rounds
+ * every partial sum to 11 bits; its measured error is in the GPU tests). */
+double selfcheck_tolerance(spf_dtype dtype, int f16x2_accumulate);
+
+/* Allocate and fill the buffers on the current device and compute the
+ * reference (threads host threads, 0 = all cores). out is zeroed first. */
+spf_status selfcheck_prepare(const spf_matrix *a, int64_t n, spf_dtype dtype, int bias, int relu,
+                             int threads, selfcheck *out);
+
+/* Poison C, launch once, synchronize, download and compare: *error is the
+ * relative error (+inf if any output is NaN or infinite). */
+spf_status selfcheck_measure(selfcheck *s, selfcheck_launch_fn fn, void *ctx, double *error);
+
+void selfcheck_release(selfcheck *s); /* accepts a zeroed struct */
+
+#endif

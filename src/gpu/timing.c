@@ -1,0 +1,108 @@
+/* Event timing. R back-to-back launches amortize the event resolution
+ * (~0.5 µs) and the launch gaps of launch-bound problems the same way for
+ * every competitor; the median over rounds resists clock and neighbour
+ * noise (BENCHMARKS.md). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "gpu/timing.h"
+
+#include "core/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { MIN_ROUNDS = 7, MAX_ROUNDS = 1000, MAX_REPEATS = 10000 };
+
+double timing_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void timing_options_init(timing_options *options)
+{
+    *options = (timing_options){.warmup = 3, .rounds = MIN_ROUNDS, .repeats = 0,
+                                .target_round_us = 500.0};
+}
+
+#ifdef SPF_HAVE_CUDA
+#include "gpu/cuda_check.h"
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* R launches between start and stop; the elapsed time per launch in µs. */
+static spf_status time_round(timing_launch_fn fn, void *ctx, cudaStream_t stream, int repeats,
+                             cudaEvent_t start, cudaEvent_t stop, double *per_launch_us)
+{
+    spf_status status = SPF_OK;
+    TRY(CUDA_CHECK(cudaEventRecord(start, stream)));
+    for (int r = 0; r < repeats; r++)
+        TRY(fn(ctx, stream));
+    TRY(CUDA_CHECK(cudaEventRecord(stop, stream)));
+    TRY(CUDA_CHECK(cudaEventSynchronize(stop)));
+    float ms = 0.0f;
+    TRY(CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop)));
+    *per_launch_us = 1000.0 * (double)ms / repeats;
+fail:
+    return status;
+}
+
+spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
+                          const timing_options *options, timing_result *out)
+{
+    spf_status status = SPF_OK;
+    cudaEvent_t start = NULL, stop = NULL;
+    double samples[MAX_ROUNDS];
+    timing_options opt;
+    if (options)
+        opt = *options;
+    else
+        timing_options_init(&opt);
+    int rounds = opt.rounds < MIN_ROUNDS ? MIN_ROUNDS : opt.rounds > MAX_ROUNDS ? MAX_ROUNDS : opt.rounds;
+    memset(out, 0, sizeof *out);
+    cudaStream_t s = (cudaStream_t)stream;
+
+    TRY(CUDA_CHECK(cudaEventCreate(&start)));
+    TRY(CUDA_CHECK(cudaEventCreate(&stop)));
+    int warmup = opt.warmup < 1 ? 1 : opt.warmup;
+    double estimate_us;
+    TRY(time_round(fn, ctx, s, warmup, start, stop, &estimate_us));
+    int repeats = opt.repeats;
+    if (repeats <= 0) {
+        double r = estimate_us > 0.0 ? opt.target_round_us / estimate_us : MAX_REPEATS;
+        repeats = r < 1.0 ? 1 : r > MAX_REPEATS ? MAX_REPEATS : (int)r;
+    }
+    for (int i = 0; i < rounds; i++)
+        TRY(time_round(fn, ctx, s, repeats, start, stop, &samples[i]));
+    qsort(samples, (size_t)rounds, sizeof samples[0], compare_double);
+    out->median_us = rounds % 2 ? samples[rounds / 2]
+                                : 0.5 * (samples[rounds / 2 - 1] + samples[rounds / 2]);
+    out->min_us = samples[0];
+    out->max_us = samples[rounds - 1];
+    out->repeats = repeats;
+    out->rounds = rounds;
+fail:
+    if (start)
+        (void)cudaEventDestroy(start);
+    if (stop)
+        (void)cudaEventDestroy(stop);
+    return status;
+}
+
+#else
+
+spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
+                          const timing_options *options, timing_result *out)
+{
+    (void)fn, (void)ctx, (void)stream, (void)options;
+    memset(out, 0, sizeof *out);
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+#endif

@@ -1,0 +1,47 @@
+/* Kernel timing with CUDA events, the protocol of BENCHMARKS.md: warm up,
+ * then R back-to-back launches between two events per round, the per-launch
+ * median over at least 7 rounds. Used by the tuner and by spforge-bench, so
+ * that spforge and the vendor libraries are timed the same way. */
+#ifndef SPF_GPU_TIMING_H
+#define SPF_GPU_TIMING_H
+
+#include "spforge.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Host wall-clock seconds (CLOCK_MONOTONIC), for the JIT and plan phase
+ * times. */
+double timing_now_s(void);
+
+/* One launch of the thing being timed on `stream` (a cudaStream_t). It must
+ * not synchronize; its return is checked after every launch. */
+typedef spf_status (*timing_launch_fn)(void *ctx, void *stream);
+
+typedef struct timing_options {
+    int warmup;             /* launches before the first round (default 3)                */
+    int rounds;             /* timed rounds, raised to at least 7 (default 7)              */
+    int repeats;            /* launches per round; 0 (default) picks R so that a round
+                               lasts about target_round_us, between 1 and 10000            */
+    double target_round_us; /* default 500                                                 */
+} timing_options;
+
+void timing_options_init(timing_options *options);
+
+typedef struct timing_result {
+    double median_us;       /* per launch: the median over rounds (the number reported)   */
+    double min_us, max_us;  /* per launch: the fastest and slowest rounds                  */
+    int repeats, rounds;    /* R and the number of rounds used                             */
+} timing_result;
+
+/* Time fn(ctx, stream) on `stream`; options may be NULL for the defaults.
+ * Synchronizes the stream. SPF_ERR_NO_DEVICE in a build without CUDA. */
+spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
+                          const timing_options *options, timing_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,304 @@
+/* Plans on a machine without a GPU: the CPU strategy through spf_plan_*,
+ * GPU strategies refused with SPF_ERR_NO_DEVICE and a pointer to the CPU
+ * strategy, bad options refused, allocation failures survived; and the
+ * host fp16 / bf16 conversions the GPU self-check relies on. */
+#include "check.h"
+
+#include "gpu/dtype.h"
+
+#include <stdint.h>
+
+static spf_matrix *random_matrix(int64_t rows, int64_t cols, double sparsity, uint64_t seed)
+{
+    spf_gen_options g;
+    spf_gen_options_init(&g);
+    g.kind = SPF_GEN_MAGNITUDE;
+    g.rows = rows;
+    g.cols = cols;
+    g.sparsity = sparsity;
+    g.seed = seed;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(&g, &a));
+    return a;
+}
+
+static void test_options_init(void)
+{
+    spf_plan_options o;
+    memset(&o, 0x5a, sizeof o);
+    spf_plan_options_init(&o);
+    CHECK(o.strategy == SPF_STRATEGY_AUTO && o.dtype == SPF_DTYPE_F32);
+    CHECK(o.verify == 1 && o.device == 0 && o.exhaustive == 0 && o.config == NULL);
+    CHECK(o.bias == 0 && o.relu == 0 && o.f16x2_accumulate == 0 && o.host_threads == 0);
+    spf_plan_options_init(NULL); /* harmless */
+}
+
+/* The CPU plan equals the double reference, bias and ReLU included, on a
+ * matrix with empty rows; every output is written over the poison. */
+static void test_cpu_plan(void)
+{
+    const int64_t m = 37, k = 53, n = 7;
+    spf_matrix *a = random_matrix(m, k, 0.93, 11);
+    spf_matrix_stats st;
+    CHECK_OK(spf_matrix_stats_compute(a, &st));
+    CHECK_MSG(st.empty_rows > 0, "want empty rows, got %lld", (long long)st.empty_rows);
+    float b[53 * 7], bias[37], c[37 * 7];
+    double ref[37 * 7];
+    spf_fill_uniform(b, k * n, 5);
+    spf_fill_uniform(bias, m, 6);
+    for (int64_t i = 0; i < m * n; i++)
+        c[i] = NAN;
+
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    o.strategy = SPF_STRATEGY_CPU;
+    o.bias = 1;
+    o.relu = 1;
+    o.host_threads = 2;
+    spf_plan *p = (spf_plan *)1;
+    CHECK_OK(spf_plan_create(a, n, &o, &p));
+    CHECK(p != NULL);
+    spf_matrix_free(a); /* the plan keeps its own copy */
+    a = random_matrix(m, k, 0.93, 11);
+    CHECK_OK(spf_plan_execute(p, b, c, bias, NULL));
+    CHECK_OK(spf_reference_spmm_f64(a, n, b, ref, bias, 1, 1));
+    double err = spf_relative_error(c, ref, m * n);
+    CHECK_MSG(err <= 1e-7, "error %g", err);
+    int zeros = 0;
+    for (int64_t i = 0; i < m * n; i++)
+        zeros += c[i] == 0.0f;
+    CHECK_MSG(zeros > 0 && zeros < m * n, "ReLU should zero some but not all: %d", zeros);
+
+    spf_plan_info info;
+    CHECK_OK(spf_plan_get_info(p, &info));
+    CHECK(info.strategy == SPF_STRATEGY_CPU);
+    CHECK(strcmp(info.kernel_name, "cpu_reference_f64") == 0);
+    CHECK(info.verify_error == -1.0 && info.configs_tried == 0 && info.kernel_us == 0.0);
+
+    CHECK_STATUS(spf_plan_write_tuning_log(p, "/tmp/never-written.csv"), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("not tuned");
+    CHECK_STATUS(spf_plan_execute(p, b, c, NULL, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("bias");
+    CHECK_STATUS(spf_plan_execute(p, NULL, c, bias, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(spf_plan_execute(NULL, b, c, bias, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(spf_plan_get_info(p, NULL), SPF_ERR_INVALID_ARGUMENT);
+    spf_plan_free(p);
+
+    /* Without bias, a bias pointer is refused rather than ignored. */
+    o.bias = 0;
+    CHECK_OK(spf_plan_create(a, n, &o, &p));
+    CHECK_STATUS(spf_plan_execute(p, b, c, bias, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_OK(spf_plan_execute(p, b, c, NULL, NULL));
+    CHECK_OK(spf_reference_spmm_f64(a, n, b, ref, NULL, 1, 1));
+    CHECK(spf_relative_error(c, ref, m * n) <= 1e-7);
+    spf_plan_free(p);
+    spf_plan_free(NULL);
+    spf_matrix_free(a);
+}
+
+/* GPU strategies without a device: SPF_ERR_NO_DEVICE naming the way out. */
+static void test_no_device(void)
+{
+    spf_device_info dev;
+    CHECK_OK(spf_device_query(0, &dev));
+    if (dev.available) {
+        printf("NOTE: a CUDA device is present; the no-device checks are skipped\n");
+        return;
+    }
+    spf_matrix *a = random_matrix(16, 16, 0.5, 3);
+    const spf_strategy strategies[] = {SPF_STRATEGY_AUTO, SPF_STRATEGY_UNROLLED, SPF_STRATEGY_GENERIC};
+    for (int i = 0; i < 3; i++) {
+        spf_plan_options o;
+        spf_plan_options_init(&o);
+        o.strategy = strategies[i];
+        spf_plan *p = (spf_plan *)1;
+        CHECK_STATUS(spf_plan_create(a, 8, &o, &p), SPF_ERR_NO_DEVICE);
+        CHECK(p == NULL);
+        CHECK_DETAIL("SPF_STRATEGY_CPU");
+        CHECK_DETAIL(dev.reason);
+    }
+    /* The defaults (options NULL) are AUTO: the same answer. */
+    spf_plan *p = NULL;
+    CHECK_STATUS(spf_plan_create(a, 8, NULL, &p), SPF_ERR_NO_DEVICE);
+    spf_matrix_free(a);
+}
+
+static void test_bad_options(void)
+{
+    spf_matrix *a = random_matrix(8, 8, 0.5, 4);
+    spf_kernel_config good = {8, 32, 1, 2, 1}, bad_v = {8, 32, 3, 2, 1};
+    struct {
+        const char *what;
+        int64_t n;
+        spf_plan_options o;
+        spf_status expect;
+    } cases[16];
+    int count = 0;
+    spf_plan_options base;
+    spf_plan_options_init(&base);
+    base.strategy = SPF_STRATEGY_CPU;
+#define CASE(what_, n_, field_assign, expect_)                                              \
+    do {                                                                                   \
+        cases[count].what = what_;                                                         \
+        cases[count].n = n_;                                                               \
+        cases[count].o = base;                                                             \
+        spf_plan_options *o = &cases[count].o;                                             \
+        field_assign;                                                                      \
+        cases[count++].expect = expect_;                                                   \
+    } while (0)
+    CASE("n = 0", 0, (void)o, SPF_ERR_INVALID_ARGUMENT);
+    CASE("n > int32", (int64_t)1 << 31, (void)o, SPF_ERR_INVALID_ARGUMENT);
+    CASE("strategy", 4, o->strategy = (spf_strategy)7, SPF_ERR_INVALID_ARGUMENT);
+    CASE("dtype", 4, o->dtype = (spf_dtype)9, SPF_ERR_INVALID_ARGUMENT);
+    CASE("flag", 4, o->relu = 2, SPF_ERR_INVALID_ARGUMENT);
+    CASE("verify flag", 4, o->verify = -1, SPF_ERR_INVALID_ARGUMENT);
+    CASE("device", 4, o->device = -1, SPF_ERR_INVALID_ARGUMENT);
+    CASE("threads", 4, o->host_threads = -3, SPF_ERR_INVALID_ARGUMENT);
+    CASE("f16x2 with f32", 4, o->f16x2_accumulate = 1, SPF_ERR_INVALID_ARGUMENT);
+    CASE("config with CPU", 4, o->config = &good, SPF_ERR_INVALID_ARGUMENT);
+    CASE("exhaustive with CPU", 4, o->exhaustive = 1, SPF_ERR_INVALID_ARGUMENT);
+    CASE("config and exhaustive", 4,
+         (o->strategy = SPF_STRATEGY_UNROLLED, o->config = &good, o->exhaustive = 1),
+         SPF_ERR_INVALID_ARGUMENT);
+    CASE("invalid config", 4, (o->strategy = SPF_STRATEGY_UNROLLED, o->config = &bad_v),
+         SPF_ERR_INVALID_ARGUMENT);
+    CASE("CPU with f16", 4, o->dtype = SPF_DTYPE_F16, SPF_ERR_UNSUPPORTED);
+    CASE("generic f16x2", 4,
+         (o->strategy = SPF_STRATEGY_GENERIC, o->dtype = SPF_DTYPE_F16, o->f16x2_accumulate = 1),
+         SPF_ERR_UNSUPPORTED);
+#undef CASE
+    for (int i = 0; i < count; i++) {
+        spf_plan *p = (spf_plan *)1;
+        spf_status got = spf_plan_create(a, cases[i].n, &cases[i].o, &p);
+        CHECK_MSG(got == cases[i].expect && p == NULL, "%s: got %d (%s)", cases[i].what, (int)got,
+                  spf_last_error());
+        CHECK_MSG(spf_last_error()[0] != '\0', "%s: no detail", cases[i].what);
+    }
+    CHECK_DETAIL("UNROLLED strategy only"); /* the last case says what would work */
+    spf_plan *p = (spf_plan *)1;
+    CHECK_STATUS(spf_plan_create(NULL, 4, &base, &p), SPF_ERR_INVALID_ARGUMENT);
+    CHECK(p == NULL);
+    CHECK_STATUS(spf_plan_create(a, 4, &base, NULL), SPF_ERR_INVALID_ARGUMENT);
+    spf_matrix_free(a);
+}
+
+/* Fail the k-th allocation for k = 0, 1, ...: each failure is reported as
+ * out of memory and leaks nothing, until the plan succeeds. */
+typedef struct budget {
+    int left, live;
+} budget;
+static void *fail_alloc(size_t size, void *user)
+{
+    budget *b = user;
+    if (b->left-- <= 0)
+        return NULL;
+    b->live++;
+    return malloc(size ? size : 1);
+}
+static void *fail_realloc(void *ptr, size_t size, void *user)
+{
+    budget *b = user;
+    if (b->left-- <= 0)
+        return NULL;
+    b->live += ptr == NULL;
+    return realloc(ptr, size ? size : 1);
+}
+static void fail_free(void *ptr, void *user)
+{
+    ((budget *)user)->live -= ptr != NULL;
+    free(ptr);
+}
+
+static void test_alloc_failures(void)
+{
+    spf_matrix *a = random_matrix(20, 30, 0.8, 9);
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    o.strategy = SPF_STRATEGY_CPU;
+    o.host_threads = 1;
+    int succeeded = 0;
+    for (int k = 0; k < 64 && !succeeded; k++) {
+        budget b = {k, 0};
+        spf_allocator al = {fail_alloc, fail_realloc, fail_free, &b};
+        spf_set_allocator(&al);
+        spf_plan *p = NULL;
+        spf_status st = spf_plan_create(a, 5, &o, &p);
+        if (st == SPF_OK) {
+            succeeded = 1;
+            spf_plan_free(p);
+        } else {
+            CHECK_MSG(st == SPF_ERR_OUT_OF_MEMORY && p == NULL, "k = %d: %d %s", k, (int)st,
+                      spf_last_error());
+        }
+        spf_set_allocator(NULL);
+        CHECK_MSG(b.live == 0, "k = %d: %d allocations leaked", k, b.live);
+    }
+    CHECK(succeeded);
+    spf_matrix_free(a);
+}
+
+static uint16_t f16_bits(float f)
+{
+    uint16_t h;
+    dtype_from_float(SPF_DTYPE_F16, &f, &h, 1);
+    return h;
+}
+static uint16_t bf16_bits(float f)
+{
+    uint16_t h;
+    dtype_from_float(SPF_DTYPE_BF16, &f, &h, 1);
+    return h;
+}
+
+static void test_dtype_conversions(void)
+{
+    CHECK(dtype_size(SPF_DTYPE_F32) == 4 && dtype_size(SPF_DTYPE_BF16) == 2);
+    CHECK(strcmp(dtype_name(SPF_DTYPE_BF16), "bf16") == 0);
+    CHECK(f16_bits(1.0f) == 0x3c00 && f16_bits(-2.0f) == 0xc000);
+    CHECK(f16_bits(0.1f) == 0x2e66);           /* 0.0999755859375 */
+    CHECK(f16_bits(65504.0f) == 0x7bff);       /* largest finite   */
+    CHECK(f16_bits(65520.0f) == 0x7c00);       /* rounds to inf    */
+    CHECK(f16_bits(5.9604645e-08f) == 0x0001); /* 2^-24: smallest subnormal */
+    CHECK(f16_bits(2.9802322e-08f) == 0x0000); /* 2^-25: a tie, to even 0   */
+    CHECK(f16_bits(1.0f + 1.0f / 2048) == 0x3c00);     /* tie to even (down) */
+    CHECK(f16_bits(1.0f + 3.0f / 2048) == 0x3c02);     /* tie to even (up)   */
+    CHECK(f16_bits(NAN) >= 0x7c01 && f16_bits(NAN) <= 0x7fff);
+    CHECK(bf16_bits(1.0f) == 0x3f80 && bf16_bits(-0.5f) == 0xbf00);
+    CHECK(bf16_bits(1.0f + 1.0f / 256) == 0x3f80);     /* tie to even */
+    CHECK(bf16_bits(1.0f + 3.0f / 256) == 0x3f82);
+    CHECK((bf16_bits(NAN) & 0x7fff) > 0x7f80);
+
+    enum { COUNT = 4096 };
+    static float x[COUNT], back[COUNT];
+    static uint16_t h[COUNT];
+    spf_fill_uniform(x, COUNT, 77);
+    for (int i = 0; i < COUNT; i++)
+        x[i] *= (float)(1 << (i % 12)); /* magnitudes up to 2^11 */
+    const spf_dtype types[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
+    const double ulp[] = {1.0 / 2048, 1.0 / 256}; /* half an ulp, relative */
+    for (int t = 0; t < 2; t++) {
+        dtype_from_float(types[t], x, h, COUNT);
+        dtype_to_float(types[t], h, back, COUNT);
+        double worst = 0.0;
+        for (int i = 0; i < COUNT; i++) {
+            double rel = fabs((double)back[i] - x[i]) / fabs((double)x[i]);
+            worst = rel > worst ? rel : worst;
+        }
+        CHECK_MSG(worst <= ulp[t] && worst > ulp[t] / 4, "%s: worst relative error %g",
+                  dtype_name(types[t]), worst);
+    }
+    float one = 0.75f, got = 0.0f;
+    dtype_from_float(SPF_DTYPE_F32, &one, &got, 1);
+    CHECK(got == 0.75f);
+}
+
+int main(void)
+{
+    test_options_init();
+    test_cpu_plan();
+    test_no_device();
+    test_bad_options();
+    test_alloc_failures();
+    test_dtype_conversions();
+    return check_report();
+}
