@@ -1,6 +1,6 @@
-/* Host-side conversion between float32 and the storage types of B and C
- * (spf_dtype): the self-check, the tests and the benchmark fill device
- * buffers of fp16 / bf16 from float data and read results back. */
+/* spf_dtype on the host: element sizes, names, and whole-array conversion
+ * from and to float32 (elements through core/half.h), for the self-check
+ * and the GPU tests staging B and reading C. */
 #ifndef SPF_GPU_DTYPE_H
 #define SPF_GPU_DTYPE_H
 
