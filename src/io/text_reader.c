@@ -34,20 +34,20 @@ void text_reader_close(text_reader *r)
 
 int64_t text_reader_remaining(const text_reader *r) { return r->size - r->offset; }
 
-int text_reader_peek(text_reader *r)
+int text_reader_refill(text_reader *r)
 {
-    if (r->pos == r->len) {
-        if (!r->file || r->read_errno)
-            return EOF;
-        r->len = fread(r->buf, 1, sizeof r->buf, r->file);
-        r->pos = 0;
-        if (r->len == 0) {
-            if (ferror(r->file))
-                r->read_errno = errno ? errno : EIO;
-            return EOF;
-        }
+    if (r->pos < r->len)
+        return r->buf[r->pos];
+    if (!r->file || r->read_errno)
+        return EOF;
+    r->len = fread(r->buf, 1, sizeof r->buf, r->file);
+    r->pos = 0;
+    if (r->len == 0) {
+        if (ferror(r->file))
+            r->read_errno = errno ? errno : EIO;
+        return EOF;
     }
-    return r->buf[r->pos];
+    return r->buf[0];
 }
 
 static void advance(text_reader *r)
@@ -200,10 +200,9 @@ spf_status text_reader_float(text_reader *r, const char *what, float *out)
         return text_reader_fail_got(r, what, tok, len);
     char *end = NULL;
     errno = 0;
-    double d = strtod(tok, &end);
-    if (end != tok + len || isnan(d) || (isinf(d) && errno != ERANGE))
+    float f = strtof(tok, &end); /* decimal to float directly: no double rounding */
+    if (end != tok + len || isnan(f) || (isinf(f) && errno != ERANGE))
         return text_reader_fail_got(r, what, tok, len); /* also rejects "nan" and "inf" */
-    float f = strtof(tok, NULL); /* decimal to float directly: no double rounding */
     if (isinf(f))
         return text_reader_fail(r, SPF_ERR_OVERFLOW, "%s '%s' is beyond the float32 range",
                                 what, tok);

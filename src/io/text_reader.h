@@ -32,8 +32,14 @@ void text_reader_close(text_reader *r);
 /* Bytes not yet consumed (bounds the counts a header may claim). */
 int64_t text_reader_remaining(const text_reader *r);
 
-/* The next byte without consuming it, or EOF. */
-int text_reader_peek(text_reader *r);
+/* Refill the buffer; the next byte, or EOF. */
+int text_reader_refill(text_reader *r);
+
+/* The next byte without consuming it, or EOF. Inline: it runs per byte. */
+static inline int text_reader_peek(text_reader *r)
+{
+    return r->pos < r->len ? r->buf[r->pos] : text_reader_refill(r);
+}
 
 /* Skip whole lines that are blank or whose first non-blank byte is
  * `comment` (0 for none). */
