@@ -1,0 +1,252 @@
+/* spforge-bench: spforge (exhaustive-tuned unrolled plan and the generic
+ * kernel) beside cuBLAS fp32 / TF32 / fp16 on the dense matrix and cuSPARSE
+ * CSR SpMM, every row checked against the CPU oracle (BENCHMARKS.md).
+ *
+ *   spforge-bench [--set NAME]... [--sparsity 0.9,0.95] [--filter TEXT]
+ *                 [--quick] [--no-spforge-tune] [--data DIR] [--out DIR] [--list]
+ */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
+#include "bench.h"
+#include "report.h"
+
+#include "gpu/cuda_check.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef SPF_GIT_COMMIT
+#define SPF_GIT_COMMIT "unknown"
+#endif
+
+enum { MAX_SETS = 8, MAX_SPARSITIES = 16 };
+
+typedef struct args {
+    const char *sets[MAX_SETS];
+    int set_count;
+    double sparsities[MAX_SPARSITIES];
+    int sparsity_count;
+    const char *filter, *out_dir, *data_dir;
+    int quick, tune, list;
+} args;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: spforge-bench [--set NAME]... [--sparsity LIST] [--filter TEXT] [--quick]\n"
+            "                     [--no-spforge-tune] [--data DIR] [--out DIR] [--list]\n"
+            "  --set NAME         sparsert20 (default), large, dlmc, graphs; repeatable\n"
+            "  --sparsity LIST    comma-separated, e.g. 0.9,0.95 (default: per set)\n"
+            "  --filter TEXT      only problems whose name contains TEXT\n"
+            "  --quick            a small subset of each set (the device check)\n"
+            "  --no-spforge-tune  default-config unrolled plan instead of exhaustive tuning\n"
+            "  --data DIR         extracted data folder (default $SPF_DATA_DIR or data)\n"
+            "  --out DIR          where <set>-<device>-<yyyymmdd>.{json,csv} go (default .)\n"
+            "  --list             print the selected problems and exit (no device needed)\n");
+}
+
+static int parse_sparsities(const char *text, args *a)
+{
+    char *end;
+    a->sparsity_count = 0;
+    for (const char *s = text; *s;) {
+        double v = strtod(s, &end);
+        if (end == s || v < 0 || v >= 1 || a->sparsity_count == MAX_SPARSITIES)
+            return 0;
+        a->sparsities[a->sparsity_count++] = v;
+        s = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return 0;
+    }
+    return a->sparsity_count > 0;
+}
+
+static int parse_args(int argc, char **argv, args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->tune = 1;
+    a->out_dir = ".";
+    a->data_dir = getenv("SPF_DATA_DIR") ? getenv("SPF_DATA_DIR") : "data";
+    for (int i = 1; i < argc; ++i) {
+        const char *o = argv[i];
+        int has_value = i + 1 < argc;
+        if (strcmp(o, "--set") == 0 && has_value && a->set_count < MAX_SETS)
+            a->sets[a->set_count++] = argv[++i];
+        else if (strcmp(o, "--sparsity") == 0 && has_value) {
+            if (!parse_sparsities(argv[++i], a)) {
+                fprintf(stderr, "spforge-bench: bad --sparsity list \"%s\"\n", argv[i]);
+                return 0;
+            }
+        } else if (strcmp(o, "--filter") == 0 && has_value)
+            a->filter = argv[++i];
+        else if (strcmp(o, "--out") == 0 && has_value)
+            a->out_dir = argv[++i];
+        else if (strcmp(o, "--data") == 0 && has_value)
+            a->data_dir = argv[++i];
+        else if (strcmp(o, "--quick") == 0)
+            a->quick = 1;
+        else if (strcmp(o, "--no-spforge-tune") == 0)
+            a->tune = 0;
+        else if (strcmp(o, "--list") == 0)
+            a->list = 1;
+        else {
+            fprintf(stderr, "spforge-bench: unknown or incomplete option \"%s\"\n", o);
+            usage(stderr);
+            return 0;
+        }
+    }
+    if (a->set_count == 0)
+        a->sets[a->set_count++] = "sparsert20";
+    return 1;
+}
+
+static void env_fill(const spf_device_info *d, int argc, char **argv, int tune, bench_env *env)
+{
+    memset(env, 0, sizeof *env);
+    snprintf(env->device, sizeof env->device, "%s", d->name);
+    size_t j = 0;
+    for (const char *s = d->name; *s && j + 1 < sizeof env->device_slug; ++s)
+        env->device_slug[j++] = isalnum((unsigned char)*s) ? (char)tolower((unsigned char)*s) : '-';
+    env->cc_major = d->cc_major;
+    env->cc_minor = d->cc_minor;
+    env->sm_count = d->sm_count;
+    env->l2_bytes = d->l2_bytes;
+    int clock_khz = 0;
+    (void)cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, d->device);
+    /* FP32 lanes per SM: 64 on sm_80 (A100), 128 on sm_86 and later. */
+    int lanes = d->cc_major == 8 && d->cc_minor == 0 ? 64 : 128;
+    env->fp32_peak_tflops = (double)d->sm_count * lanes * 2.0 * clock_khz * 1e3 / 1e12;
+    env->driver_version = d->driver_version;
+    env->runtime_version = d->runtime_version;
+    (void)cublasGetProperty(MAJOR_VERSION, &env->cublas_version);
+    int minor = 0;
+    (void)cublasGetProperty(MINOR_VERSION, &minor);
+    env->cublas_version = env->cublas_version * 100 + minor;
+    (void)cusparseGetProperty(MAJOR_VERSION, &env->cusparse_version);
+    (void)cusparseGetProperty(MINOR_VERSION, &minor);
+    env->cusparse_version = env->cusparse_version * 100 + minor;
+    const char *commit = getenv("SPF_GIT_COMMIT");
+    snprintf(env->commit, sizeof env->commit, "%s", commit && *commit ? commit : SPF_GIT_COMMIT);
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(env->date, sizeof env->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    strftime(env->ymd, sizeof env->ymd, "%Y%m%d", &tm);
+    size_t used = 0;
+    for (int i = 0; i < argc && used < sizeof env->command; ++i)
+        used += (size_t)snprintf(env->command + used, sizeof env->command - used, "%s%s",
+                                 i ? " " : "", argv[i]);
+    env->tune = tune;
+}
+
+static spf_status list_problems(const args *a, const char *set, bench_problem **problems,
+                                int *count)
+{
+    bench_selection sel = {.sparsities = a->sparsity_count ? a->sparsities : NULL,
+                           .sparsity_count = a->sparsity_count,
+                           .filter = a->filter,
+                           .quick = a->quick,
+                           .data_dir = a->data_dir};
+    spf_status st = problems_list(set, &sel, problems, count);
+    if (st != SPF_OK)
+        fprintf(stderr, "spforge-bench: %s: %s\n", set, spf_last_error());
+    return st;
+}
+
+/* --list: the selection, without a device. */
+static int print_sets(const args *a)
+{
+    int bad = 0;
+    for (int s = 0; s < a->set_count; ++s) {
+        bench_problem *problems = NULL;
+        int count = 0;
+        if (list_problems(a, a->sets[s], &problems, &count) != SPF_OK) {
+            bad = 1;
+            continue;
+        }
+        printf("== %s: %d problems\n", a->sets[s], count);
+        for (int i = 0; i < count; ++i)
+            printf("%s\n", problems[i].name);
+        free(problems);
+    }
+    return bad;
+}
+
+/* One set: every problem, the files rewritten after each row. */
+static int run_set(const bench_ctx *ctx, const args *a, const bench_env *env, const char *set)
+{
+    bench_problem *problems = NULL;
+    int count = 0, failures = 0;
+    spf_status st = list_problems(a, set, &problems, &count);
+    if (st != SPF_OK)
+        return 1;
+    bench_row *rows = calloc((size_t)count + 1, sizeof *rows);
+    if (!rows) {
+        free(problems);
+        return 1;
+    }
+    printf("== %s: %d problems\n", set, count);
+    report_table_header();
+    int done = 0;
+    for (int i = 0; i < count; ++i) {
+        st = run_problem(ctx, &problems[i], &rows[done]);
+        if (st != SPF_OK) {
+            fprintf(stderr, "spforge-bench: %s: %s\n", problems[i].name, spf_last_error());
+            failures++;
+            continue;
+        }
+        report_table_row(&rows[done]);
+        for (int c = 0; c < COMP_COUNT; ++c)
+            failures += rows[done].r[c].state == RESULT_FAILED;
+        done++;
+        if (report_write(a->out_dir, set, env, rows, done) != SPF_OK) {
+            fprintf(stderr, "spforge-bench: %s\n", spf_last_error());
+            failures++;
+        }
+    }
+    report_summary(set, rows, done);
+    printf("results: %s/%s-%s-%s.{json,csv}\n", a->out_dir, set, env->device_slug, env->ymd);
+    free(rows);
+    free(problems);
+    return failures != 0;
+}
+
+int main(int argc, char **argv)
+{
+    args a;
+    if (!parse_args(argc, argv, &a))
+        return 2;
+    if (a.list)
+        return print_sets(&a);
+    spf_device_info dev;
+    if (spf_device_query(0, &dev) != SPF_OK || !dev.available) {
+        printf("spforge-bench: no CUDA device (%s); nothing to measure\n", dev.reason);
+        return 77;
+    }
+    bench_ctx ctx = {.tune = a.tune, .l2_bytes = dev.l2_bytes};
+    bench_env env;
+    env_fill(&dev, argc, argv, a.tune, &env);
+    printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB), driver %d, CUDA runtime %d, cuBLAS %d, "
+           "cuSPARSE %d, commit %s\n",
+           env.device, env.cc_major, env.cc_minor, env.sm_count, env.l2_bytes >> 20,
+           env.driver_version, env.runtime_version, env.cublas_version, env.cusparse_version,
+           env.commit);
+    if (CUDA_CHECK(cudaStreamCreate(&ctx.stream)) != SPF_OK ||
+        cublasCreate(&ctx.cublas) != CUBLAS_STATUS_SUCCESS ||
+        cusparseCreate(&ctx.cusparse) != CUSPARSE_STATUS_SUCCESS ||
+        cublasSetStream(ctx.cublas, ctx.stream) != CUBLAS_STATUS_SUCCESS ||
+        cusparseSetStream(ctx.cusparse, ctx.stream) != CUSPARSE_STATUS_SUCCESS) {
+        fprintf(stderr, "spforge-bench: cannot create the stream or vendor handles %s\n",
+                spf_last_error());
+        return 1;
+    }
+    int failed = 0;
+    for (int s = 0; s < a.set_count; ++s)
+        failed |= run_set(&ctx, &a, &env, a.sets[s]);
+    cusparseDestroy(ctx.cusparse);
+    cublasDestroy(ctx.cublas);
+    cudaStreamDestroy(ctx.stream);
+    return failed;
+}

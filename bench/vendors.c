@@ -1,0 +1,205 @@
+/* The vendor competitors: cuBLAS on the dense matrix (fp32, TF32, fp16) and
+ * cuSPARSE CSR SpMM (best algorithm). Handles, descriptors, buffers and
+ * cusparseSpMM_preprocess are set up before timing, as for our plans. */
+#include "bench.h"
+
+#include "core/error.h"
+#include "core/half.h"
+#include "gpu/cuda_check.h"
+#include "gpu/generic.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUBLAS_CHECK(call) cublas_status((call), #call)
+#define CUSPARSE_CHECK(call) cusparse_status((call), #call)
+
+static spf_status cublas_status(cublasStatus_t s, const char *stmt)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return SPF_OK;
+    return FAIL(SPF_ERR_CUDA, "%s: %s", stmt, cublasGetStatusString(s));
+}
+
+static spf_status cusparse_status(cusparseStatus_t s, const char *stmt)
+{
+    if (s == CUSPARSE_STATUS_SUCCESS)
+        return SPF_OK;
+    return FAIL(SPF_ERR_CUDA, "%s: %s", stmt, cusparseGetErrorString(s));
+}
+
+/* ---------------------------------------------------------------- cuBLAS */
+
+typedef struct gemm_state {
+    cublasHandle_t h;
+    int m, n, k;
+    cudaDataType type;
+    cublasComputeType_t compute;
+    const void *a, *b;
+    void *c;
+} gemm_state;
+
+/* Row-major C = A·B through column-major cuBLAS: C^T = B^T·A^T, where the
+ * row-major B (ld N) is B^T column-major and likewise for A and C. */
+static spf_status gemm_launch(void *state, void *stream)
+{
+    (void)stream; /* the handle is bound to ctx->stream */
+    const gemm_state *g = state;
+    const float alpha = 1.0f, beta = 0.0f;
+    return CUBLAS_CHECK(cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->m, g->k, &alpha,
+                                     g->b, g->type, g->n, g->a, g->type, g->k, &beta, g->c,
+                                     g->type, g->n, g->compute, CUBLAS_GEMM_DEFAULT));
+}
+
+static spf_status dense_upload(const spf_matrix *a, float **a32, void **a16)
+{
+    spf_status status = SPF_OK;
+    int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
+    const int64_t *rp = spf_matrix_row_ptr(a);
+    const int32_t *ci = spf_matrix_col_idx(a);
+    const float *v = spf_matrix_values(a);
+    float *host = calloc((size_t)(m * k), sizeof *host);
+    uint16_t *half = malloc((size_t)(m * k) * sizeof *half);
+    if (!host || !half)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "dense %lldx%lld", (long long)m, (long long)k);
+    for (int64_t r = 0; r < m; ++r)
+        for (int64_t j = rp[r]; j < rp[r + 1]; ++j)
+            host[r * k + ci[j]] = v[j];
+    for (int64_t i = 0; i < m * k; ++i)
+        half[i] = f16_from_float(host[i]);
+    TRY(CUDA_CHECK(cudaMalloc((void **)a32, (size_t)(m * k) * sizeof *host)));
+    TRY(CUDA_CHECK(cudaMalloc(a16, (size_t)(m * k) * sizeof *half)));
+    TRY(CUDA_CHECK(cudaMemcpy(*a32, host, (size_t)(m * k) * sizeof *host, cudaMemcpyHostToDevice)));
+    TRY(CUDA_CHECK(cudaMemcpy(*a16, half, (size_t)(m * k) * sizeof *half, cudaMemcpyHostToDevice)));
+fail:
+    free(host);
+    free(half);
+    return status;
+}
+
+void vendor_cublas(const bench_ctx *ctx, const spf_matrix *a, const operands *o, bench_row *row)
+{
+    float *a32 = NULL;
+    void *a16 = NULL;
+    spf_status st = dense_upload(a, &a32, &a16);
+    if (st != SPF_OK) {
+        for (int c = COMP_CUBLAS_F32; c <= COMP_CUBLAS_F16; ++c)
+            result_error(&row->r[c], st, "dense upload");
+    } else {
+        gemm_state g = {ctx->cublas, (int)o->m, (int)o->n, (int)o->k, CUDA_R_32F,
+                        CUBLAS_COMPUTE_32F, a32, o->b32, o->c32};
+        output_desc out32 = {o->c32, SPF_DTYPE_F32, o->m * o->n};
+        measure(ctx, gemm_launch, &g, &out32, o->ref, TOL_F32, &row->r[COMP_CUBLAS_F32]);
+        g.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+        measure(ctx, gemm_launch, &g, &out32, o->ref, TOL_TF32, &row->r[COMP_CUBLAS_TF32]);
+        gemm_state h = {ctx->cublas, (int)o->m, (int)o->n, (int)o->k, CUDA_R_16F,
+                        CUBLAS_COMPUTE_32F, a16, o->b16, o->c16};
+        output_desc out16 = {o->c16, SPF_DTYPE_F16, o->m * o->n};
+        measure(ctx, gemm_launch, &h, &out16, o->ref, TOL_F16, &row->r[COMP_CUBLAS_F16]);
+    }
+    (void)cudaFree(a32);
+    (void)cudaFree(a16);
+}
+
+/* -------------------------------------------------------------- cuSPARSE */
+
+typedef struct spmm_state {
+    cusparseHandle_t h;
+    cusparseSpMatDescr_t a;
+    cusparseDnMatDescr_t b, c;
+    cusparseSpMMAlg_t alg;
+    void *buffer;
+} spmm_state;
+
+static spf_status spmm_launch(void *state, void *stream)
+{
+    (void)stream; /* the handle is bound to ctx->stream */
+    const spmm_state *s = state;
+    const float alpha = 1.0f, beta = 0.0f;
+    return CUSPARSE_CHECK(cusparseSpMM(s->h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s->a, s->b, &beta,
+                                       s->c, CUDA_R_32F, s->alg, s->buffer));
+}
+
+/* One algorithm: its own descriptor of A (preprocessing attaches to it),
+ * buffer and preprocess, then the common measurement. */
+static void spmm_try(const bench_ctx *ctx, const generic_csr *g, const operands *o,
+                     cusparseSpMMAlg_t alg, comp_result *res)
+{
+    spf_status status = SPF_OK;
+    spmm_state s = {.h = ctx->cusparse, .alg = alg};
+    const float alpha = 1.0f, beta = 0.0f;
+    size_t bytes = 0;
+    TRY(CUSPARSE_CHECK(cusparseCreateCsr(&s.a, g->rows, g->cols, g->nnz, g->row_ptr, g->col_idx,
+                                         g->values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                                         CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F)));
+    TRY(CUSPARSE_CHECK(cusparseCreateDnMat(&s.b, o->k, o->n, o->n, o->b32, CUDA_R_32F,
+                                           CUSPARSE_ORDER_ROW)));
+    TRY(CUSPARSE_CHECK(cusparseCreateDnMat(&s.c, o->m, o->n, o->n, o->c32, CUDA_R_32F,
+                                           CUSPARSE_ORDER_ROW)));
+    TRY(CUSPARSE_CHECK(cusparseSpMM_bufferSize(s.h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                               CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s.a, s.b,
+                                               &beta, s.c, CUDA_R_32F, alg, &bytes)));
+    TRY(CUDA_CHECK(cudaMalloc(&s.buffer, bytes ? bytes : 1)));
+    TRY(CUSPARSE_CHECK(cusparseSpMM_preprocess(s.h, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                               CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s.a, s.b,
+                                               &beta, s.c, CUDA_R_32F, alg, s.buffer)));
+    output_desc out = {o->c32, SPF_DTYPE_F32, o->m * o->n};
+    measure(ctx, spmm_launch, &s, &out, o->ref, TOL_F32, res);
+fail:
+    if (status != SPF_OK)
+        result_error(res, status, "setup");
+    (void)cudaStreamSynchronize(ctx->stream);
+    if (s.buffer)
+        (void)cudaFree(s.buffer);
+    if (s.a)
+        (void)cusparseDestroySpMat(s.a);
+    if (s.b)
+        (void)cusparseDestroyDnMat(s.b);
+    if (s.c)
+        (void)cusparseDestroyDnMat(s.c);
+}
+
+void vendor_cusparse(const bench_ctx *ctx, const spf_matrix *a, const operands *o, bench_row *row)
+{
+    static const struct {
+        cusparseSpMMAlg_t alg;
+        const char *name;
+    } algs[] = {{CUSPARSE_SPMM_ALG_DEFAULT, "DEFAULT"},
+                {CUSPARSE_SPMM_CSR_ALG1, "CSR_ALG1"},
+                {CUSPARSE_SPMM_CSR_ALG2, "CSR_ALG2"},
+                {CUSPARSE_SPMM_CSR_ALG3, "CSR_ALG3"}};
+    comp_result *best = &row->r[COMP_CUSPARSE];
+    generic_csr g;
+    spf_status st = generic_csr_upload(a, &g);
+    if (st != SPF_OK) {
+        result_error(best, st, "CSR upload");
+        return;
+    }
+    /* Best of the algorithms that pass the check; with none passing, the
+     * row reports the first failure. Every algorithm's outcome is kept. */
+    char tried[384] = "";
+    comp_result first_failure = {0};
+    for (size_t i = 0; i < sizeof algs / sizeof algs[0]; ++i) {
+        comp_result r = {0};
+        spmm_try(ctx, &g, o, algs[i].alg, &r);
+        size_t used = strlen(tried);
+        if (r.state == RESULT_OK)
+            snprintf(tried + used, sizeof tried - used, "%s%s=%.2fus", used ? " " : "",
+                     algs[i].name, r.us);
+        else
+            snprintf(tried + used, sizeof tried - used, "%s%s=%s", used ? " " : "", algs[i].name,
+                     r.state == RESULT_FAILED ? "failed" : "error");
+        if (r.state == RESULT_OK && (best->state != RESULT_OK || r.us < best->us)) {
+            *best = r;
+            snprintf(best->detail, sizeof best->detail, "%s", algs[i].name);
+        } else if (r.state != RESULT_OK && first_failure.state == RESULT_NOT_RUN) {
+            first_failure = r;
+        }
+    }
+    if (best->state != RESULT_OK)
+        *best = first_failure;
+    snprintf(row->cusparse_algs, sizeof row->cusparse_algs, "%s", tried);
+    generic_csr_release(&g);
+}
