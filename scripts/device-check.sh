@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The whole GPU check in ONE device call (≤ 10 minutes): nvidia-smi, a
+# Release build (-j16), the GPU tests (ctest -L gpu), the CPU tests, a
+# compute-sanitizer memcheck run of a small GPU test subset, and a quick
+# benchmark; logs and results land under $OUT (≤ 8 files).
+#
+#   SPF_GIT_COMMIT=<sha> bash scripts/device-check.sh     (carry devdata/)
+#
+# Environment:
+#   OUT                  where logs go (default ./device-check-out)
+#   SPF_CHECK_BUDGET_S   seconds the whole script may take (default 570);
+#                        each step gets a share and the benchmark the rest
+#   SPF_GIT_COMMIT       commit the results are tagged with (the device tree
+#                        has no .git)
+#   SPF_BENCH_ARGS       benchmark arguments (default: --quick on sparsert20,
+#                        large and dlmc, which is sparsert20 at 0.9 plus two
+#                        large and two DLMC problems)
+# devdata/ (scripts/make-devdata.sh) stands in for data/ when data/ is absent.
+# Every step runs even when an earlier one failed (except after a failed
+# build); the exit status says whether any failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=${OUT:-$root/device-check-out}
+mkdir -p "$out"
+budget=${SPF_CHECK_BUDGET_S:-570}
+start=$(date +%s)
+build=$root/build-device
+results=$build/bench-results
+bench_args=${SPF_BENCH_ARGS:---quick --set sparsert20 --set dlmc --set large}
+failed=""
+
+left() { echo $((budget - ($(date +%s) - start))); }
+# cap SECONDS: the smaller of SECONDS and what is left minus a reserve for
+# packaging the results; at least 10.
+cap() {
+  local c=$1 l
+  l=$(($(left) - 20))
+  [ "$l" -lt "$c" ] && c=$l
+  [ "$c" -lt 10 ] && c=10
+  echo "$c"
+}
+step() { # step NAME LOG SECONDS COMMAND...
+  local name=$1 log=$2 secs
+  secs=$(cap "$3")
+  shift 3
+  echo "== $name (limit ${secs}s, $(left)s left)" | tee -a "$out/summary.txt"
+  local t0=$(date +%s) rc
+  timeout --kill-after=5 "$secs" "$@" >"$log" 2>&1
+  rc=$?
+  echo "   rc=$rc in $(($(date +%s) - t0))s" | tee -a "$out/summary.txt"
+  tail -n 5 "$log" | sed 's/^/   | /' | tee -a "$out/summary.txt"
+  [ "$rc" -ne 0 ] && failed="$failed $name"
+  return "$rc"
+}
+
+: >"$out/summary.txt"
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed" >>"$out/nvidia-smi.txt"
+head -n 15 "$out/nvidia-smi.txt" | tee -a "$out/summary.txt"
+
+if [ ! -e data ] && [ -d devdata ]; then
+  ln -s devdata data
+  echo "data/ -> devdata/ (subset)" | tee -a "$out/summary.txt"
+fi
+subset_data=0
+[ -L data ] && subset_data=1
+
+step build "$out/build.log" 240 bash -c "cmake -S . -B '$build' -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_COMPILER=\$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && \
+  cmake --build '$build' -j16" || {
+  echo "build failed: see build.log" | tee -a "$out/summary.txt"
+  exit 1
+}
+
+step gpu-tests "$out/gpu-tests.log" 120 ctest --test-dir "$build" -L gpu --output-on-failure \
+  --timeout 120
+
+# test_real_data and the CLI sweep read every file of the full data set;
+# with the devdata/ subset they run in CI instead.
+exclude='^$'
+[ "$subset_data" = 1 ] && exclude='test_real_data|cli_test_sweep'
+step cpu-tests "$out/cpu-tests.log" 60 ctest --test-dir "$build" -LE gpu -E "$exclude" \
+  --output-on-failure -j8 --timeout 80
+
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+step memcheck "$out/memcheck.log" 45 "$sanitizer" --tool memcheck --error-exitcode 1 \
+  "$build/tests/test_generic" --quick
+
+mkdir -p "$results"
+# shellcheck disable=SC2086
+step bench "$out/bench.log" 400 "$build/bench/spforge-bench" $bench_args --data data \
+  --out "$results"
+
+# The speedup plots, where matplotlib is installed (the GPU host).
+python3 "$root/scripts/plot_bench.py" "$results"/*.json >>"$out/bench.log" 2>&1 ||
+  echo "plot_bench: no plot (see bench.log)" | tee -a "$out/summary.txt"
+
+# Results and plots in one archive: ≤ 8 files under $OUT.
+tar -czf "$out/bench-results.tar.gz" -C "$build" bench-results 2>/dev/null
+echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
+[ -z "$failed" ]
