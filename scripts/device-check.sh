@@ -13,8 +13,8 @@
 #   SPF_GIT_COMMIT       commit the results are tagged with (the device tree
 #                        has no .git)
 #   SPF_BENCH_ARGS       benchmark arguments (default: --quick on sparsert20,
-#                        large and dlmc, which is sparsert20 at 0.9 plus two
-#                        large and two DLMC problems)
+#                        dlmc and large: four sparsert20 shapes at 0.9, two
+#                        DLMC and two large problems)
 # devdata/ (scripts/make-devdata.sh) stands in for data/ when data/ is absent.
 # Every step runs even when an earlier one failed (except after a failed
 # build); the exit status says whether any failed.
