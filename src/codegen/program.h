@@ -25,6 +25,11 @@ typedef struct ptx_program {
     unsigned grid[3];      /* launch geometry                                                 */
     unsigned block[3];
     unsigned shared_bytes; /* dynamic shared memory per block                                 */
+    unsigned max_registers;/* register cap for the chunk units' functions, to pass as ptxas
+                              --device-function-maxrregcount (0: none). The tile functions are
+                              .noreturn, so under a cap ptxas uses the ABI's callee-saved
+                              registers freely; without one it leaves them idle and about
+                              doubles the count (measured, ptxas 13.0)                        */
     /* Kernel parameters, in order: const void *B, void *C, const float *bias
      * (may be NULL when the program has no bias). All are device pointers;
      * N, the leading dimensions and the A values are baked into the code. */

@@ -1,0 +1,57 @@
+/* The generated, fully unrolled SpMM kernel for one (pattern, values, N,
+ * dtype, config): PTX text in an entry unit plus chunk units of tile
+ * functions (program.h), built from the schedule (schedule.h).
+ *
+ * LO-SpMM §6.1 Algorithm 2 and SparseRT §3.5: every nonzero of A is the
+ * immediate operand of an fma, accumulators live in registers, B rows of
+ * non-empty columns are loaded `prefetch` columns ahead at immediate byte
+ * offsets (N is fixed, so row k of B sits k · N · sizeof(dtype) bytes past
+ * the thread's base pointer); SparseRT §3.4: K split among thread groups
+ * with a shared-memory reduction.
+ *
+ * The kernel (parameters B, C, bias: program.h) runs on a grid of
+ * (ceil(N / n1) column tiles, ceil(M / m1) row tiles). Thread tid of a
+ * block is thread tid mod (n1 / v) of group tid / (n1 / v); it owns
+ * columns [x · n1 + t · v, + v) of its block's column tile x. The entry
+ * dispatches on blockIdx.y through a brx.idx branch table to a call of the
+ * tile's function. B and C must be aligned to v · sizeof(dtype) bytes (any
+ * cudaMalloc pointer is); bias is M float32 in original row order. */
+#ifndef SPF_CODEGEN_UNROLLED_H
+#define SPF_CODEGEN_UNROLLED_H
+
+#include "codegen/program.h"
+#include "spforge.h"
+
+#include <stdint.h>
+
+/* Rows' worth of tiles per chunk unit (at least one tile per unit):
+ * DESIGN.md measured ptxas at 0.44 s for 64 rows of a 1024-column matrix
+ * at 0.9 sparsity and superlinear beyond, and the runtime compiles the
+ * units side by side. */
+#define UNROLLED_CHUNK_ROWS 64
+
+/* The kernel's name, e.g. spf_unrolled_f32_m8_n128_v4_p2_k1 (STYLE.md 6);
+ * f16x2 accumulation is written as the dtype "f16x2". */
+void unrolled_kernel_name(const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
+                          char name[128]);
+
+/* Generate the program for C = A·B (+ bias) (ReLU).
+ *   a:          the matrix (read during the call only)
+ *   row_order:  m row indices, a permutation (LO-SpMM Algorithm 1's
+ *               reordering), or NULL; C rows are still stored in original
+ *               order (DESIGN.md decision 4)
+ *   n:          columns of B and C, ≥ 1
+ *   dtype:      storage of B and C; accumulation in fp32, or in f16x2 when
+ *               f16x2_accumulate is set (F16 with v = 2 or 4 only)
+ *   bias, relu: epilogue switches (bias: the kernel's third parameter)
+ *   sm:         80 or 90
+ *   code_budget: the most instructions (schedule_instructions' estimate)
+ *               the kernel may have, ≤ 0 for no limit; beyond it
+ *               SPF_ERR_UNSUPPORTED, and the planner uses the generic kernel
+ *   out:        filled on success (free with ptx_program_free); zeroed on
+ *               failure */
+spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int64_t n,
+                             const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
+                             int bias, int relu, int sm, int64_t code_budget, ptx_program *out);
+
+#endif

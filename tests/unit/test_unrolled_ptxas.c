@@ -1,0 +1,263 @@
+/* Generated PTX for a spread of configurations, dtypes and both targets
+ * assembles with ptxas in relocatable mode (-c) with zero spill bytes, and
+ * the units link with nvlink. Prints config → registers (from the link)
+ * and writes the table to $SPF_BUILD_DIR/unrolled_registers.csv. Skips
+ * visibly when no ptxas is installed. */
+#define _POSIX_C_SOURCE 200809L /* popen, mkdtemp */
+
+#include "check.h"
+
+#include "codegen/unrolled.h"
+
+#include <stdint.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char ptxas[1024], nvlink[1024], tmpdir[1024];
+
+/* $SPF_PTXAS, else the CUDA install, else PATH; "" if none. */
+static void find_tool(const char *env, const char *tool, char *out, size_t cap)
+{
+    const char *e = env ? getenv(env) : NULL;
+    char path[1024];
+    snprintf(path, sizeof path, "/usr/local/cuda/bin/%s", tool);
+    if (e && access(e, X_OK) == 0) {
+        snprintf(out, cap, "%s", e);
+    } else if (access(path, X_OK) == 0) {
+        snprintf(out, cap, "%s", path);
+    } else {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "command -v %s 2>/dev/null", tool);
+        FILE *p = popen(cmd, "r");
+        out[0] = '\0';
+        if (p) {
+            if (fgets(out, (int)cap, p))
+                out[strcspn(out, "\n")] = '\0';
+            pclose(p);
+        }
+    }
+}
+
+/* Run a command, capture stdout+stderr into log; returns the exit status. */
+static int run(const char *cmd, char *log, size_t cap)
+{
+    char full[8300];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p)
+        return -1;
+    size_t used = fread(log, 1, cap - 1, p);
+    log[used] = '\0';
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Sum of every "N bytes spill stores" and "N bytes spill loads". */
+static long spill_bytes(const char *log)
+{
+    long total = 0;
+    for (const char *p = log; (p = strstr(p, "bytes spill")) != NULL; p++) {
+        const char *q = p - 1;
+        while (q > log && q[-1] >= '0' && q[-1] <= '9')
+            q--;
+        total += strtol(q, NULL, 10);
+    }
+    return total;
+}
+
+static spf_matrix *random_matrix(int64_t m, int64_t k, double density, uint64_t seed)
+{
+    spf_gen_options o;
+    spf_gen_options_init(&o);
+    o.rows = m;
+    o.cols = k;
+    o.sparsity = 1.0 - density;
+    o.seed = seed;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(&o, &a));
+    return a;
+}
+
+typedef struct ptx_case {
+    int64_t m, k;
+    double density;
+    int64_t n;
+    spf_kernel_config cfg;
+    spf_dtype dtype;
+    int f16x2, bias, relu, sm, permute;
+} ptx_case;
+
+static void assemble_case(const ptx_case *c, FILE *csv)
+{
+    spf_matrix *a = random_matrix(c->m, c->k, c->density, (uint64_t)c->m * 31 + (uint64_t)c->k);
+    int32_t *perm = NULL;
+    if (c->permute) {
+        perm = malloc((size_t)c->m * sizeof *perm);
+        for (int64_t i = 0; i < c->m; i++)
+            perm[i] = (int32_t)((i * 7 + 3) % c->m); /* 7 is coprime to every m used */
+    }
+    ptx_program prog;
+    spf_status st = unrolled_generate(a, perm, c->n, &c->cfg, c->dtype, c->f16x2, c->bias, c->relu,
+                                      c->sm, 0, &prog);
+    CHECK_MSG(st == SPF_OK, "generate: %s", spf_last_error());
+    if (st != SPF_OK)
+        goto done;
+    int64_t tiles = (c->m + c->cfg.m1 - 1) / c->cfg.m1;
+    CHECK(prog.grid[0] == (unsigned)((c->n + c->cfg.n1 - 1) / c->cfg.n1));
+    CHECK(prog.grid[1] == (unsigned)tiles);
+    CHECK(prog.block[0] == (unsigned)(c->cfg.n1 / c->cfg.v * c->cfg.ksplit));
+    CHECK(prog.unit_count >= 2);
+
+    char cmd[8192], log[65536], cubins[4096] = "";
+    long spills = 0;
+    int ok = 1, retries = 0;
+    for (int u = 0; u < prog.unit_count; u++) {
+        char ptx_path[1200], cubin_path[1200];
+        snprintf(ptx_path, sizeof ptx_path, "%s/u%d.ptx", tmpdir, u);
+        snprintf(cubin_path, sizeof cubin_path, "%s/u%d.cubin", tmpdir, u);
+        FILE *f = fopen(ptx_path, "w");
+        CHECK(f != NULL);
+        if (!f)
+            goto done;
+        CHECK(strlen(prog.units[u].text) == prog.units[u].size);
+        fwrite(prog.units[u].text, 1, prog.units[u].size, f);
+        fclose(f);
+        /* The cap is a heuristic: a unit that spills under it is assembled
+         * again with 32 more registers (what the runtime does). */
+        long unit_spills = 0;
+        int rc = 0;
+        for (unsigned cap = prog.max_registers; cap <= 255 + 31; cap += 32) {
+            snprintf(cmd, sizeof cmd, "%s -arch=sm_%d -v -c --device-function-maxrregcount=%u %s -o %s",
+                     ptxas, c->sm, cap < 255 ? cap : 255, ptx_path, cubin_path);
+            rc = run(cmd, log, sizeof log);
+            unit_spills = spill_bytes(log);
+            if (rc != 0 || unit_spills == 0)
+                break;
+            retries++;
+        }
+        CHECK_MSG(rc == 0, "%s unit %d: ptxas exit %d:\n%.4000s", prog.entry, u, rc, log);
+        ok &= rc == 0;
+        spills += unit_spills;
+        size_t used = strlen(cubins);
+        snprintf(cubins + used, sizeof cubins - used, " %s", cubin_path);
+    }
+    CHECK_MSG(spills == 0, "%s: %ld spill bytes", prog.entry, spills);
+    CHECK(prog.max_registers >= 32 && prog.max_registers <= 255);
+    int regs = -1;
+    if (ok && nvlink[0]) {
+        snprintf(cmd, sizeof cmd, "%s -v -arch=sm_%d%s -o %s/linked.cubin", nvlink, c->sm, cubins,
+                 tmpdir);
+        int rc = run(cmd, log, sizeof log);
+        CHECK_MSG(rc == 0, "%s: nvlink exit %d:\n%.4000s", prog.entry, rc, log);
+        const char *p = strstr(log, "used ");
+        if (p)
+            regs = atoi(p + 5);
+        CHECK_MSG(regs > 0 && regs <= 255, "%s: registers %d", prog.entry, regs);
+    }
+    size_t bytes = 0;
+    for (int u = 0; u < prog.unit_count; u++)
+        bytes += prog.units[u].size;
+    printf("%-40s %-5s sm_%d %4lldx%-4lld n=%-4lld units %2d  cap %3u%s  regs %3d  spill %ld  "
+           "ptx %zu B\n",
+           prog.entry, c->bias ? "bias" : "-", c->sm, (long long)c->m, (long long)c->k,
+           (long long)c->n, prog.unit_count, prog.max_registers, retries ? "+" : " ", regs, spills,
+           bytes);
+    if (csv)
+        fprintf(csv, "%s,%d,%lld,%lld,%lld,%d,%d,%d,%d,%d,%d,%s,%d,%d,%u,%d,%d,%ld,%zu\n", prog.entry,
+                c->sm, (long long)c->m, (long long)c->k, (long long)c->n, c->cfg.m1, c->cfg.n1,
+                c->cfg.v, c->cfg.prefetch, c->cfg.ksplit, c->f16x2,
+                c->dtype == SPF_DTYPE_F32 ? "f32" : c->dtype == SPF_DTYPE_F16 ? "f16" : "bf16",
+                c->bias, prog.unit_count, prog.max_registers, retries, regs, spills, bytes);
+done:
+    ptx_program_free(&prog);
+    free(perm);
+    spf_matrix_free(a);
+}
+
+static void test_budget_and_errors(void)
+{
+    spf_matrix *a = random_matrix(64, 256, 0.2, 3);
+    spf_kernel_config cfg = {8, 128, 4, 2, 1};
+    ptx_program prog;
+    CHECK_STATUS(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 0, 0, 90, 1000, &prog),
+                 SPF_ERR_UNSUPPORTED);
+    CHECK_DETAIL("code budget");
+    CHECK(prog.units == NULL && prog.unit_count == 0);
+    CHECK_STATUS(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 1, 0, 0, 90, 0, &prog),
+                 SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("f16x2");
+    CHECK_STATUS(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 0, 0, 75, 0, &prog),
+                 SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("sm = 75");
+    spf_kernel_config v1 = {8, 64, 1, 2, 1};
+    CHECK_STATUS(unrolled_generate(a, NULL, 256, &v1, SPF_DTYPE_F16, 1, 0, 0, 90, 0, &prog),
+                 SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("v = 2 or 4");
+    /* the name encodes the config; m1 = 8 over 64 rows: 8 tiles in one chunk */
+    CHECK_OK(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 1, 1, 90, 0, &prog));
+    CHECK(strcmp(prog.entry, "spf_unrolled_f32_m8_n128_v4_p2_k1") == 0);
+    CHECK_EQ_I64(prog.unit_count, 1 + (64 / 8 + UNROLLED_CHUNK_ROWS / 8 - 1) / (UNROLLED_CHUNK_ROWS / 8));
+    CHECK(strstr(prog.units[0].text, ".entry spf_unrolled_f32_m8_n128_v4_p2_k1") != NULL);
+    CHECK(strstr(prog.units[0].text, "brx.idx") != NULL);
+    CHECK(strstr(prog.units[1].text, ".visible .func spf_unrolled_f32_m8_n128_v4_p2_k1_t7") != NULL);
+    CHECK(strstr(prog.units[1].text, "ld.global.nc.v4.f32") != NULL);
+    CHECK(strstr(prog.units[1].text, "fma.rn.f32") != NULL);
+    ptx_program_free(&prog);
+    ptx_program_free(&prog); /* a zeroed program is fine */
+    ptx_program_free(NULL);
+    spf_matrix_free(a);
+}
+
+int main(void)
+{
+    test_budget_and_errors();
+    find_tool("SPF_PTXAS", "ptxas", ptxas, sizeof ptxas);
+    if (!ptxas[0])
+        SKIP("no ptxas ($SPF_PTXAS, /usr/local/cuda/bin or PATH): PTX assembly checks skipped");
+    find_tool(NULL, "nvlink", nvlink, sizeof nvlink);
+    if (!nvlink[0])
+        printf("NOTE: no nvlink; units assembled but not linked\n");
+    snprintf(tmpdir, sizeof tmpdir, "%s/spf_ptxas_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        CHECK_MSG(0, "mkdtemp %s failed", tmpdir);
+        return check_report();
+    }
+    const char *build = getenv("SPF_BUILD_DIR");
+    char csv_path[1200];
+    snprintf(csv_path, sizeof csv_path, "%s/unrolled_registers.csv", build ? build : ".");
+    FILE *csv = fopen(csv_path, "w");
+    if (csv)
+        fprintf(csv, "kernel,sm,m,k,n,m1,n1,v,prefetch,ksplit,f16x2,dtype,bias,units,register_cap,"
+                     "cap_retries,registers,"
+                     "spill_bytes,ptx_bytes\n");
+
+    const ptx_case cases[] = {
+        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 0},
+        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 80, 1},
+        {100, 200, 0.1, 49, {16, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 0, 0, 90, 1},
+        {64, 300, 0.1, 127, {4, 32, 1, 3, 4}, SPF_DTYPE_F32, 0, 1, 0, 90, 0},
+        {64, 256, 0.2, 256, {32, 64, 2, 4, 2}, SPF_DTYPE_F32, 0, 1, 1, 90, 1},
+        {64, 256, 0.1, 512, {32, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 0, 1, 80, 0},
+        {64, 256, 0.1, 512, {16, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 0, 1, 80, 0},
+        {128, 512, 0.05, 2048, {8, 256, 4, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 1},
+        {40, 128, 0.15, 3, {1, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 1, 0, 90, 0},
+        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 0, 1, 1, 90, 1},
+        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_BF16, 0, 1, 1, 80, 0},
+        {100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_F16, 0, 1, 0, 80, 0},
+        {100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_BF16, 0, 0, 1, 90, 1},
+        {64, 256, 0.2, 130, {16, 64, 2, 2, 2}, SPF_DTYPE_BF16, 0, 1, 1, 90, 0},
+        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 1, 1, 90, 0},
+        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 80, 1},
+        {64, 256, 0.2, 130, {16, 64, 2, 3, 2}, SPF_DTYPE_F16, 1, 1, 1, 90, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        assemble_case(&cases[i], csv);
+    if (csv) {
+        fclose(csv);
+        printf("register table: %s\n", csv_path);
+    }
+    char cmd[1200], log[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    run(cmd, log, sizeof log);
+    return check_report();
+}
