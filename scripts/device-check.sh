@@ -16,8 +16,8 @@
 #                        dlmc and large: four sparsert20 shapes at 0.9, two
 #                        DLMC and two large problems)
 # devdata/ (scripts/make-devdata.sh) stands in for data/ when data/ is absent.
-# Every step runs even when an earlier one failed (except after a failed
-# build); the exit status says whether any failed.
+# Every step runs even when an earlier one failed (except when the library
+# did not build); the exit status says whether any failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
