@@ -280,7 +280,7 @@ static void execute_thread(const schedule *s, int32_t t, int64_t col0, const flo
         for (int32_t l = 0; l < v; l++) {
             float r = acc[((int64_t)owner * m1 + slot) * v + l];
             for (int32_t j = 0; j + 1 < cfg->ksplit; j++) {
-                int32_t g = (owner + 1 + j) % cfg->ksplit;
+                int32_t g = schedule_partial_writer(s, owner, j);
                 if (touched[(int64_t)g * m1 + slot])
                     r += acc[((int64_t)g * m1 + slot) * v + l];
             }

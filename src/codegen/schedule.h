@@ -73,6 +73,19 @@ static inline int32_t schedule_owner(const schedule *s, int32_t slot)
     return slot % s->cfg.ksplit;
 }
 
+/* The K-split reduction's shared-memory buffers: a row's owner reads the
+ * partial of the group `owner + 1 + j` (mod ksplit) from buffer j, for j in
+ * [0, ksplit - 1), and adds them in that order. */
+static inline int32_t schedule_partial_writer(const schedule *s, int32_t owner, int32_t j)
+{
+    return (owner + 1 + j) % s->cfg.ksplit;
+}
+
+static inline int32_t schedule_partial_buffer(const schedule *s, int32_t owner, int32_t writer)
+{
+    return (writer - owner - 1 + s->cfg.ksplit) % s->cfg.ksplit;
+}
+
 /* Which row slots group g of tile t touches (has a nonzero in one of its
  * columns): touched[slot] = 1 or 0 for slot < m1. A group writes a partial
  * sum to shared memory, and the owner reads it, only for touched rows. */

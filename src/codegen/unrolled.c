@@ -267,9 +267,9 @@ static void emit_finish(tile_ctx *x, int32_t tile, int32_t group)
             int32_t owner = schedule_owner(s, slot);
             if (owner == group || !x->touched[(int64_t)group * m1 + slot])
                 continue;
-            int32_t j = (group - owner - 1 + ks) % ks;
             ptx_store(x->b, PTX_SPACE_SHARED, PTX_CACHE_DEFAULT, "f32", v, PTX_NO_REG, x->psm,
-                      partial_offset(s, j, slot), &x->acc[(int64_t)slot * v]);
+                      partial_offset(s, schedule_partial_buffer(s, owner, group), slot),
+                      &x->acc[(int64_t)slot * v]);
         }
         ptx_ins(x->b, "bar.sync 0");
     }
@@ -278,7 +278,9 @@ static void emit_finish(tile_ctx *x, int32_t tile, int32_t group)
         part[l] = reg(x, PTX_REG_F32);
     if (x->g->bias)
         bias_reg = reg(x, PTX_REG_F32);
-    for (int32_t slot = group; slot < t->rows; slot += ks) {
+    for (int32_t slot = 0; slot < t->rows; slot++) {
+        if (schedule_owner(s, slot) != group)
+            continue;
         ptx_reg *acc = &x->acc[(int64_t)slot * v];
         int32_t row = s->row_list[t->first_row + slot];
         if (!x->touched[(int64_t)group * m1 + slot])
@@ -287,7 +289,7 @@ static void emit_finish(tile_ctx *x, int32_t tile, int32_t group)
                 ptx_ins(x->b, "mov.f32 %s, 0f00000000", ptx_reg_name(acc[l], a));
             }
         for (int32_t j = 0; j + 1 < ks; j++) {
-            int32_t writer = (group + 1 + j) % ks;
+            int32_t writer = schedule_partial_writer(s, group, j);
             if (!x->touched[(int64_t)writer * m1 + slot])
                 continue;
             ptx_load(x->b, PTX_SPACE_SHARED, PTX_CACHE_DEFAULT, "f32", v, PTX_NO_REG, part, x->psm,
@@ -497,14 +499,12 @@ static unsigned register_cap(const gen *g)
 }
 
 static spf_status check_request(const spf_matrix *a, int64_t n, spf_dtype dtype, int f16x2,
-                                int sm, const spf_kernel_config *cfg)
+                                const spf_kernel_config *cfg)
 {
     if (!a)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "no matrix");
     if (dtype != SPF_DTYPE_F32 && dtype != SPF_DTYPE_F16 && dtype != SPF_DTYPE_BF16)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "dtype %d: not F32, F16 or BF16", (int)dtype);
-    if (sm != 80 && sm != 90)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "sm = %d: must be 80 or 90", sm);
     if (f16x2 && dtype != SPF_DTYPE_F16)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "f16x2 accumulation needs dtype F16");
     if (f16x2 && cfg && cfg->v == 1)
@@ -519,6 +519,46 @@ static spf_status check_request(const spf_matrix *a, int64_t n, spf_dtype dtype,
     return SPF_OK;
 }
 
+static void gen_init(gen *g, const schedule *s, spf_dtype dtype, int f16x2, int bias, int relu)
+{
+    int v = s->cfg.v;
+    *g = (gen){.s = s, .dtype = dtype, .f16x2 = f16x2 != 0, .bias = bias != 0, .relu = relu != 0,
+               .es = dtype == SPF_DTYPE_F32 ? 4 : 2};
+    g->raw = dtype == SPF_DTYPE_F32 ? v : v == 1 ? 1 : v / 2;
+    unrolled_kernel_name(&s->cfg, dtype, g->f16x2, g->name);
+}
+
+/* Code size (the budget decides unrolled vs generic): per nonzero the fmas
+ * (f16x2: a mov of the value pair and v/2 fmas); per B row the load and its
+ * conversions; per output row the epilogue and store. */
+static int64_t instruction_estimate(const gen *g)
+{
+    int v = g->s->cfg.v;
+    int fma = g->f16x2 ? 1 + v / 2 : v;
+    int load_ops = 1 + (g->dtype == SPF_DTYPE_F32 || g->f16x2 ? 0 : 2 * v);
+    int store_ops = 1 + g->bias * (1 + v) + g->relu * v + (g->dtype == SPF_DTYPE_F32 ? 0 : v);
+    return schedule_instructions(g->s, fma, load_ops, store_ops);
+}
+
+spf_status unrolled_estimate(const spf_matrix *a, const int32_t *row_order, int64_t n,
+                             const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
+                             int bias, int relu, int64_t *instructions)
+{
+    spf_status status = SPF_OK;
+    schedule s = {0};
+    if (!instructions)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "no output");
+    *instructions = 0;
+    TRY(check_request(a, n, dtype, f16x2_accumulate, cfg));
+    TRY(schedule_create(a, row_order, n, cfg, &s));
+    gen g;
+    gen_init(&g, &s, dtype, f16x2_accumulate, bias, relu);
+    *instructions = instruction_estimate(&g);
+fail:
+    schedule_free(&s);
+    return status;
+}
+
 spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int64_t n,
                              const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
                              int bias, int relu, int sm, int64_t code_budget, ptx_program *out)
@@ -530,22 +570,14 @@ spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int6
     if (!out)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "no output program");
     memset(out, 0, sizeof *out);
-    TRY(check_request(a, n, dtype, f16x2_accumulate, sm, cfg));
+    if (sm != 80 && sm != 90)
+        FAIL_GOTO(SPF_ERR_INVALID_ARGUMENT, "sm = %d: must be 80 or 90", sm);
+    TRY(check_request(a, n, dtype, f16x2_accumulate, cfg));
     TRY(schedule_create(a, row_order, n, cfg, &s));
 
-    gen g = {.s = &s, .dtype = dtype, .f16x2 = f16x2_accumulate != 0, .bias = bias != 0,
-             .relu = relu != 0, .es = dtype == SPF_DTYPE_F32 ? 4 : 2};
-    int v = cfg->v;
-    g.raw = dtype == SPF_DTYPE_F32 ? v : v == 1 ? 1 : v / 2;
-    unrolled_kernel_name(cfg, dtype, g.f16x2, g.name);
-
-    /* Code size (the budget decides unrolled vs generic): per nonzero the
-     * fmas (f16x2: a mov of the value pair and v/2 fmas); per B row the load
-     * and its conversions; per output row the epilogue and store. */
-    int fma = g.f16x2 ? 1 + v / 2 : v;
-    int load_ops = 1 + (dtype == SPF_DTYPE_F32 || g.f16x2 ? 0 : 2 * v);
-    int store_ops = 1 + g.bias * (1 + v) + g.relu * v + (dtype == SPF_DTYPE_F32 ? 0 : v);
-    int64_t estimate = schedule_instructions(&s, fma, load_ops, store_ops);
+    gen g;
+    gen_init(&g, &s, dtype, f16x2_accumulate, bias, relu);
+    int64_t estimate = instruction_estimate(&g);
     if (code_budget > 0 && estimate > code_budget)
         FAIL_GOTO(SPF_ERR_UNSUPPORTED,
                   "%s: about %lld instructions, over the code budget of %lld (use the generic "

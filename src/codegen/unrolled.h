@@ -54,4 +54,10 @@ spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int6
                              const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
                              int bias, int relu, int sm, int64_t code_budget, ptx_program *out);
 
+/* The instruction estimate unrolled_generate holds against code_budget,
+ * without generating (the planner's cheap filter). Same arguments. */
+spf_status unrolled_estimate(const spf_matrix *a, const int32_t *row_order, int64_t n,
+                             const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
+                             int bias, int relu, int64_t *instructions);
+
 #endif

@@ -155,8 +155,17 @@ static void assemble_case(const ptx_case *c, FILE *csv)
         CHECK_MSG(regs > 0 && regs <= 255, "%s: registers %d", prog.entry, regs);
     }
     size_t bytes = 0;
-    for (int u = 0; u < prog.unit_count; u++)
+    int64_t lines = 0, estimate = 0;
+    for (int u = 0; u < prog.unit_count; u++) {
         bytes += prog.units[u].size;
+        for (const char *q = prog.units[u].text; (q = strstr(q, ";\n")) != NULL; q++)
+            lines++; /* instructions and declarations */
+    }
+    /* the budget's estimate tracks the real size */
+    CHECK_OK(unrolled_estimate(a, perm, c->n, &c->cfg, c->dtype, c->f16x2, c->bias, c->relu,
+                               &estimate));
+    CHECK_MSG(estimate > lines / 2 && estimate < lines * 2, "%s: estimate %lld, %lld lines",
+              prog.entry, (long long)estimate, (long long)lines);
     printf("%-40s %-5s sm_%d %4lldx%-4lld n=%-4lld units %2d  cap %3u%s  regs %3d  spill %ld  "
            "ptx %zu B\n",
            prog.entry, c->bias ? "bias" : "-", c->sm, (long long)c->m, (long long)c->k,
@@ -171,6 +180,37 @@ static void assemble_case(const ptx_case *c, FILE *csv)
 done:
     ptx_program_free(&prog);
     free(perm);
+    spf_matrix_free(a);
+}
+
+/* An allocator that fails after `budget` allocations. */
+static int budget;
+static void *fail_alloc(size_t n, void *u) { (void)u; return budget-- > 0 ? malloc(n) : NULL; }
+static void *fail_realloc(void *p, size_t n, void *u) { (void)u; return budget-- > 0 ? realloc(p, n) : NULL; }
+static void plain_free(void *p, void *u) { (void)u; free(p); }
+
+/* Every allocation failure is reported as such and leaves a zeroed program. */
+static void test_allocation_failures(void)
+{
+    spf_matrix *a = random_matrix(40, 64, 0.2, 9);
+    spf_kernel_config cfg = {8, 64, 2, 1, 2};
+    spf_allocator fail = {fail_alloc, fail_realloc, plain_free, NULL};
+    int failures = 0;
+    for (int k = 0; k < 10000; k++) {
+        ptx_program prog;
+        budget = k;
+        spf_set_allocator(&fail);
+        spf_status st = unrolled_generate(a, NULL, 64, &cfg, SPF_DTYPE_F16, 0, 1, 0, 90, 0, &prog);
+        spf_set_allocator(NULL);
+        if (st == SPF_OK) {
+            ptx_program_free(&prog);
+            break;
+        }
+        failures++;
+        CHECK_MSG(st == SPF_ERR_OUT_OF_MEMORY, "after %d allocations: %s", k, spf_last_error());
+        CHECK(prog.units == NULL && prog.unit_count == 0);
+    }
+    CHECK(failures > 5);
     spf_matrix_free(a);
 }
 
@@ -193,8 +233,13 @@ static void test_budget_and_errors(void)
     CHECK_STATUS(unrolled_generate(a, NULL, 256, &v1, SPF_DTYPE_F16, 1, 0, 0, 90, 0, &prog),
                  SPF_ERR_INVALID_ARGUMENT);
     CHECK_DETAIL("v = 2 or 4");
+    int64_t estimate = 0;
+    CHECK_OK(unrolled_estimate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 1, 1, &estimate));
+    CHECK_STATUS(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 1, 1, 90, estimate - 1,
+                                   &prog),
+                 SPF_ERR_UNSUPPORTED);
     /* the name encodes the config; m1 = 8 over 64 rows: 8 tiles in one chunk */
-    CHECK_OK(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 1, 1, 90, 0, &prog));
+    CHECK_OK(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 1, 1, 90, estimate, &prog));
     CHECK(strcmp(prog.entry, "spf_unrolled_f32_m8_n128_v4_p2_k1") == 0);
     CHECK_EQ_I64(prog.unit_count, 1 + (64 / 8 + UNROLLED_CHUNK_ROWS / 8 - 1) / (UNROLLED_CHUNK_ROWS / 8));
     CHECK(strstr(prog.units[0].text, ".entry spf_unrolled_f32_m8_n128_v4_p2_k1") != NULL);
@@ -211,6 +256,7 @@ static void test_budget_and_errors(void)
 int main(void)
 {
     test_budget_and_errors();
+    test_allocation_failures();
     find_tool("SPF_PTXAS", "ptxas", ptxas, sizeof ptxas);
     if (!ptxas[0])
         SKIP("no ptxas ($SPF_PTXAS, /usr/local/cuda/bin or PATH): PTX assembly checks skipped");
