@@ -597,11 +597,13 @@ typedef struct emu_case {
     spf_kernel_config cfg;
     spf_dtype dtype;
     int f16x2, bias, relu, permute;
+    int all_empty; /* no nonzeros at all: C is bias (or zero) */
 } emu_case;
 
 static void run_case(const emu_case *c, uint64_t seed)
 {
-    spf_matrix *a = random_matrix(c->m, c->k, c->density, c->m / 4, c->m / 4 + 5, seed);
+    spf_matrix *a = c->all_empty ? random_matrix(c->m, c->k, c->density, 0, c->m, seed)
+                                 : random_matrix(c->m, c->k, c->density, c->m / 4, c->m / 4 + 5, seed);
     int32_t *perm = NULL;
     if (c->permute) {
         perm = malloc((size_t)c->m * sizeof *perm);
@@ -711,21 +713,51 @@ done_matrix:
 int main(void)
 {
     const emu_case cases[] = {
-        {21, 30, 0.2, 40, {4, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 1},
-        {21, 30, 0.2, 1, {3, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 0, 0, 0},
-        {21, 30, 0.2, 49, {8, 32, 1, 2, 2}, SPF_DTYPE_F32, 0, 1, 0, 1},
-        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F32, 0, 1, 1, 1},
-        {24, 40, 0.15, 36, {8, 32, 4, 3, 4}, SPF_DTYPE_F32, 0, 0, 1, 0},
-        {17, 50, 0.1, 130, {4, 64, 2, 0, 1}, SPF_DTYPE_F32, 0, 1, 1, 0},
-        {21, 30, 0.2, 127, {4, 32, 1, 1, 1}, SPF_DTYPE_F16, 0, 1, 1, 1},
-        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F16, 0, 1, 1, 0},
-        {21, 30, 0.2, 6, {3, 64, 2, 2, 1}, SPF_DTYPE_BF16, 0, 1, 0, 1},
-        {24, 40, 0.15, 68, {6, 32, 4, 1, 4}, SPF_DTYPE_BF16, 0, 0, 1, 1},
-        {21, 30, 0.2, 3, {2, 32, 1, 1, 1}, SPF_DTYPE_BF16, 0, 1, 1, 0},
-        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F16, 1, 1, 1, 1},
-        {21, 30, 0.2, 50, {4, 64, 2, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 0},
+        {21, 30, 0.2, 40, {4, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 1, 0},
+        {21, 30, 0.2, 1, {3, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 0, 0, 0, 0},
+        {21, 30, 0.2, 49, {8, 32, 1, 2, 2}, SPF_DTYPE_F32, 0, 1, 0, 1, 0},
+        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F32, 0, 1, 1, 1, 0},
+        {24, 40, 0.15, 36, {8, 32, 4, 3, 4}, SPF_DTYPE_F32, 0, 0, 1, 0, 0},
+        {17, 50, 0.1, 130, {4, 64, 2, 0, 1}, SPF_DTYPE_F32, 0, 1, 1, 0, 0},
+        {21, 30, 0.2, 127, {4, 32, 1, 1, 1}, SPF_DTYPE_F16, 0, 1, 1, 1, 0},
+        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F16, 0, 1, 1, 0, 0},
+        {21, 30, 0.2, 6, {3, 64, 2, 2, 1}, SPF_DTYPE_BF16, 0, 1, 0, 1, 0},
+        {24, 40, 0.15, 68, {6, 32, 4, 1, 4}, SPF_DTYPE_BF16, 0, 0, 1, 1, 0},
+        {21, 30, 0.2, 3, {2, 32, 1, 1, 1}, SPF_DTYPE_BF16, 0, 1, 1, 0, 0},
+        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F16, 1, 1, 1, 1, 0},
+        {21, 30, 0.2, 50, {4, 64, 2, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 0, 0},
+        {11, 12, 0.3, 33, {4, 32, 1, 1, 2}, SPF_DTYPE_F32, 0, 1, 1, 1, 1},
+        {10, 12, 0.3, 8, {4, 128, 4, 0, 1}, SPF_DTYPE_BF16, 0, 0, 0, 0, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], 40 + i);
+    /* a seeded random sweep over shapes and configurations */
+    uint64_t r = 12345;
+    for (int i = 0; i < 40; i++) {
+#define RAND(n) ((int)((r = r * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
+        static const int vs[] = {1, 2, 4}, gts[] = {8, 16, 32, 64};
+        emu_case c = {0};
+        c.cfg.v = vs[RAND(3)];
+        c.cfg.ksplit = 1 + RAND(4);
+        int gt;
+        do
+            gt = gts[RAND(4)];
+        while (gt * c.cfg.ksplit % 32 != 0);
+        c.cfg.n1 = gt * c.cfg.v;
+        c.cfg.m1 = 1 + RAND(9);
+        c.cfg.prefetch = RAND(4);
+        c.m = 5 + RAND(26);
+        c.k = 5 + RAND(36);
+        c.density = 0.05 + 0.05 * RAND(6);
+        c.n = c.cfg.v * (1 + RAND(150 / c.cfg.v));
+        c.dtype = (spf_dtype)RAND(3);
+        c.f16x2 = c.dtype == SPF_DTYPE_F16 && c.cfg.v > 1 && RAND(2);
+        c.bias = RAND(2);
+        c.relu = RAND(2);
+        c.permute = c.m % 5 != 0 && RAND(2);
+        c.all_empty = RAND(20) == 0;
+#undef RAND
+        run_case(&c, 100 + (uint64_t)i);
+    }
     return check_report();
 }
