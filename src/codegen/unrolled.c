@@ -181,12 +181,12 @@ static const ptx_reg *ring_slot(const tile_ctx *x, int32_t i)
 /* LO-SpMM Algorithm 2 (lines 14–18): the B row of column i + prefetch is
  * loaded into a ring of prefetch + 1 register sets before column i is
  * computed, so later rows are in flight while the current one is used.
- * This fixes the PTX order; ptxas still schedules read-only (.nc) loads
- * as it sees fit (it moves them across bar.sync and past data-dependent
- * guards: measured with ptxas 13.0, a relocatable tile function of m1 = 8,
- * v = 4 used about 150 registers for every prefetch depth, against 88 when
- * the same function is inlined into a whole-program entry), so the depth
- * is a hint that the tuner measures like any other parameter. */
+ * This fixes the PTX order only: ptxas 13.0 schedules read-only (.nc)
+ * loads as it sees fit, hoisting them across bar.sync and past guards that
+ * depend on earlier accumulators (measured: the register count of a tile
+ * function did not follow the depth), so the depth is a hint the tuner
+ * measures like any other parameter; the register cap (register_cap) is
+ * what bounds how far ptxas runs ahead. */
 static void emit_columns(tile_ctx *x, int32_t tile, int32_t first, int32_t end)
 {
     const schedule *s = x->g->s;

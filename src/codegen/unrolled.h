@@ -14,8 +14,16 @@
  * block is thread tid mod (n1 / v) of group tid / (n1 / v); it owns
  * columns [x · n1 + t · v, + v) of its block's column tile x. The entry
  * dispatches on blockIdx.y through a brx.idx branch table to a call of the
- * tile's function. B and C must be aligned to v · sizeof(dtype) bytes (any
- * cudaMalloc pointer is); bias is M float32 in original row order. */
+ * tile's function, which is .noreturn and ends the thread with exit. B and
+ * C must be aligned to v · sizeof(dtype) bytes (any cudaMalloc pointer is);
+ * bias is M float32 in original row order.
+ *
+ * Compile the chunk units with ptxas --device-function-maxrregcount =
+ * program.max_registers (and 32 more if a unit still spills): ptxas -c
+ * leaves the ABI's callee-saved registers idle in a function it compiles
+ * without a cap, about doubling its register count (measured, ptxas 13.0:
+ * m1 = 8, v = 4 used 150 registers uncapped, 94 under the cap of 96, no
+ * spills); .noreturn lets it use them under a cap without saving them. */
 #ifndef SPF_CODEGEN_UNROLLED_H
 #define SPF_CODEGEN_UNROLLED_H
 
