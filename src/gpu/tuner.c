@@ -12,6 +12,7 @@
 #include "codegen/unrolled.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/parallel.h"
 #include "gpu/dtype.h"
 #include "gpu/timing.h"
@@ -209,6 +210,9 @@ static spf_status run_batch(const tune_request *q, tune_row *rows, int count, ji
         }
     TRY(jit_compile(compiled, ncompiled, q->sass_sm, q->threads, objects));
     for (int j = 0; j < ncompiled; j++) {
+        /* The progress hook: one DEBUG line per configuration, before its
+         * kernel first runs (a kernel that never returns is named). */
+        log_msg(SPF_LOG_DEBUG, "tuner: %s", rows[index[j]].kernel_name);
         evaluate(q, compiled[j], &objects[j], &rows[index[j]], best, best_us);
         jit_object_release(&objects[j]);
     }
