@@ -54,6 +54,7 @@ typedef struct bench_ctx {
     cublasHandle_t cublas;
     cusparseHandle_t cusparse;
     int tune;                    /* 0: --no-spforge-tune                           */
+    int unrolled;                /* 0: --no-unrolled                               */
     int l2_bytes;
 } bench_ctx;
 

@@ -3,7 +3,8 @@
  * CSR SpMM, every row checked against the CPU oracle (BENCHMARKS.md).
  *
  *   spforge-bench [--set NAME]... [--sparsity 0.9,0.95] [--filter TEXT]
- *                 [--quick] [--no-spforge-tune] [--data DIR] [--out DIR] [--list]
+ *                 [--quick] [--no-spforge-tune] [--no-unrolled] [--data DIR]
+ *                 [--out DIR] [--list]
  */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include "bench.h"
@@ -29,19 +30,22 @@ typedef struct args {
     double sparsities[MAX_SPARSITIES];
     int sparsity_count;
     const char *filter, *out_dir, *data_dir;
-    int quick, tune, list;
+    int quick, tune, unrolled, list;
 } args;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: spforge-bench [--set NAME]... [--sparsity LIST] [--filter TEXT] [--quick]\n"
-            "                     [--no-spforge-tune] [--data DIR] [--out DIR] [--list]\n"
+            "                     [--no-spforge-tune] [--no-unrolled] [--data DIR] [--out DIR]\n"
+            "                     [--list]\n"
             "  --set NAME         sparsert20 (default), large, dlmc, graphs; repeatable\n"
             "  --sparsity LIST    comma-separated, e.g. 0.9,0.95 (default: per set)\n"
             "  --filter TEXT      only problems whose name contains TEXT\n"
             "  --quick            a small subset of each set (the device check)\n"
             "  --no-spforge-tune  default-config unrolled plan instead of exhaustive tuning\n"
+            "  --no-unrolled      no unrolled plan at all: the generic kernel and the vendors\n"
+            "                     only (when JIT time would not fit the session)\n"
             "  --data DIR         extracted data folder (default $SPF_DATA_DIR or data)\n"
             "  --out DIR          where <set>-<device>-<yyyymmdd>.{json,csv} go (default .)\n"
             "  --list             print the selected problems and exit (no device needed)\n");
@@ -67,6 +71,7 @@ static int parse_args(int argc, char **argv, args *a)
 {
     memset(a, 0, sizeof *a);
     a->tune = 1;
+    a->unrolled = 1;
     a->out_dir = ".";
     a->data_dir = getenv("SPF_DATA_DIR") ? getenv("SPF_DATA_DIR") : "data";
     for (int i = 1; i < argc; ++i) {
@@ -89,6 +94,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->quick = 1;
         else if (strcmp(o, "--no-spforge-tune") == 0)
             a->tune = 0;
+        else if (strcmp(o, "--no-unrolled") == 0)
+            a->unrolled = 0;
         else if (strcmp(o, "--list") == 0)
             a->list = 1;
         else {
@@ -102,7 +109,8 @@ static int parse_args(int argc, char **argv, args *a)
     return 1;
 }
 
-static void env_fill(const spf_device_info *d, int argc, char **argv, int tune, bench_env *env)
+static void env_fill(const spf_device_info *d, int argc, char **argv, int tune, int unrolled,
+                     bench_env *env)
 {
     memset(env, 0, sizeof *env);
     snprintf(env->device, sizeof env->device, "%s", d->name);
@@ -139,6 +147,7 @@ static void env_fill(const spf_device_info *d, int argc, char **argv, int tune, 
         used += (size_t)snprintf(env->command + used, sizeof env->command - used, "%s%s",
                                  i ? " " : "", argv[i]);
     env->tune = tune;
+    env->unrolled = unrolled;
 }
 
 static spf_status list_problems(const args *a, const char *set, bench_problem **problems,
@@ -191,6 +200,7 @@ static int run_set(const bench_ctx *ctx, const args *a, const bench_env *env, co
     report_table_header();
     int done = 0;
     for (int i = 0; i < count; ++i) {
+        fprintf(stderr, "[%d/%d] %s\n", i + 1, count, problems[i].name);
         st = run_problem(ctx, &problems[i], &rows[done]);
         if (st != SPF_OK) {
             fprintf(stderr, "spforge-bench: %s: %s\n", problems[i].name, spf_last_error());
@@ -225,9 +235,12 @@ int main(int argc, char **argv)
         printf("spforge-bench: no CUDA device (%s); nothing to measure\n", dev.reason);
         return 77;
     }
-    bench_ctx ctx = {.tune = a.tune, .l2_bytes = dev.l2_bytes};
+    /* Line-buffered even into a log file: a run cut off by a time limit
+     * keeps every row it printed. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    bench_ctx ctx = {.tune = a.tune, .unrolled = a.unrolled, .l2_bytes = dev.l2_bytes};
     bench_env env;
-    env_fill(&dev, argc, argv, a.tune, &env);
+    env_fill(&dev, argc, argv, a.tune, a.unrolled, &env);
     printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB), driver %d, CUDA runtime %d, cuBLAS %d, "
            "cuSPARSE %d, commit %s\n",
            env.device, env.cc_major, env.cc_minor, env.sm_count, env.l2_bytes >> 20,

@@ -184,6 +184,7 @@ static spf_status json_text(const char *set, const bench_env *env, const bench_r
     json_string(&w, "date", env->date);
     json_string(&w, "command", env->command);
     json_bool(&w, "spforge_exhaustive", env->tune);
+    json_bool(&w, "spforge_unrolled", env->unrolled);
     json_string(&w, "timing",
                 "kernel time per launch: warm-up, then R back-to-back launches between two CUDA "
                 "events, median over >= 7 rounds (src/gpu/timing.c), same for every competitor");

@@ -17,7 +17,7 @@ typedef struct bench_env {
     char date[32];         /* ISO 8601 UTC                                    */
     char ymd[16];          /* yyyymmdd, for file names                        */
     char command[1024];
-    int tune;
+    int tune, unrolled;
 } bench_env;
 
 spf_status report_write(const char *dir, const char *set, const bench_env *env,

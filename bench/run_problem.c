@@ -45,6 +45,9 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
     double t0 = now_s();
     spf_status st = spf_plan_create(a, o->n, &opt, &plan);
     *wall_s = now_s() - t0;
+    /* Progress on stderr: plan creation (JIT, tuning) dominates a run. */
+    fprintf(stderr, "  plan %s%s: %.2f s\n", strategy == SPF_STRATEGY_GENERIC ? "generic" : "unrolled",
+            exhaustive ? " (exhaustive)" : "", *wall_s);
     if (st == SPF_OK)
         st = spf_plan_get_info(plan, info);
     if (st != SPF_OK) {
@@ -117,7 +120,7 @@ spf_status run_problem(const bench_ctx *ctx, bench_problem *p, bench_row *row)
     row->fits_l2 = bytes <= ctx->l2_bytes;
     TRY(operands_create(a, p->n, !p->graph, &o, &ref));
 
-    if (!p->graph) {
+    if (!p->graph && ctx->unrolled) {
         run_spforge(ctx, a, &o, SPF_STRATEGY_UNROLLED, ctx->tune, &row->r[COMP_SPFORGE],
                     &row->plan, &row->plan_wall_s);
         row->have_plan = row->r[COMP_SPFORGE].state != RESULT_ERROR;
