@@ -98,6 +98,10 @@ static int parse_args(int argc, char **argv, args *a)
             a->unrolled = 0;
         else if (strcmp(o, "--list") == 0)
             a->list = 1;
+        else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
         else {
             fprintf(stderr, "spforge-bench: unknown or incomplete option \"%s\"\n", o);
             usage(stderr);
