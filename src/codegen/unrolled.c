@@ -81,6 +81,7 @@ typedef struct tile_ctx {
     uint8_t *started;  /* m1: row has its first term                          */
     uint8_t *touched;  /* ksplit × m1: schedule_group_rows of every group     */
     ptx_reg *ring;     /* (prefetch + 1) × raw loaded B registers             */
+    ptx_reg *pool;     /* ceil(m1 / ksplit) × v: owned rows' sums (owned_regs) */
     ptx_reg bf[4];     /* one B row segment converted to f32                  */
     ptx_reg h[2], tmp, apair;
 } tile_ctx;
@@ -161,7 +162,8 @@ static void emit_column(tile_ctx *x, const sched_column *col, const ptx_reg *raw
             for (int l = 0; l < v; l++) {
                 ptx_reg *d = &x->acc[(int64_t)en->slot * v + l];
                 if (!x->started[en->slot]) {
-                    *d = reg(x, PTX_REG_F32);
+                    if (d->cls == PTX_REG_NONE)
+                        *d = reg(x, PTX_REG_F32);
                     ptx_mul_f32_imm(x->b, *d, bseg[l], en->value);
                 } else {
                     ptx_fma_f32_imm(x->b, *d, bseg[l], en->value, *d);
@@ -210,8 +212,10 @@ static void widen_f16x2(tile_ctx *x)
             continue;
         for (int p = 0; p < v / 2; p++) {
             ptx_reg *lo = &x->acc[(int64_t)slot * v + 2 * p], *hi = lo + 1;
-            *lo = reg(x, PTX_REG_F32);
-            *hi = reg(x, PTX_REG_F32);
+            if (lo->cls == PTX_REG_NONE) {
+                *lo = reg(x, PTX_REG_F32);
+                *hi = reg(x, PTX_REG_F32);
+            }
             ptx_unpack_b32(x->b, x->h[0], x->h[1], x->acc16[(int64_t)slot * (v / 2) + p]);
             ptx_cvt_f32_f16(x->b, *lo, x->h[0]);
             ptx_cvt_f32_f16(x->b, *hi, x->h[1]);
@@ -252,27 +256,64 @@ static void emit_store(tile_ctx *x, const ptx_reg *val, int32_t row)
               packed);
 }
 
-/* The reduction (SparseRT §3.3: thread groups' accumulators meet in shared
- * memory) and epilogue of group g: partials of rows it touched but does not
- * own go to shared memory; after the barrier it adds the partials of its
- * own rows in a fixed order, then bias, ReLU, and the store. */
-static void emit_finish(tile_ctx *x, int32_t tile, int32_t group)
+/* The registers holding the sum of an owned row slot. Under a K split they
+ * come from a pool shared by every group's code path (row slot = group +
+ * i · ksplit uses pool entry i), so where the paths meet at the barrier
+ * only one group's rows are live, not all of them. */
+static ptx_reg *owned_regs(tile_ctx *x, int32_t slot)
+{
+    const spf_kernel_config *cfg = &x->g->s->cfg;
+    if (cfg->ksplit == 1)
+        return &x->acc[(int64_t)slot * cfg->v];
+    return &x->pool[(int64_t)(slot / cfg->ksplit) * cfg->v];
+}
+
+/* Group g's first phase (SparseRT §3.3–3.4): its columns, its own rows'
+ * sums left in their registers (zero for rows it did not touch), and the
+ * partial sums of rows it touched but does not own stored to shared
+ * memory for their owners. */
+static void emit_group_sums(tile_ctx *x, int32_t tile, int32_t group)
+{
+    const schedule *s = x->g->s;
+    const sched_tile *t = &s->tiles[tile];
+    const int32_t *gs = &s->group_start[(int64_t)tile * (s->cfg.ksplit + 1)];
+    int32_t m1 = s->cfg.m1, v = s->cfg.v;
+    memset(x->started, 0, (size_t)m1);
+    for (int32_t slot = 0; slot < m1; slot++) {
+        int pooled = s->cfg.ksplit > 1 && slot < t->rows && schedule_owner(s, slot) == group;
+        for (int l = 0; l < v; l++)
+            x->acc[(int64_t)slot * v + l] = pooled ? owned_regs(x, slot)[l] : PTX_NO_REG;
+    }
+    emit_columns(x, tile, gs[group], gs[group + 1]);
+    if (x->g->f16x2)
+        widen_f16x2(x);
+    char a[16];
+    for (int32_t slot = 0; slot < t->rows; slot++) {
+        int32_t owner = schedule_owner(s, slot);
+        int touched = x->touched[(int64_t)group * m1 + slot];
+        if (owner == group && !touched)
+            for (int l = 0; l < v; l++) {
+                ptx_reg *r = &owned_regs(x, slot)[l];
+                if (r->cls == PTX_REG_NONE)
+                    *r = reg(x, PTX_REG_F32);
+                ptx_ins(x->b, "mov.f32 %s, 0f00000000", ptx_reg_name(*r, a));
+            }
+        if (owner != group && touched)
+            ptx_store(x->b, PTX_SPACE_SHARED, PTX_CACHE_DEFAULT, "f32", v, PTX_NO_REG, x->psm,
+                      partial_offset(s, schedule_partial_buffer(s, owner, group), slot),
+                      &x->acc[(int64_t)slot * v]);
+    }
+}
+
+/* Group g's second phase, after the barrier: for each row it owns, the
+ * other groups' partials in a fixed order, then bias, ReLU, and the store
+ * at the row's original index. */
+static void emit_group_epilogue(tile_ctx *x, int32_t tile, int32_t group)
 {
     const schedule *s = x->g->s;
     const sched_tile *t = &s->tiles[tile];
     int32_t ks = s->cfg.ksplit, m1 = s->cfg.m1, v = s->cfg.v;
     char a[16], bn[16];
-    if (ks > 1) {
-        for (int32_t slot = 0; slot < t->rows; slot++) {
-            int32_t owner = schedule_owner(s, slot);
-            if (owner == group || !x->touched[(int64_t)group * m1 + slot])
-                continue;
-            ptx_store(x->b, PTX_SPACE_SHARED, PTX_CACHE_DEFAULT, "f32", v, PTX_NO_REG, x->psm,
-                      partial_offset(s, schedule_partial_buffer(s, owner, group), slot),
-                      &x->acc[(int64_t)slot * v]);
-        }
-        ptx_ins(x->b, "bar.sync 0");
-    }
     ptx_reg part[4], bias_reg = PTX_NO_REG;
     for (int l = 0; l < v; l++)
         part[l] = reg(x, PTX_REG_F32);
@@ -281,13 +322,8 @@ static void emit_finish(tile_ctx *x, int32_t tile, int32_t group)
     for (int32_t slot = 0; slot < t->rows; slot++) {
         if (schedule_owner(s, slot) != group)
             continue;
-        ptx_reg *acc = &x->acc[(int64_t)slot * v];
+        ptx_reg *acc = owned_regs(x, slot);
         int32_t row = s->row_list[t->first_row + slot];
-        if (!x->touched[(int64_t)group * m1 + slot])
-            for (int l = 0; l < v; l++) {
-                acc[l] = reg(x, PTX_REG_F32);
-                ptx_ins(x->b, "mov.f32 %s, 0f00000000", ptx_reg_name(acc[l], a));
-            }
         for (int32_t j = 0; j + 1 < ks; j++) {
             int32_t writer = schedule_partial_writer(s, group, j);
             if (!x->touched[(int64_t)writer * m1 + slot])
@@ -310,19 +346,53 @@ static void emit_finish(tile_ctx *x, int32_t tile, int32_t group)
                 ptx_ins(x->b, "max.f32 %s, %s, 0f00000000", ptx_reg_name(acc[l], a), a);
         emit_store(x, acc, row);
     }
+    ptx_ins(x->b, "exit");
 }
 
-/* One group's whole path through the tile: columns, reduction, epilogue. */
-static void emit_group(tile_ctx *x, int32_t tile, int32_t group)
+/* Branch each group to "<prefix><g>" (group 0 falls through). */
+static void emit_group_dispatch(tile_ctx *x, ptx_reg group_reg, ptx_reg p, const char *prefix)
 {
-    const schedule *s = x->g->s;
-    const int32_t *gs = &s->group_start[(int64_t)tile * (s->cfg.ksplit + 1)];
-    memset(x->started, 0, (size_t)s->cfg.m1);
-    emit_columns(x, tile, gs[group], gs[group + 1]);
-    if (x->g->f16x2)
-        widen_f16x2(x);
-    emit_finish(x, tile, group);
-    ptx_ins(x->b, "exit");
+    char label[32], pn[16], gn[16];
+    for (int32_t grp = 1; grp < x->g->s->cfg.ksplit; grp++) {
+        ptx_ins(x->b, "setp.eq.u32 %s, %s, %d", ptx_reg_name(p, pn), ptx_reg_name(group_reg, gn),
+                (int)grp);
+        snprintf(label, sizeof label, "%s%d", prefix, (int)grp);
+        ptx_bra(x->b, p, 0, label);
+    }
+}
+
+/* The tile function's body. Under a K split every group runs its sums,
+ * then all meet at one bar.sync (the same instruction for the whole CTA,
+ * as bar.sync = barrier.sync.aligned requires; a barrier in each group's
+ * own path would be undefined, and the unaligned barrier.sync costs a
+ * helper call on sm_80), then every group runs its epilogue. */
+static void emit_tile_body(tile_ctx *x, int32_t tile, ptx_reg group_reg, ptx_reg p)
+{
+    int32_t ks = x->g->s->cfg.ksplit;
+    if (ks == 1) {
+        emit_group_sums(x, tile, 0);
+        emit_group_epilogue(x, tile, 0);
+        return;
+    }
+    char label[32];
+    emit_group_dispatch(x, group_reg, p, "$S");
+    for (int32_t grp = 0; grp < ks; grp++) {
+        snprintf(label, sizeof label, "$S%d", (int)grp);
+        if (grp)
+            ptx_label(x->b, label);
+        emit_group_sums(x, tile, grp);
+        if (grp + 1 < ks)
+            ptx_bra(x->b, PTX_NO_REG, 0, "$SYNC");
+    }
+    ptx_label(x->b, "$SYNC");
+    ptx_ins(x->b, "bar.sync 0");
+    emit_group_dispatch(x, group_reg, p, "$E");
+    for (int32_t grp = 0; grp < ks; grp++) {
+        snprintf(label, sizeof label, "$E%d", (int)grp);
+        if (grp)
+            ptx_label(x->b, label);
+        emit_group_epilogue(x, tile, grp);
+    }
 }
 
 static spf_status emit_tile(const gen *g, int32_t tile, ptx_buf *unit)
@@ -339,7 +409,8 @@ static spf_status emit_tile(const gen *g, int32_t tile, ptx_buf *unit)
     x.touched = mem_alloc_array((size_t)ks, (size_t)m1);
     int64_t ring = (int64_t)s->cfg.prefetch + 1;
     x.ring = mem_alloc_array((size_t)ring, (size_t)g->raw * sizeof *x.ring);
-    if (!x.acc || !x.acc16 || !x.started || !x.touched || !x.ring)
+    x.pool = mem_alloc_array((size_t)(m1 + ks - 1) / (size_t)ks, (size_t)v * sizeof *x.pool);
+    if (!x.acc || !x.acc16 || !x.started || !x.touched || !x.ring || !x.pool)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tile %d registers", (int)tile);
 
     x.pb = reg(&x, PTX_REG_B64);
@@ -368,28 +439,17 @@ static spf_status emit_tile(const gen *g, int32_t tile, ptx_buf *unit)
     for (int32_t grp = 0; grp < ks; grp++)
         schedule_group_rows(s, tile, grp, &x.touched[(int64_t)grp * m1]);
 
+    ptx_reg grp_reg = PTX_NO_REG, p = PTX_NO_REG;
     if (ks > 1) {
         x.psm = reg(&x, PTX_REG_B32);
         ptx_load_param(&body, "u32", x.psm, "psm");
-        ptx_reg grp_reg = reg(&x, PTX_REG_B32), p = reg(&x, PTX_REG_PRED);
+        grp_reg = reg(&x, PTX_REG_B32);
+        p = reg(&x, PTX_REG_PRED);
         ptx_load_param(&body, "u32", grp_reg, "pg");
-        char label[32];
-        for (int32_t grp = 1; grp < ks; grp++) {
-            ptx_ins(&body, "setp.eq.u32 %s, %s, %d", ptx_reg_name(p, pn), ptx_reg_name(grp_reg, an),
-                    (int)grp);
-            snprintf(label, sizeof label, "$G%d", (int)grp);
-            ptx_bra(&body, p, 0, label);
-        }
-        for (int32_t grp = 0; grp < ks; grp++) {
-            if (grp) {
-                snprintf(label, sizeof label, "$G%d", (int)grp);
-                ptx_label(&body, label);
-            }
-            emit_group(&x, tile, grp);
-        }
-    } else {
-        emit_group(&x, tile, 0);
+        for (int64_t i = 0; i < (int64_t)(m1 + ks - 1) / ks * v; i++)
+            x.pool[i] = reg(&x, PTX_REG_F32);
     }
+    emit_tile_body(&x, tile, grp_reg, p);
     TRY(ptx_status(&body));
 
     char fname[160];
@@ -407,6 +467,7 @@ fail:
     mem_free(x.started);
     mem_free(x.touched);
     mem_free(x.ring);
+    mem_free(x.pool);
     return status;
 }
 
@@ -482,17 +543,17 @@ static spf_status emit_entry(const gen *g, int sm, ptx_buf *u)
 
 /* The register cap suggested to ptxas for the tile functions: the m1 × v
  * accumulators (f16x2: half as many while accumulating, but f32 in the
- * epilogue) with a quarter more for the scheduler's freedom (half more
- * under a K split, whose epilogue keeps partials and accumulators live
- * together), the prefetch ring counted in f32 lanes, 40 for addresses and
- * the epilogue, and 24 more for f16 / bf16 conversions; rounded up to 8 and
- * at most 255. Measured with ptxas 13.0 on 64×256 patterns at 0.9:
- * spill-free for m1 × v up to 128 without a K split and up to 64 with one. */
+ * epilogue) with a quarter more for the scheduler's freedom, the prefetch
+ * ring counted in f32 lanes, 40 for addresses and the epilogue, and 24 more
+ * for f16 / bf16 conversions; rounded up to 8 and at most 255. Measured
+ * with ptxas 13.0 on 64×256 patterns at 0.9: spill-free for m1 × v up to
+ * 128, with and without a K split (the pooled owned rows keep the split's
+ * epilogue as light as the plain one). */
 static unsigned register_cap(const gen *g)
 {
     const spf_kernel_config *cfg = &g->s->cfg;
     int64_t acc = (int64_t)cfg->m1 * cfg->v;
-    int64_t cap = acc + acc / (cfg->ksplit > 1 ? 2 : 4) + (int64_t)(cfg->prefetch + 1) * cfg->v + 40 +
+    int64_t cap = acc + acc / 4 + (int64_t)(cfg->prefetch + 1) * cfg->v + 40 +
                   (g->dtype == SPF_DTYPE_F32 ? 0 : 24);
     cap = (cap + 7) / 8 * 8;
     return (unsigned)(cap > 255 ? 255 : cap);
