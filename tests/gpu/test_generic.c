@@ -19,8 +19,6 @@
 #include <cuda_runtime_api.h>
 #endif
 
-static const char *const dtype_names[] = {"f32", "f16", "bf16"};
-
 static void test_launch_choose(void)
 {
     static float buf[64] __attribute__((aligned(16)));
@@ -62,6 +60,8 @@ static void test_launch_choose(void)
 #ifdef SPF_HAVE_CUDA
 
 #define CUDA_OK(call) CHECK_MSG((call) == cudaSuccess, "%s", #call)
+
+static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 
 /* 75×300: every 11th row empty, row 5 full (300 nonzeros: nine chunks and a
  * tail), row 6 one past a chunk (33), the rest random up to ~25% dense. */
@@ -280,7 +280,6 @@ static void test_kernel(int quick)
 
 int main(int argc, char **argv)
 {
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     test_launch_choose();
     spf_device_info info;
     CHECK_OK(spf_device_query(0, &info));
@@ -291,7 +290,9 @@ int main(int argc, char **argv)
         SKIP("no CUDA device (%s): generic kernel launches not run", info.reason);
     }
 #ifdef SPF_HAVE_CUDA
-    test_kernel(quick);
+    test_kernel(argc > 1 && strcmp(argv[1], "--quick") == 0);
+#else
+    (void)argc, (void)argv;
 #endif
     return check_report();
 }
