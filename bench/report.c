@@ -106,6 +106,8 @@ static void json_row(json_writer *w, const bench_env *env, const bench_row *r)
     json_string(w, "cusparse_algs", r->cusparse_algs);
     json_double(w, "spforge_tflops", tflops(r, COMP_SPFORGE));
     json_double(w, "spforge_fp32_peak_fraction", tflops(r, COMP_SPFORGE) / env->fp32_peak_tflops);
+    json_double(w, "generic_tflops", tflops(r, COMP_GENERIC));
+    json_double(w, "generic_fp32_peak_fraction", tflops(r, COMP_GENERIC) / env->fp32_peak_tflops);
     if (r->have_plan) {
         const spf_plan_info *i = &r->plan;
         json_object_begin(w, "plan");

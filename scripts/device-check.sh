@@ -78,8 +78,8 @@ if [ ! -f "$build/libspforge_static.a" ]; then
   exit 1
 fi
 
-step gpu-tests "$out/gpu-tests.log" 120 ctest --test-dir "$build" -L gpu --output-on-failure \
-  --timeout 120
+step gpu-tests "$out/gpu-tests.log" 240 ctest --test-dir "$build" -L gpu --output-on-failure \
+  --timeout 200
 
 # test_real_data and the CLI sweep read every file of the full data set;
 # with the devdata/ subset they run in CI instead.
