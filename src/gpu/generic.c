@@ -14,7 +14,7 @@
 #ifdef SPF_HAVE_CUDA
 #include "gpu/cuda_check.h"
 
-/* Sputnik's row swizzle (Gale et al. SC'20 §IV-E): rows in order of
+/* Sputnik's row swizzle (Gale et al., SC'20): rows in order of
  * decreasing length, ties in row order. A counting sort keyed by length,
  * O(rows + longest row). */
 static spf_status row_order_build(const spf_matrix *a, int32_t *order)
@@ -156,12 +156,13 @@ spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtyp
         return FAIL(SPF_ERR_OVERFLOW,
                     "%d×%d matrix with N = %lld: B or C has 2^31 elements or more (int32 offsets)",
                     g->rows, g->cols, (long long)n);
-    /* Widest vector that N and both buffers' alignment allow (Sputnik §IV-C). */
+    /* Widest vector that N and both buffers' alignment allow (Sputnik's vector
+     * memory instructions). */
     int vec = 4;
     uintptr_t addr = (uintptr_t)b | (uintptr_t)c;
     while (vec > 1 && (n % vec != 0 || addr % ((uintptr_t)vec * dtype_bytes(dtype)) != 0))
         vec /= 2;
-    /* Sub-warp tiling (§IV-D): as few threads per row as cover the columns,
+    /* Sputnik's subwarp tiling: as few threads per row as cover the columns,
      * from 4 (so a small N does not idle most of a warp) up to a warp. */
     int64_t vectors = (n + vec - 1) / vec;
     int subwarp = 4;

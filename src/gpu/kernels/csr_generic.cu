@@ -1,16 +1,17 @@
 /* The generic CSR SpMM kernel (strategy S2), after Sputnik (Gale et al.,
- * "Sparse GPU Kernels for Deep Learning", SC'20):
- *   - row split (§IV-A): a sub-warp of SW threads owns one row of A and a
- *     tile of SW·V columns of C; a block of 128 threads holds 128/SW rows;
+ * "Sparse GPU Kernels for Deep Learning", SC'20), by the names that paper
+ * gives its techniques:
+ *   - 1-D tiling, row split: a sub-warp of SW threads owns one row of A and
+ *     a tile of SW·V columns of C; a block of 128 threads holds 128/SW rows;
  *   - A's row is staged through shared memory in chunks of 32 nonzeros,
- *     loaded cooperatively by the sub-warp, column indices pre-scaled to
- *     element offsets into B (§IV-B, "index pre-scaling");
- *   - vector loads of B and stores of C: V = 4, 2 or 1 elements per thread
- *     (float4 / float2 / scalar for fp32) as N's alignment allows (§IV-C);
- *   - sub-warp tiling for small N: SW ∈ {4, 8, 16, 32} (§IV-D);
- *   - row swizzle (§IV-E): blocks take rows in order of decreasing length
- *     (g->row_order), so the long rows start first and the short ones fill
- *     the tail.
+ *     loaded cooperatively by the sub-warp, column indices scaled once to
+ *     element offsets into B;
+ *   - vector memory instructions: V = 4, 2 or 1 elements of B and C per
+ *     thread (float4 / float2 / scalar for fp32) as N and alignment allow;
+ *   - subwarp tiling for small N: SW ∈ {4, 8, 16, 32};
+ *   - row swizzle load balancing: blocks take rows in order of decreasing
+ *     length (g->row_order), so the long rows start first and the short
+ *     ones fill the tail.
  * fp32 accumulation for every storage type; bias and ReLU in the epilogue.
  * The host side (choice of V and SW, argument and int32 checks) lives in
  * src/gpu/generic.c; this file only instantiates and launches. */
