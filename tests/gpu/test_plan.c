@@ -381,9 +381,13 @@ static void test_one_config(char **arg)
     spf_matrix_free(a);
 }
 
+/* The library's INFO and WARN lines (fallbacks, a missing ptxas); DEBUG
+ * (one line per tuned configuration) only with SPF_TEST_VERBOSE set. */
 static void print_log(spf_log_level level, const char *message, void *user)
 {
     (void)user;
+    if (level == SPF_LOG_DEBUG && !getenv("SPF_TEST_VERBOSE"))
+        return;
     printf("  [library %d] %s\n", (int)level, message);
 }
 
