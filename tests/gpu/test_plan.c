@@ -11,9 +11,14 @@
 
 #include "gpu/dtype.h"
 
-#include <cuda_runtime_api.h>
 #include <stdint.h>
 #include <unistd.h>
+
+#ifndef SPF_HAVE_CUDA
+int main(void) { SKIP("no CUDA device: built without CUDA"); }
+#else
+
+#include <cuda_runtime_api.h>
 
 #define CUDA_OK(call)                                                                      \
     do {                                                                                   \
@@ -420,3 +425,5 @@ int main(int argc, char **argv)
     cudaStreamDestroy(stream);
     return check_report();
 }
+
+#endif /* SPF_HAVE_CUDA */
