@@ -1,0 +1,133 @@
+/* The exhaustive tuner's host-side parts: the configuration space for a
+ * given N, and the tuning-log CSV the rank model will be trained on. (The
+ * tuner's runs need a GPU: tests/gpu/test_plan.c.) */
+#define _POSIX_C_SOURCE 200809L
+
+#include "check.h"
+
+#include "codegen/schedule.h"
+#include "core/alloc.h"
+#include "gpu/tuner.h"
+
+#include <unistd.h>
+
+static int has(const spf_kernel_config *list, int count, spf_kernel_config want)
+{
+    for (int i = 0; i < count; i++)
+        if (memcmp(&list[i], &want, sizeof want) == 0)
+            return 1;
+    return 0;
+}
+
+static void test_space(void)
+{
+    const int64_t ns[] = {64, 49, 2, 3136};
+    for (int t = 0; t < 4; t++) {
+        spf_kernel_config *list = NULL;
+        int count = -1;
+        CHECK_OK(tuner_space(ns[t], &list, &count));
+        CHECK(count > 0 && count <= 6 * 4 * 3 * 4 * 3);
+        CHECK_MSG(strcmp(spf_last_error(), "") == 0, "filter left a detail: %s", spf_last_error());
+        int bad = 0, dupes = 0;
+        for (int i = 0; i < count; i++) {
+            const spf_kernel_config *c = &list[i];
+            int threads = c->n1 / c->v * c->ksplit;
+            bad += schedule_config_check(c, ns[t]) != SPF_OK || threads % 32 != 0 ||
+                   threads > 1024 || ns[t] % c->v != 0;
+            for (int j = 0; j < i; j++)
+                dupes += memcmp(&list[i], &list[j], sizeof *c) == 0;
+        }
+        CHECK_MSG(bad == 0 && dupes == 0, "n = %lld: %d invalid, %d repeated", (long long)ns[t], bad,
+                  dupes);
+        /* Corners of the space survive when valid for this N. */
+        CHECK(has(list, count, (spf_kernel_config){1, 32, 1, 0, 1}));
+        CHECK(has(list, count, (spf_kernel_config){32, 256, 1, 4, 4}) ==
+              (schedule_config_check(&(spf_kernel_config){32, 256, 1, 4, 4}, ns[t]) == SPF_OK));
+        if (ns[t] % 4 == 0)
+            CHECK(has(list, count, (spf_kernel_config){32, 256, 4, 4, 1}));
+        printf("n = %lld: %d configurations\n", (long long)ns[t], count);
+        mem_free(list);
+    }
+}
+
+static void test_csv(void)
+{
+    tune_row rows[3];
+    memset(rows, 0, sizeof rows);
+    const char *names[] = {"spf_unrolled_f32_m8_n128_v4_p2_k1", "spf_unrolled_f32_m16_n64_v2_p0_k2",
+                           "spf_unrolled_f32_m32_n256_v4_p4_k1"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(rows[i].kernel_name, sizeof rows[i].kernel_name, "%s", names[i]);
+        rows[i].verify_error = -1.0;
+    }
+    rows[0].cfg = (spf_kernel_config){8, 128, 4, 2, 1};
+    rows[0].kernel_us = 12.5;
+    rows[0].verify_error = 3.2e-8;
+    rows[1].cfg = (spf_kernel_config){16, 64, 2, 0, 2};
+    rows[1].kernel_us = 9.75;
+    rows[1].verify_error = 2.9e-8;
+    rows[2].cfg = (spf_kernel_config){32, 256, 4, 4, 1};
+    rows[2].outcome = TUNE_COMPILE_FAILED;
+    snprintf(rows[2].reason, sizeof rows[2].reason, "unit 3: \"bad\" token,\nline 7");
+    tune_log log = {.m = 512, .k = 256, .n = 128, .nnz = 13107, .dtype = SPF_DTYPE_BF16,
+                    .sm = 90, .rows = rows, .count = 3, .best = 1};
+
+    char dir[] = "/tmp/spf-test-tuner-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    CHECK_OK(tune_log_write_csv(&log, path));
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL);
+    char line[1024];
+    int n = 0, fields_header = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        int commas = 0;
+        int quoted = 0;
+        for (char *c = line; *c; c++) {
+            quoted ^= *c == '"';
+            commas += *c == ',' && !quoted;
+        }
+        if (n == 0) {
+            fields_header = commas;
+            CHECK(strncmp(line, "m,k,n,nnz,dtype,", 16) == 0);
+        } else {
+            CHECK_MSG(commas == fields_header, "row %d has %d separators, header %d", n, commas,
+                      fields_header);
+            CHECK(strncmp(line, "512,256,128,13107,bf16,", 23) == 0);
+            CHECK(strstr(line, names[n - 1]) != NULL);
+        }
+        if (n == 2)
+            CHECK(strstr(line, ",ok,1,") != NULL && strstr(line, "9.7500") != NULL);
+        if (n == 1)
+            CHECK(strstr(line, ",ok,0,") != NULL);
+        if (n == 3)
+            CHECK(strstr(line, ",compile_failed,0,\"unit 3: 'bad' token, line 7\"") != NULL);
+        n++;
+    }
+    if (f)
+        fclose(f);
+    CHECK_EQ_I64(n, 4);
+    CHECK(unlink(path) == 0);
+    CHECK(rmdir(dir) == 0); /* nothing else (no temporary file) was left */
+
+    snprintf(path, sizeof path, "%s/missing/log.csv", dir);
+    CHECK_STATUS(tune_log_write_csv(&log, path), SPF_ERR_IO);
+    CHECK_DETAIL("cannot create");
+}
+
+static void test_outcome_names(void)
+{
+    const char *expect[] = {"ok", "not_generated", "compile_failed", "spills",
+                            "load_failed", "wrong", "launch_failed"};
+    for (int o = TUNE_OK; o <= TUNE_LAUNCH_FAILED; o++)
+        CHECK(strcmp(tune_outcome_name((tune_outcome)o), expect[o]) == 0);
+}
+
+int main(void)
+{
+    test_space();
+    test_csv();
+    test_outcome_names();
+    return check_report();
+}
