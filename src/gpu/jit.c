@@ -1,7 +1,11 @@
 /* Compile (ptxas in parallel) → link (driver linker) → load (CUDA runtime
  * library API) → launch. The measured split on the H200 host (DESIGN.md):
  * 16 chunk units of 64 rows assemble in 0.6 s each side by side, and
- * linking them takes ~36 ms, against 16.9 s for one 1024-row function. */
+ * linking them takes ~36 ms, against 16.9 s for one 1024-row function.
+ * Measured here (tests/gpu/test_plan.c, H200, 16 host cores): DLMC
+ * Transformer 512×512 at 0.9 (26 k nonzeros, N = 256, 5.6 MB of PTX in 9
+ * units) generates in 0.07 s, assembles in 1.7 s, links in 2 ms and loads
+ * in 2 ms. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "gpu/jit.h"
@@ -52,7 +56,7 @@ static spf_status gather(const ptx_program *p, ptxas_result *results, jit_object
         if (o->units[u].status != SPF_OK && o->status == SPF_OK) {
             o->status = o->units[u].status;
             const char *why = o->units[u].log ? o->units[u].log : "(no output)";
-            size_t cap = strlen(why) + 64;
+            size_t cap = strlen(why) + sizeof p->entry + 32;
             o->log = mem_alloc(cap);
             if (!o->log)
                 return FAIL(SPF_ERR_OUT_OF_MEMORY, "a compile log");
