@@ -84,6 +84,8 @@ static void vappend(ptx_buf *b, const char *fmt, va_list ap)
     va_end(again);
 }
 
+void ptx_puts(ptx_buf *b, const char *text) { ptx_append(b, text, strlen(text)); }
+
 void ptx_printf(ptx_buf *b, const char *fmt, ...)
 {
     va_list ap;
@@ -94,12 +96,12 @@ void ptx_printf(ptx_buf *b, const char *fmt, ...)
 
 void ptx_ins(ptx_buf *b, const char *fmt, ...)
 {
-    ptx_append(b, "\t", 1);
+    ptx_puts(b, "\t");
     va_list ap;
     va_start(ap, fmt);
     vappend(b, fmt, ap);
     va_end(ap);
-    ptx_append(b, ";\n", 2);
+    ptx_puts(b, ";\n");
 }
 
 void ptx_module_header(ptx_buf *b, int sm)
@@ -160,11 +162,11 @@ static const char *const cache_name[] = {"", ".nc", ".ca", ".cg", ".cs"};
 static void reg_list(ptx_buf *b, int width, const ptx_reg *regs)
 {
     if (width > 1)
-        ptx_append(b, "{", 1);
+        ptx_puts(b, "{");
     for (int i = 0; i < width; i++)
         ptx_printf(b, "%s%s", i ? ", " : "", R(regs[i]));
     if (width > 1)
-        ptx_append(b, "}", 1);
+        ptx_puts(b, "}");
 }
 
 static void vector_suffix(ptx_buf *b, int width)
@@ -191,21 +193,21 @@ static void guard(ptx_buf *b, ptx_reg pred)
 void ptx_load(ptx_buf *b, ptx_space space, ptx_cache cache, const char *type, int width,
               ptx_reg pred, const ptx_reg *dst, ptx_reg base, int64_t offset)
 {
-    ptx_append(b, "\t", 1);
+    ptx_puts(b, "\t");
     guard(b, pred);
     ptx_printf(b, "ld.%s%s", space_name[space], cache_name[cache]);
     vector_suffix(b, width);
     ptx_printf(b, ".%s ", type);
     reg_list(b, width, dst);
-    ptx_append(b, ", ", 2);
+    ptx_puts(b, ", ");
     address(b, base, offset);
-    ptx_append(b, ";\n", 2);
+    ptx_puts(b, ";\n");
 }
 
 void ptx_store(ptx_buf *b, ptx_space space, ptx_cache cache, const char *type, int width,
                ptx_reg pred, ptx_reg base, int64_t offset, const ptx_reg *src)
 {
-    ptx_append(b, "\t", 1);
+    ptx_puts(b, "\t");
     guard(b, pred);
     /* .nc is a load-only qualifier: a store through the read-only path is
      * a caller bug, written as the default write-back. */
@@ -213,9 +215,9 @@ void ptx_store(ptx_buf *b, ptx_space space, ptx_cache cache, const char *type, i
     vector_suffix(b, width);
     ptx_printf(b, ".%s ", type);
     address(b, base, offset);
-    ptx_append(b, ", ", 2);
+    ptx_puts(b, ", ");
     reg_list(b, width, src);
-    ptx_append(b, ";\n", 2);
+    ptx_puts(b, ";\n");
 }
 
 void ptx_load_param(ptx_buf *b, const char *type, ptx_reg dst, const char *name)
@@ -299,19 +301,53 @@ void ptx_func_head(ptx_buf *b, ptx_linkage linkage, int entry, int noreturn, con
                linkage == PTX_LINK_EXTERN ? ";\n" : "");
 }
 
-void ptx_body_open(ptx_buf *b) { ptx_append(b, "{\n", 2); }
+void ptx_body_open(ptx_buf *b) { ptx_puts(b, "{\n"); }
 
-void ptx_body_close(ptx_buf *b) { ptx_append(b, "}\n\n", 3); }
+void ptx_body_close(ptx_buf *b) { ptx_puts(b, "}\n\n"); }
 
-void ptx_call(ptx_buf *b, const char *name, const ptx_reg *args, int count)
+/* The call's scope block up to the call: one .param per argument. */
+static void call_args(ptx_buf *b, const ptx_reg *args, int count)
 {
-    ptx_append(b, "\t{\n", 3);
+    ptx_puts(b, "\t{\n");
     for (int i = 0; i < count; i++) {
         ptx_printf(b, "\t.param .%s a%d;\n", reg_type[args[i].cls], i);
         ptx_ins(b, "st.param.%s [a%d], %s", reg_type[args[i].cls], i, R(args[i]));
     }
-    ptx_printf(b, "\tcall.uni %s, (", name);
+}
+
+static void call_arg_list(ptx_buf *b, int count)
+{
+    ptx_puts(b, "(");
     for (int i = 0; i < count; i++)
         ptx_printf(b, "%sa%d", i ? ", " : "", i);
-    ptx_append(b, ");\n\t}\n", 6);
+    ptx_puts(b, ")");
+}
+
+void ptx_call(ptx_buf *b, const char *name, const ptx_reg *args, int count)
+{
+    call_args(b, args, count);
+    ptx_printf(b, "\tcall.uni %s, ", name);
+    call_arg_list(b, count);
+    ptx_printf(b, ";\n\t}\n");
+}
+
+void ptx_call_indirect(ptx_buf *b, ptx_reg fptr, const ptx_param *params, int noreturn,
+                       const ptx_reg *args, int count)
+{
+    call_args(b, args, count);
+    ptx_printf(b, "\t$proto: .callprototype _ (");
+    for (int i = 0; i < count; i++)
+        ptx_printf(b, "%s.param .%s _", i ? ", " : "", params[i].type);
+    ptx_printf(b, ")%s;\n", noreturn ? " .noreturn" : "");
+    ptx_printf(b, "\tcall.uni %s, ", R(fptr));
+    call_arg_list(b, count);
+    ptx_printf(b, ", $proto;\n\t}\n");
+}
+
+void ptx_func_table(ptx_buf *b, const char *name, const char *prefix, int32_t count)
+{
+    ptx_printf(b, ".global .align 8 .u64 %s[%d] = {", name, (int)count);
+    for (int32_t i = 0; i < count; i++)
+        ptx_printf(b, "%s%s%d", i ? (i % 8 ? ", " : ",\n\t") : "", prefix, (int)i);
+    ptx_printf(b, "};\n\n");
 }

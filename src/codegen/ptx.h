@@ -37,6 +37,7 @@ spf_status ptx_take(ptx_buf *b, char **text, size_t *size);
 /* Checked appends. */
 void ptx_printf(ptx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ptx_append(ptx_buf *b, const char *text, size_t len);
+void ptx_puts(ptx_buf *b, const char *text);
 /* One instruction: a tab, the formatted text and ";\n". */
 void ptx_ins(ptx_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -161,5 +162,13 @@ void ptx_body_close(ptx_buf *b);
 /* call.uni name, (args): each argument is copied into a .param of its
  * register's type inside a scope block, as the PTX ABI asks. */
 void ptx_call(ptx_buf *b, const char *name, const ptx_reg *args, int count);
+/* The same through a function address in fptr (.b64), checked against a
+ * prototype made of params (and .noreturn if asked). */
+void ptx_call_indirect(ptx_buf *b, ptx_reg fptr, const ptx_param *params, int noreturn,
+                       const ptx_reg *args, int count);
+/* A table of function addresses for indirect calls, in global memory:
+ * .global .align 8 .u64 name[count] = {<prefix>0, <prefix>1, ...}; the
+ * functions must be declared before it. */
+void ptx_func_table(ptx_buf *b, const char *name, const char *prefix, int32_t count);
 
 #endif

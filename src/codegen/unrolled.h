@@ -13,8 +13,9 @@
  * (ceil(N / n1) column tiles, ceil(M / m1) row tiles). Thread tid of a
  * block is thread tid mod (n1 / v) of group tid / (n1 / v); it owns
  * columns [x · n1 + t · v, + v) of its block's column tile x. The entry
- * dispatches on blockIdx.y through a brx.idx branch table to a call of the
- * tile's function, which is .noreturn and ends the thread with exit. B and
+ * calls the tile's function indirectly, through a table of function
+ * addresses indexed by blockIdx.y; the function is .noreturn and ends the
+ * thread with exit. B and
  * C must be aligned to v · sizeof(dtype) bytes (any cudaMalloc pointer is);
  * bias is M float32 in original row order.
  *

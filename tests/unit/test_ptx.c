@@ -72,6 +72,12 @@ static void test_functions_and_branches(void)
     ptx_call(&b, "tile", args, 2);
     CHECK(contains(&b, "\tst.param.b64 [a0], %rd1;\n"));
     CHECK(contains(&b, "\tcall.uni tile, (a0, a1);\n"));
+    ptx_call_indirect(&b, (ptx_reg){PTX_REG_B64, 4}, params, 1, args, 2);
+    CHECK(contains(&b, "\t$proto: .callprototype _ (.param .b64 _, .param .b32 _) .noreturn;\n"
+                       "\tcall.uni %rd4, (a0, a1), $proto;\n\t}\n"));
+    ptx_func_table(&b, "tab", "tile", 10);
+    CHECK(contains(&b, ".global .align 8 .u64 tab[10] = {tile0, tile1, tile2, tile3, tile4, "
+                       "tile5, tile6, tile7,\n\ttile8, tile9};\n"));
     ptx_bra(&b, (ptx_reg){PTX_REG_PRED, 2}, 1, "$L");
     CHECK(contains(&b, "\t@!%p2 bra $L;\n"));
     char *text = NULL;

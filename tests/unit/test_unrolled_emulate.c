@@ -1,5 +1,6 @@
 /* The generated PTX, run on a small interpreter of the PTX subset that
- * unrolled.c emits (every unit, the entry's branch table and calls, shared
+ * unrolled.c emits (every unit, the entry's indirect call through its table
+ * of tile functions, shared
  * memory and bar.sync, f16 / bf16 / f16x2 arithmetic), on every block and
  * thread of the launch. Without a GPU this proves the kernel text itself:
  * fp32, fp16 and bf16 results must equal schedule_execute_cpu bit for bit
@@ -86,6 +87,13 @@ enum { MAX_FUNCS = 512 };
 static func funcs[MAX_FUNCS];
 static int func_count;
 
+/* The entry unit's table of tile function addresses: its name and, per
+ * entry, 1 + the index of the function in funcs. */
+static char table_name[160];
+static char *table_text; /* "{f0, f1, ...}" until resolved */
+static uint64_t table[MAX_FUNCS];
+static int table_count;
+
 static int class_of(const char *name, int *index) /* "%rd3" → 3, index 3 */
 {
     static const char *const prefix[] = {"%p", "%h", "%rd", "%r", "%f"};
@@ -120,7 +128,13 @@ static void load_program(const ptx_program *p)
         int in_head = 0, depth = 0; /* braces: the body and the calls' parameter scopes */
         for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
             char *t = trim(line);
-            if (!strncmp(t, ".visible .func ", 15) || !strncmp(t, ".visible .entry ", 16)) {
+            if (table_text && !strchr(table_text, ';')) { /* a table continued */
+                table_text = realloc(table_text, strlen(table_text) + strlen(t) + 1);
+                strcat(table_text, t);
+            } else if (!strncmp(t, ".global .align 8 .u64 ", 22)) {
+                sscanf(t + 22, "%159[^[]", table_name);
+                table_text = strdup(strchr(t, '{'));
+            } else if (!strncmp(t, ".visible .func ", 15) || !strncmp(t, ".visible .entry ", 16)) {
                 cur = &funcs[func_count++];
                 memset(cur, 0, sizeof *cur);
                 const char *n = strchr(t + 10, ' ') + 1;
@@ -149,10 +163,19 @@ static void load_program(const ptx_program *p)
         }
         free(text);
     }
+    /* resolve the table's names now that every unit is loaded */
+    table_count = 0;
+    for (char *name = strtok(table_text ? table_text + 1 : NULL, ", };"); name;
+         name = strtok(NULL, ", };"))
+        for (int f = 0; f < func_count; f++)
+            if (!strcmp(funcs[f].name, name))
+                table[table_count++] = (uint64_t)f + 1;
 }
 
 static void free_program(void)
 {
+    free(table_text);
+    table_text = NULL;
     for (int f = 0; f < func_count; f++) {
         for (int i = 0; i < funcs[f].count; i++)
             free(funcs[f].lines[i]);
@@ -188,7 +211,7 @@ typedef struct memory {
     int faults;
 } memory;
 
-enum { BASE_B = 0x10000000, BASE_C = 0x40000000, BASE_BIAS = 0x70000000 };
+enum { BASE_B = 0x10000000, BASE_C = 0x40000000, BASE_BIAS = 0x70000000, BASE_TABLE = 0x7F000000 };
 
 typedef struct thread {
     func *f;
@@ -218,8 +241,11 @@ static uint8_t *global_ptr(memory *m, uint64_t addr, size_t bytes, int store)
         uint64_t base;
         uint8_t *p;
         size_t n;
-    } r[3] = {{BASE_B, m->b, m->b_bytes}, {BASE_C, m->c, m->c_bytes}, {BASE_BIAS, m->bias, m->bias_bytes}};
-    for (int i = 0; i < 3; i++)
+    } r[4] = {{BASE_B, m->b, m->b_bytes},
+              {BASE_C, m->c, m->c_bytes},
+              {BASE_BIAS, m->bias, m->bias_bytes},
+              {BASE_TABLE, (uint8_t *)table, (size_t)table_count * sizeof *table}};
+    for (int i = 0; i < 4; i++)
         if (r[i].p && addr >= r[i].base && addr + bytes <= r[i].base + r[i].n &&
             (addr % bytes) == 0 && (!store || i == 1)) {
             if (store)
@@ -254,6 +280,8 @@ static uint64_t value(thread *t, const char *s)
         return t->ctaid[1];
     if (!strcmp(s, "spf_smem"))
         return 0;
+    if (!strcmp(s, table_name))
+        return BASE_TABLE;
     if (s[0] == '0' && s[1] == 'f')
         return strtoull(s + 2, NULL, 16);
     return (uint64_t)strtoll(s, NULL, 0);
@@ -335,7 +363,7 @@ static int step(thread *t, memory *m)
         s[--n] = '\0';
     if (!strcmp(s, "{") || !strcmp(s, "}"))
         return 0;
-    if (!strncmp(s, "$Ttable:", 8))
+    if (!strncmp(s, "$proto:", 7))
         return 0;
     if (s[0] == '@') {
         int neg = s[1] == '!';
@@ -379,7 +407,13 @@ static int step(thread *t, memory *m)
     } else if (!strcmp(op, "call.uni")) {
         char callee[160];
         sscanf(ops[0], "%159s", callee);
-        func *f = find_func(callee);
+        func *f = NULL;
+        if (callee[0] == '%') { /* through a function address: 1 + index */
+            uint64_t k = value(t, callee);
+            f = k >= 1 && k <= (uint64_t)func_count ? &funcs[k - 1] : NULL;
+        } else {
+            f = find_func(callee);
+        }
         if (!f)
             return -1;
         uint64_t vals[8];
@@ -387,12 +421,6 @@ static int step(thread *t, memory *m)
         frame_enter(t, f);
         memcpy(t->params, vals, sizeof vals);
         t->out_count = 0;
-    } else if (!strcmp(op, "brx.idx.uni")) {
-        char label[16];
-        snprintf(label, sizeof label, "$T%llu", (unsigned long long)value(t, ops[0]));
-        t->pc = find_label(t->f, label);
-        if (t->pc < 0)
-            return -1;
     } else if (!strcmp(op, "bra") || !strcmp(op, "bra.uni")) {
         t->pc = find_label(t->f, ops[0]);
         if (t->pc < 0)
@@ -403,6 +431,8 @@ static int step(thread *t, memory *m)
         return 1;
     } else if (!strcmp(op, "mov.u32") || !strcmp(op, "mov.f32")) {
         set(t, ops[0], (uint32_t)value(t, ops[1]));
+    } else if (!strcmp(op, "mov.u64")) {
+        set(t, ops[0], value(t, ops[1]));
     } else if (!strcmp(op, "mov.b32")) {
         if (ops[0][0] == '{') { /* unpack into two .b16 */
             vector(ops[0], vec);
@@ -469,7 +499,7 @@ static int step(thread *t, memory *m)
     } else if (!strncmp(op, "ld.", 3) || !strncmp(op, "st.", 3)) {
         int store = op[0] == 's', shared = strstr(op, ".shared") != NULL;
         int width = strstr(op, ".v4") ? 4 : strstr(op, ".v2") ? 2 : 1;
-        size_t es = strstr(op, "b16") ? 2 : 4;
+        size_t es = strstr(op, "u64") ? 8 : strstr(op, "b16") ? 2 : 4;
         int count = vector(store ? ops[1] : ops[0], vec);
         uint64_t addr = address(t, store ? ops[0] : ops[1]);
         if (count != width)
@@ -486,11 +516,11 @@ static int step(thread *t, memory *m)
         if (!p)
             return 0;
         for (int i = 0; i < width; i++) {
+            uint64_t v = 0; /* little endian: the low es bytes */
             if (store) {
-                uint32_t v = (uint32_t)value(t, vec[i]);
+                v = value(t, vec[i]);
                 memcpy(p + es * (size_t)i, &v, es);
             } else {
-                uint32_t v = 0;
                 memcpy(&v, p + es * (size_t)i, es);
                 set(t, vec[i], v);
             }

@@ -243,7 +243,8 @@ static void test_budget_and_errors(void)
     CHECK(strcmp(prog.entry, "spf_unrolled_f32_m8_n128_v4_p2_k1") == 0);
     CHECK_EQ_I64(prog.unit_count, 1 + (64 / 8 + UNROLLED_CHUNK_ROWS / 8 - 1) / (UNROLLED_CHUNK_ROWS / 8));
     CHECK(strstr(prog.units[0].text, ".entry spf_unrolled_f32_m8_n128_v4_p2_k1") != NULL);
-    CHECK(strstr(prog.units[0].text, "brx.idx") != NULL);
+    CHECK(strstr(prog.units[0].text, ".u64 spf_unrolled_f32_m8_n128_v4_p2_k1_tiles[8] =") != NULL);
+    CHECK(strstr(prog.units[0].text, ".callprototype") != NULL);
     CHECK(strstr(prog.units[1].text, ".visible .func spf_unrolled_f32_m8_n128_v4_p2_k1_t7") != NULL);
     CHECK(strstr(prog.units[1].text, "ld.global.nc.v4.f32") != NULL);
     CHECK(strstr(prog.units[1].text, "fma.rn.f32") != NULL);
