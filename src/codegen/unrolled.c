@@ -430,12 +430,15 @@ static spf_status emit_tile(const gen *g, int32_t tile, ptx_buf *unit)
         x.ring[i] = reg(&x, g->dtype == SPF_DTYPE_F32 ? PTX_REG_F32
                             : v == 1                  ? PTX_REG_B16
                                                       : PTX_REG_B32);
-    for (int l = 0; l < v; l++)
-        x.bf[l] = reg(&x, PTX_REG_F32);
-    x.h[0] = reg(&x, PTX_REG_B16);
-    x.h[1] = reg(&x, PTX_REG_B16);
-    x.tmp = reg(&x, PTX_REG_B32);
-    x.apair = reg(&x, PTX_REG_B32);
+    if (g->dtype != SPF_DTYPE_F32) { /* conversion scratch */
+        for (int l = 0; l < v && !g->f16x2; l++)
+            x.bf[l] = reg(&x, PTX_REG_F32);
+        x.h[0] = reg(&x, PTX_REG_B16);
+        x.h[1] = reg(&x, PTX_REG_B16);
+        x.tmp = reg(&x, PTX_REG_B32);
+    }
+    if (g->f16x2)
+        x.apair = reg(&x, PTX_REG_B32);
     for (int32_t grp = 0; grp < ks; grp++)
         schedule_group_rows(s, tile, grp, &x.touched[(int64_t)grp * m1]);
 
@@ -476,7 +479,7 @@ fail:
 /* The entry: each thread's base pointers and group, then blockIdx.y picks
  * the tile function from a table of function addresses and calls it
  * indirectly. (A brx.idx branch table with a call site per tile made the
- * entry unit the bottleneck: ptxas took 31.7 s on it for 8192 tiles, 0.8 s
+ * entry unit the bottleneck: ptxas took 31.7 s on it for 8192 tiles, 0.6 s
  * with the table; nvlink still counts the tile functions' registers.)
  * Threads past N keep a clamped, valid column (their loads stay in
  * bounds) and store nothing. */
