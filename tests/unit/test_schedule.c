@@ -7,7 +7,6 @@
 #include "codegen/schedule.h"
 #include "core/rng.h"
 
-#include <inttypes.h>
 #include <stdint.h>
 
 /* A random m×k CSR matrix: each row keeps a column with probability
@@ -36,31 +35,6 @@ static spf_matrix *random_matrix(int64_t m, int64_t k, double density, int64_t e
     free(rp);
     free(ci);
     free(val);
-    return a;
-}
-
-/* A DLMC .smtx pattern (header "rows, cols, nnz", row offsets, columns). */
-static spf_matrix *read_smtx(const char *path, uint64_t seed)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    long long m, k, nnz;
-    spf_matrix *a = NULL;
-    if (fscanf(f, "%lld, %lld, %lld", &m, &k, &nnz) == 3) {
-        int64_t *rp = malloc((size_t)(m + 1) * sizeof *rp);
-        int32_t *ci = malloc((size_t)(nnz + 1) * sizeof *ci);
-        int ok = 1;
-        for (long long i = 0; i <= m && ok; i++)
-            ok = fscanf(f, "%" SCNd64, &rp[i]) == 1;
-        for (long long i = 0; i < nnz && ok; i++)
-            ok = fscanf(f, "%" SCNd32, &ci[i]) == 1;
-        if (ok)
-            CHECK_OK(spf_matrix_create_csr(m, k, nnz, rp, ci, NULL, seed, &a));
-        free(rp);
-        free(ci);
-    }
-    fclose(f);
     return a;
 }
 
@@ -171,11 +145,13 @@ static void test_dlmc(void)
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-        spf_matrix *a = read_smtx(path, 7);
-        if (!a) {
-            printf("NOTE: %s not found; skipped\n", path);
+        spf_read_options o;
+        spf_read_options_init(&o);
+        o.seed = 7;
+        spf_matrix *a = NULL;
+        CHECK_OK(spf_matrix_read(path, &o, &a));
+        if (!a)
             continue;
-        }
         int64_t m = spf_matrix_rows(a);
         int32_t *perm = malloc((size_t)m * sizeof *perm);
         random_permutation(perm, m, 9);

@@ -79,6 +79,7 @@ static spf_matrix *random_matrix(int64_t m, int64_t k, double density, uint64_t 
 }
 
 typedef struct ptx_case {
+    const char *dlmc; /* a DLMC pattern under the data folder, or NULL for a random m×k */
     int64_t m, k;
     double density;
     int64_t n;
@@ -87,9 +88,26 @@ typedef struct ptx_case {
     int f16x2, bias, relu, sm, permute;
 } ptx_case;
 
-static void assemble_case(const ptx_case *c, FILE *csv)
+static void assemble_case(const ptx_case *given, FILE *csv)
 {
-    spf_matrix *a = random_matrix(c->m, c->k, c->density, (uint64_t)c->m * 31 + (uint64_t)c->k);
+    ptx_case cc = *given, *c = &cc;
+    spf_matrix *a = NULL;
+    if (c->dlmc) {
+        const char *dir = check_data_dir();
+        char path[4096];
+        if (!dir)
+            return;
+        snprintf(path, sizeof path, "%s/%s", dir, c->dlmc);
+        spf_read_options o;
+        spf_read_options_init(&o);
+        CHECK_OK(spf_matrix_read(path, &o, &a));
+        if (!a)
+            return;
+        c->m = spf_matrix_rows(a);
+        c->k = spf_matrix_cols(a);
+    } else {
+        a = random_matrix(c->m, c->k, c->density, (uint64_t)c->m * 31 + (uint64_t)c->k);
+    }
     int32_t *perm = NULL;
     if (c->permute) {
         perm = malloc((size_t)c->m * sizeof *perm);
@@ -279,25 +297,30 @@ int main(void)
                      "spill_bytes,ptx_bytes\n");
 
     const ptx_case cases[] = {
-        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 0},
-        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 80, 1},
-        {100, 200, 0.1, 49, {16, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 0, 0, 90, 1},
-        {64, 300, 0.1, 127, {4, 32, 1, 3, 4}, SPF_DTYPE_F32, 0, 1, 0, 90, 0},
-        {64, 256, 0.2, 256, {32, 64, 2, 4, 2}, SPF_DTYPE_F32, 0, 1, 1, 90, 1},
-        {64, 256, 0.1, 512, {32, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 0, 1, 80, 0},
-        {64, 256, 0.1, 512, {16, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 0, 1, 80, 0},
-        {64, 256, 0.1, 512, {32, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 1, 0, 90, 1},
-        {64, 256, 0.1, 256, {8, 64, 4, 2, 4}, SPF_DTYPE_F32, 0, 1, 1, 80, 0},
-        {128, 512, 0.05, 2048, {8, 256, 4, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 1},
-        {40, 128, 0.15, 3, {1, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 1, 0, 90, 0},
-        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 0, 1, 1, 90, 1},
-        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_BF16, 0, 1, 1, 80, 0},
-        {100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_F16, 0, 1, 0, 80, 0},
-        {100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_BF16, 0, 0, 1, 90, 1},
-        {64, 256, 0.2, 130, {16, 64, 2, 2, 2}, SPF_DTYPE_BF16, 0, 1, 1, 90, 0},
-        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 1, 1, 90, 0},
-        {96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 80, 1},
-        {64, 256, 0.2, 130, {16, 64, 2, 3, 2}, SPF_DTYPE_F16, 1, 1, 1, 90, 0},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 0},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 80, 1},
+        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 0, 0, 90, 1},
+        {NULL, 64, 300, 0.1, 127, {4, 32, 1, 3, 4}, SPF_DTYPE_F32, 0, 1, 0, 90, 0},
+        {NULL, 64, 256, 0.2, 256, {32, 64, 2, 4, 2}, SPF_DTYPE_F32, 0, 1, 1, 90, 1},
+        {NULL, 64, 256, 0.1, 512, {32, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 0, 1, 80, 0},
+        {NULL, 64, 256, 0.1, 512, {16, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 0, 1, 80, 0},
+        {NULL, 64, 256, 0.1, 512, {32, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 1, 0, 90, 1},
+        {NULL, 64, 256, 0.1, 256, {8, 64, 4, 2, 4}, SPF_DTYPE_F32, 0, 1, 1, 80, 0},
+        {NULL, 128, 512, 0.05, 2048, {8, 256, 4, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 1},
+        {NULL, 40, 128, 0.15, 3, {1, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 1, 0, 90, 0},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 0, 1, 1, 90, 1},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_BF16, 0, 1, 1, 80, 0},
+        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_F16, 0, 1, 0, 80, 0},
+        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_BF16, 0, 0, 1, 90, 1},
+        {NULL, 64, 256, 0.2, 130, {16, 64, 2, 2, 2}, SPF_DTYPE_BF16, 0, 1, 1, 90, 0},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 1, 1, 90, 0},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 80, 1},
+        {NULL, 64, 256, 0.2, 130, {16, 64, 2, 3, 2}, SPF_DTYPE_F16, 1, 1, 1, 90, 0},
+        {"dlmc/rn50/magnitude_pruning/0.9/bottleneck_1_block_group1_1_1.smtx", 0, 0, 0, 3136,
+         {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 0},
+        {"dlmc/transformer/magnitude_pruning/0.9/body_encoder_layer_0_self_attention_"
+         "multihead_attention_k_fully_connected.smtx", 0, 0, 0, 256, {16, 64, 2, 1, 2},
+         SPF_DTYPE_F16, 0, 1, 0, 80, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         assemble_case(&cases[i], csv);
