@@ -54,6 +54,8 @@ typedef struct bench_ctx {
     cublasHandle_t cublas;
     cusparseHandle_t cusparse;
     int tune;                    /* 0: --no-spforge-tune                           */
+    spf_tune_space tune_space;   /* --tune-space compact|full                       */
+    const char *tuning_dir;      /* --tuning-logs DIR: one CSV per tuned problem    */
     int unrolled;                /* 0: --no-unrolled                               */
     int l2_bytes;
 } bench_ctx;

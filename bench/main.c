@@ -31,19 +31,24 @@ typedef struct args {
     int sparsity_count;
     const char *filter, *out_dir, *data_dir;
     int quick, tune, unrolled, list;
+    spf_tune_space tune_space;
+    const char *tuning_dir;
 } args;
 
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: spforge-bench [--set NAME]... [--sparsity LIST] [--filter TEXT] [--quick]\n"
-            "                     [--no-spforge-tune] [--no-unrolled] [--data DIR] [--out DIR]\n"
+            "                     [--no-spforge-tune] [--tune-space S] [--tuning-logs DIR]\n"
+            "                     [--no-unrolled] [--data DIR] [--out DIR]\n"
             "                     [--list]\n"
             "  --set NAME         sparsert20 (default), large, dlmc, graphs; repeatable\n"
             "  --sparsity LIST    comma-separated, e.g. 0.9,0.95 (default: per set)\n"
             "  --filter TEXT      only problems whose name contains TEXT\n"
             "  --quick            a small subset of each set (the device check)\n"
             "  --no-spforge-tune  default-config unrolled plan instead of exhaustive tuning\n"
+            "  --tune-space S     compact (default) or full: the space the tuner walks\n"
+            "  --tuning-logs DIR  write every tuned problem's per-configuration CSV there\n"
             "  --no-unrolled      no unrolled plan at all: the generic kernel and the vendors\n"
             "                     only (when JIT time would not fit the session)\n"
             "  --data DIR         extracted data folder (default $SPF_DATA_DIR or data)\n"
@@ -94,6 +99,18 @@ static int parse_args(int argc, char **argv, args *a)
             a->quick = 1;
         else if (strcmp(o, "--no-spforge-tune") == 0)
             a->tune = 0;
+        else if (strcmp(o, "--tune-space") == 0 && has_value) {
+            const char *s = argv[++i];
+            if (strcmp(s, "compact") == 0)
+                a->tune_space = SPF_TUNE_SPACE_COMPACT;
+            else if (strcmp(s, "full") == 0)
+                a->tune_space = SPF_TUNE_SPACE_FULL;
+            else {
+                fprintf(stderr, "spforge-bench: --tune-space takes compact or full, not \"%s\"\n", s);
+                return 0;
+            }
+        } else if (strcmp(o, "--tuning-logs") == 0 && has_value)
+            a->tuning_dir = argv[++i];
         else if (strcmp(o, "--no-unrolled") == 0)
             a->unrolled = 0;
         else if (strcmp(o, "--list") == 0)
@@ -242,7 +259,8 @@ int main(int argc, char **argv)
     /* Line-buffered even into a log file: a run cut off by a time limit
      * keeps every row it printed. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    bench_ctx ctx = {.tune = a.tune, .unrolled = a.unrolled, .l2_bytes = dev.l2_bytes};
+    bench_ctx ctx = {.tune = a.tune, .tune_space = a.tune_space, .tuning_dir = a.tuning_dir,
+                     .unrolled = a.unrolled, .l2_bytes = dev.l2_bytes};
     bench_env env;
     env_fill(&dev, argc, argv, a.tune, a.unrolled, &env);
     printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB), driver %d, CUDA runtime %d, cuBLAS %d, "

@@ -31,16 +31,31 @@ static spf_status plan_launch(void *state, void *stream)
     return spf_plan_execute(s->plan, s->b, s->c, NULL, stream);
 }
 
+/* The tuner's per-configuration rows (the rank model's training data), as
+ * DIR/<problem name with '/' and ' ' replaced>.csv; a failure is reported
+ * on stderr and does not fail the row. */
+static void write_tuning_log(const spf_plan *plan, const char *dir, const char *problem)
+{
+    char path[1024];
+    int len = snprintf(path, sizeof path, "%s/", dir);
+    for (const char *p = problem; *p && len < (int)sizeof path - 5; p++)
+        path[len++] = (*p == '/' || *p == ' ' || *p == '=') ? '_' : *p;
+    snprintf(path + len, sizeof path - (size_t)len, ".csv");
+    if (spf_plan_write_tuning_log(plan, path) != SPF_OK)
+        fprintf(stderr, "  tuning log %s: %s\n", path, spf_last_error());
+}
+
 /* spforge through its public API: create the plan (timed as wall time,
  * outside the kernel timing), then the common measurement. */
 static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operands *o,
-                        spf_strategy strategy, int exhaustive, comp_result *res,
-                        spf_plan_info *info, double *wall_s)
+                        const char *problem, spf_strategy strategy, int exhaustive,
+                        comp_result *res, spf_plan_info *info, double *wall_s)
 {
     spf_plan_options opt;
     spf_plan_options_init(&opt);
     opt.strategy = strategy;
     opt.exhaustive = exhaustive;
+    opt.tune_space = ctx->tune_space;
     spf_plan *plan = NULL;
     double t0 = now_s();
     spf_status st = spf_plan_create(a, o->n, &opt, &plan);
@@ -56,6 +71,8 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
         return;
     }
     snprintf(res->detail, sizeof res->detail, "%s", info->kernel_name);
+    if (exhaustive && ctx->tuning_dir)
+        write_tuning_log(plan, ctx->tuning_dir, problem);
     plan_state s = {plan, o->b32, o->c32};
     output_desc out = {o->c32, SPF_DTYPE_F32, o->m * o->n};
     measure(ctx, plan_launch, &s, &out, o->ref, TOL_F32, res);
@@ -121,12 +138,12 @@ spf_status run_problem(const bench_ctx *ctx, bench_problem *p, bench_row *row)
     TRY(operands_create(a, p->n, !p->graph, &o, &ref));
 
     if (!p->graph && ctx->unrolled) {
-        run_spforge(ctx, a, &o, SPF_STRATEGY_UNROLLED, ctx->tune, &row->r[COMP_SPFORGE],
+        run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_UNROLLED, ctx->tune, &row->r[COMP_SPFORGE],
                     &row->plan, &row->plan_wall_s);
         row->have_plan = row->r[COMP_SPFORGE].state != RESULT_ERROR;
     }
     spf_plan_info generic_info;
-    run_spforge(ctx, a, &o, SPF_STRATEGY_GENERIC, 0, &row->r[COMP_GENERIC], &generic_info,
+    run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_GENERIC, 0, &row->r[COMP_GENERIC], &generic_info,
                 &row->generic_plan_wall_s);
     if (!p->graph)
         vendor_cublas(ctx, a, &o, row);

@@ -286,6 +286,15 @@ typedef struct spf_kernel_config {
     int32_t ksplit;   /* thread groups sharing a tile's K range (1 = no split) */
 } spf_kernel_config;
 
+/* The configuration space the exhaustive tuner walks (issue 3's bounded
+ * space). COMPACT: m1 ∈ {2, 4, 8, 16, 32}, (v, n1) ∈ {(1, 32), (1, 64),
+ * (2, 64), (4, 128), (4, 256)}, prefetch 2, ksplit ∈ {1, 2, 4} — at most 75
+ * configurations, minutes of ptxas fewer than FULL on a real layer. FULL:
+ * m1 ∈ {1, 2, 4, 8, 16, 32} × n1 ∈ {32, 64, 128, 256} × v ∈ {1, 2, 4} ×
+ * prefetch ∈ {0, 1, 2, 4} × ksplit ∈ {1, 2, 4}, at most 864. Both less the
+ * combinations that are invalid for N. */
+typedef enum spf_tune_space { SPF_TUNE_SPACE_COMPACT = 0, SPF_TUNE_SPACE_FULL = 1 } spf_tune_space;
+
 typedef struct spf_plan_options {
     spf_strategy strategy;     /* default AUTO                                           */
     spf_dtype dtype;           /* default F32                                            */
@@ -295,7 +304,8 @@ typedef struct spf_plan_options {
     int device;                /* CUDA device ordinal, default 0                         */
     int verify;                /* check the compiled kernel once against the CPU
                                   reference before returning (default 1; DESIGN.md 6)    */
-    int exhaustive;            /* tune over the whole configuration space (default 0)    */
+    int exhaustive;            /* tune over every configuration of a space (default 0)   */
+    spf_tune_space tune_space; /* with exhaustive: which space (default COMPACT)         */
     const spf_kernel_config *config; /* force one configuration (UNROLLED), or NULL      */
     int host_threads;          /* compile / reference threads, 0 = all cores             */
 } spf_plan_options;

@@ -1,6 +1,5 @@
-/* The backends `spforge run` can execute on, behind one small interface so
- * that the GPU backend (later issues: a plan from spf_plan_create) plugs in
- * beside the CPU reference without changing cmd_run.c. */
+/* The backends `spforge run` can execute on, behind one small interface:
+ * the CPU reference, and the GPU through a plan (spf_plan_create). */
 #ifndef SPF_CLI_RUN_BACKEND_H
 #define SPF_CLI_RUN_BACKEND_H
 
@@ -12,17 +11,32 @@
 enum { BACKEND_AUTO, BACKEND_CPU, BACKEND_GPU };
 extern const char *const run_backend_names[];
 
+/* C = A·B (+bias, relu) on host buffers: b K×n, c M×n row-major, bias M
+ * floats or NULL; threads 0 = all cores; repeat timed runs. */
+typedef struct run_request {
+    const spf_matrix *a;
+    int64_t n;
+    const float *b;
+    float *c;
+    const float *bias;
+    int relu, threads, repeat;
+} run_request;
+
+typedef struct run_outcome {
+    double median_s, min_s; /* per run: wall time (CPU) or kernel time (GPU) */
+    const char *timing;     /* what the times measure                       */
+    char detail[256];       /* the kernel chosen and how long the plan took */
+} run_outcome;
+
 typedef struct run_backend {
     const char *name;        /* "cpu"                                      */
     const char *description; /* one line for the output                    */
-    /* C = A·B (+bias, relu) on host buffers: b K×n, c M×n row-major, bias
-     * M floats or NULL; threads 0 = all cores. */
-    spf_status (*execute)(const spf_matrix *a, int64_t n, const float *b, float *c,
-                          const float *bias, int relu, int threads);
+    double tolerance;        /* relative error allowed against the f64 reference */
+    spf_status (*run)(const run_request *req, run_outcome *out);
 } run_backend;
 
-/* The backend for a --backend choice on this device, or NULL with the
- * status to report and why (e.g. no GPU backend) written into why. */
+/* The backend for a --backend choice on this device (auto: the GPU when
+ * there is one), or NULL with the status to report and why. */
 const run_backend *run_backend_select(int choice, const spf_device_info *device, spf_status *status,
                                       char *why, size_t why_cap);
 

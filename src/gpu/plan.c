@@ -53,6 +53,7 @@ void spf_plan_options_init(spf_plan_options *options)
     options->verify = 1;
     options->device = 0;
     options->config = NULL;
+    options->tune_space = SPF_TUNE_SPACE_COMPACT;
 }
 
 static int is_flag(int x) { return x == 0 || x == 1; }
@@ -69,6 +70,8 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
         !is_flag(o->verify) || !is_flag(o->exhaustive))
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
                     "f16x2_accumulate, bias, relu, verify and exhaustive must be 0 or 1");
+    if (o->tune_space != SPF_TUNE_SPACE_COMPACT && o->tune_space != SPF_TUNE_SPACE_FULL)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown tune_space %d", (int)o->tune_space);
     if (o->device < 0 || o->host_threads < 0)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "device %d, host_threads %d: must be ≥ 0", o->device,
                     o->host_threads);
@@ -154,7 +157,7 @@ fail:
 static spf_status build_tuned(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
                               int ptx_sm, int sass_sm, int64_t budget, selfcheck *check)
 {
-    tune_request q = {.a = a, .n = p->n, .dtype = p->dtype, .f16x2_accumulate = o->f16x2_accumulate,
+    tune_request q = {.a = a, .n = p->n, .space = o->tune_space, .dtype = p->dtype, .f16x2_accumulate = o->f16x2_accumulate,
                       .bias = p->bias, .relu = p->relu, .ptx_sm = ptx_sm, .sass_sm = sass_sm,
                       .threads = o->host_threads, .code_budget = budget, .check = check};
     spf_status status = tuner_run(&q, &p->module, &p->log);

@@ -23,12 +23,32 @@
 #include <string.h>
 #include <unistd.h>
 
-static const int32_t space_m1[] = {1, 2, 4, 8, 16, 32};
-static const int32_t space_n1[] = {32, 64, 128, 256};
-static const int32_t space_v[] = {1, 2, 4};
-static const int32_t space_prefetch[] = {0, 1, 2, 4};
-static const int32_t space_ksplit[] = {1, 2, 4};
+/* The values of each dimension of a space; (v, n1) pairs are listed
+ * together so the compact space can keep a warp or two per thread group. */
+typedef struct space_axes {
+    const int32_t *m1, *vn1, *prefetch, *ksplit; /* vn1: v, n1 pairs */
+    int m1_count, vn1_count, prefetch_count, ksplit_count;
+} space_axes;
+
 #define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const int32_t full_m1[] = {1, 2, 4, 8, 16, 32};
+static const int32_t full_vn1[] = {1, 32, 1, 64, 1, 128, 1, 256, 2, 32, 2, 64, 2, 128, 2, 256,
+                                   4, 32, 4, 64, 4, 128, 4, 256};
+static const int32_t full_prefetch[] = {0, 1, 2, 4};
+static const int32_t full_ksplit[] = {1, 2, 4};
+
+static const int32_t compact_m1[] = {2, 4, 8, 16, 32};
+static const int32_t compact_vn1[] = {1, 32, 1, 64, 2, 64, 4, 128, 4, 256};
+static const int32_t compact_prefetch[] = {2};
+
+static const space_axes spaces[] = {
+    [SPF_TUNE_SPACE_COMPACT] = {compact_m1, compact_vn1, compact_prefetch, full_ksplit,
+                                LEN(compact_m1), LEN(compact_vn1) / 2, LEN(compact_prefetch),
+                                LEN(full_ksplit)},
+    [SPF_TUNE_SPACE_FULL] = {full_m1, full_vn1, full_prefetch, full_ksplit, LEN(full_m1),
+                             LEN(full_vn1) / 2, LEN(full_prefetch), LEN(full_ksplit)},
+};
 
 const char *tune_outcome_name(tune_outcome o)
 {
@@ -44,23 +64,26 @@ const char *tune_outcome_name(tune_outcome o)
     return "?";
 }
 
-spf_status tuner_space(int64_t n, spf_kernel_config **configs, int *count)
+spf_status tuner_space(int64_t n, spf_tune_space space, spf_kernel_config **configs, int *count)
 {
-    int cap = LEN(space_m1) * LEN(space_n1) * LEN(space_v) * LEN(space_prefetch) * LEN(space_ksplit);
+    if (space != SPF_TUNE_SPACE_COMPACT && space != SPF_TUNE_SPACE_FULL)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown tuning space %d", (int)space);
+    const space_axes *s = &spaces[space];
+    int cap = s->m1_count * s->vn1_count * s->prefetch_count * s->ksplit_count;
     spf_kernel_config *list = mem_alloc_array((size_t)cap, sizeof *list);
     if (!list)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "%d configurations", cap);
     int k = 0;
-    for (int a = 0; a < LEN(space_m1); a++)
-        for (int b = 0; b < LEN(space_n1); b++)
-            for (int c = 0; c < LEN(space_v); c++)
-                for (int d = 0; d < LEN(space_prefetch); d++)
-                    for (int e = 0; e < LEN(space_ksplit); e++) {
-                        spf_kernel_config cfg = {space_m1[a], space_n1[b], space_v[c],
-                                                 space_prefetch[d], space_ksplit[e]};
-                        if (schedule_config_check(&cfg, n) == SPF_OK)
-                            list[k++] = cfg;
-                    }
+    for (int a = 0; a < s->m1_count; a++)
+        for (int b = 0; b < s->vn1_count; b++)
+            for (int d = 0; d < s->prefetch_count; d++)
+                for (int e = 0; e < s->ksplit_count; e++) {
+                    spf_kernel_config cfg = {.m1 = s->m1[a], .n1 = s->vn1[2 * b + 1],
+                                             .v = s->vn1[2 * b], .prefetch = s->prefetch[d],
+                                             .ksplit = s->ksplit[e]};
+                    if (schedule_config_check(&cfg, n) == SPF_OK)
+                        list[k++] = cfg;
+                }
     error_clear(); /* the rejections are the filter, not errors */
     *configs = list;
     *count = k;
@@ -263,7 +286,7 @@ spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
                       .f16x2_accumulate = q->f16x2_accumulate, .bias = q->bias, .relu = q->relu,
                       .sm = q->sass_sm, .best = -1};
 
-    TRY(tuner_space(q->n, &configs, &count));
+    TRY(tuner_space(q->n, q->space, &configs, &count));
     if (count == 0)
         FAIL_GOTO(SPF_ERR_UNSUPPORTED, "no configuration of the space is valid for n = %lld",
                   (long long)q->n);

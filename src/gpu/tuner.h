@@ -8,12 +8,11 @@
 #include "gpu/jit.h"
 #include "gpu/selfcheck.h"
 
-/* The space: m1 ∈ {1, 2, 4, 8, 16, 32}, n1 ∈ {32, 64, 128, 256},
- * v ∈ {1, 2, 4}, prefetch ∈ {0, 1, 2, 4}, ksplit ∈ {1, 2, 4}, less the
+/* The space (spf_tune_space in spforge.h says which values), less the
  * combinations schedule_config_check rejects for this n (threads per block
  * not a multiple of 32 or over 1024, v not dividing n, too much shared
  * memory). *configs is mem_alloc'd (mem_free it). */
-spf_status tuner_space(int64_t n, spf_kernel_config **configs, int *count);
+spf_status tuner_space(int64_t n, spf_tune_space space, spf_kernel_config **configs, int *count);
 
 typedef enum tune_outcome {
     TUNE_OK = 0,          /* checked and timed                                  */
@@ -58,6 +57,7 @@ typedef struct tune_log {
 typedef struct tune_request {
     const spf_matrix *a;
     int64_t n;
+    spf_tune_space space;
     spf_dtype dtype;
     int f16x2_accumulate, bias, relu;
     int ptx_sm;            /* PTX .target for the generator (80 or 90)          */

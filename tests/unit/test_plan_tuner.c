@@ -19,13 +19,37 @@ static int has(const spf_kernel_config *list, int count, spf_kernel_config want)
     return 0;
 }
 
+/* The compact space: a subset of the full one, with its documented size. */
+static void test_compact_space(void)
+{
+    const int64_t ns[] = {64, 49, 3136};
+    for (int t = 0; t < 3; t++) {
+        spf_kernel_config *compact = NULL, *full = NULL;
+        int nc = -1, nf = -1;
+        CHECK_OK(tuner_space(ns[t], SPF_TUNE_SPACE_COMPACT, &compact, &nc));
+        CHECK_OK(tuner_space(ns[t], SPF_TUNE_SPACE_FULL, &full, &nf));
+        CHECK(nc > 0 && nc <= 75 && nc < nf);
+        int outside = 0;
+        for (int i = 0; i < nc; i++)
+            outside += !has(full, nf, compact[i]) || compact[i].prefetch != 2 || compact[i].m1 < 2;
+        CHECK_MSG(outside == 0, "n = %lld: %d compact configurations outside the rules",
+                  (long long)ns[t], outside);
+        printf("n = %lld: %d compact configurations\n", (long long)ns[t], nc);
+        mem_free(compact);
+        mem_free(full);
+    }
+    spf_kernel_config *list = NULL;
+    int count = 0;
+    CHECK_STATUS(tuner_space(64, (spf_tune_space)7, &list, &count), SPF_ERR_INVALID_ARGUMENT);
+}
+
 static void test_space(void)
 {
     const int64_t ns[] = {64, 49, 2, 3136};
     for (int t = 0; t < 4; t++) {
         spf_kernel_config *list = NULL;
         int count = -1;
-        CHECK_OK(tuner_space(ns[t], &list, &count));
+        CHECK_OK(tuner_space(ns[t], SPF_TUNE_SPACE_FULL, &list, &count));
         CHECK(count > 0 && count <= 6 * 4 * 3 * 4 * 3);
         CHECK_MSG(strcmp(spf_last_error(), "") == 0, "filter left a detail: %s", spf_last_error());
         int bad = 0, dupes = 0;
@@ -127,6 +151,7 @@ static void test_outcome_names(void)
 int main(void)
 {
     test_space();
+    test_compact_space();
     test_csv();
     test_outcome_names();
     return check_report();
