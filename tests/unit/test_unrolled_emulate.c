@@ -621,6 +621,7 @@ static spf_matrix *random_matrix(int64_t m, int64_t k, double density, int64_t e
 }
 
 typedef struct emu_case {
+    const char *dlmc; /* a DLMC pattern under the data folder (m, k taken from it), or NULL */
     int64_t m, k;
     double density;
     int64_t n;
@@ -630,10 +631,28 @@ typedef struct emu_case {
     int all_empty; /* no nonzeros at all: C is bias (or zero) */
 } emu_case;
 
-static void run_case(const emu_case *c, uint64_t seed)
+static void run_case(const emu_case *given, uint64_t seed)
 {
-    spf_matrix *a = c->all_empty ? random_matrix(c->m, c->k, c->density, 0, c->m, seed)
-                                 : random_matrix(c->m, c->k, c->density, c->m / 4, c->m / 4 + 5, seed);
+    emu_case cc = *given, *c = &cc;
+    spf_matrix *a = NULL;
+    if (c->dlmc) {
+        const char *dir = check_data_dir();
+        char path[4096];
+        if (!dir)
+            return;
+        snprintf(path, sizeof path, "%s/%s", dir, c->dlmc);
+        spf_read_options o;
+        spf_read_options_init(&o);
+        CHECK_OK(spf_matrix_read(path, &o, &a));
+        if (!a)
+            return;
+        c->m = spf_matrix_rows(a);
+        c->k = spf_matrix_cols(a);
+    } else if (c->all_empty) {
+        a = random_matrix(c->m, c->k, c->density, 0, c->m, seed);
+    } else {
+        a = random_matrix(c->m, c->k, c->density, c->m / 4, c->m / 4 + 5, seed);
+    }
     int32_t *perm = NULL;
     if (c->permute) {
         perm = malloc((size_t)c->m * sizeof *perm);
@@ -743,21 +762,23 @@ done_matrix:
 int main(void)
 {
     const emu_case cases[] = {
-        {21, 30, 0.2, 40, {4, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 1, 0},
-        {21, 30, 0.2, 1, {3, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 0, 0, 0, 0},
-        {21, 30, 0.2, 49, {8, 32, 1, 2, 2}, SPF_DTYPE_F32, 0, 1, 0, 1, 0},
-        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F32, 0, 1, 1, 1, 0},
-        {24, 40, 0.15, 36, {8, 32, 4, 3, 4}, SPF_DTYPE_F32, 0, 0, 1, 0, 0},
-        {17, 50, 0.1, 130, {4, 64, 2, 0, 1}, SPF_DTYPE_F32, 0, 1, 1, 0, 0},
-        {21, 30, 0.2, 127, {4, 32, 1, 1, 1}, SPF_DTYPE_F16, 0, 1, 1, 1, 0},
-        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F16, 0, 1, 1, 0, 0},
-        {21, 30, 0.2, 6, {3, 64, 2, 2, 1}, SPF_DTYPE_BF16, 0, 1, 0, 1, 0},
-        {24, 40, 0.15, 68, {6, 32, 4, 1, 4}, SPF_DTYPE_BF16, 0, 0, 1, 1, 0},
-        {21, 30, 0.2, 3, {2, 32, 1, 1, 1}, SPF_DTYPE_BF16, 0, 1, 1, 0, 0},
-        {24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F16, 1, 1, 1, 1, 0},
-        {21, 30, 0.2, 50, {4, 64, 2, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 0, 0},
-        {11, 12, 0.3, 33, {4, 32, 1, 1, 2}, SPF_DTYPE_F32, 0, 1, 1, 1, 1},
-        {10, 12, 0.3, 8, {4, 128, 4, 0, 1}, SPF_DTYPE_BF16, 0, 0, 0, 0, 1},
+        {NULL, 21, 30, 0.2, 40, {4, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 1, 0},
+        {NULL, 21, 30, 0.2, 1, {3, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 0, 0, 0, 0},
+        {NULL, 21, 30, 0.2, 49, {8, 32, 1, 2, 2}, SPF_DTYPE_F32, 0, 1, 0, 1, 0},
+        {NULL, 24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F32, 0, 1, 1, 1, 0},
+        {NULL, 24, 40, 0.15, 36, {8, 32, 4, 3, 4}, SPF_DTYPE_F32, 0, 0, 1, 0, 0},
+        {NULL, 17, 50, 0.1, 130, {4, 64, 2, 0, 1}, SPF_DTYPE_F32, 0, 1, 1, 0, 0},
+        {NULL, 21, 30, 0.2, 127, {4, 32, 1, 1, 1}, SPF_DTYPE_F16, 0, 1, 1, 1, 0},
+        {NULL, 24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F16, 0, 1, 1, 0, 0},
+        {NULL, 21, 30, 0.2, 6, {3, 64, 2, 2, 1}, SPF_DTYPE_BF16, 0, 1, 0, 1, 0},
+        {NULL, 24, 40, 0.15, 68, {6, 32, 4, 1, 4}, SPF_DTYPE_BF16, 0, 0, 1, 1, 0},
+        {NULL, 21, 30, 0.2, 3, {2, 32, 1, 1, 1}, SPF_DTYPE_BF16, 0, 1, 1, 0, 0},
+        {NULL, 24, 40, 0.15, 68, {5, 64, 4, 1, 2}, SPF_DTYPE_F16, 1, 1, 1, 1, 0},
+        {NULL, 21, 30, 0.2, 50, {4, 64, 2, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 0, 0},
+        {NULL, 11, 12, 0.3, 33, {4, 32, 1, 1, 2}, SPF_DTYPE_F32, 0, 1, 1, 1, 1},
+        {NULL, 10, 12, 0.3, 8, {4, 128, 4, 0, 1}, SPF_DTYPE_BF16, 0, 0, 0, 0, 1},
+        {"dlmc/rn50/magnitude_pruning/0.9/bottleneck_1_block_group1_1_1.smtx", 0, 0, 0, 49,
+         {8, 32, 1, 2, 2}, SPF_DTYPE_F32, 0, 1, 1, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&cases[i], 40 + i);
@@ -766,7 +787,8 @@ int main(void)
     for (int i = 0; i < 40; i++) {
 #define RAND(n) ((int)((r = r * 6364136223846793005ull + 1442695040888963407ull) >> 33) % (n))
         static const int vs[] = {1, 2, 4}, gts[] = {8, 16, 32, 64};
-        emu_case c = {0};
+        emu_case c;
+        memset(&c, 0, sizeof c);
         c.cfg.v = vs[RAND(3)];
         c.cfg.ksplit = 1 + RAND(4);
         int gt;
