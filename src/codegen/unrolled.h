@@ -51,7 +51,11 @@ void unrolled_kernel_name(const spf_kernel_config *cfg, spf_dtype dtype, int f16
  *               order (DESIGN.md decision 4)
  *   n:          columns of B and C, ≥ 1
  *   dtype:      storage of B and C; accumulation in fp32, or in f16x2 when
- *               f16x2_accumulate is set (F16 with v = 2 or 4 only)
+ *               f16x2_accumulate is set (F16 with v = 2 or 4 only; A values
+ *               are rounded to f16 and every fma rounds to f16: on the PTX
+ *               interpreter of test_unrolled_emulate, with 3–10 nonzeros per
+ *               row, the results differ from fp32 accumulation by up to
+ *               about 1e-3 relative; the GPU tests measure it for real)
  *   bias, relu: epilogue switches (bias: the kernel's third parameter)
  *   sm:         80 or 90
  *   code_budget: the most instructions (schedule_instructions' estimate)
