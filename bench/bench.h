@@ -56,6 +56,8 @@ typedef struct bench_ctx {
     int tune;                    /* 0: --no-spforge-tune                           */
     spf_tune_space tune_space;   /* --tune-space compact|full                       */
     const char *tuning_dir;      /* --tuning-logs DIR: one CSV per tuned problem    */
+    int64_t tune_max_nnz;        /* --tune-max-nnz: larger problems get the AUTO plan
+                                    (default config, or generic over the code budget) */
     int unrolled;                /* 0: --no-unrolled                               */
     int l2_bytes;
 } bench_ctx;

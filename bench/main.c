@@ -33,6 +33,7 @@ typedef struct args {
     int quick, tune, unrolled, list;
     spf_tune_space tune_space;
     const char *tuning_dir;
+    long long tune_max_nnz;
 } args;
 
 static void usage(FILE *f)
@@ -49,6 +50,8 @@ static void usage(FILE *f)
             "  --no-spforge-tune  default-config unrolled plan instead of exhaustive tuning\n"
             "  --tune-space S     compact (default) or full: the space the tuner walks\n"
             "  --tuning-logs DIR  write every tuned problem's per-configuration CSV there\n"
+            "  --tune-max-nnz X   tune only problems with at most X nonzeros; larger ones get\n"
+            "                     the AUTO plan (default config, or generic over the budget)\n"
             "  --no-unrolled      no unrolled plan at all: the generic kernel and the vendors\n"
             "                     only (when JIT time would not fit the session)\n"
             "  --data DIR         extracted data folder (default $SPF_DATA_DIR or data)\n"
@@ -107,6 +110,13 @@ static int parse_args(int argc, char **argv, args *a)
                 a->tune_space = SPF_TUNE_SPACE_FULL;
             else {
                 fprintf(stderr, "spforge-bench: --tune-space takes compact or full, not \"%s\"\n", s);
+                return 0;
+            }
+        } else if (strcmp(o, "--tune-max-nnz") == 0 && has_value) {
+            char *end;
+            a->tune_max_nnz = strtoll(argv[++i], &end, 10);
+            if (*end || a->tune_max_nnz < 1) {
+                fprintf(stderr, "spforge-bench: --tune-max-nnz takes a positive count\n");
                 return 0;
             }
         } else if (strcmp(o, "--tuning-logs") == 0 && has_value)
@@ -260,6 +270,7 @@ int main(int argc, char **argv)
      * keeps every row it printed. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     bench_ctx ctx = {.tune = a.tune, .tune_space = a.tune_space, .tuning_dir = a.tuning_dir,
+                     .tune_max_nnz = a.tune_max_nnz,
                      .unrolled = a.unrolled, .l2_bytes = dev.l2_bytes};
     bench_env env;
     env_fill(&dev, argc, argv, a.tune, a.unrolled, &env);

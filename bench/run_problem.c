@@ -138,7 +138,9 @@ spf_status run_problem(const bench_ctx *ctx, bench_problem *p, bench_row *row)
     TRY(operands_create(a, p->n, !p->graph, &o, &ref));
 
     if (!p->graph && ctx->unrolled) {
-        run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_UNROLLED, ctx->tune, &row->r[COMP_SPFORGE],
+        int tune = ctx->tune && (ctx->tune_max_nnz <= 0 || row->nnz <= ctx->tune_max_nnz);
+        run_spforge(ctx, a, &o, p->name, tune ? SPF_STRATEGY_UNROLLED : SPF_STRATEGY_AUTO, tune,
+                    &row->r[COMP_SPFORGE],
                     &row->plan, &row->plan_wall_s);
         row->have_plan = row->r[COMP_SPFORGE].state != RESULT_ERROR;
     }
