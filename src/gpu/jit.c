@@ -71,6 +71,7 @@ spf_status jit_compile(const ptx_program *const *programs, int count, int sm, in
 {
     spf_status status = SPF_OK;
     const ptx_unit **units = NULL;
+    unsigned *caps = NULL;
     ptxas_result *results = NULL;
     int total = 0;
     memset(out, 0, (size_t)count * sizeof *out);
@@ -90,14 +91,17 @@ spf_status jit_compile(const ptx_program *const *programs, int count, int sm, in
         total += programs[i]->unit_count;
     }
     units = mem_calloc((size_t)total, sizeof *units);
+    caps = mem_calloc((size_t)total, sizeof *caps);
     results = mem_calloc((size_t)total, sizeof *results);
-    if (!units || !results)
+    if (!units || !caps || !results)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%d compile units", total);
     for (int i = 0, k = 0; i < count; i++)
-        for (int u = 0; u < programs[i]->unit_count; u++)
-            units[k++] = &programs[i]->units[u];
+        for (int u = 0; u < programs[i]->unit_count; u++, k++) {
+            units[k] = &programs[i]->units[u];
+            caps[k] = programs[i]->max_registers;
+        }
 
-    TRY(ptxas_compile(ptxas, units, total, sm, threads, results));
+    TRY(ptxas_compile(ptxas, units, caps, total, sm, threads, results));
     for (int i = 0, k = 0; i < count; k += programs[i]->unit_count, i++)
         TRY(gather(programs[i], results + k, &out[i]));
 fail:
@@ -107,6 +111,7 @@ fail:
     for (int k = 0; results && k < total; k++)
         ptxas_result_clear(&results[k]);
     mem_free(results);
+    mem_free(caps);
     mem_free(units);
     return status;
 }

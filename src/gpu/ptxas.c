@@ -125,6 +125,7 @@ typedef struct batch {
     const char *ptxas;
     const char *dir;
     const ptx_unit *const *units;
+    const unsigned *reg_caps;
     ptxas_result *results;
     char arch[32];
 } batch;
@@ -132,7 +133,7 @@ typedef struct batch {
 /* Run ptxas on in → out with its stdout and stderr both in logpath; the
  * exit code says whether the unit assembled. */
 static spf_status spawn_ptxas(const batch *b, const char *in, const char *out, const char *logpath,
-                              int *exit_ok)
+                              unsigned reg_cap, int *exit_ok)
 {
     spf_status status = SPF_OK;
     posix_spawn_file_actions_t actions;
@@ -141,8 +142,10 @@ static spf_status spawn_ptxas(const batch *b, const char *in, const char *out, c
         posix_spawn_file_actions_addopen(&actions, 1, logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600) ||
         posix_spawn_file_actions_adddup2(&actions, 1, 2))
         FAIL_GOTO(SPF_ERR_INTERNAL, "cannot set up the ptxas process");
-    char *argv[] = {(char *)b->ptxas, (char *)b->arch, "-c", "-O3", "-v",
-                    (char *)in,       "-o",             (char *)out, NULL};
+    char cap[64];
+    snprintf(cap, sizeof cap, "--device-function-maxrregcount=%u", reg_cap);
+    char *argv[] = {(char *)b->ptxas, (char *)b->arch, "-c", "-O3", "-v", (char *)in, "-o",
+                    (char *)out, reg_cap ? cap : NULL, NULL};
     pid_t pid;
     int err = posix_spawn(&pid, b->ptxas, &actions, NULL, argv, environ);
     if (err != 0)
@@ -171,12 +174,20 @@ static spf_status compile_one(const batch *b, int64_t index)
     size_t log_size = 0;
     int exit_ok = 0;
 
+    unsigned cap = b->reg_caps ? b->reg_caps[index] : 0;
     double t0 = timing_now_s();
     TRY(spill(in, b->units[index]->text, b->units[index]->size));
-    TRY(spawn_ptxas(b, in, out, logpath, &exit_ok));
+    for (;;) {
+        TRY(spawn_ptxas(b, in, out, logpath, cap, &exit_ok));
+        mem_free(log);
+        log = NULL;
+        TRY(slurp(logpath, &log, &log_size));
+        ptxas_parse_verbose(log, &r->registers, &r->spill_bytes);
+        if (!exit_ok || r->spill_bytes == 0 || cap == 0 || cap >= 255)
+            break;
+        cap = cap + 32 > 255 ? 255 : cap + 32;
+    }
     r->seconds = timing_now_s() - t0;
-    TRY(slurp(logpath, &log, &log_size));
-    ptxas_parse_verbose(log, &r->registers, &r->spill_bytes);
     if (exit_ok) {
         char *cubin = NULL;
         TRY(slurp(out, &cubin, &r->cubin_size));
@@ -206,8 +217,9 @@ static spf_status compile_range(void *ctx, int64_t begin, int64_t end, int worke
     return SPF_OK;
 }
 
-spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units, int count, int sm,
-                         int threads, ptxas_result *results)
+spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units,
+                         const unsigned *reg_caps, int count, int sm, int threads,
+                         ptxas_result *results)
 {
     if (!ptxas || (!units && count > 0) || count < 0 || sm <= 0 || (!results && count > 0))
         return FAIL(SPF_ERR_INTERNAL, "bad arguments");
@@ -221,7 +233,8 @@ spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units, int co
     if (!mkdtemp(dir))
         return FAIL(SPF_ERR_IO, "cannot create a temporary folder %s: %s", dir, strerror(errno));
 
-    batch b = {.ptxas = ptxas, .dir = dir, .units = units, .results = results};
+    batch b = {.ptxas = ptxas, .dir = dir, .units = units, .reg_caps = reg_caps,
+               .results = results};
     snprintf(b.arch, sizeof b.arch, "-arch=sm_%d", sm);
     spf_status status = parallel_for(count, 1, threads, compile_range, &b);
     rmdir(dir);

@@ -32,12 +32,16 @@ void ptxas_result_clear(ptxas_result *r);
  * (count entries, caller-owned, overwritten), running at most `threads`
  * ptxas processes at a time (0 = all cores). Each run gets
  * `ptxas -arch=sm_XX -c -O3 -v` in a private temporary folder, removed
- * before returning. A unit that ptxas rejects is reported in its result
+ * before returning. reg_caps (count entries, or NULL) caps each unit's
+ * device functions with --device-function-maxrregcount (0: no cap); a unit
+ * that spills under its cap is assembled again with 32 more registers, up
+ * to 255 (program.h: max_registers says why the cap matters). A unit that ptxas rejects is reported in its result
  * and does not stop the others; the call itself fails only when the
  * machinery does (no temporary folder, a process that cannot start, out of
  * memory). */
-spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units, int count, int sm,
-                         int threads, ptxas_result *results);
+spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units,
+                         const unsigned *reg_caps, int count, int sm, int threads,
+                         ptxas_result *results);
 
 /* Parse ptxas -v output into registers and spill bytes (exposed for tests). */
 void ptxas_parse_verbose(const char *log, int *registers, int *spill_bytes);

@@ -309,7 +309,7 @@ static void test_exhaustive(void)
     printf("exhaustive 40x48 N=64: %d configurations in %.2f s, best %s at %.2f us, error %.2e\n",
            info.configs_tried, info.tune_s, info.kernel_name, info.kernel_us, info.verify_error);
     CHECK(info.strategy == SPF_STRATEGY_UNROLLED);
-    CHECK(info.configs_tried > 100);
+    CHECK(info.configs_tried > 20); /* the compact space: tests/unit/test_plan_tuner.c counts it */
     CHECK(info.kernel_us > 0.0 && info.tune_s > 0.0);
     CHECK(info.verify_error >= 0.0 && info.verify_error <= 1e-5);
     CHECK(run_once(p, a, 64, &o, 0, 99) <= 1e-5);
