@@ -11,7 +11,8 @@
 #include <cusparse.h>
 
 typedef enum competitor {
-    COMP_SPFORGE,     /* spf_plan_create, strategy UNROLLED (exhaustive-tuned unless --no-spforge-tune) */
+    COMP_SPFORGE,     /* spf_plan_create, strategy AUTO: the plan spforge returns (the tuned or
+                         default unrolled kernel, or the generic one when it is faster)      */
     COMP_GENERIC,     /* spf_plan_create, strategy GENERIC                                       */
     COMP_CUBLAS_F32,  /* cublasGemmEx on the dense A, CUBLAS_COMPUTE_32F                          */
     COMP_CUBLAS_TF32, /* the same with CUBLAS_COMPUTE_32F_FAST_TF32                               */

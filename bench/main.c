@@ -32,7 +32,7 @@ typedef struct args {
     const char *filter, *out_dir, *data_dir;
     int quick, tune, unrolled, list;
     spf_tune_space tune_space;
-    const char *tuning_dir;
+    const char *tuning_dir, *tag;
     long long tune_max_nnz;
 } args;
 
@@ -47,7 +47,7 @@ static void usage(FILE *f)
             "  --sparsity LIST    comma-separated, e.g. 0.9,0.95 (default: per set)\n"
             "  --filter TEXT      only problems whose name contains TEXT\n"
             "  --quick            a small subset of each set (the device check)\n"
-            "  --no-spforge-tune  default-config unrolled plan instead of exhaustive tuning\n"
+            "  --no-spforge-tune  the AUTO plan without exhaustive tuning (default config)\n"
             "  --tune-space S     compact (default) or full: the space the tuner walks\n"
             "  --tuning-logs DIR  write every tuned problem's per-configuration CSV there\n"
             "  --tune-max-nnz X   tune only problems with at most X nonzeros; larger ones get\n"
@@ -56,6 +56,8 @@ static void usage(FILE *f)
             "                     only (when JIT time would not fit the session)\n"
             "  --data DIR         extracted data folder (default $SPF_DATA_DIR or data)\n"
             "  --out DIR          where <set>-<device>-<yyyymmdd>.{json,csv} go (default .)\n"
+            "  --tag TEXT         result files are <set>-TEXT-<device>-<yyyymmdd>.* (runs of one\n"
+            "                     set on one day that must not overwrite each other)\n"
             "  --list             print the selected problems and exit (no device needed)\n");
 }
 
@@ -119,7 +121,9 @@ static int parse_args(int argc, char **argv, args *a)
                 fprintf(stderr, "spforge-bench: --tune-max-nnz takes a positive count\n");
                 return 0;
             }
-        } else if (strcmp(o, "--tuning-logs") == 0 && has_value)
+        } else if (strcmp(o, "--tag") == 0 && has_value)
+            a->tag = argv[++i];
+        else if (strcmp(o, "--tuning-logs") == 0 && has_value)
             a->tuning_dir = argv[++i];
         else if (strcmp(o, "--no-unrolled") == 0)
             a->unrolled = 0;
@@ -242,7 +246,9 @@ static int run_set(const bench_ctx *ctx, const args *a, const bench_env *env, co
         for (int c = 0; c < COMP_COUNT; ++c)
             failures += rows[done].r[c].state == RESULT_FAILED;
         done++;
-        if (report_write(a->out_dir, set, env, rows, done) != SPF_OK) {
+        char label[128];
+        snprintf(label, sizeof label, "%s%s%s", set, a->tag ? "-" : "", a->tag ? a->tag : "");
+        if (report_write(a->out_dir, label, env, rows, done) != SPF_OK) {
             fprintf(stderr, "spforge-bench: %s\n", spf_last_error());
             failures++;
         }

@@ -61,7 +61,7 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
     spf_status st = spf_plan_create(a, o->n, &opt, &plan);
     *wall_s = now_s() - t0;
     /* Progress on stderr: plan creation (JIT, tuning) dominates a run. */
-    fprintf(stderr, "  plan %s%s: %.2f s\n", strategy == SPF_STRATEGY_GENERIC ? "generic" : "unrolled",
+    fprintf(stderr, "  plan %s%s: %.2f s\n", strategy == SPF_STRATEGY_GENERIC ? "generic" : "auto",
             exhaustive ? " (exhaustive)" : "", *wall_s);
     if (st == SPF_OK)
         st = spf_plan_get_info(plan, info);
@@ -139,7 +139,7 @@ spf_status run_problem(const bench_ctx *ctx, bench_problem *p, bench_row *row)
 
     if (!p->graph && ctx->unrolled) {
         int tune = ctx->tune && (ctx->tune_max_nnz <= 0 || row->nnz <= ctx->tune_max_nnz);
-        run_spforge(ctx, a, &o, p->name, tune ? SPF_STRATEGY_UNROLLED : SPF_STRATEGY_AUTO, tune,
+        run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_AUTO, tune,
                     &row->r[COMP_SPFORGE],
                     &row->plan, &row->plan_wall_s);
         row->have_plan = row->r[COMP_SPFORGE].state != RESULT_ERROR;

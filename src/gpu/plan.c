@@ -196,8 +196,63 @@ static spf_status build_generic(spf_plan *p, const spf_matrix *a)
     return status;
 }
 
-/* The strategy chosen (DESIGN.md decision 7 with this issue's rule): the
- * unrolled kernel when its code fits the budget, else the generic one. */
+/* Time whatever the plan holds on the self-check's buffers (timing.c). */
+typedef struct timed_plan {
+    const spf_plan *p;
+    const selfcheck *check;
+} timed_plan;
+
+static spf_status launch_timed_plan(void *ctx, void *stream)
+{
+    const timed_plan *t = ctx;
+    return gpu_launch(t->p, t->check->b, t->check->c, t->check->bias, stream);
+}
+
+static spf_status time_plan(const spf_plan *p, const selfcheck *check, double *us)
+{
+    timed_plan t = {p, check};
+    timing_result r;
+    spf_status st = timing_measure(launch_timed_plan, &t, NULL, NULL, &r);
+    if (st == SPF_OK)
+        *us = r.median_us;
+    return st;
+}
+
+/* DESIGN.md decision 7: strategies live side by side and a plan must not
+ * keep a kernel that another strategy beats. With the unrolled kernel built,
+ * AUTO also builds the generic one, times both on the self-check's buffers
+ * and keeps the faster. The loser is released. */
+static spf_status keep_faster(spf_plan *p, const spf_matrix *a, const selfcheck *check)
+{
+    double unrolled_us = p->info.kernel_us, generic_us = 0;
+    spf_status status = SPF_OK;
+    spf_plan_info unrolled_info = p->info;
+    if (!(unrolled_us > 0))
+        TRY(time_plan(p, check, &unrolled_us));
+    TRY(build_generic(p, a));
+    TRY(time_plan(p, check, &generic_us));
+    if (generic_us < unrolled_us) {
+        log_msg(SPF_LOG_INFO, "plan: generic kernel %.2f us beats %s at %.2f us", generic_us,
+                unrolled_info.kernel_name, unrolled_us);
+        jit_module_release(&p->module);
+        p->info.config = (spf_kernel_config){0};
+        p->info.registers = 0;
+        p->info.kernel_us = generic_us;
+        p->info.verify_error = -1; /* create_gpu checks the kept kernel */
+        return SPF_OK;
+    }
+    generic_csr_release(&p->generic);
+    p->info = unrolled_info;
+    p->info.kernel_us = unrolled_us;
+    p->strategy = SPF_STRATEGY_UNROLLED;
+    return SPF_OK;
+fail:
+    return status;
+}
+
+/* The strategy chosen (DESIGN.md decision 7): the unrolled kernel when its
+ * code fits the budget, else the generic one; AUTO with buffers to time on
+ * keeps whichever of the two is faster. */
 static spf_status build_strategy(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
                                  const spf_device_info *dev, selfcheck *check)
 {
@@ -216,6 +271,8 @@ static spf_status build_strategy(spf_plan *p, const spf_matrix *a, const spf_pla
     int64_t budget = o->strategy == SPF_STRATEGY_UNROLLED ? 0 : PLAN_CODE_BUDGET;
     spf_status st = o->exhaustive ? build_tuned(p, a, o, ptx_sm, sass_sm, budget, check)
                                   : build_unrolled(p, a, o, ptx_sm, sass_sm, budget);
+    if (st == SPF_OK && o->strategy == SPF_STRATEGY_AUTO && check->b)
+        return keep_faster(p, a, check);
     if (st == SPF_ERR_UNSUPPORTED && o->strategy == SPF_STRATEGY_AUTO) {
         log_msg(SPF_LOG_INFO, "plan: the generic kernel instead of generated code: %s",
                 spf_last_error());
