@@ -200,7 +200,9 @@ typedef struct spf_gen_options {
     double sparsity;       /* fraction of zeros in [0, 1); UNIFORM, MAGNITUDE, COLUMN_VECTOR, RMAT */
     uint64_t seed;
     int32_t vector_length; /* COLUMN_VECTOR: l; VNM: V (1 gives plain N:M, e.g. 2:4)            */
-    int32_t n, m;          /* VNM: keep n of every m columns (2:4 is n = 2, m = 4)               */
+    int32_t n, m;          /* VNM: keep n of every m columns (2:4 is n = 2, m = 4); m must
+                              divide cols and n ≤ min(4, m) (STuning-DL: each V×M block keeps 4
+                              columns, each row n of those); the last block of rows may be short */
     double rmat_a, rmat_b, rmat_c; /* RMAT quadrant probabilities (d = 1 - a - b - c)           */
 } spf_gen_options;
 
