@@ -86,8 +86,9 @@ extern const char *const cli_duplicates_names[];
      0, 1, 1}
 
 void cli_read_args_init(cli_read_args *ra);
-/* Read options from ra and seed (the values of pattern-only files). */
-void cli_read_options_from(const cli_read_args *ra, uint64_t seed, spf_read_options *ro);
+/* spf_matrix_read of path with the read options of ra and seed (the values
+ * of pattern-only files). */
+spf_status cli_read_matrix(const cli_read_args *ra, uint64_t seed, const char *path, spf_matrix **a);
 
 /* Monotonic wall time in seconds. */
 double cli_now(void);
@@ -103,8 +104,11 @@ void cli_json_device(json_writer *w, const char *key, const spf_device_info *d);
 void cli_print_stats(const spf_matrix_stats *s);
 void cli_json_stats(json_writer *w, const char *key, const spf_matrix_stats *s);
 
-/* Finish w and print it as one line on stdout; returns the exit code. */
-int cli_emit_json(const cli_context *ctx, json_writer *w);
+/* Start w as the command's one JSON object, {"command": "<name>", ...};
+ * cli_json_end closes that object, prints it as one line on stdout and
+ * returns the exit code. */
+void cli_json_begin(json_writer *w, const cli_context *ctx);
+int cli_json_end(const cli_context *ctx, json_writer *w);
 
 /* The sub-commands (cmd_<name>.c). */
 int cmd_info(const cli_command *cmd, int argc, char **argv);

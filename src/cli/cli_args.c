@@ -181,11 +181,13 @@ void cli_read_args_init(cli_read_args *ra)
     ra->sparsity = -1.0;
 }
 
-void cli_read_options_from(const cli_read_args *ra, uint64_t seed, spf_read_options *ro)
+spf_status cli_read_matrix(const cli_read_args *ra, uint64_t seed, const char *path, spf_matrix **a)
 {
-    spf_read_options_init(ro);
-    ro->duplicates = ra->duplicates == SPF_DUPLICATES_SUM ? SPF_DUPLICATES_SUM : SPF_DUPLICATES_REJECT;
-    ro->values_path = ra->values;
-    ro->npy_sparsity = ra->sparsity;
-    ro->seed = seed;
+    spf_read_options ro;
+    spf_read_options_init(&ro);
+    ro.duplicates = ra->duplicates == SPF_DUPLICATES_SUM ? SPF_DUPLICATES_SUM : SPF_DUPLICATES_REJECT;
+    ro.values_path = ra->values;
+    ro.npy_sparsity = ra->sparsity;
+    ro.seed = seed;
+    return spf_matrix_read(path, &ro, a);
 }

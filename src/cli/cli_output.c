@@ -103,9 +103,17 @@ void cli_json_stats(json_writer *w, const char *key, const spf_matrix_stats *s)
     json_object_end(w);
 }
 
-int cli_emit_json(const cli_context *ctx, json_writer *w)
+void cli_json_begin(json_writer *w, const cli_context *ctx)
+{
+    json_init(w);
+    json_object_begin(w, NULL);
+    json_string(w, "command", ctx->cmd->name);
+}
+
+int cli_json_end(const cli_context *ctx, json_writer *w)
 {
     char *text = NULL;
+    json_object_end(w);
     spf_status st = json_finish(w, &text);
     if (st != SPF_OK)
         return cli_fail_status(ctx, st);

@@ -18,12 +18,10 @@ int cmd_convert(const cli_command *cmd, int argc, char **argv)
     if (rc != CLI_CONTINUE)
         return rc;
     const char *in = ctx.args[0], *out = ctx.args[1];
-    spf_read_options ro;
-    cli_read_options_from(&ra, seed, &ro);
 
     spf_matrix *a = NULL;
     double t0 = cli_now();
-    spf_status st = spf_matrix_read(in, &ro, &a);
+    spf_status st = cli_read_matrix(&ra, seed, in, &a);
     double t1 = cli_now();
     if (st == SPF_OK)
         st = spf_matrix_write(a, out, SPF_FORMAT_AUTO);
@@ -35,9 +33,7 @@ int cmd_convert(const cli_command *cmd, int argc, char **argv)
 
     if (ctx.json) {
         json_writer w;
-        json_init(&w);
-        json_object_begin(&w, NULL);
-        json_string(&w, "command", "convert");
+        cli_json_begin(&w, &ctx);
         json_string(&w, "input", in);
         json_string(&w, "output", out);
         json_int(&w, "rows", rows);
@@ -45,8 +41,7 @@ int cmd_convert(const cli_command *cmd, int argc, char **argv)
         json_int(&w, "nnz", nnz);
         json_double(&w, "read_ms", 1e3 * (t1 - t0));
         json_double(&w, "write_ms", 1e3 * (t2 - t1));
-        json_object_end(&w);
-        return cli_emit_json(&ctx, &w);
+        return cli_json_end(&ctx, &w);
     }
     printf("%s -> %s: %" PRId64 " x %" PRId64 ", nnz %" PRId64 " (read %.1f ms, written %.1f ms)\n", in,
            out, rows, cols, nnz, 1e3 * (t1 - t0), 1e3 * (t2 - t1));

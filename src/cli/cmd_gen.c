@@ -80,9 +80,7 @@ int cmd_gen(const cli_command *cmd, int argc, char **argv)
 
     if (ctx.json) {
         json_writer w;
-        json_init(&w);
-        json_object_begin(&w, NULL);
-        json_string(&w, "command", "gen");
+        cli_json_begin(&w, &ctx);
         json_string(&w, "path", out);
         json_string(&w, "kind", kind_names[kind]);
         json_uint(&w, "seed", g.seed);
@@ -95,8 +93,7 @@ int cmd_gen(const cli_command *cmd, int argc, char **argv)
         json_double(&w, "generate_ms", 1e3 * (t1 - t0));
         json_double(&w, "write_ms", 1e3 * (t2 - t1));
         cli_json_stats(&w, "stats", &s);
-        json_object_end(&w);
-        return cli_emit_json(&ctx, &w);
+        return cli_json_end(&ctx, &w);
     }
     printf("wrote %s: %s, seed %" PRIu64 " (generated in %.1f ms, written in %.1f ms)\n", out,
            kind_names[kind], g.seed, 1e3 * (t1 - t0), 1e3 * (t2 - t1));

@@ -15,14 +15,11 @@ int cmd_info(const cli_command *cmd, int argc, char **argv)
         return cli_fail_status(&ctx, st);
     if (ctx.json) {
         json_writer w;
-        json_init(&w);
-        json_object_begin(&w, NULL);
-        json_string(&w, "command", "info");
+        cli_json_begin(&w, &ctx);
         json_string(&w, "version", spf_version());
         cli_json_device(&w, "device", &dev);
         json_int(&w, "host_cores", cli_host_cores());
-        json_object_end(&w);
-        return cli_emit_json(&ctx, &w);
+        return cli_json_end(&ctx, &w);
     }
     printf("spforge %s\n", spf_version());
     cli_print_device(&dev);

@@ -71,10 +71,8 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     char input[512];
     rc = CLI_EXIT_FAIL;
     if (ctx.arg_count) {
-        spf_read_options ro;
-        cli_read_options_from(&ra, seed, &ro);
         snprintf(input, sizeof input, "%s", ctx.args[0]);
-        st = spf_matrix_read(ctx.args[0], &ro, &a);
+        st = cli_read_matrix(&ra, seed, ctx.args[0], &a);
     } else {
         st = default_input(&a, input, sizeof input);
     }
@@ -124,9 +122,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
 
     if (ctx.json) {
         json_writer w;
-        json_init(&w);
-        json_object_begin(&w, NULL);
-        json_string(&w, "command", "run");
+        cli_json_begin(&w, &ctx);
         json_string(&w, "input", input);
         json_bool(&w, "default_input", ctx.arg_count == 0);
         cli_json_device(&w, "device", &dev);
@@ -148,8 +144,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         json_double(&w, "relative_error", error);
         json_double(&w, "tolerance", backend->tolerance);
         json_bool(&w, "passed", passed);
-        json_object_end(&w);
-        rc = cli_emit_json(&ctx, &w);
+        rc = cli_json_end(&ctx, &w);
     } else {
         printf("input      %s\n", input);
         cli_print_stats(&s);

@@ -17,13 +17,11 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
     if (rc != CLI_CONTINUE)
         return rc;
     const char *path = ctx.args[0];
-    spf_read_options ro;
-    cli_read_options_from(&ra, seed, &ro);
 
     spf_matrix *a = NULL;
     spf_matrix_stats s;
     double t0 = cli_now();
-    spf_status st = spf_matrix_read(path, &ro, &a);
+    spf_status st = cli_read_matrix(&ra, seed, path, &a);
     double t1 = cli_now();
     if (st == SPF_OK)
         st = spf_matrix_stats_compute(a, &s);
@@ -33,14 +31,11 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
 
     if (ctx.json) {
         json_writer w;
-        json_init(&w);
-        json_object_begin(&w, NULL);
-        json_string(&w, "command", "stat");
+        cli_json_begin(&w, &ctx);
         json_string(&w, "path", path);
         json_double(&w, "read_ms", 1e3 * (t1 - t0));
         cli_json_stats(&w, "stats", &s);
-        json_object_end(&w);
-        return cli_emit_json(&ctx, &w);
+        return cli_json_end(&ctx, &w);
     }
     printf("%s (read in %.1f ms)\n", path, 1e3 * (t1 - t0));
     cli_print_stats(&s);

@@ -169,12 +169,6 @@ static void reg_list(ptx_buf *b, int width, const ptx_reg *regs)
         ptx_puts(b, "}");
 }
 
-static void vector_suffix(ptx_buf *b, int width)
-{
-    if (width > 1)
-        ptx_printf(b, ".v%d", width);
-}
-
 static void address(ptx_buf *b, ptx_reg base, int64_t offset)
 {
     if (offset)
@@ -183,21 +177,24 @@ static void address(ptx_buf *b, ptx_reg base, int64_t offset)
         ptx_printf(b, "[%s]", R(base));
 }
 
-/* "@%p " before a guarded instruction. */
-static void guard(ptx_buf *b, ptx_reg pred)
+/* "\t[@%p ]<op>.<space><cache>[.vN].<type> ": the head that loads and
+ * stores share, guarded when pred is a register. */
+static void memory_head(ptx_buf *b, ptx_reg pred, const char *op, ptx_space space,
+                        const char *cache, int width, const char *type)
 {
+    ptx_puts(b, "\t");
     if (pred.cls != PTX_REG_NONE)
         ptx_printf(b, "@%s ", R(pred));
+    ptx_printf(b, "%s.%s%s", op, space_name[space], cache);
+    if (width > 1)
+        ptx_printf(b, ".v%d", width);
+    ptx_printf(b, ".%s ", type);
 }
 
 void ptx_load(ptx_buf *b, ptx_space space, ptx_cache cache, const char *type, int width,
               ptx_reg pred, const ptx_reg *dst, ptx_reg base, int64_t offset)
 {
-    ptx_puts(b, "\t");
-    guard(b, pred);
-    ptx_printf(b, "ld.%s%s", space_name[space], cache_name[cache]);
-    vector_suffix(b, width);
-    ptx_printf(b, ".%s ", type);
+    memory_head(b, pred, "ld", space, cache_name[cache], width, type);
     reg_list(b, width, dst);
     ptx_puts(b, ", ");
     address(b, base, offset);
@@ -207,13 +204,9 @@ void ptx_load(ptx_buf *b, ptx_space space, ptx_cache cache, const char *type, in
 void ptx_store(ptx_buf *b, ptx_space space, ptx_cache cache, const char *type, int width,
                ptx_reg pred, ptx_reg base, int64_t offset, const ptx_reg *src)
 {
-    ptx_puts(b, "\t");
-    guard(b, pred);
     /* .nc is a load-only qualifier: a store through the read-only path is
      * a caller bug, written as the default write-back. */
-    ptx_printf(b, "st.%s%s", space_name[space], cache == PTX_CACHE_NC ? "" : cache_name[cache]);
-    vector_suffix(b, width);
-    ptx_printf(b, ".%s ", type);
+    memory_head(b, pred, "st", space, cache == PTX_CACHE_NC ? "" : cache_name[cache], width, type);
     address(b, base, offset);
     ptx_puts(b, ", ");
     reg_list(b, width, src);

@@ -349,15 +349,24 @@ static void emit_group_epilogue(tile_ctx *x, int32_t tile, int32_t group)
     ptx_ins(x->b, "exit");
 }
 
+enum { GROUP_LABEL_CAP = 32 };
+
+/* "<prefix><grp>": where group grp's path starts, the one name that the
+ * dispatch branches to and the label marks. */
+static const char *group_label(char label[GROUP_LABEL_CAP], const char *prefix, int32_t grp)
+{
+    snprintf(label, GROUP_LABEL_CAP, "%s%d", prefix, (int)grp);
+    return label;
+}
+
 /* Branch each group to "<prefix><g>" (group 0 falls through). */
 static void emit_group_dispatch(tile_ctx *x, ptx_reg group_reg, ptx_reg p, const char *prefix)
 {
-    char label[32], pn[16], gn[16];
+    char label[GROUP_LABEL_CAP], pn[16], gn[16];
     for (int32_t grp = 1; grp < x->g->s->cfg.ksplit; grp++) {
         ptx_ins(x->b, "setp.eq.u32 %s, %s, %d", ptx_reg_name(p, pn), ptx_reg_name(group_reg, gn),
                 (int)grp);
-        snprintf(label, sizeof label, "%s%d", prefix, (int)grp);
-        ptx_bra(x->b, p, 0, label);
+        ptx_bra(x->b, p, 0, group_label(label, prefix, grp));
     }
 }
 
@@ -374,12 +383,11 @@ static void emit_tile_body(tile_ctx *x, int32_t tile, ptx_reg group_reg, ptx_reg
         emit_group_epilogue(x, tile, 0);
         return;
     }
-    char label[32];
+    char label[GROUP_LABEL_CAP];
     emit_group_dispatch(x, group_reg, p, "$S");
     for (int32_t grp = 0; grp < ks; grp++) {
-        snprintf(label, sizeof label, "$S%d", (int)grp);
         if (grp)
-            ptx_label(x->b, label);
+            ptx_label(x->b, group_label(label, "$S", grp));
         emit_group_sums(x, tile, grp);
         if (grp + 1 < ks)
             ptx_bra(x->b, PTX_NO_REG, 0, "$SYNC");
@@ -388,9 +396,8 @@ static void emit_tile_body(tile_ctx *x, int32_t tile, ptx_reg group_reg, ptx_reg
     ptx_ins(x->b, "bar.sync 0");
     emit_group_dispatch(x, group_reg, p, "$E");
     for (int32_t grp = 0; grp < ks; grp++) {
-        snprintf(label, sizeof label, "$E%d", (int)grp);
         if (grp)
-            ptx_label(x->b, label);
+            ptx_label(x->b, group_label(label, "$E", grp));
         emit_group_epilogue(x, tile, grp);
     }
 }

@@ -34,4 +34,12 @@ static inline spf_status cuda_status(cudaError_t err, const char *stmt, const ch
 
 #define CUDA_CHECK(call) cuda_status((call), #call, __FILE__, __LINE__, __func__)
 
+/* cudaFree on a release path: NULL is skipped, and an error is dropped, not
+ * recorded, so that the detail message of the failure that led here stays. */
+static inline void cuda_free_quiet(void *p)
+{
+    if (p)
+        (void)cudaFree(p);
+}
+
 #endif

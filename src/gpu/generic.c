@@ -102,16 +102,10 @@ void generic_csr_release(generic_csr *g)
 {
     if (!g)
         return;
-    /* Release paths must not overwrite the detail message of the failure
-     * that led here, so errors of cudaFree are dropped, not recorded. */
-    if (g->row_ptr)
-        (void)cudaFree(g->row_ptr);
-    if (g->col_idx)
-        (void)cudaFree(g->col_idx);
-    if (g->values)
-        (void)cudaFree(g->values);
-    if (g->row_order)
-        (void)cudaFree(g->row_order);
+    cuda_free_quiet(g->row_ptr);
+    cuda_free_quiet(g->col_idx);
+    cuda_free_quiet(g->values);
+    cuda_free_quiet(g->row_order);
     (void)cudaGetLastError();
     memset(g, 0, sizeof *g);
 }

@@ -99,12 +99,9 @@ void selfcheck_release(selfcheck *s)
 {
     if (!s)
         return;
-    if (s->b)
-        (void)cudaFree(s->b);
-    if (s->c)
-        (void)cudaFree(s->c);
-    if (s->bias)
-        (void)cudaFree(s->bias);
+    cuda_free_quiet(s->b);
+    cuda_free_quiet(s->c);
+    cuda_free_quiet(s->bias);
     mem_free(s->ref);
     mem_free(s->c_host);
     mem_free(s->c_f32);

@@ -12,6 +12,9 @@
 
 enum mtx_field { MTX_REAL, MTX_INTEGER, MTX_PATTERN };
 enum mtx_symmetry { MTX_GENERAL, MTX_SYMMETRIC, MTX_SKEW };
+/* The banner words of the supported fields and symmetries, in enum order. */
+static const char *const field_names[] = {"real", "integer", "pattern", NULL};
+static const char *const symmetry_names[] = {"general", "symmetric", "skew-symmetric", NULL};
 
 typedef struct mtx_header {
     enum mtx_field field;
@@ -39,6 +42,15 @@ static int word_is(const char *word, const char *expected)
     return word[i] == expected[i];
 }
 
+/* The index of word among the NULL-terminated names (as word_is), or -1. */
+static int word_index(const char *word, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (word_is(word, names[i]))
+            return i;
+    return -1;
+}
+
 /* "%%MatrixMarket matrix coordinate <field> <symmetry>" (words after the
  * first are case-insensitive, as in the NIST specification). */
 static spf_status banner_read(text_reader *r, mtx_header *h)
@@ -63,18 +75,17 @@ static spf_status banner_read(text_reader *r, mtx_header *h)
     if (word_is(w, "complex"))
         return text_reader_fail(r, SPF_ERR_UNSUPPORTED, "complex values are not supported "
                                 "(fields: real, integer, pattern)");
-    if (word_is(w, "real") || word_is(w, "integer") || word_is(w, "pattern"))
-        h->field = word_is(w, "real") ? MTX_REAL : word_is(w, "integer") ? MTX_INTEGER : MTX_PATTERN;
-    else
+    int field = word_index(w, field_names);
+    if (field < 0)
         return text_reader_fail_got(r, "field real, integer or pattern", w, n);
+    h->field = (enum mtx_field)field;
     n = text_reader_word(r, w, sizeof w);
     if (word_is(w, "hermitian"))
         return text_reader_fail(r, SPF_ERR_UNSUPPORTED, "hermitian matrices are not supported");
-    if (word_is(w, "general") || word_is(w, "symmetric") || word_is(w, "skew-symmetric"))
-        h->symmetry = word_is(w, "general") ? MTX_GENERAL
-                      : word_is(w, "symmetric") ? MTX_SYMMETRIC : MTX_SKEW;
-    else
+    int symmetry = word_index(w, symmetry_names);
+    if (symmetry < 0)
         return text_reader_fail_got(r, "symmetry general, symmetric or skew-symmetric", w, n);
+    h->symmetry = (enum mtx_symmetry)symmetry;
     return text_reader_end_line(r);
 }
 
