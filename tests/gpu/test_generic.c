@@ -7,7 +7,7 @@
  *
  * `test_generic --quick` runs a small subset (the compute-sanitizer memcheck
  * run of scripts/device-check.sh). */
-#include "check.h"
+#include "test_util.h"
 
 #include "core/half.h"
 #include "core/rng.h"
@@ -88,19 +88,6 @@ static spf_matrix *matrix_ragged(void)
     row_ptr[ROWS] = nnz;
     spf_matrix *a = NULL;
     CHECK_OK(spf_matrix_create_csr(ROWS, COLS, nnz, row_ptr, col_idx, NULL, 7, &a));
-    return a;
-}
-
-static spf_matrix *matrix_generated(int64_t rows, int64_t cols, double sparsity)
-{
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.rows = rows;
-    o.cols = cols;
-    o.sparsity = sparsity;
-    o.seed = 3;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
     return a;
 }
 
@@ -263,14 +250,12 @@ static void test_kernel(int quick)
     run_matrix("ragged 75x300", matrix_ragged(), quick, stream);
     run_matrix("empty 5x9", matrix_empty(), quick, stream);
     if (!quick) {
-        run_matrix("uniform 1000x384 s0.9", matrix_generated(1000, 384, 0.9), quick, stream);
+        run_matrix("uniform 1000x384 s0.9", gen_matrix(SPF_GEN_UNIFORM, 1000, 384, 0.9, 3), quick,
+                   stream);
         const char *data = check_data_dir();
         if (data) {
-            char path[4096];
-            snprintf(path, sizeof path,
-                     "%s/dlmc/rn50/magnitude_pruning/0.9/bottleneck_2_block_group2_1_1.smtx", data);
-            spf_matrix *a = NULL;
-            CHECK_OK(spf_matrix_read(path, NULL, &a));
+            spf_matrix *a = data_matrix(
+                data, "dlmc/rn50/magnitude_pruning/0.9/bottleneck_2_block_group2_1_1.smtx", 1);
             run_matrix("dlmc rn50 conv 0.9", a, quick, stream);
         }
     }

@@ -7,7 +7,7 @@
  * and replayed. `test_plan quick` runs a subset (for compute-sanitizer). */
 #define _POSIX_C_SOURCE 200809L
 
-#include "check.h"
+#include "test_util.h"
 
 #include "gpu/dtype.h"
 
@@ -27,21 +27,6 @@ int main(void) { SKIP("no CUDA device: built without CUDA"); }
     } while (0)
 
 static cudaStream_t stream;
-
-static spf_matrix *generated(spf_generator kind, int64_t rows, int64_t cols, double sparsity,
-                             uint64_t seed)
-{
-    spf_gen_options g;
-    spf_gen_options_init(&g);
-    g.kind = kind;
-    g.rows = rows;
-    g.cols = cols;
-    g.sparsity = sparsity;
-    g.seed = seed;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&g, &a));
-    return a;
-}
 
 static double tolerance(const spf_plan_options *o)
 {
@@ -192,7 +177,7 @@ static const int64_t all_n[] = {1, 3, 49, 127, 256, 3136};
  * rows; bias + ReLU on every other N. */
 static void test_random_all_n(void)
 {
-    spf_matrix *a = generated(SPF_GEN_MAGNITUDE, 70, 64, 0.97, 21);
+    spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 70, 64, 0.97, 21);
     spf_matrix_stats st;
     CHECK_OK(spf_matrix_stats_compute(a, &st));
     CHECK_MSG(st.empty_rows > 0, "want empty rows: %lld", (long long)st.empty_rows);
@@ -221,7 +206,7 @@ static void test_random_all_n(void)
  * the default config splits, graphs. */
 static void test_dtypes_and_graphs(void)
 {
-    spf_matrix *a = generated(SPF_GEN_UNIFORM, 257, 512, 0.9, 22);
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 257, 512, 0.9, 22);
     const int64_t ns[] = {1, 127, 3136};
     for (int i = 0; i < 3; i++) {
         spf_plan_options o = options(SPF_STRATEGY_UNROLLED, SPF_DTYPE_F32, 1, 0);
@@ -256,19 +241,6 @@ static void test_dtypes_and_graphs(void)
     spf_matrix_free(a);
 }
 
-static spf_matrix *dlmc(const char *dir, const char *rel)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/dlmc/%s", dir, rel);
-    spf_read_options r;
-    spf_read_options_init(&r);
-    r.seed = 7;
-    spf_matrix *a = NULL;
-    spf_status st = spf_matrix_read(path, &r, &a);
-    CHECK_MSG(st == SPF_OK, "%s: %s", path, spf_last_error());
-    return a;
-}
-
 static void test_dlmc(void)
 {
     const char *dir = check_data_dir();
@@ -278,13 +250,14 @@ static void test_dlmc(void)
         const char *file, *label;
         int64_t n;
     } cases[] = {
-        {"rn50/magnitude_pruning/0.9/bottleneck_2_block_group2_3_1.smtx", "dlmc rn50 3x3 128x1152", 784},
-        {"transformer/magnitude_pruning/0.9/"
+        {"dlmc/rn50/magnitude_pruning/0.9/bottleneck_2_block_group2_3_1.smtx",
+         "dlmc rn50 3x3 128x1152", 784},
+        {"dlmc/transformer/magnitude_pruning/0.9/"
          "body_encoder_layer_0_self_attention_multihead_attention_k_fully_connected.smtx",
          "dlmc transformer 512x512", 256},
     };
     for (int i = 0; i < 2; i++) {
-        spf_matrix *a = dlmc(dir, cases[i].file);
+        spf_matrix *a = data_matrix(dir, cases[i].file, 7);
         if (!a)
             continue;
         spf_plan_options o = options(SPF_STRATEGY_UNROLLED, SPF_DTYPE_F32, 1, 1);
@@ -305,7 +278,7 @@ static void test_dlmc(void)
  * the plan runs the chosen kernel. */
 static void test_exhaustive(void)
 {
-    spf_matrix *a = generated(SPF_GEN_UNIFORM, 40, 48, 0.9, 23);
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 40, 48, 0.9, 23);
     spf_plan_options o = options(SPF_STRATEGY_UNROLLED, SPF_DTYPE_F32, 1, 1);
     o.exhaustive = 1;
     spf_plan *p = NULL;
@@ -362,7 +335,7 @@ static void test_exhaustive(void)
  * generic kernel; an explicit UNROLLED request is not redirected. */
 static void test_budget(void)
 {
-    spf_matrix *a = generated(SPF_GEN_UNIFORM, 2048, 2048, 0.8, 24);
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 2048, 2048, 0.8, 24);
     spf_plan_options o = options(SPF_STRATEGY_AUTO, SPF_DTYPE_F32, 0, 1);
     check_plan("uniform2048 over budget", a, 256, &o, SPF_STRATEGY_GENERIC, 0);
     spf_matrix_free(a);
@@ -371,7 +344,7 @@ static void test_budget(void)
 /* Small cases for compute-sanitizer memcheck. */
 static void test_quick(void)
 {
-    spf_matrix *a = generated(SPF_GEN_MAGNITUDE, 70, 64, 0.97, 21);
+    spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 70, 64, 0.97, 21);
     spf_plan_options o = options(SPF_STRATEGY_AUTO, SPF_DTYPE_F32, 1, 1);
     check_plan("quick auto", a, 127, &o, EXPECT_GPU_KERNEL, 0);
     spf_kernel_config cfg = {16, 128, 4, 1, 2};
@@ -388,7 +361,7 @@ static void test_quick(void)
  * compute-sanitizer). */
 static void test_one_config(char **arg)
 {
-    spf_matrix *a = generated(SPF_GEN_UNIFORM, 40, 48, 0.9, 23);
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 40, 48, 0.9, 23);
     spf_kernel_config cfg = {atoi(arg[0]), atoi(arg[1]), atoi(arg[2]), atoi(arg[3]), atoi(arg[4])};
     spf_plan_options o = options(SPF_STRATEGY_UNROLLED, SPF_DTYPE_F32, 1, 1);
     o.config = &cfg;

@@ -1,22 +1,22 @@
 /* Generators: shape, exact nnz, reproducibility, the structure each pruning
  * pattern promises (checked block by block), R-MAT skew, and errors. */
-#include "check.h"
+#include "test_util.h"
+
+/* Generate from o and validate what came out. */
+static spf_matrix *generate_valid(const spf_gen_options *o)
+{
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(o, &a));
+    if (a)
+        CHECK_OK(spf_matrix_validate(a));
+    return a;
+}
 
 static spf_matrix *generate(spf_generator kind, int64_t rows, int64_t cols, double sparsity,
                             uint64_t seed)
 {
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.kind = kind;
-    o.rows = rows;
-    o.cols = cols;
-    o.sparsity = sparsity;
-    o.seed = seed;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    if (a)
-        CHECK_OK(spf_matrix_validate(a));
-    return a;
+    spf_gen_options o = gen_options(kind, rows, cols, sparsity, seed);
+    return generate_valid(&o);
 }
 
 static int same_matrix(const spf_matrix *a, const spf_matrix *b)
@@ -139,26 +139,16 @@ static void test_magnitude(void)
     CHECK_EQ_I64(spf_matrix_nnz(a), 21);
     spf_matrix_free(a);
 
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.kind = SPF_GEN_MAGNITUDE;
-    o.rows = 40;
-    o.cols = 30;
+    spf_gen_options o = gen_options(SPF_GEN_MAGNITUDE, 40, 30, 0.9, 1);
     check_seeding(&o);
 }
 
 static void test_column_vector(void)
 {
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.kind = SPF_GEN_COLUMN_VECTOR;
-    o.rows = 37; /* 9 groups of 4 and a last group of 1 */
-    o.cols = 40;
-    o.sparsity = 0.75;
+    /* 37 rows: 9 groups of 4 and a last group of 1 */
+    spf_gen_options o = gen_options(SPF_GEN_COLUMN_VECTOR, 37, 40, 0.75, 1);
     o.vector_length = 4;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    CHECK_OK(spf_matrix_validate(a));
+    spf_matrix *a = generate_valid(&o);
     CHECK_EQ_I64(spf_matrix_nnz(a), 37 * 10);
     const int64_t *rp = spf_matrix_row_ptr(a);
     const int32_t *ci = spf_matrix_col_idx(a);
@@ -207,20 +197,30 @@ static int64_t check_vnm(const spf_matrix *a, int v, int n, int m)
     return full;
 }
 
+/* One V:N:M matrix from o with V, N and M set: its exact nnz and block
+ * structure; returns check_vnm's count of full blocks. */
+static int64_t check_vnm_case(spf_gen_options *o, int v, int n, int m, int64_t want_nnz)
+{
+    o->vector_length = v;
+    o->n = n;
+    o->m = m;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(o, &a));
+    CHECK_EQ_I64(spf_matrix_nnz(a), want_nnz);
+    int64_t full = check_vnm(a, v, n, m);
+    spf_matrix_free(a);
+    return full;
+}
+
 static void test_vnm(void)
 {
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.kind = SPF_GEN_VNM;
-    o.rows = 20; /* two blocks of 8 rows and a last one of 4 */
-    o.cols = 64;
+    /* 20 rows: two blocks of 8 rows and a last one of 4; sparsity 0.3 is
+     * ignored, V:N:M implies 1 - n/m */
+    spf_gen_options o = gen_options(SPF_GEN_VNM, 20, 64, 0.3, 1);
     o.vector_length = 8;
     o.n = 2;
     o.m = 8;
-    o.sparsity = 0.3; /* ignored: V:N:M implies 1 - n/m */
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    CHECK_OK(spf_matrix_validate(a));
+    spf_matrix *a = generate_valid(&o);
     CHECK_EQ_I64(spf_matrix_nnz(a), 20 * 64 * 2 / 8);
     /* Of the 24 blocks, 8 rows each taking 2 of 4 columns miss one of the 4
      * with probability 4 / 2^8 (4 rows: 4 / 2^4), so most use all 4. */
@@ -231,34 +231,17 @@ static void test_vnm(void)
     check_seeding(&o);
 
     /* Plain 2:4 is V = 1. */
-    o.vector_length = 1;
-    o.m = 4;
     o.rows = 33;
     o.cols = 48;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    CHECK_EQ_I64(spf_matrix_nnz(a), 33 * 24);
-    check_vnm(a, 1, 2, 4);
-    spf_matrix_free(a);
+    check_vnm_case(&o, 1, 2, 4, 33 * 24);
 
     /* m below 4 keeps the whole block: 1:2. */
-    o.vector_length = 16;
-    o.n = 1;
-    o.m = 2;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    CHECK_EQ_I64(spf_matrix_nnz(a), 33 * 24);
-    check_vnm(a, 16, 1, 2);
-    spf_matrix_free(a);
+    check_vnm_case(&o, 16, 1, 2, 33 * 24);
 
     /* A wide block, 64:4:32, where each row keeps 4 of the block's 4. */
-    o.vector_length = 64;
-    o.n = 4;
-    o.m = 32;
     o.rows = 128;
     o.cols = 256;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    CHECK_EQ_I64(spf_matrix_nnz(a), 128 * 8 * 4);
-    CHECK_EQ_I64(check_vnm(a, 64, 4, 32), 2 * 8);
-    spf_matrix_free(a);
+    CHECK_EQ_I64(check_vnm_case(&o, 64, 4, 32, 128 * 8 * 4), 2 * 8);
 }
 
 static void test_rmat(void)
@@ -280,12 +263,7 @@ static void test_rmat(void)
     CHECK_EQ_I64(spf_matrix_nnz(a), 7500);
     spf_matrix_free(a);
 
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.kind = SPF_GEN_RMAT;
-    o.rows = 512;
-    o.cols = 512;
-    o.sparsity = 0.97;
+    spf_gen_options o = gen_options(SPF_GEN_RMAT, 512, 512, 0.97, 1);
     check_seeding(&o);
 
     /* A dense request: the d quadrant's far corner has probability 0.05^9. */
@@ -384,12 +362,7 @@ static void test_allocation_failures(void)
 {
     spf_allocator failing = {failing_alloc, failing_realloc, plain_free, NULL};
     for (int kind = SPF_GEN_UNIFORM; kind <= SPF_GEN_RMAT; kind++) {
-        spf_gen_options o;
-        spf_gen_options_init(&o);
-        o.kind = (spf_generator)kind;
-        o.rows = 32;
-        o.cols = 32;
-        o.sparsity = 0.9;
+        spf_gen_options o = gen_options((spf_generator)kind, 32, 32, 0.9, 1);
         for (int k = 0; k < 8; k++) {
             fail_after = k;
             spf_set_allocator(&failing);

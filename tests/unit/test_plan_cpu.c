@@ -2,25 +2,11 @@
  * GPU strategies refused with SPF_ERR_NO_DEVICE and a pointer to the CPU
  * strategy, bad options refused, allocation failures survived; and the
  * host fp16 / bf16 conversions the GPU self-check relies on. */
-#include "check.h"
+#include "test_util.h"
 
 #include "gpu/dtype.h"
 
 #include <stdint.h>
-
-static spf_matrix *random_matrix(int64_t rows, int64_t cols, double sparsity, uint64_t seed)
-{
-    spf_gen_options g;
-    spf_gen_options_init(&g);
-    g.kind = SPF_GEN_MAGNITUDE;
-    g.rows = rows;
-    g.cols = cols;
-    g.sparsity = sparsity;
-    g.seed = seed;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&g, &a));
-    return a;
-}
 
 static void test_options_init(void)
 {
@@ -38,7 +24,7 @@ static void test_options_init(void)
 static void test_cpu_plan(void)
 {
     const int64_t m = 37, k = 53, n = 7;
-    spf_matrix *a = random_matrix(m, k, 0.93, 11);
+    spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, m, k, 0.93, 11);
     spf_matrix_stats st;
     CHECK_OK(spf_matrix_stats_compute(a, &st));
     CHECK_MSG(st.empty_rows > 0, "want empty rows, got %lld", (long long)st.empty_rows);
@@ -59,7 +45,7 @@ static void test_cpu_plan(void)
     CHECK_OK(spf_plan_create(a, n, &o, &p));
     CHECK(p != NULL);
     spf_matrix_free(a); /* the plan keeps its own copy */
-    a = random_matrix(m, k, 0.93, 11);
+    a = gen_matrix(SPF_GEN_MAGNITUDE, m, k, 0.93, 11);
     CHECK_OK(spf_plan_execute(p, b, c, bias, NULL));
     CHECK_OK(spf_reference_spmm_f64(a, n, b, ref, bias, 1, 1));
     double err = spf_relative_error(c, ref, m * n);
@@ -105,7 +91,7 @@ static void test_no_device(void)
         printf("NOTE: a CUDA device is present; the no-device checks are skipped\n");
         return;
     }
-    spf_matrix *a = random_matrix(16, 16, 0.5, 3);
+    spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 16, 16, 0.5, 3);
     const spf_strategy strategies[] = {SPF_STRATEGY_AUTO, SPF_STRATEGY_UNROLLED, SPF_STRATEGY_GENERIC};
     for (int i = 0; i < 3; i++) {
         spf_plan_options o;
@@ -125,7 +111,7 @@ static void test_no_device(void)
 
 static void test_bad_options(void)
 {
-    spf_matrix *a = random_matrix(8, 8, 0.5, 4);
+    spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 8, 8, 0.5, 4);
     spf_kernel_config good = {8, 32, 1, 2, 1}, bad_v = {8, 32, 3, 2, 1};
     struct {
         const char *what;
@@ -211,7 +197,7 @@ static void fail_free(void *ptr, void *user)
 
 static void test_alloc_failures(void)
 {
-    spf_matrix *a = random_matrix(20, 30, 0.8, 9);
+    spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 20, 30, 0.8, 9);
     spf_plan_options o;
     spf_plan_options_init(&o);
     o.strategy = SPF_STRATEGY_CPU;

@@ -2,7 +2,7 @@
  * reads with the default options and has the manifest's shape and nnz (nnz
  * after symmetric expansion). The manifest's dup_rows column is 0 for every
  * file, so the default REJECT policy must accept them all. */
-#include "check.h"
+#include "test_util.h"
 
 #include <time.h>
 
@@ -34,16 +34,12 @@ static int csv_split(char *line, char **field, int max)
 /* Read one manifest entry and compare; returns 1 if the file was read. */
 static int check_file(const char *dir, char **f)
 {
-    char path[8192];
-    snprintf(path, sizeof path, "%s/%s", dir, f[0]);
-    spf_matrix *a = NULL;
-    spf_status st = spf_matrix_read(path, NULL, &a);
-    CHECK_MSG(st == SPF_OK, "%s: %s", path, spf_last_error());
-    if (st != SPF_OK)
+    spf_matrix *a = data_matrix(dir, f[0], 1);
+    if (!a)
         return 0;
     CHECK_MSG(spf_matrix_rows(a) == atoll(f[2]) && spf_matrix_cols(a) == atoll(f[3]) &&
               spf_matrix_nnz(a) == atoll(f[5]),
-              "%s: read %lld x %lld with %lld nonzeros, manifest says %s x %s with %s", path,
+              "%s: read %lld x %lld with %lld nonzeros, manifest says %s x %s with %s", f[0],
               (long long)spf_matrix_rows(a), (long long)spf_matrix_cols(a),
               (long long)spf_matrix_nnz(a), f[2], f[3], f[5]);
     CHECK_OK(spf_matrix_validate(a));

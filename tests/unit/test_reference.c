@@ -1,7 +1,7 @@
 /* The CPU reference SpMM against a naive dense triple loop in double, on
  * odd and degenerate shapes; accumulation accuracy; bias and ReLU; thread
  * count independence; spf_relative_error; argument errors. */
-#include "check.h"
+#include "test_util.h"
 
 /* C = dense(A)·B (+ bias) (ReLU), every product and sum in double. */
 static double *naive_spmm(const spf_matrix *a, int64_t n, const float *b, const float *bias, int relu)
@@ -65,19 +65,6 @@ static void check_against_naive(const spf_matrix *a, int64_t n, int with_bias, i
     free(ref);
 }
 
-static spf_matrix *uniform(int64_t m, int64_t k, double s, uint64_t seed)
-{
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.rows = m;
-    o.cols = k;
-    o.sparsity = s;
-    o.seed = seed;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    return a;
-}
-
 static void test_shapes(void)
 {
     static const struct { int64_t m, k, n; double s; } cases[] = {
@@ -85,20 +72,13 @@ static void test_shapes(void)
         {40, 10, 1, 0.5}, {3, 200, 64, 0.95}, {129, 7, 5, 0.3},  {8, 8, 128, 0.0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        spf_matrix *a = uniform(cases[i].m, cases[i].k, cases[i].s, 10 + i);
+        spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, cases[i].m, cases[i].k, cases[i].s, 10 + i);
         check_against_naive(a, cases[i].n, (int)(i % 2), (int)(i % 3 == 0), 100 + i);
         spf_matrix_free(a);
     }
 
     /* Empty rows: an R-MAT graph leaves many. */
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.kind = SPF_GEN_RMAT;
-    o.rows = 64;
-    o.cols = 48;
-    o.sparsity = 0.95;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
+    spf_matrix *a = gen_matrix(SPF_GEN_RMAT, 64, 48, 0.95, 1);
     spf_matrix_stats st;
     CHECK_OK(spf_matrix_stats_compute(a, &st));
     CHECK(st.empty_rows > 0);
@@ -128,7 +108,7 @@ static void test_shapes(void)
 /* Float accumulation stays within 1e-6 of the oracle on a DNN-sized layer. */
 static void test_f32_accuracy(void)
 {
-    spf_matrix *a = uniform(768, 768, 0.9, 21);
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 768, 768, 0.9, 21);
     const int64_t n = 64;
     float *b = malloc(768 * n * sizeof *b), *c = malloc(768 * n * sizeof *c);
     double *ref = malloc(768 * n * sizeof *ref);
@@ -176,14 +156,7 @@ static void test_bias_relu(void)
 /* Rows are independent and summed in one order: any thread count, same bits. */
 static void test_threads_identical(void)
 {
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.kind = SPF_GEN_RMAT;
-    o.rows = 300;
-    o.cols = 256;
-    o.sparsity = 0.9;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
+    spf_matrix *a = gen_matrix(SPF_GEN_RMAT, 300, 256, 0.9, 1);
     const int64_t n = 33, count = 300 * n;
     float *b = malloc(256 * n * sizeof *b), *bias = malloc(300 * sizeof *bias);
     spf_fill_uniform(b, 256 * n, 5);
@@ -232,7 +205,7 @@ static void plain_free(void *p, void *u) { (void)u; free(p); }
 
 static void test_errors(void)
 {
-    spf_matrix *a = uniform(10, 12, 0.5, 3);
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 10, 12, 0.5, 3);
     float b[12 * 4], c[10 * 4];
     double c64[10 * 4];
     spf_fill_uniform(b, 48, 1);

@@ -2,7 +2,7 @@
  * (schedule_execute_cpu) against a dense double reference: random and DLMC
  * patterns, permuted row orders, odd N, short last tiles, empty rows and
  * all-empty tiles, every v / ksplit / prefetch, bias and ReLU. */
-#include "check.h"
+#include "test_util.h"
 
 #include "codegen/schedule.h"
 #include "core/rng.h"
@@ -143,13 +143,7 @@ static void test_dlmc(void)
                            "dlmc/transformer/magnitude_pruning/0.9/body_encoder_layer_0_self_"
                            "attention_multihead_attention_k_fully_connected.smtx"};
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, files[f]);
-        spf_read_options o;
-        spf_read_options_init(&o);
-        o.seed = 7;
-        spf_matrix *a = NULL;
-        CHECK_OK(spf_matrix_read(path, &o, &a));
+        spf_matrix *a = data_matrix(dir, files[f], 7);
         if (!a)
             continue;
         int64_t m = spf_matrix_rows(a);

@@ -9,7 +9,7 @@
  * and every element of C must be written. */
 #define _POSIX_C_SOURCE 200809L /* strdup, strtok */
 
-#include "check.h"
+#include "test_util.h"
 
 #include "codegen/schedule.h"
 #include "codegen/unrolled.h"
@@ -588,14 +588,7 @@ static int run_grid(const ptx_program *p, memory *m)
 static spf_matrix *random_matrix(int64_t m, int64_t k, double density, int64_t empty_from,
                                  int64_t empty_to, uint64_t seed)
 {
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.rows = m;
-    o.cols = k;
-    o.sparsity = 1.0 - density;
-    o.seed = seed;
-    spf_matrix *g = NULL, *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &g));
+    spf_matrix *g = gen_matrix(SPF_GEN_UNIFORM, m, k, 1.0 - density, seed), *a = NULL;
     /* empty some rows: rebuild the CSR without them */
     const int64_t *rp = spf_matrix_row_ptr(g);
     int64_t nnz = spf_matrix_nnz(g);
@@ -636,18 +629,9 @@ static void run_case(const emu_case *given, uint64_t seed)
     emu_case cc = *given, *c = &cc;
     spf_matrix *a = NULL;
     if (c->dlmc) {
-        const char *dir = check_data_dir();
-        char path[4096];
-        if (!dir)
-            return;
-        snprintf(path, sizeof path, "%s/%s", dir, c->dlmc);
-        spf_read_options o;
-        spf_read_options_init(&o);
-        CHECK_OK(spf_matrix_read(path, &o, &a));
+        a = data_case_matrix(c->dlmc, &c->m, &c->k);
         if (!a)
             return;
-        c->m = spf_matrix_rows(a);
-        c->k = spf_matrix_cols(a);
     } else if (c->all_empty) {
         a = random_matrix(c->m, c->k, c->density, 0, c->m, seed);
     } else {

@@ -5,7 +5,7 @@
  * visibly when no ptxas is installed. */
 #define _POSIX_C_SOURCE 200809L /* popen, mkdtemp */
 
-#include "check.h"
+#include "test_util.h"
 
 #include "codegen/unrolled.h"
 
@@ -67,15 +67,7 @@ static long spill_bytes(const char *log)
 
 static spf_matrix *random_matrix(int64_t m, int64_t k, double density, uint64_t seed)
 {
-    spf_gen_options o;
-    spf_gen_options_init(&o);
-    o.rows = m;
-    o.cols = k;
-    o.sparsity = 1.0 - density;
-    o.seed = seed;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    return a;
+    return gen_matrix(SPF_GEN_UNIFORM, m, k, 1.0 - density, seed);
 }
 
 typedef struct ptx_case {
@@ -93,18 +85,9 @@ static void assemble_case(const ptx_case *given, FILE *csv)
     ptx_case cc = *given, *c = &cc;
     spf_matrix *a = NULL;
     if (c->dlmc) {
-        const char *dir = check_data_dir();
-        char path[4096];
-        if (!dir)
-            return;
-        snprintf(path, sizeof path, "%s/%s", dir, c->dlmc);
-        spf_read_options o;
-        spf_read_options_init(&o);
-        CHECK_OK(spf_matrix_read(path, &o, &a));
+        a = data_case_matrix(c->dlmc, &c->m, &c->k);
         if (!a)
             return;
-        c->m = spf_matrix_rows(a);
-        c->k = spf_matrix_cols(a);
     } else {
         a = random_matrix(c->m, c->k, c->density, (uint64_t)c->m * 31 + (uint64_t)c->k);
     }
