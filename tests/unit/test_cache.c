@@ -1,0 +1,564 @@
+/* The plan cache's store (DESIGN.md decision 5), on the CPU: keys, round
+ * trips, the 50 ms load budget of a second tune, and every way a file can
+ * be damaged — each must be a miss with a warning, never a wrong plan or a
+ * crash. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "check.h"
+
+#include "plan/cache.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ helpers */
+
+static int warnings;
+static char last_warning[1024];
+
+static void capture_log(spf_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (level != SPF_LOG_WARN)
+        return;
+    warnings++;
+    snprintf(last_warning, sizeof last_warning, "%s", message);
+}
+
+static char root[256]; /* mkdtemp folder of this run */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A 5×7 matrix with irregular rows and values. */
+static spf_matrix *small_matrix(float scale)
+{
+    const int64_t rp[] = {0, 2, 2, 5, 6, 8};
+    const int32_t ci[] = {1, 6, 0, 3, 4, 2, 0, 5};
+    float v[] = {0.75f, -1.5f, 2.25f, -0.125f, 3.5f, -2.0f, 0.3f, 1.1f};
+    for (int i = 0; i < 8; i++)
+        v[i] *= scale;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_create_csr(5, 7, 8, rp, ci, v, 0, &a));
+    return a;
+}
+
+static cache_key key_of(const spf_matrix *a, int64_t n, int sm)
+{
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    cache_key k;
+    CHECK_OK(cache_key_make(a, n, &o, sm, &k));
+    return k;
+}
+
+static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
+
+/* An unrolled entry with every field set; payload of `bytes` pseudo-random
+ * bytes (caller frees e->payload and e->row_order). */
+static cache_entry sample_entry(size_t bytes, uint32_t seed)
+{
+    static int32_t order[5] = {3, 0, 4, 1, 2};
+    cache_entry e = {.strategy = SPF_STRATEGY_UNROLLED,
+                     .config = {8, 64, 2, 2, 4},
+                     .registers = 40,
+                     .grid = {3, 2, 1},
+                     .block = {128, 1, 1},
+                     .shared_bytes = 4096,
+                     .configs_tried = 7,
+                     .code_bytes = 123456789012LL,
+                     .kernel_us = 12.5 + seed,
+                     .tune_s = 3.25,
+                     .verify_error = 1.5e-7,
+                     .row_order = order,
+                     .row_order_count = 5,
+                     .payload_size = bytes};
+    snprintf(e.kernel_name, sizeof e.kernel_name, "spf_unrolled_f32_m8_n64_v2_p2_k4");
+    e.payload = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++)
+        e.payload[i] = (unsigned char)(lcg(&seed) >> 24);
+    return e;
+}
+
+static int entries_equal(const cache_entry *x, const cache_entry *y)
+{
+    return x->strategy == y->strategy && memcmp(&x->config, &y->config, sizeof x->config) == 0 &&
+           strcmp(x->kernel_name, y->kernel_name) == 0 && x->registers == y->registers &&
+           memcmp(x->grid, y->grid, sizeof x->grid) == 0 &&
+           memcmp(x->block, y->block, sizeof x->block) == 0 && x->shared_bytes == y->shared_bytes &&
+           x->configs_tried == y->configs_tried && x->code_bytes == y->code_bytes &&
+           x->kernel_us == y->kernel_us && x->tune_s == y->tune_s &&
+           x->verify_error == y->verify_error && x->row_order_count == y->row_order_count &&
+           (x->row_order_count == 0 ||
+            memcmp(x->row_order, y->row_order, (size_t)x->row_order_count * 4) == 0) &&
+           x->payload_size == y->payload_size &&
+           (x->payload_size == 0 || memcmp(x->payload, y->payload, x->payload_size) == 0);
+}
+
+/* Files in dir (temporaries included). */
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int count = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *de; (de = readdir(d));)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            count++;
+    closedir(d);
+    return count;
+}
+
+static unsigned char *slurp(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)n + 1);
+    *size = fread(buf, 1, (size_t)n, f);
+    fclose(f);
+    return buf;
+}
+
+static void spit(const char *path, const unsigned char *buf, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    CHECK(fwrite(buf, 1, size, f) == size);
+    fclose(f);
+}
+
+/* Load must be a miss that warned once, naming the file and `reason`. */
+static void expect_miss(const char *dir, const cache_key *k, const char *path, const char *reason,
+                        const char *what)
+{
+    cache_entry got;
+    int found = 1, before = warnings;
+    CHECK_OK(cache_load(dir, k, &got, &found));
+    CHECK_MSG(found == 0, "%s: loaded", what);
+    CHECK_MSG(got.payload == NULL && got.row_order == NULL, "%s: entry not zeroed", what);
+    CHECK_MSG(warnings == before + 1, "%s: %d warnings", what, warnings - before);
+    CHECK_MSG(strstr(last_warning, path) != NULL, "%s: warning \"%s\" lacks the file", what,
+              last_warning);
+    if (reason)
+        CHECK_MSG(strstr(last_warning, reason) != NULL, "%s: warning \"%s\" lacks \"%s\"", what,
+                  last_warning, reason);
+    cache_entry_release(&got);
+}
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Re-seal a crafted file so that only the edited field is wrong. */
+static void reseal(unsigned char *buf, size_t size)
+{
+    put_le64(buf + size - 8, cache_checksum(buf, size - 8));
+}
+
+/* -------------------------------------------------------------- tests */
+
+static void test_dir_default(void)
+{
+    char buf[256];
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("SPF_CACHE_DIR", "/some/where", 1);
+    CHECK_OK(cache_dir_default(buf, sizeof buf));
+    CHECK(strcmp(buf, "/some/where") == 0);
+    setenv("SPF_CACHE_DIR", "off", 1);
+    CHECK_OK(cache_dir_default(buf, sizeof buf));
+    CHECK(buf[0] == 0);
+    unsetenv("SPF_CACHE_DIR");
+    setenv("HOME", "/home/tester", 1);
+    CHECK_OK(cache_dir_default(buf, sizeof buf));
+    CHECK(strcmp(buf, "/home/tester/.cache/spforge") == 0);
+    setenv("SPF_CACHE_DIR", "", 1); /* empty = unset */
+    CHECK_OK(cache_dir_default(buf, sizeof buf));
+    CHECK(strcmp(buf, "/home/tester/.cache/spforge") == 0);
+    CHECK_STATUS(cache_dir_default(buf, 10), SPF_ERR_INVALID_ARGUMENT);
+    CHECK(buf[0] == 0);
+    unsetenv("HOME");
+    CHECK_OK(cache_dir_default(buf, sizeof buf));
+    CHECK(buf[0] == 0);
+    if (home)
+        setenv("HOME", home, 1);
+    free(home);
+    setenv("SPF_CACHE_DIR", root, 1);
+    CHECK_OK(cache_dir_default(buf, sizeof buf));
+    CHECK(strcmp(buf, root) == 0);
+}
+
+/* Everything that changes the kernel changes the key (and the file name);
+ * what does not, does not. */
+static void test_key(void)
+{
+    spf_matrix *a = small_matrix(1.0f), *b = small_matrix(1.5f);
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    cache_key base, k;
+    char p0[512], p1[512];
+    CHECK_OK(cache_key_make(a, 64, &o, 90, &base));
+    CHECK(strcmp(base.library_version, SPF_VERSION_STRING) == 0);
+    CHECK(base.format_version == CACHE_FORMAT_VERSION);
+    CHECK(base.m == 5 && base.k == 7 && base.n == 64 && base.nnz == 8 && base.sm == 90);
+    CHECK_OK(cache_entry_path(root, &base, p0, sizeof p0));
+    CHECK(strncmp(p0, root, strlen(root)) == 0 && strstr(p0, ".plan") != NULL);
+    CHECK_EQ_I64(strlen(p0), strlen(root) + 1 + 16 + 5);
+
+    /* same values pattern, other values: another key */
+    CHECK_OK(cache_key_make(b, 64, &o, 90, &k));
+    CHECK(k.pattern_hash == base.pattern_hash && k.values_hash != base.values_hash);
+    CHECK_OK(cache_entry_path(root, &k, p1, sizeof p1));
+    CHECK(strcmp(p0, p1) != 0);
+
+    spf_kernel_config forced = {8, 64, 2, 2, 4};
+    for (int change = 0; change < 9; change++) {
+        spf_plan_options q = o;
+        int64_t n = 64;
+        int sm = 90;
+        switch (change) {
+        case 0: n = 65; break;
+        case 1: q.dtype = SPF_DTYPE_F16; break;
+        case 2: q.dtype = SPF_DTYPE_F16, q.f16x2_accumulate = 1; break;
+        case 3: q.bias = 1; break;
+        case 4: q.relu = 1; break;
+        case 5: sm = 80; break;
+        case 6: q.strategy = SPF_STRATEGY_GENERIC; break;
+        case 7: q.exhaustive = 1; break;
+        default: q.config = &forced; break;
+        }
+        CHECK_OK(cache_key_make(a, n, &q, sm, &k));
+        CHECK_OK(cache_entry_path(root, &k, p1, sizeof p1));
+        CHECK_MSG(strcmp(p0, p1) != 0, "change %d kept the file name", change);
+    }
+    /* device ordinal, threads, verify and an unused tune space do not matter */
+    spf_plan_options q = o;
+    q.device = 3, q.host_threads = 2, q.verify = 0, q.tune_space = SPF_TUNE_SPACE_FULL;
+    CHECK_OK(cache_key_make(a, 64, &q, 90, &k));
+    CHECK(memcmp(&k, &base, sizeof k) == 0);
+    q.exhaustive = 1;
+    cache_key tuned_full;
+    CHECK_OK(cache_key_make(a, 64, &q, 90, &tuned_full));
+    q.tune_space = SPF_TUNE_SPACE_COMPACT;
+    CHECK_OK(cache_key_make(a, 64, &q, 90, &k));
+    CHECK(k.tune_space != tuned_full.tune_space);
+
+    CHECK_STATUS(cache_key_make(NULL, 64, &o, 90, &k), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(cache_key_make(a, 0, &o, 90, &k), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(cache_key_make(a, 64, NULL, 90, &k), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(cache_entry_path(root, &base, p1, 20), SPF_ERR_INVALID_ARGUMENT);
+    spf_matrix_free(a);
+    spf_matrix_free(b);
+}
+
+/* Every field comes back, in a folder store creates (mode 0700), and a
+ * 1 MB entry loads well inside the 50 ms a second tune may take. */
+static void test_round_trip(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/deep/er/cache", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90);
+    cache_entry e = sample_entry((size_t)1 << 20, 1), got;
+    int found = 0, before = warnings;
+
+    CHECK_OK(cache_load(dir, &k, &got, &found)); /* absent: a quiet miss */
+    CHECK(found == 0 && warnings == before);
+
+    CHECK_OK(cache_store(dir, &k, &e));
+    struct stat st;
+    CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
+    CHECK(count_files(dir) == 1);
+
+    double best = 1e9;
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = now_s();
+        spf_status s = cache_load(dir, &k, &got, &found);
+        double dt = now_s() - t0;
+        best = dt < best ? dt : best;
+        CHECK(s == SPF_OK && found == 1);
+        CHECK(entries_equal(&e, &got));
+        cache_entry_release(&got);
+    }
+    printf("load of a 1 MB entry: %.2f ms (budget 50 ms for the whole second tune)\n", best * 1e3);
+    CHECK(best < 0.025);
+    CHECK(warnings == before);
+
+    /* a generic entry: no payload, no row order */
+    cache_entry g = {.strategy = SPF_STRATEGY_GENERIC, .kernel_us = 7.75, .verify_error = 2e-7};
+    snprintf(g.kernel_name, sizeof g.kernel_name, "spf_generic_csr_f32_v4");
+    cache_key kg = key_of(a, 33, 90);
+    CHECK_OK(cache_store(dir, &kg, &g));
+    CHECK_OK(cache_load(dir, &kg, &got, &found));
+    CHECK(found == 1 && entries_equal(&g, &got) && got.payload == NULL && got.row_order == NULL);
+    cache_entry_release(&got);
+    CHECK(count_files(dir) == 2);
+
+    /* entries the store refuses */
+    cache_entry bad = e;
+    bad.payload_size = 0;
+    CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
+    bad = e, bad.row_order_count = 4;
+    CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
+    bad = e, bad.strategy = SPF_STRATEGY_CPU;
+    CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
+    CHECK(count_files(dir) == 2);
+    free(e.payload);
+    spf_matrix_free(a);
+}
+
+/* A file stored under another key but found under this key's name (a
+ * file-name collision) is a miss, never the other plan. */
+static void test_key_mismatch(void)
+{
+    char dir[512], pa[1024], pb[1024];
+    snprintf(dir, sizeof dir, "%s/mismatch", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key ka = key_of(a, 64, 90), kb = key_of(a, 64, 80);
+    cache_entry e = sample_entry(256, 2);
+    CHECK_OK(cache_store(dir, &ka, &e));
+    CHECK_OK(cache_entry_path(dir, &ka, pa, sizeof pa));
+    CHECK_OK(cache_entry_path(dir, &kb, pb, sizeof pb));
+    CHECK(rename(pa, pb) == 0);
+    expect_miss(dir, &kb, pb, "another key", "collision");
+    free(e.payload);
+    spf_matrix_free(a);
+}
+
+/* Cut at every byte, and flip every byte: each a miss with a warning. */
+static void test_damage(void)
+{
+    char dir[512], path[1024];
+    snprintf(dir, sizeof dir, "%s/damage", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90);
+    cache_entry e = sample_entry(48, 3);
+    CHECK_OK(cache_store(dir, &k, &e));
+    CHECK_OK(cache_entry_path(dir, &k, path, sizeof path));
+    size_t size = 0;
+    unsigned char *good = slurp(path, &size);
+    CHECK(good != NULL && size > 200);
+    if (!good)
+        return;
+    int cut_ok = 0, flip_ok = 0;
+    for (size_t len = 0; len < size; len++) {
+        int before = warnings;
+        spit(path, good, len);
+        expect_miss(dir, &k, path, NULL, "truncated");
+        cut_ok += warnings == before + 1;
+    }
+    CHECK_EQ_I64(cut_ok, size);
+    unsigned char *bad = malloc(size);
+    for (size_t at = 0; at < size; at++) {
+        int before = warnings;
+        memcpy(bad, good, size);
+        bad[at] ^= (unsigned char)(1u << (at % 8));
+        spit(path, bad, size);
+        expect_miss(dir, &k, path, NULL, "flipped");
+        flip_ok += warnings == before + 1;
+    }
+    CHECK_EQ_I64(flip_ok, size);
+
+    /* the reasons of the header checks come before the checksum's */
+    memcpy(bad, good, size);
+    bad[0] = 'X';
+    spit(path, bad, size);
+    expect_miss(dir, &k, path, "bad magic", "magic");
+    memcpy(bad, good, size);
+    bad[8] = (unsigned char)(CACHE_FORMAT_VERSION + 1);
+    spit(path, bad, size);
+    expect_miss(dir, &k, path, "format version", "version");
+    memcpy(bad, good, size);
+    bad[size / 2] ^= 0x40;
+    spit(path, bad, size);
+    expect_miss(dir, &k, path, "checksum", "checksum");
+
+    /* Validly sealed files with one hostile length: the decoder's own
+     * checks, not the checksum, must catch them, before allocating. Fields
+     * are found from the end: ... | u32 name length | name | u64 rows |
+     * rows × i32 | u64 payload bytes | payload | u64 trailer. */
+    size_t payload_at = size - 8 - e.payload_size - 8;
+    size_t rows_at = payload_at - 4 * (size_t)e.row_order_count - 8;
+    size_t name_at = rows_at - strlen(e.kernel_name) - 4;
+    struct {
+        size_t at;
+        uint64_t value;
+        int bytes;
+        const char *reason;
+    } hostile[] = {
+        {payload_at, (uint64_t)1 << 62, 8, "payload"},
+        {payload_at, e.payload_size + 1, 8, "payload"},
+        {payload_at, e.payload_size - 1, 8, "after the payload"},
+        {rows_at, 6, 8, "row order"},
+        {rows_at, (uint64_t)1 << 40, 8, "row order"},
+        {rows_at + 8, 7, 4, "permutation"},       /* row order {7, ...}: out of range */
+        {rows_at + 12, 3, 4, "permutation"},      /* {3, 3, ...}: repeated            */
+        {name_at, 200, 4, "kernel name"},
+        {name_at, 0xffffffffu, 4, "kernel name"},
+        /* strategy CPU: 92 bytes of fixed fields, strategy .. verify_error, precede the name */
+        {name_at - 92, 3, 4, "strategy"},
+    };
+    for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+        memcpy(bad, good, size);
+        for (int b = 0; b < hostile[i].bytes; b++)
+            bad[hostile[i].at + (size_t)b] = (unsigned char)(hostile[i].value >> (8 * b));
+        reseal(bad, size);
+        spit(path, bad, size);
+        char what[64];
+        snprintf(what, sizeof what, "hostile field %zu", i);
+        expect_miss(dir, &k, path, hostile[i].reason, what);
+    }
+    /* and the untouched file, resealed, still loads: the offsets were right */
+    memcpy(bad, good, size);
+    reseal(bad, size);
+    spit(path, bad, size);
+    cache_entry got;
+    int found = 0;
+    CHECK_OK(cache_load(dir, &k, &got, &found));
+    CHECK(found == 1 && entries_equal(&e, &got));
+    cache_entry_release(&got);
+
+    /* a folder where the file should be */
+    CHECK(unlink(path) == 0 && mkdir(path, 0700) == 0);
+    expect_miss(dir, &k, path, "regular file", "folder");
+    CHECK(rmdir(path) == 0);
+    free(bad);
+    free(good);
+    free(e.payload);
+    spf_matrix_free(a);
+}
+
+/* A second store of a key replaces the first whole; nothing is left beside
+ * it, and a store that cannot complete leaves nothing either. */
+static void test_replace(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/replace", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90);
+    cache_entry e1 = sample_entry(4096, 4), e2 = sample_entry(1000, 5), got;
+    int found = 0;
+    CHECK_OK(cache_store(dir, &k, &e1));
+    CHECK_OK(cache_store(dir, &k, &e2));
+    CHECK(count_files(dir) == 1);
+    CHECK_OK(cache_load(dir, &k, &got, &found));
+    CHECK(found == 1 && entries_equal(&e2, &got) && !entries_equal(&e1, &got));
+    cache_entry_release(&got);
+
+    /* a file where the folder should be */
+    char blocked[1024];
+    snprintf(blocked, sizeof blocked, "%s/file", dir);
+    spit(blocked, (const unsigned char *)"x", 1);
+    CHECK_STATUS(cache_store(blocked, &k, &e1), SPF_ERR_IO);
+    CHECK_DETAIL("not a folder");
+    /* a folder that refuses new files (root ignores modes: skip there) */
+    if (geteuid() != 0) {
+        CHECK(chmod(dir, 0500) == 0);
+        CHECK_STATUS(cache_store(dir, &k, &e1), SPF_ERR_IO);
+        CHECK_DETAIL("temporary file");
+        CHECK(chmod(dir, 0700) == 0);
+    }
+    CHECK(count_files(dir) == 2);
+    CHECK_OK(cache_load(dir, &k, &got, &found));
+    CHECK(found == 1 && entries_equal(&e2, &got));
+    cache_entry_release(&got);
+    free(e1.payload);
+    free(e2.payload);
+    spf_matrix_free(a);
+}
+
+static int fail_after;
+static void *failing_alloc(size_t n, void *u) { (void)u; return fail_after-- > 0 ? malloc(n ? n : 1) : NULL; }
+static void *failing_realloc(void *p, size_t n, void *u) { (void)u; return fail_after-- > 0 ? realloc(p, n ? n : 1) : NULL; }
+static void plain_free(void *p, void *u) { (void)u; free(p); }
+
+/* Every allocation of a load and of a store can fail: the call reports
+ * OUT_OF_MEMORY, owns nothing afterwards, and leaves no file behind. */
+static void test_allocation_failures(void)
+{
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s/oom", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90), k2 = key_of(a, 65, 90);
+    cache_entry e = sample_entry(2000, 6), got;
+    spf_allocator failing = {failing_alloc, failing_realloc, plain_free, NULL};
+    CHECK_OK(cache_store(dir, &k, &e));
+    int succeeded = 0, oom = 0;
+    for (int n = 0; n < 8 && !succeeded; n++) {
+        int found = 1;
+        fail_after = n;
+        spf_set_allocator(&failing);
+        spf_status s = cache_load(dir, &k, &got, &found);
+        spf_set_allocator(NULL);
+        CHECK_MSG(s == SPF_OK || s == SPF_ERR_OUT_OF_MEMORY, "n = %d: status %d", n, (int)s);
+        if (s == SPF_OK) {
+            succeeded = 1;
+            CHECK(found == 1 && entries_equal(&e, &got));
+        } else {
+            oom++;
+            CHECK(found == 0 && got.payload == NULL && got.row_order == NULL);
+        }
+        cache_entry_release(&got);
+    }
+    CHECK(succeeded && oom >= 3); /* file, row order, permutation check, payload */
+    fail_after = 0;
+    spf_set_allocator(&failing);
+    spf_status s = cache_store(dir, &k2, &e);
+    spf_set_allocator(NULL);
+    CHECK(s == SPF_ERR_OUT_OF_MEMORY);
+    CHECK(count_files(dir) == 1);
+    free(e.payload);
+    spf_matrix_free(a);
+}
+
+static void test_arguments(void)
+{
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90);
+    cache_entry got = {.strategy = SPF_STRATEGY_GENERIC};
+    int found;
+    CHECK_STATUS(cache_load(NULL, &k, &got, &found), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(cache_load(root, NULL, &got, &found), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(cache_load(root, &k, NULL, &found), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(cache_load(root, &k, &got, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(cache_store(root, &k, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(cache_store("", &k, &got), SPF_ERR_INVALID_ARGUMENT);
+    cache_entry_release(NULL);
+    spf_matrix_free(a);
+}
+
+int main(void)
+{
+    snprintf(root, sizeof root, "%s/spf_cache_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(root)) {
+        fprintf(stderr, "mkdtemp failed\n");
+        return 1;
+    }
+    spf_set_log_callback(capture_log, NULL);
+    test_dir_default();
+    test_key();
+    test_round_trip();
+    test_key_mismatch();
+    test_damage();
+    test_replace();
+    test_allocation_failures();
+    test_arguments();
+    spf_set_log_callback(NULL, NULL);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK(system(cmd) == 0);
+    return check_report();
+}
