@@ -1,15 +1,55 @@
-/* spforge stat: read a matrix, print its statistics and the read time. */
+/* spforge stat: read a matrix, print its statistics and the read time;
+ * with --tiles M1 also its A_tiles' statistics without and with LO-SpMM
+ * Algorithm 1 row reordering (plan/reorder.h) and the reorder time. */
 #include "cli/cli.h"
+#include "core/alloc.h"
+#include "plan/reorder.h"
+#include "plan/tile_stats.h"
 
 #include <stdio.h>
+
+typedef struct tile_report {
+    tile_stats identity, reordered;
+    double reorder_ms;
+} tile_report;
+
+static spf_status tile_report_compute(const spf_matrix *a, int m1, tile_report *out)
+{
+    int64_t m = spf_matrix_rows(a);
+    int32_t *order = mem_alloc_array((size_t)(m ? m : 1), sizeof *order);
+    if (!order)
+        return SPF_ERR_OUT_OF_MEMORY;
+    spf_status st = tile_nnc_stats(a, NULL, m1, &out->identity);
+    double t0 = cli_now();
+    if (st == SPF_OK)
+        st = reorder_rows(a, m1, REORDER_NNZ_SLACK, order);
+    out->reorder_ms = 1e3 * (cli_now() - t0);
+    if (st == SPF_OK)
+        st = tile_nnc_stats(a, order, m1, &out->reordered);
+    mem_free(order);
+    return st;
+}
+
+static void json_tile_stats(json_writer *w, const char *key, const tile_stats *s)
+{
+    json_object_begin(w, key);
+    json_int(w, "max_nnc", s->max_nnc);
+    json_double(w, "mean_nnc", s->mean_nnc);
+    json_double(w, "cov_row", s->cov_row);
+    json_object_end(w);
+}
 
 int cmd_stat(const cli_command *cmd, int argc, char **argv)
 {
     cli_read_args ra;
     cli_read_args_init(&ra);
     uint64_t seed = 1;
+    int64_t m1 = 0;
     const cli_option options[] = {
         {"seed", CLI_U64, &seed, "S", "seed of the values of pattern-only files (default 1)", NULL, 0, 0, 0},
+        {"tiles", CLI_INT, &m1, "M1",
+         "also the A_tiles of M1 rows: max / mean non-empty columns per tile and COV_row, in row "
+         "order and after LO-SpMM row reordering, and the reorder time", NULL, 1, 1024, 0},
         CLI_READ_OPTIONS(ra),
     };
     cli_context ctx;
@@ -20,11 +60,14 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
 
     spf_matrix *a = NULL;
     spf_matrix_stats s;
+    tile_report tr = {0};
     double t0 = cli_now();
     spf_status st = cli_read_matrix(&ra, seed, path, &a);
     double t1 = cli_now();
     if (st == SPF_OK)
         st = spf_matrix_stats_compute(a, &s);
+    if (st == SPF_OK && m1 > 0)
+        st = tile_report_compute(a, (int)m1, &tr);
     spf_matrix_free(a);
     if (st != SPF_OK)
         return cli_fail_status(&ctx, st);
@@ -35,9 +78,26 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
         json_string(&w, "path", path);
         json_double(&w, "read_ms", 1e3 * (t1 - t0));
         cli_json_stats(&w, "stats", &s);
+        if (m1 > 0) {
+            json_object_begin(&w, "tiles");
+            json_int(&w, "m1", m1);
+            json_int(&w, "count", tr.identity.tiles);
+            json_tile_stats(&w, "identity", &tr.identity);
+            json_tile_stats(&w, "reordered", &tr.reordered);
+            json_double(&w, "reorder_ms", tr.reorder_ms);
+            json_object_end(&w);
+        }
         return cli_json_end(&ctx, &w);
     }
     printf("%s (read in %.1f ms)\n", path, 1e3 * (t1 - t0));
     cli_print_stats(&s);
+    if (m1 > 0) {
+        printf("  A_tiles of %lld rows: %d\n", (long long)m1, (int)tr.identity.tiles);
+        printf("    row order:  max nnc %lld, mean nnc %.1f, COV_row %.3f\n",
+               (long long)tr.identity.max_nnc, tr.identity.mean_nnc, tr.identity.cov_row);
+        printf("    reordered:  max nnc %lld, mean nnc %.1f, COV_row %.3f (reorder %.1f ms)\n",
+               (long long)tr.reordered.max_nnc, tr.reordered.mean_nnc, tr.reordered.cov_row,
+               tr.reorder_ms);
+    }
     return CLI_EXIT_OK;
 }
