@@ -361,7 +361,7 @@ spf_status cache_dir_default(char *buf, size_t cap)
 {
     CHECK_ARG(buf != NULL && cap > 0);
     buf[0] = 0;
-    const char *env = getenv("SPF_CACHE_DIR");
+    const char *env = getenv("SPFORGE_CACHE_DIR");
     const char *home = getenv("HOME");
     int len = 0;
     if (env && env[0]) {

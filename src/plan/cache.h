@@ -6,7 +6,7 @@
  * loads the linked kernel instead of searching and compiling again.
  *
  * One file per key, named by the XXH64 of the key (16 hex digits +
- * ".plan"), under $SPF_CACHE_DIR, else $HOME/.cache/spforge. Files are
+ * ".plan"), under $SPFORGE_CACHE_DIR, else $HOME/.cache/spforge. Files are
  * written whole to a temporary file in the same folder and renamed into
  * place, so a reader sees either the old entry or the new one. Every file
  * carries the full key and an XXH64 trailer: a file that is truncated,
@@ -81,8 +81,8 @@ typedef struct cache_entry {
 
 void cache_entry_release(cache_entry *e); /* accepts a zeroed entry */
 
-/* The cache folder: $SPF_CACHE_DIR if set and not empty, else
- * $HOME/.cache/spforge. SPF_CACHE_DIR=off switches the cache off, as does
+/* The cache folder: $SPFORGE_CACHE_DIR if set and not empty, else
+ * $HOME/.cache/spforge. SPFORGE_CACHE_DIR=off switches the cache off, as does
  * the absence of both variables: then buf is "" and the call succeeds.
  * SPF_ERR_INVALID_ARGUMENT if the path does not fit cap bytes. */
 spf_status cache_dir_default(char *buf, size_t cap);

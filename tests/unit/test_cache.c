@@ -175,17 +175,17 @@ static void test_dir_default(void)
 {
     char buf[256];
     char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-    setenv("SPF_CACHE_DIR", "/some/where", 1);
+    setenv("SPFORGE_CACHE_DIR", "/some/where", 1);
     CHECK_OK(cache_dir_default(buf, sizeof buf));
     CHECK(strcmp(buf, "/some/where") == 0);
-    setenv("SPF_CACHE_DIR", "off", 1);
+    setenv("SPFORGE_CACHE_DIR", "off", 1);
     CHECK_OK(cache_dir_default(buf, sizeof buf));
     CHECK(buf[0] == 0);
-    unsetenv("SPF_CACHE_DIR");
+    unsetenv("SPFORGE_CACHE_DIR");
     setenv("HOME", "/home/tester", 1);
     CHECK_OK(cache_dir_default(buf, sizeof buf));
     CHECK(strcmp(buf, "/home/tester/.cache/spforge") == 0);
-    setenv("SPF_CACHE_DIR", "", 1); /* empty = unset */
+    setenv("SPFORGE_CACHE_DIR", "", 1); /* empty = unset */
     CHECK_OK(cache_dir_default(buf, sizeof buf));
     CHECK(strcmp(buf, "/home/tester/.cache/spforge") == 0);
     CHECK_STATUS(cache_dir_default(buf, 10), SPF_ERR_INVALID_ARGUMENT);
@@ -196,7 +196,7 @@ static void test_dir_default(void)
     if (home)
         setenv("HOME", home, 1);
     free(home);
-    setenv("SPF_CACHE_DIR", root, 1);
+    setenv("SPFORGE_CACHE_DIR", root, 1);
     CHECK_OK(cache_dir_default(buf, sizeof buf));
     CHECK(strcmp(buf, root) == 0);
 }
