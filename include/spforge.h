@@ -310,6 +310,7 @@ typedef struct spf_plan_options {
     spf_tune_space tune_space; /* with exhaustive: which space (default COMPACT)         */
     const spf_kernel_config *config; /* force one configuration (UNROLLED), or NULL      */
     int host_threads;          /* compile / reference threads, 0 = all cores             */
+    int reorder;  /* LO-SpMM Algorithm 1 row reordering for the unrolled kernel (default 0) */
 } spf_plan_options;
 
 SPF_API void spf_plan_options_init(spf_plan_options *options);

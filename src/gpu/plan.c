@@ -15,6 +15,7 @@
 #include "gpu/timing.h"
 #include "gpu/tuner.h"
 #include "plan/plan_cpu.h"
+#include "plan/reorder.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -67,9 +68,9 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
     if (o->dtype < SPF_DTYPE_F32 || o->dtype > SPF_DTYPE_BF16)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)o->dtype);
     if (!is_flag(o->f16x2_accumulate) || !is_flag(o->bias) || !is_flag(o->relu) ||
-        !is_flag(o->verify) || !is_flag(o->exhaustive))
+        !is_flag(o->verify) || !is_flag(o->exhaustive) || !is_flag(o->reorder))
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
-                    "f16x2_accumulate, bias, relu, verify and exhaustive must be 0 or 1");
+                    "f16x2_accumulate, bias, relu, verify, exhaustive and reorder must be 0 or 1");
     if (o->tune_space != SPF_TUNE_SPACE_COMPACT && o->tune_space != SPF_TUNE_SPACE_FULL)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown tune_space %d", (int)o->tune_space);
     if (o->device < 0 || o->host_threads < 0)
@@ -83,6 +84,12 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
                     "a forced config or exhaustive tuning needs strategy UNROLLED or AUTO");
     if (o->config && o->exhaustive)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "a forced config and exhaustive tuning exclude each other");
+    if (o->reorder && !unrolled)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "row reordering needs strategy UNROLLED or AUTO");
+    /* The tuner generates every configuration from one tune_request, which
+     * has no row order (one per m1 would be needed). */
+    if (o->reorder && o->exhaustive)
+        return FAIL(SPF_ERR_UNSUPPORTED, "row reordering is not available with exhaustive tuning");
     if (o->config && schedule_config_check(o->config, n) != SPF_OK) {
         error_prefix("config");
         return SPF_ERR_INVALID_ARGUMENT;
@@ -131,16 +138,25 @@ static spf_kernel_config default_config(int64_t n, int f16x2)
     return cfg;
 }
 
-/* One unrolled kernel: the forced configuration or the default one. */
+/* One unrolled kernel: the forced configuration or the default one, on
+ * rows in LO-SpMM Algorithm 1 order (plan/reorder.h) when asked, for the
+ * configuration's m1; the reorder time counts as generation time. */
 static spf_status build_unrolled(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
                                  int ptx_sm, int sass_sm, int64_t budget)
 {
     spf_status status = SPF_OK;
     ptx_program prog = {0};
+    int32_t *row_order = NULL;
     spf_kernel_config cfg = o->config ? *o->config : default_config(p->n, o->f16x2_accumulate);
     double t0 = timing_now_s();
-    TRY(unrolled_generate(a, NULL, p->n, &cfg, p->dtype, o->f16x2_accumulate, p->bias, p->relu,
-                          ptx_sm, budget, &prog));
+    if (o->reorder) {
+        row_order = mem_alloc_array((size_t)(p->m ? p->m : 1), sizeof *row_order);
+        if (!row_order)
+            FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "row order of %lld rows", (long long)p->m);
+        TRY(reorder_rows(a, cfg.m1, REORDER_NNZ_SLACK, row_order));
+    }
+    TRY(unrolled_generate(a, row_order, p->n, &cfg, p->dtype, o->f16x2_accumulate, p->bias,
+                          p->relu, ptx_sm, budget, &prog));
     p->info.generate_s = timing_now_s() - t0;
     for (int u = 0; u < prog.unit_count; u++)
         p->info.code_bytes += (int64_t)prog.units[u].size;
@@ -155,6 +171,7 @@ static spf_status build_unrolled(spf_plan *p, const spf_matrix *a, const spf_pla
     snprintf(p->info.kernel_name, sizeof p->info.kernel_name, "%s", prog.entry);
 fail:
     ptx_program_free(&prog);
+    mem_free(row_order);
     return status;
 }
 

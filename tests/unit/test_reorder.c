@@ -272,6 +272,22 @@ static void test_arguments(void)
     for (int i = 2; i < 10; i++)
         order[i] = i;
     CHECK_STATUS(tile_nnc_stats(a, order, 4, &s), SPF_ERR_INVALID_ARGUMENT);
+
+    /* The plan option: a flag, for the unrolled kernel, not with the tuner. */
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    CHECK_EQ_I64(o.reorder, 0);
+    spf_plan *p = NULL;
+    o.reorder = 2;
+    CHECK_STATUS(spf_plan_create(a, 32, &o, &p), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("reorder");
+    o.reorder = 1;
+    o.strategy = SPF_STRATEGY_CPU;
+    CHECK_STATUS(spf_plan_create(a, 32, &o, &p), SPF_ERR_INVALID_ARGUMENT);
+    o.strategy = SPF_STRATEGY_UNROLLED;
+    o.exhaustive = 1;
+    CHECK_STATUS(spf_plan_create(a, 32, &o, &p), SPF_ERR_UNSUPPORTED);
+    CHECK(p == NULL);
     spf_matrix_free(a);
 }
 
