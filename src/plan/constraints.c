@@ -1,0 +1,130 @@
+#include "plan/constraints.h"
+
+#include "codegen/schedule.h"
+#include "core/error.h"
+#include "core/matrix.h"
+
+#include <stdint.h>
+
+void constraint_options_init(constraint_options *o)
+{
+    *o = (constraint_options){.dtype = SPF_DTYPE_F32,
+                              .max_registers = CONSTRAINT_MAX_REGISTERS,
+                              .block_registers = CONSTRAINT_BLOCK_REGISTERS,
+                              .sm_count = CONSTRAINT_DEFAULT_SMS,
+                              .th_row = 0.25,
+                              .th_col = 0.25};
+}
+
+/* LO-SpMM §3.2 counts a thread's variables; here they are the m1 × v
+ * accumulators, the (prefetch + 1) × v lanes of the B ring and a constant
+ * for addresses, loop-free control and the epilogue, plus the f16 / bf16
+ * conversions. The coefficients are a least-absolute-error fit to ptxas
+ * 13.0 (sm_90, -c under program.max_registers, +32 on spills, the count
+ * read from the cubin) on 120 generated kernels (64 rows, K 256 or 512,
+ * sparsity 0.8–0.95, every m1, v, prefetch and ksplit of the FULL space,
+ * all dtypes): 43.1 + 1.27·acc + 0.92·ring + 21.8·half, rounded here to
+ * 42 + 5/4·acc + ring + 22·half. ksplit had no weight (−1.3), nor f16x2
+ * accumulation beyond f16's: it accumulates m1 × v / 2 registers but widens
+ * them to f32 for the reduction and the epilogue, so its peak is f32's.
+ *
+ * What the fit says about ptxas: under a cap it uses the cap less 2
+ * whenever the kernel could use more (98 of the 120 kernels), so the
+ * forecast is in effect the codegen's cap. It errs high where a thread's
+ * share of the tile is a few columns (m1 = 1 with a K split at 0.95: 36
+ * used for 72 forecast), which only makes the constraint conservative, and
+ * low by 32 or more where ptxas spilled under the cap and was run again
+ * with 32 more (2 of 120); test_register_forecast.c holds it to a mean
+ * |error| of 6 and checks the spread. */
+int register_forecast(const spf_kernel_config *cfg, spf_dtype dtype)
+{
+    int64_t acc = (int64_t)cfg->m1 * cfg->v, ring = (int64_t)(cfg->prefetch + 1) * cfg->v;
+    int64_t r = 42 + (5 * acc + 2) / 4 + ring + (dtype == SPF_DTYPE_F32 ? 0 : 22);
+    return r > INT32_MAX ? INT32_MAX : (int)r; /* over 255: the constraint drops it */
+}
+
+/* Registers are allocated per warp in units of 256, i.e. 8 per thread. */
+static int64_t allocated_registers(int forecast)
+{
+    return (forecast + 7) / 8 * 8;
+}
+
+int constraint_register(const tile_problem *p, const spf_kernel_config *cfg,
+                        const constraint_options *o)
+{
+    (void)p;
+    int r = register_forecast(cfg, o->dtype);
+    int cap = o->max_registers < CONSTRAINT_MAX_REGISTERS ? o->max_registers
+                                                          : CONSTRAINT_MAX_REGISTERS;
+    return r <= cap && allocated_registers(r) * tiling_threads(cfg) <= o->block_registers;
+}
+
+int constraint_utilization(const tile_problem *p, const spf_kernel_config *cfg,
+                           const constraint_options *o)
+{
+    /* "At least half": 2 · blocks ≥ SMs, so an odd SM count rounds up. */
+    return tiling_threads(cfg) % 32 == 0 &&
+           2 * tiling_blocks(p->a->rows, p->n, cfg) >= (int64_t)o->sm_count;
+}
+
+int constraint_balance(const tile_problem *p, const spf_kernel_config *cfg,
+                       const constraint_options *o)
+{
+    return tiling_col_waste(p->n, cfg->n1) <= o->th_col && tiling_row_cov(p, cfg->m1) <= o->th_row;
+}
+
+const char *constraint_stage_name(constraint_stage s)
+{
+    switch (s) {
+    case CONSTRAINT_STAGE_SPACE: return "space";
+    case CONSTRAINT_STAGE_REGISTER: return "register";
+    case CONSTRAINT_STAGE_UTILIZATION: return "utilization";
+    case CONSTRAINT_STAGE_BALANCE: return "balance";
+    case CONSTRAINT_STAGES: break;
+    }
+    return "?";
+}
+
+typedef int (*constraint_fn)(const tile_problem *, const spf_kernel_config *,
+                             const constraint_options *);
+
+spf_status space_reduce(const tile_problem *p, const constraint_options *o, tile_space *s,
+                        int counts[CONSTRAINT_STAGES])
+{
+    static const constraint_fn stages[CONSTRAINT_STAGES] = {
+        [CONSTRAINT_STAGE_REGISTER] = constraint_register,
+        [CONSTRAINT_STAGE_UTILIZATION] = constraint_utilization,
+        [CONSTRAINT_STAGE_BALANCE] = constraint_balance,
+    };
+    constraint_options defaults;
+    if (!p || !p->a || !s || !counts || (s->count > 0 && !s->configs))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "no problem, matrix, space or counts");
+    if (p->n < 1)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "n = %lld: B needs at least one column",
+                    (long long)p->n);
+    if (!o) {
+        constraint_options_init(&defaults);
+        o = &defaults;
+    }
+    if (o->max_registers < 1 || o->block_registers < 1 || o->sm_count < 1 ||
+        !(o->th_row >= 0.0) || !(o->th_col >= 0.0))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "options: max_registers %d, block_registers %d, sm_count %d (each ≥ 1), "
+                    "th_row %g, th_col %g (each ≥ 0)",
+                    o->max_registers, o->block_registers, o->sm_count, o->th_row, o->th_col);
+    for (int i = 0; i < s->count; i++)
+        if (schedule_config_check(&s->configs[i], p->n) != SPF_OK) {
+            error_prefix("%s: configuration %d", __func__, i);
+            return SPF_ERR_INVALID_ARGUMENT;
+        }
+    counts[CONSTRAINT_STAGE_SPACE] = s->count;
+    for (int stage = CONSTRAINT_STAGE_REGISTER; stage < CONSTRAINT_STAGES; stage++) {
+        int kept = 0;
+        for (int i = 0; i < s->count; i++)
+            if (stages[stage](p, &s->configs[i], o))
+                s->configs[kept++] = s->configs[i];
+        s->count = kept;
+        counts[stage] = kept;
+    }
+    return SPF_OK;
+}

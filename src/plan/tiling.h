@@ -1,0 +1,49 @@
+/* The tile space of the generated kernel for one (matrix, n): which
+ * configurations exist, and the geometry of each (LO-SpMM §3.1
+ * hierarchical 2-D tiling: a thread block computes an A_tile of m1 rows ×
+ * a B_tile of n1 columns of C). The constraints (constraints.h) prune this
+ * space; the geometry here is what they measure. */
+#ifndef SPF_PLAN_TILING_H
+#define SPF_PLAN_TILING_H
+
+#include "spforge.h"
+
+#include <stdint.h>
+
+/* The problem a space is built for. */
+typedef struct tile_problem {
+    const spf_matrix *a;      /* borrowed; read during calls only                   */
+    int64_t n;                /* columns of B and C, ≥ 1                            */
+    const int32_t *row_order; /* m rows in tile order (a permutation from the
+                                 reorder, LO-SpMM §4), or NULL for the identity;
+                                 borrowed                                          */
+} tile_problem;
+
+typedef struct tile_space {
+    spf_kernel_config *configs; /* count entries (owned; tile_space_free)          */
+    int count;
+} tile_space;
+
+/* Every configuration of the tuner's space `which` (spf_tune_space in
+ * spforge.h lists the values) that schedule_config_check accepts for n;
+ * FULL is the paper's space, COMPACT the tuner's default. */
+spf_status tile_space_create(int64_t n, spf_tune_space which, tile_space *out);
+void tile_space_free(tile_space *s); /* accepts NULL or a zeroed space */
+
+/* Threads per block: n1 / v threads per group × ksplit groups. */
+int64_t tiling_threads(const spf_kernel_config *cfg);
+
+/* Thread blocks of the launch, LO-SpMM Eq. (1): ceil(m / m1) · ceil(n / n1). */
+int64_t tiling_blocks(int64_t m, int64_t n, const spf_kernel_config *cfg);
+
+/* COV_row (LO-SpMM §3.4): the coefficient of variation (population standard
+ * deviation / mean) of nnz across the A_tiles of m1 consecutive rows of the
+ * row order, the last tile as short as it comes. 0 for a matrix without
+ * nonzeros or a single tile. */
+double tiling_row_cov(const tile_problem *p, int32_t m1);
+
+/* WASTE_col (LO-SpMM §3.4): the padding ratio of the last column tile,
+ * ceil(n / n1) · n1 / n − 1. */
+double tiling_col_waste(int64_t n, int32_t n1);
+
+#endif
