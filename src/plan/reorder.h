@@ -38,9 +38,11 @@
  * popcount of the row's column words not yet in the tile, over the words
  * the row touches only. Open tiles are kept sorted by nnc, and the scan
  * stops at the first tile whose nnc already exceeds the best merge found.
- * Measured on this 2-core host (gcc 12, -O3, popcnt clone): the 33288×512
- * DLMC embedding at 0.95 (852171 nonzeros) reorders in about 0.45 s for
- * m1 = 32 and 1.9 s for m1 = 8 (4161 tiles). */
+ * Measured on the 2-core development host (gcc 12, -O3, popcnt clone,
+ * other builds running): the 33288×512 DLMC embedding at 0.95 (852171
+ * nonzeros) reorders in 0.45–0.6 s for m1 = 32 (1041 tiles) and about
+ * 1.9 s for m1 = 8 (4161 tiles); the rest of the DLMC dev set in under
+ * 0.1 s each. */
 #ifndef SPF_PLAN_REORDER_H
 #define SPF_PLAN_REORDER_H
 
