@@ -2,11 +2,11 @@
  * with --tiles M1 also its A_tiles' statistics without and with LO-SpMM
  * Algorithm 1 row reordering (plan/reorder.h) and the reorder time. */
 #include "cli/cli.h"
-#include "core/alloc.h"
 #include "plan/reorder.h"
 #include "plan/tile_stats.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef struct tile_report {
     tile_stats identity, reordered;
@@ -16,7 +16,7 @@ typedef struct tile_report {
 static spf_status tile_report_compute(const spf_matrix *a, int m1, tile_report *out)
 {
     int64_t m = spf_matrix_rows(a);
-    int32_t *order = mem_alloc_array((size_t)(m ? m : 1), sizeof *order);
+    int32_t *order = malloc((size_t)(m ? m : 1) * sizeof *order);
     if (!order)
         return SPF_ERR_OUT_OF_MEMORY;
     spf_status st = tile_nnc_stats(a, NULL, m1, &out->identity);
@@ -26,7 +26,7 @@ static spf_status tile_report_compute(const spf_matrix *a, int m1, tile_report *
     out->reorder_ms = 1e3 * (cli_now() - t0);
     if (st == SPF_OK)
         st = tile_nnc_stats(a, order, m1, &out->reordered);
-    mem_free(order);
+    free(order);
     return st;
 }
 

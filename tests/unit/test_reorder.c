@@ -291,6 +291,61 @@ static void test_arguments(void)
     spf_matrix_free(a);
 }
 
+/* Fail the k-th allocation for k = 0, 1, ...: reorder_rows and
+ * tile_nnc_stats report out of memory and leak nothing, until they
+ * succeed (with the order the unhindered call gives). */
+typedef struct budget {
+    int left, live;
+} budget;
+static void *fail_alloc(size_t size, void *user)
+{
+    budget *b = user;
+    if (b->left-- <= 0)
+        return NULL;
+    b->live++;
+    return malloc(size ? size : 1);
+}
+static void *fail_realloc(void *ptr, size_t size, void *user)
+{
+    budget *b = user;
+    if (b->left-- <= 0)
+        return NULL;
+    b->live += ptr == NULL;
+    return realloc(ptr, size ? size : 1);
+}
+static void fail_free(void *ptr, void *user)
+{
+    ((budget *)user)->live -= ptr != NULL;
+    free(ptr);
+}
+
+static void test_alloc_failures(void)
+{
+    spf_matrix *a = varied_matrix(50, 70, 0.1, 6, 31);
+    int32_t want[50], got[50];
+    CHECK_OK(reorder_rows(a, 8, REORDER_NNZ_SLACK, want));
+    int done[2] = {0, 0};
+    for (int k = 0; k < 64 && !(done[0] && done[1]); k++) {
+        for (int f = 0; f < 2; f++) {
+            if (done[f])
+                continue;
+            budget b = {k, 0};
+            spf_allocator al = {fail_alloc, fail_realloc, fail_free, &b};
+            tile_stats s;
+            spf_set_allocator(&al);
+            spf_status st = f == 0 ? reorder_rows(a, 8, REORDER_NNZ_SLACK, got)
+                                   : tile_nnc_stats(a, want, 8, &s);
+            spf_set_allocator(NULL);
+            CHECK_MSG(st == SPF_OK || st == SPF_ERR_OUT_OF_MEMORY, "k = %d: %s", k, spf_last_error());
+            CHECK_MSG(b.live == 0, "k = %d: %d allocations leaked", k, b.live);
+            done[f] = st == SPF_OK;
+        }
+    }
+    CHECK(done[0] && done[1]);
+    CHECK(memcmp(got, want, sizeof want) == 0);
+    spf_matrix_free(a);
+}
+
 /* The schedule's CPU executor on the reordered row list still gives C in
  * original row order (bias and ReLU included). */
 static void check_execute(const spf_matrix *a, int m1, int64_t n)
@@ -395,6 +450,7 @@ int main(void)
     test_families();
     test_empty_rows();
     test_arguments();
+    test_alloc_failures();
     test_execute();
     test_dlmc();
     return check_report();
