@@ -24,6 +24,9 @@ typedef struct constraint_options {
     int sm_count;          /* SMs of the target (default 132)                     */
     double th_row;         /* COV_row threshold (default 0.25, LO-SpMM §3.4)      */
     double th_col;         /* WASTE_col threshold (default 0.25)                  */
+    int balance_floor;     /* space_reduce: when no survivor meets a threshold,
+                              raise it to the best value among them (default 1;
+                              0 applies the paper's thresholds as they are)      */
 } constraint_options;
 
 void constraint_options_init(constraint_options *o);
@@ -65,7 +68,11 @@ const char *constraint_stage_name(constraint_stage s);
 /* Apply the constraints in stage order to s, keeping the survivors in place
  * (order preserved, s->count updated), and write the count after each stage
  * into counts (CONSTRAINT_STAGES entries; counts[0] is the space's size).
- * o may be NULL for the defaults. */
+ * With balance_floor, the balance stage uses max(th_row, least COV_row of
+ * the survivors) and max(th_col, least WASTE_col): LO-SpMM §3.4 drops a
+ * tile size because a better balanced one exists, and where none meets
+ * 0.25 (n = 49 or 100: every n1 ≥ 32 pads 28% or more) the paper's rule
+ * would leave the planner nothing. o may be NULL for the defaults. */
 spf_status space_reduce(const tile_problem *p, const constraint_options *o, tile_space *s,
                         int counts[CONSTRAINT_STAGES]);
 

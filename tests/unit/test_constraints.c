@@ -55,6 +55,10 @@ static void test_geometry(void)
     spf_matrix_free(a);
 }
 
+static void *fail_alloc(size_t n, void *u) { (void)n; (void)u; return NULL; }
+static void *fail_realloc(void *p, size_t n, void *u) { (void)p; (void)n; (void)u; return NULL; }
+static void plain_free(void *p, void *u) { (void)u; free(p); }
+
 static void test_space(void)
 {
     tile_space s;
@@ -82,6 +86,11 @@ static void test_space(void)
     CHECK_STATUS(tile_space_create(0, SPF_TUNE_SPACE_FULL, &s), SPF_ERR_INVALID_ARGUMENT);
     CHECK(s.configs == NULL && s.count == 0);
     CHECK_STATUS(tile_space_create(64, (spf_tune_space)7, &s), SPF_ERR_INVALID_ARGUMENT);
+    spf_allocator none = {fail_alloc, fail_realloc, plain_free, NULL};
+    spf_set_allocator(&none);
+    spf_status st = tile_space_create(64, SPF_TUNE_SPACE_FULL, &s);
+    spf_set_allocator(NULL);
+    CHECK(st == SPF_ERR_OUT_OF_MEMORY && s.configs == NULL && s.count == 0);
 }
 
 static void test_register(void)
@@ -195,12 +204,15 @@ static int monotone(const int counts[CONSTRAINT_STAGES])
     return 1;
 }
 
-/* Reduce the FULL space of (a, n) and check what survived and what not. */
+/* Reduce the FULL space of (a, n) and check what survived and what not,
+ * against the constraint functions with the balance thresholds raised (with
+ * balance_floor) to the least COV_row and WASTE_col among the survivors of
+ * the first two. */
 static void reduce_and_check(const tile_problem *p, const constraint_options *o,
                              int counts[CONSTRAINT_STAGES])
 {
     tile_space s, all;
-    constraint_options defaults;
+    constraint_options defaults, t;
     constraint_options_init(&defaults);
     CHECK_OK(tile_space_create(p->n, SPF_TUNE_SPACE_FULL, &s));
     CHECK_OK(tile_space_create(p->n, SPF_TUNE_SPACE_FULL, &all));
@@ -210,12 +222,28 @@ static void reduce_and_check(const tile_problem *p, const constraint_options *o,
     CHECK(counts[CONSTRAINT_STAGE_SPACE] == all.count);
     CHECK(counts[CONSTRAINT_STAGE_BALANCE] == s.count);
     CHECK(monotone(counts));
+    double least_row = INFINITY, least_col = INFINITY;
+    int early = 0;
+    for (int i = 0; i < all.count; i++) {
+        const spf_kernel_config *c = &all.configs[i];
+        if (constraint_register(p, c, o) && constraint_utilization(p, c, o)) {
+            early++;
+            least_row = fmin(least_row, tiling_row_cov(p, c->m1));
+            least_col = fmin(least_col, tiling_col_waste(p->n, c->n1));
+        }
+    }
+    t = *o;
+    if (o->balance_floor && early > 0) {
+        t.th_row = fmax(o->th_row, least_row);
+        t.th_col = fmax(o->th_col, least_col);
+    }
+    CHECK(counts[CONSTRAINT_STAGE_UTILIZATION] == early);
     /* survivors pass all three, in their original order; the dropped fail one */
     int k = 0, ok = 1;
     for (int i = 0; i < all.count; i++) {
         const spf_kernel_config *c = &all.configs[i];
         int pass = constraint_register(p, c, o) && constraint_utilization(p, c, o) &&
-                   constraint_balance(p, c, o);
+                   constraint_balance(p, c, &t);
         if (pass)
             ok &= k < s.count && memcmp(&s.configs[k++], c, sizeof *c) == 0;
     }
@@ -258,6 +286,28 @@ static void test_reduce(void)
     for (int s = 0; s < CONSTRAINT_STAGES; s++)
         printf(" %s %d", constraint_stage_name(s), counts[s]);
     printf("\n");
+
+    /* n = 49: every n1 ≥ 32 pads 15 of 49 columns or more, so the paper's
+     * 0.25 leaves nothing; the floor keeps the least padding, n1 32 and 64 */
+    spf_matrix *wide = gen_matrix(SPF_GEN_UNIFORM, 2048, 512, 0.9, 4);
+    if (wide) {
+        tile_problem q = {.a = wide, .n = 49};
+        int strict[CONSTRAINT_STAGES];
+        constraint_options_init(&o);
+        o.balance_floor = 0;
+        reduce_and_check(&q, &o, strict);
+        CHECK(strict[CONSTRAINT_STAGE_UTILIZATION] > 0 && strict[CONSTRAINT_STAGE_BALANCE] == 0);
+        tile_space kept;
+        CHECK_OK(tile_space_create(49, SPF_TUNE_SPACE_FULL, &kept));
+        CHECK_OK(space_reduce(&q, NULL, &kept, loose));
+        CHECK(kept.count > 0 && kept.count == loose[CONSTRAINT_STAGE_BALANCE]);
+        int least = 1;
+        for (int i = 0; i < kept.count; i++)
+            least &= kept.configs[i].n1 == 32 || kept.configs[i].n1 == 64;
+        CHECK(least);
+        tile_space_free(&kept);
+        spf_matrix_free(wide);
+    }
 
     /* errors */
     tile_space s;
