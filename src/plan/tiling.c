@@ -13,7 +13,8 @@ spf_status tile_space_create(int64_t n, spf_tune_space which, tile_space *out)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "no output space");
     *out = (tile_space){0};
     if (n < 1)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "n = %lld: B needs at least one column", (long long)n);
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "n = %lld: B needs at least one column",
+                    (long long)n);
     return tuner_space(n, which, &out->configs, &out->count);
 }
 

@@ -378,7 +378,8 @@ static void test_dlmc(void)
         {"dlmc/rn50/magnitude_pruning/0.9/bottleneck_1_block_group1_1_1.smtx", {3136, 784, 196}},
         {"dlmc/rn50/magnitude_pruning/0.9/bottleneck_2_block_group3_5_1.smtx", {196, 49, 1568}},
         {"dlmc/rn50/random_pruning/0.9/bottleneck_1_block_group2_1_1.smtx", {784, 256, 49}},
-        {"dlmc/transformer/magnitude_pruning/0.9/body_encoder_layer_0_ffn_conv1_fully_connected.smtx",
+        {"dlmc/transformer/magnitude_pruning/0.9/"
+         "body_encoder_layer_0_ffn_conv1_fully_connected.smtx",
          {256, 2048, 100}},
     };
     printf("DLMC at 0.9, FULL space, default options:\n");
