@@ -24,7 +24,19 @@
  * and the key as: u32 format version | 32 bytes library version (NUL
  *   padded) | u64 pattern hash, values hash | i64 m k n nnz
  *   | i32 dtype f16x2 bias relu sm strategy exhaustive tune_space
- *   | i32 forced m1 n1 v prefetch ksplit. */
+ *   | i32 forced m1 n1 v prefetch ksplit.
+ *
+ * Not yet called by spf_plan_create: the hit path loads a cubin image on
+ * the GPU and waits for a session with device time to test it. The plan:
+ * jit_module keeps a copy of the linked image (cuLinkComplete's buffer is
+ * freed by cuLinkDestroy today); a jit_module_load_image(image, size, entry,
+ * grid, block, shared_bytes, ...) split out of jit_link_load loads it; in
+ * create_gpu, after the context exists, cache_key_make + cache_load, and on
+ * a hit rebuild the plan from the entry (GENERIC: build_generic; UNROLLED:
+ * jit_module_load_image) with no search and no self-check (only verified
+ * plans are stored); on a miss, after a verified build, cache_store the
+ * entry (the image borrowed), a failure only logged. The CPU strategy is
+ * never cached; a plan from the cache has no tuning log. */
 #ifndef SPF_PLAN_CACHE_H
 #define SPF_PLAN_CACHE_H
 
