@@ -72,6 +72,42 @@ static int check_passed, check_failed;
         exit(77);                                                                          \
     } while (0)
 
+/* An injectable allocator (STYLE.md 13) that fails every allocation once
+ * `left` have been made; `live` counts the blocks not yet freed, so a test
+ * can check that a failing call leaked nothing. */
+typedef struct budget {
+    int left, live;
+} budget;
+
+static inline void *budget_alloc(size_t size, void *user)
+{
+    budget *b = user;
+    if (b->left-- <= 0)
+        return NULL;
+    b->live++;
+    return malloc(size ? size : 1);
+}
+
+static inline void *budget_realloc(void *ptr, size_t size, void *user)
+{
+    budget *b = user;
+    if (b->left-- <= 0)
+        return NULL;
+    b->live += ptr == NULL;
+    return realloc(ptr, size ? size : 1);
+}
+
+static inline void budget_free(void *ptr, void *user)
+{
+    ((budget *)user)->live -= ptr != NULL;
+    free(ptr);
+}
+
+static inline spf_allocator budget_allocator(budget *b)
+{
+    return (spf_allocator){budget_alloc, budget_realloc, budget_free, b};
+}
+
 static inline int check_report(void)
 {
     printf("%d passed, %d failed\n", check_passed, check_failed);

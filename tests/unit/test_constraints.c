@@ -55,10 +55,6 @@ static void test_geometry(void)
     spf_matrix_free(a);
 }
 
-static void *fail_alloc(size_t n, void *u) { (void)n; (void)u; return NULL; }
-static void *fail_realloc(void *p, size_t n, void *u) { (void)p; (void)n; (void)u; return NULL; }
-static void plain_free(void *p, void *u) { (void)u; free(p); }
-
 static void test_space(void)
 {
     tile_space s;
@@ -86,7 +82,8 @@ static void test_space(void)
     CHECK_STATUS(tile_space_create(0, SPF_TUNE_SPACE_FULL, &s), SPF_ERR_INVALID_ARGUMENT);
     CHECK(s.configs == NULL && s.count == 0);
     CHECK_STATUS(tile_space_create(64, (spf_tune_space)7, &s), SPF_ERR_INVALID_ARGUMENT);
-    spf_allocator none = {fail_alloc, fail_realloc, plain_free, NULL};
+    budget nothing = {0, 0};
+    spf_allocator none = budget_allocator(&nothing);
     spf_set_allocator(&none);
     spf_status st = tile_space_create(64, SPF_TUNE_SPACE_FULL, &s);
     spf_set_allocator(NULL);

@@ -80,19 +80,14 @@ static void test_random_values_seeded(void)
     spf_matrix_free(b);
 }
 
-static int fail_after;
-static void *failing_alloc(size_t n, void *u) { (void)u; return fail_after-- > 0 ? malloc(n ? n : 1) : NULL; }
-static void *failing_realloc(void *p, size_t n, void *u) { (void)u; return fail_after-- > 0 ? realloc(p, n ? n : 1) : NULL; }
-static void plain_free(void *p, void *u) { (void)u; free(p); }
-
 /* Every allocation failure point returns OUT_OF_MEMORY, never crashes. */
 static void test_allocation_failures(void)
 {
     const int32_t r[] = {1, 0, 1};
     const int32_t c[] = {2, 0, 1};
-    spf_allocator failing = {failing_alloc, failing_realloc, plain_free, NULL};
     for (int k = 0; k < 8; k++) {
-        fail_after = k;
+        budget b = {k, 0};
+        spf_allocator failing = budget_allocator(&b);
         spf_set_allocator(&failing);
         spf_matrix *a = NULL;
         spf_status st = spf_matrix_create_coo(2, 3, 3, r, c, NULL, SPF_DUPLICATES_REJECT, 1, &a);
@@ -100,6 +95,7 @@ static void test_allocation_failures(void)
         CHECK_MSG(st == SPF_OK || st == SPF_ERR_OUT_OF_MEMORY, "k=%d status %d", k, (int)st);
         CHECK((st == SPF_OK) == (a != NULL));
         spf_matrix_free(a);
+        CHECK_MSG(st == SPF_OK || b.live == 0, "k=%d: %d allocations leaked", k, b.live);
     }
 }
 

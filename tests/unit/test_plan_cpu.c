@@ -170,30 +170,6 @@ static void test_bad_options(void)
 
 /* Fail the k-th allocation for k = 0, 1, ...: each failure is reported as
  * out of memory and leaks nothing, until the plan succeeds. */
-typedef struct budget {
-    int left, live;
-} budget;
-static void *fail_alloc(size_t size, void *user)
-{
-    budget *b = user;
-    if (b->left-- <= 0)
-        return NULL;
-    b->live++;
-    return malloc(size ? size : 1);
-}
-static void *fail_realloc(void *ptr, size_t size, void *user)
-{
-    budget *b = user;
-    if (b->left-- <= 0)
-        return NULL;
-    b->live += ptr == NULL;
-    return realloc(ptr, size ? size : 1);
-}
-static void fail_free(void *ptr, void *user)
-{
-    ((budget *)user)->live -= ptr != NULL;
-    free(ptr);
-}
 
 static void test_alloc_failures(void)
 {
@@ -205,7 +181,7 @@ static void test_alloc_failures(void)
     int succeeded = 0;
     for (int k = 0; k < 64 && !succeeded; k++) {
         budget b = {k, 0};
-        spf_allocator al = {fail_alloc, fail_realloc, fail_free, &b};
+        spf_allocator al = budget_allocator(&b);
         spf_set_allocator(&al);
         spf_plan *p = NULL;
         spf_status st = spf_plan_create(a, 5, &o, &p);

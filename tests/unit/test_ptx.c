@@ -87,16 +87,10 @@ static void test_functions_and_branches(void)
     mem_free(text);
 }
 
-/* An allocator that fails after `budget` allocations. */
-static int budget;
-static void *fail_alloc(size_t n, void *u) { (void)u; return budget-- > 0 ? malloc(n) : NULL; }
-static void *fail_realloc(void *p, size_t n, void *u) { (void)u; return budget-- > 0 ? realloc(p, n) : NULL; }
-static void plain_free(void *p, void *u) { (void)u; free(p); }
-
 static void test_sticky_out_of_memory(void)
 {
-    spf_allocator a = {fail_alloc, fail_realloc, plain_free, NULL};
-    budget = 2;
+    budget left = {2, 0};
+    spf_allocator a = budget_allocator(&left);
     spf_set_allocator(&a);
     ptx_buf b;
     ptx_init(&b);

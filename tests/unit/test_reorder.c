@@ -294,30 +294,6 @@ static void test_arguments(void)
 /* Fail the k-th allocation for k = 0, 1, ...: reorder_rows and
  * tile_nnc_stats report out of memory and leak nothing, until they
  * succeed (with the order the unhindered call gives). */
-typedef struct budget {
-    int left, live;
-} budget;
-static void *fail_alloc(size_t size, void *user)
-{
-    budget *b = user;
-    if (b->left-- <= 0)
-        return NULL;
-    b->live++;
-    return malloc(size ? size : 1);
-}
-static void *fail_realloc(void *ptr, size_t size, void *user)
-{
-    budget *b = user;
-    if (b->left-- <= 0)
-        return NULL;
-    b->live += ptr == NULL;
-    return realloc(ptr, size ? size : 1);
-}
-static void fail_free(void *ptr, void *user)
-{
-    ((budget *)user)->live -= ptr != NULL;
-    free(ptr);
-}
 
 static void test_alloc_failures(void)
 {
@@ -330,7 +306,7 @@ static void test_alloc_failures(void)
             if (done[f])
                 continue;
             budget b = {k, 0};
-            spf_allocator al = {fail_alloc, fail_realloc, fail_free, &b};
+            spf_allocator al = budget_allocator(&b);
             tile_stats s;
             spf_set_allocator(&al);
             spf_status st = f == 0 ? reorder_rows(a, 8, REORDER_NNZ_SLACK, got)

@@ -184,22 +184,16 @@ done:
     spf_matrix_free(a);
 }
 
-/* An allocator that fails after `budget` allocations. */
-static int budget;
-static void *fail_alloc(size_t n, void *u) { (void)u; return budget-- > 0 ? malloc(n) : NULL; }
-static void *fail_realloc(void *p, size_t n, void *u) { (void)u; return budget-- > 0 ? realloc(p, n) : NULL; }
-static void plain_free(void *p, void *u) { (void)u; free(p); }
-
 /* Every allocation failure is reported as such and leaves a zeroed program. */
 static void test_allocation_failures(void)
 {
     spf_matrix *a = random_matrix(40, 64, 0.2, 9);
     spf_kernel_config cfg = {8, 64, 2, 1, 2};
-    spf_allocator fail = {fail_alloc, fail_realloc, plain_free, NULL};
     int failures = 0;
     for (int k = 0; k < 10000; k++) {
         ptx_program prog;
-        budget = k;
+        budget b = {k, 0};
+        spf_allocator fail = budget_allocator(&b);
         spf_set_allocator(&fail);
         spf_status st = unrolled_generate(a, NULL, 64, &cfg, SPF_DTYPE_F16, 0, 1, 0, 90, 0, &prog);
         spf_set_allocator(NULL);
