@@ -1,7 +1,14 @@
 /* The three constraints that prune the tile space before anything is
  * compiled (LO-SpMM §3.2–3.4), each a function of one configuration, and
  * space_reduce, which applies them in the paper's order and counts what is
- * left after each: space → register → utilization → balance. */
+ * left after each: space → register → utilization → balance.
+ *
+ * Not yet called by the tuner (src/gpu/tuner.c walks tuner_space as is):
+ * tile_space_create(n, space) replaces its tuner_space call, then
+ * space_reduce(&(tile_problem){a, n, row_order}, &options with the plan's
+ * dtype and the device's SM count, &space, counts) before generation, and
+ * the counts go to the tuning log. With reordering, the balance constraint
+ * must see the row order of each m1. */
 #ifndef SPF_PLAN_CONSTRAINTS_H
 #define SPF_PLAN_CONSTRAINTS_H
 
