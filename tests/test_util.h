@@ -5,6 +5,7 @@
 #define SPF_TESTS_TEST_UTIL_H
 
 #include "check.h"
+#include "core/rng.h"
 
 #include <stdint.h>
 
@@ -64,6 +65,34 @@ static inline spf_matrix *data_case_matrix(const char *rel, int64_t *rows, int64
         *rows = spf_matrix_rows(a);
         *cols = spf_matrix_cols(a);
     }
+    return a;
+}
+
+/* A random m×k CSR matrix whose row i keeps each column with probability
+ * row_density[i] (0: an empty row, which draws nothing from the stream).
+ * Values are uniform in ±[0.05, 1], never zero. One CHECK. */
+static inline spf_matrix *random_csr(int64_t m, int64_t k, const double *row_density, uint64_t seed)
+{
+    rng r;
+    rng_seed(&r, seed);
+    int64_t *rp = malloc((size_t)(m + 1) * sizeof *rp);
+    int32_t *ci = malloc((size_t)(m * k + 1) * sizeof *ci);
+    float *val = malloc((size_t)(m * k + 1) * sizeof *val);
+    int64_t nnz = 0;
+    rp[0] = 0;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < k && row_density[i] > 0; j++)
+            if (rng_uniform(&r) < row_density[i]) {
+                ci[nnz] = (int32_t)j;
+                val[nnz++] = (float)(rng_uniform(&r) * 1.9 - 0.95) + 0.05f;
+            }
+        rp[i + 1] = nnz;
+    }
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_create_csr(m, k, nnz, rp, ci, val, 0, &a));
+    free(rp);
+    free(ci);
+    free(val);
     return a;
 }
 

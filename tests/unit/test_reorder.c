@@ -23,26 +23,13 @@ static spf_matrix *varied_matrix(int64_t m, int64_t k, double density, int64_t e
 {
     rng r;
     rng_seed(&r, seed);
-    int64_t *rp = malloc((size_t)(m + 1) * sizeof *rp);
-    int32_t *ci = malloc((size_t)(m * k + 1) * sizeof *ci);
-    float *val = malloc((size_t)(m * k + 1) * sizeof *val);
-    int64_t nnz = 0;
-    rp[0] = 0;
+    double *p = malloc((size_t)m * sizeof *p);
     for (int64_t i = 0; i < m; i++) {
-        double p = rng_uniform(&r) * 2 * density;
-        int empty = empty_every > 0 && i % empty_every == 1;
-        for (int64_t j = 0; j < k; j++)
-            if (!empty && rng_uniform(&r) < p) {
-                ci[nnz] = (int32_t)j;
-                val[nnz++] = (float)(rng_uniform(&r) * 1.9 - 0.95) + 0.05f;
-            }
-        rp[i + 1] = nnz;
+        double draw = rng_uniform(&r) * 2 * density;
+        p[i] = empty_every > 0 && i % empty_every == 1 ? 0.0 : draw;
     }
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_create_csr(m, k, nnz, rp, ci, val, 0, &a));
-    free(rp);
-    free(ci);
-    free(val);
+    spf_matrix *a = random_csr(m, k, p, seed + 1);
+    free(p);
     return a;
 }
 

@@ -15,26 +15,11 @@
 static spf_matrix *random_matrix(int64_t m, int64_t k, double density, int64_t empty_from,
                                  int64_t empty_to, uint64_t seed)
 {
-    rng r;
-    rng_seed(&r, seed);
-    int64_t *rp = malloc((size_t)(m + 1) * sizeof *rp);
-    int32_t *ci = malloc((size_t)(m * k + 1) * sizeof *ci);
-    float *val = malloc((size_t)(m * k + 1) * sizeof *val);
-    int64_t nnz = 0;
-    rp[0] = 0;
-    for (int64_t i = 0; i < m; i++) {
-        for (int64_t j = 0; j < k; j++)
-            if (!(i >= empty_from && i < empty_to) && rng_uniform(&r) < density) {
-                ci[nnz] = (int32_t)j;
-                val[nnz++] = (float)(rng_uniform(&r) * 1.9 - 0.95) + 0.05f;
-            }
-        rp[i + 1] = nnz;
-    }
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_create_csr(m, k, nnz, rp, ci, val, 0, &a));
-    free(rp);
-    free(ci);
-    free(val);
+    double *p = malloc((size_t)m * sizeof *p);
+    for (int64_t i = 0; i < m; i++)
+        p[i] = i >= empty_from && i < empty_to ? 0.0 : density;
+    spf_matrix *a = random_csr(m, k, p, seed);
+    free(p);
     return a;
 }
 
