@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,87 @@ void ptxas_parse_verbose(const char *log, int *registers, int *spill_bytes)
             *spill_bytes += stores + loads;
         line = eol ? eol + 1 : NULL;
     }
+}
+
+/* A little-endian unsigned field of `bytes` bytes (the cubin's byte order,
+ * whatever the host's). */
+static uint64_t le_field(const unsigned char *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* ELF64 header fields, the size of a section header and its fields (System
+ * V gABI). */
+enum {
+    ELF_HEADER_SIZE = 64, ELF_SHOFF = 0x28, ELF_SHENTSIZE = 0x3a, ELF_SHNUM = 0x3c,
+    ELF_SHSTRNDX = 0x3e, SHDR_ENTSIZE = 64, SH_NAME = 0, SH_OFFSET = 24, SH_SIZE = 32,
+};
+
+/* NVIDIA's .nv.info attribute records: a format byte, an attribute byte,
+ * then a value whose size the format sets. EIFMT_NVAL has none (2 bytes in
+ * all), EIFMT_BVAL and EIFMT_HVAL fill 2 more (4 in all), EIFMT_SVAL has a
+ * u16 payload length and that many bytes. EIATTR_REGCOUNT is an SVAL of 8
+ * bytes: u32 symbol index, u32 register count; the unit-wide .nv.info holds
+ * one per function. Checked against ptxas -v on the entries and against
+ * nvlink -v on linked kernels (tests/unit/test_unrolled_ptxas.c). */
+enum { EIFMT_NVAL = 1, EIFMT_SVAL = 4, EIATTR_REGCOUNT = 0x2f };
+
+/* The largest EIATTR_REGCOUNT among the records of one .nv.info section
+ * (`info`, len bytes, already within the buffer). */
+static int nv_info_max_registers(const unsigned char *info, uint64_t len)
+{
+    int best = 0;
+    for (uint64_t p = 0; len - p >= 4;) {
+        unsigned fmt = info[p], attr = info[p + 1];
+        uint64_t payload = le_field(info + p + 2, 2);
+        if (fmt != EIFMT_SVAL) {
+            p += fmt == EIFMT_NVAL ? 2 : 4;
+            continue;
+        }
+        if (payload > len - p - 4)
+            break; /* a record running past its section: the rest cannot be trusted */
+        if (attr == EIATTR_REGCOUNT && payload == 8) {
+            uint64_t regs = le_field(info + p + 8, 4);
+            if (regs <= INT_MAX && (int)regs > best)
+                best = (int)regs;
+        }
+        p += 4 + payload;
+    }
+    return best;
+}
+
+int ptxas_cubin_registers(const void *cubin, size_t size)
+{
+    const unsigned char *elf = cubin;
+    if (!elf || size < ELF_HEADER_SIZE || memcmp(elf, "\177ELF", 4) != 0 || elf[4] != 2 ||
+        elf[5] != 1)
+        return 0; /* not a 64-bit little-endian ELF */
+    uint64_t shoff = le_field(elf + ELF_SHOFF, 8), shentsize = le_field(elf + ELF_SHENTSIZE, 2),
+             shnum = le_field(elf + ELF_SHNUM, 2), shstrndx = le_field(elf + ELF_SHSTRNDX, 2);
+    if (shentsize < SHDR_ENTSIZE || shstrndx >= shnum || shoff > size ||
+        (size - shoff) / shentsize < shnum)
+        return 0;
+    const unsigned char *strtab = elf + shoff + shstrndx * shentsize;
+    uint64_t names = le_field(strtab + SH_OFFSET, 8);
+    uint64_t names_len = le_field(strtab + SH_SIZE, 8);
+    if (names > size || names_len > size - names)
+        return 0;
+    static const char wanted[] = ".nv.info"; /* the unit-wide section, not .nv.info.<function> */
+    int best = 0;
+    for (uint64_t i = 0; i < shnum; i++) {
+        const unsigned char *sh = elf + shoff + i * shentsize;
+        uint64_t name = le_field(sh + SH_NAME, 4), off = le_field(sh + SH_OFFSET, 8),
+                 len = le_field(sh + SH_SIZE, 8);
+        if (name >= names_len || names_len - name < sizeof wanted || off > size ||
+            len > size - off || memcmp(elf + names + name, wanted, sizeof wanted) != 0)
+            continue;
+        int regs = nv_info_max_registers(elf + off, len);
+        best = regs > best ? regs : best;
+    }
+    return best;
 }
 
 /* The whole of a file into a NUL-terminated buffer (owned by the caller). */
@@ -192,6 +274,9 @@ static spf_status compile_one(const batch *b, int64_t index)
         char *cubin = NULL;
         TRY(slurp(out, &cubin, &r->cubin_size));
         r->cubin = cubin;
+        int cubin_registers = ptxas_cubin_registers(cubin, r->cubin_size);
+        if (cubin_registers > 0)
+            r->registers = cubin_registers;
         r->status = SPF_OK;
     } else {
         r->status = SPF_ERR_COMPILE;

@@ -20,7 +20,9 @@ typedef struct ptxas_result {
     spf_status status;  /* SPF_OK, or SPF_ERR_COMPILE when ptxas rejected the unit    */
     void *cubin;        /* relocatable cubin (owned; mem_free'd by ptxas_result_clear) */
     size_t cubin_size;
-    int registers;      /* the largest "Used N registers" of the unit (0 if none said) */
+    int registers;      /* the largest count over the unit's functions, entry and .func,
+                           from its cubin (ptxas_cubin_registers); the largest "Used N
+                           registers" of -v where the cubin names none (0 if neither) */
     int spill_bytes;    /* spill stores + spill loads summed over the unit's functions */
     double seconds;     /* wall time of this ptxas run                                 */
     char *log;          /* ptxas's output when it failed (owned), else NULL            */
@@ -42,6 +44,14 @@ void ptxas_result_clear(ptxas_result *r);
 spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units,
                          const unsigned *reg_caps, int count, int sm, int threads,
                          ptxas_result *results);
+
+/* The largest per-function register count recorded in a relocatable cubin
+ * (`cubin`, size bytes, borrowed), or 0 when it holds none or is not a
+ * well-formed 64-bit little-endian ELF. ptxas -c -v prints "Used N
+ * registers" for the .entry alone, not for the .noreturn tile functions of
+ * the chunk units, so this is where their counts are read. Every offset
+ * and length is bounds-checked: a truncated or garbage buffer gives 0. */
+int ptxas_cubin_registers(const void *cubin, size_t size);
 
 /* Parse ptxas -v output into registers and spill bytes (exposed for tests). */
 void ptxas_parse_verbose(const char *log, int *registers, int *spill_bytes);

@@ -1,11 +1,14 @@
 /* The compile step of the JIT (no GPU needed): ptxas run as subprocesses in
- * parallel on an entry unit plus chunk units, -v parsed, cubins returned in
- * memory, a rejected unit reported with its log, the temporary folder
- * removed, $SPF_PTXAS honoured. */
+ * parallel on an entry unit plus chunk units, -v parsed, registers read from
+ * the cubins (the tile functions' too, which -v does not name; malformed
+ * cubins give 0), cubins returned in memory, a rejected unit reported with
+ * its log, the temporary folder removed, $SPF_PTXAS honoured. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "check.h"
+#include "test_util.h"
 
+#include "codegen/unrolled.h"
+#include "core/rng.h"
 #include "gpu/jit.h"
 
 #include <dirent.h>
@@ -79,6 +82,147 @@ static void test_parse_verbose(void)
     CHECK_EQ_I64(spills, 40);
     ptxas_parse_verbose("", &regs, &spills);
     CHECK(regs == 0 && spills == 0);
+}
+
+/* A generated kernel (LO-SpMM §3.1 unrolled tiles): ptxas -v names only the
+ * entry's 24-odd registers, the chunk units' tile functions use far more,
+ * and ptxas_compile reports them from the cubin: each unit's count is
+ * ptxas_cubin_registers of its cubin, the chunks' exceed the entry's, and
+ * the object's is the largest. */
+static void test_generated_registers(void)
+{
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 96, 128, 0.9, 11);
+    spf_kernel_config cfg = {8, 128, 4, 2, 1};
+    ptx_program prog;
+    CHECK_OK(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 1, 1, 90, 0, &prog));
+    CHECK(prog.unit_count >= 2);
+    const ptx_program *programs[] = {&prog};
+    jit_object obj;
+    CHECK_OK(jit_compile(programs, 1, 90, 0, &obj));
+    CHECK_OK(obj.status);
+    int entry = obj.unit_count > 0 ? obj.units[0].registers : 0, largest = 0;
+    CHECK_MSG(entry > 0 && entry < 32, "entry unit: %d registers", entry);
+    for (int u = 0; u < obj.unit_count; u++) {
+        const ptxas_result *r = &obj.units[u];
+        int from_cubin = ptxas_cubin_registers(r->cubin, r->cubin_size);
+        CHECK_MSG(r->registers == from_cubin, "unit %d: %d registers, cubin %d", u, r->registers,
+                  from_cubin);
+        CHECK_MSG(u == 0 || r->registers > entry, "chunk unit %d: %d registers, entry %d", u,
+                  r->registers, entry);
+        largest = r->registers > largest ? r->registers : largest;
+    }
+    CHECK_EQ_I64(obj.registers, largest);
+    CHECK(obj.registers <= 255);
+
+    /* every prefix of a real cubin is truncated before its section
+     * headers (ptxas writes them last) and gives 0 */
+    const ptxas_result *chunk = obj.unit_count > 1 ? &obj.units[1] : NULL;
+    if (chunk && chunk->cubin) {
+        int prefixes_clean = 1;
+        for (size_t len = 0; len < chunk->cubin_size; len += 1 + len / 64)
+            prefixes_clean &= ptxas_cubin_registers(chunk->cubin, len) == 0;
+        CHECK(prefixes_clean);
+        /* random bytes written over it, a few at a time, must not make it
+         * read outside the buffer (valgrind shows it); most land in the
+         * code, which leaves the count as it was */
+        unsigned char *copy = malloc(chunk->cubin_size);
+        CHECK(copy != NULL);
+        rng r;
+        rng_seed(&r, 5);
+        int trials = 2000, unchanged = 0;
+        for (int trial = 0; copy && trial < trials; trial++) {
+            memcpy(copy, chunk->cubin, chunk->cubin_size);
+            for (int k = 0; k < 4; k++)
+                copy[rng_next(&r) % chunk->cubin_size] = (unsigned char)rng_next(&r);
+            unchanged += ptxas_cubin_registers(copy, chunk->cubin_size) == chunk->registers;
+        }
+        CHECK_MSG(unchanged > trials / 2, "%d of %d mutated cubins kept the count", unchanged,
+                  trials);
+        free(copy);
+    }
+    jit_object_release(&obj);
+    ptx_program_free(&prog);
+    spf_matrix_free(a);
+}
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (unsigned char)(v >> 8 * i);
+}
+
+/* A minimal relocatable cubin by hand: ELF64 header, a section name table,
+ * a .nv.info with two EIATTR_REGCOUNT records (77 and 99) around an NVAL
+ * and an HVAL record, and three section headers (null, names, info). */
+enum { NAMES_AT = 64, INFO_AT = 84, INFO_LEN = 30, HEADERS_AT = 120, CUBIN_LEN = 312 };
+
+static void hand_cubin(unsigned char *elf)
+{
+    memset(elf, 0, CUBIN_LEN);
+    memcpy(elf, "\177ELF\2\1\1", 7);
+    put_le(elf + 0x28, HEADERS_AT, 8);
+    put_le(elf + 0x3a, 64, 2);
+    put_le(elf + 0x3c, 3, 2);
+    put_le(elf + 0x3e, 1, 2);
+    memcpy(elf + NAMES_AT, "\0.shstrtab\0.nv.info", 20);
+    static const unsigned char info[INFO_LEN] = {
+        4, 0x2f, 8, 0, 1, 0, 0, 0, 77, 0, 0, 0, /* REGCOUNT: symbol 1, 77 registers */
+        1, 0x12,                                /* an NVAL: no value              */
+        3, 0x1b, 5, 0,                          /* an HVAL: a u16 value           */
+        4, 0x2f, 8, 0, 2, 0, 0, 0, 99, 0, 0, 0, /* REGCOUNT: symbol 2, 99 registers */
+    };
+    memcpy(elf + INFO_AT, info, INFO_LEN);
+    unsigned char *names = elf + HEADERS_AT + 64, *nv = elf + HEADERS_AT + 128;
+    put_le(names, 1, 4);
+    put_le(names + 24, NAMES_AT, 8);
+    put_le(names + 32, 20, 8);
+    put_le(nv, 11, 4);
+    put_le(nv + 24, INFO_AT, 8);
+    put_le(nv + 32, INFO_LEN, 8);
+}
+
+/* Inputs that are no cubin, or a cubin whose lengths lie, give 0 (the
+ * fallback to ptxas -v) or only the records before the lie. */
+static void test_cubin_registers_malformed(void)
+{
+    CHECK_EQ_I64(ptxas_cubin_registers(NULL, 0), 0);
+    CHECK_EQ_I64(ptxas_cubin_registers(NULL, 4096), 0);
+    unsigned char buf[CUBIN_LEN];
+    rng r;
+    rng_seed(&r, 3);
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)rng_next(&r);
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, sizeof buf), 0);
+
+    hand_cubin(buf);
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 99);
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN - 1), 0); /* last header cut */
+    buf[4] = 1;                                                   /* ELFCLASS32 */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 0);
+    hand_cubin(buf);
+    put_le(buf + 0x28, (uint64_t)-64, 8); /* e_shoff wrapping around */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 0);
+    hand_cubin(buf);
+    put_le(buf + 0x3e, 3, 2); /* e_shstrndx past the table */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 0);
+    hand_cubin(buf);
+    put_le(buf + INFO_AT + 20, 0xffff, 2); /* the second REGCOUNT runs past its section */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 77);
+    hand_cubin(buf);
+    put_le(buf + HEADERS_AT + 128 + 32, 1000, 8); /* .nv.info past the buffer */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 0);
+    hand_cubin(buf);
+    put_le(buf + HEADERS_AT + 128 + 24, (uint64_t)-8, 8); /* its offset wrapping around */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 0);
+    hand_cubin(buf);
+    put_le(buf + HEADERS_AT + 64 + 32, 15, 8); /* the names end inside ".nv.info" */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 0);
+    hand_cubin(buf);
+    put_le(buf + HEADERS_AT + 128, 0xfffffff0, 4); /* a name index past the names */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 0);
+    hand_cubin(buf);
+    buf[NAMES_AT + 19] = '.'; /* ".nv.info." is another section */
+    CHECK_EQ_I64(ptxas_cubin_registers(buf, CUBIN_LEN), 0);
 }
 
 /* Two programs in one batch: a good one (entry + two chunk units) and one
@@ -171,6 +315,8 @@ int main(void)
     setenv("TMPDIR", tmpdir, 1);
 
     test_parse_verbose();
+    test_cubin_registers_malformed();
+    test_generated_registers();
     test_compile_batch(tmpdir);
     test_parallel_and_override(tmpdir, real);
 

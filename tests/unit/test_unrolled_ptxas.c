@@ -1,13 +1,16 @@
 /* Generated PTX for a spread of configurations, dtypes and both targets
- * assembles with ptxas in relocatable mode (-c) with zero spill bytes, and
- * the units link with nvlink. Prints config → registers (from the link)
- * and writes the table to $SPF_BUILD_DIR/unrolled_registers.csv. Skips
- * visibly when no ptxas is installed. */
+ * assembles with ptxas in relocatable mode (-c) with zero spill bytes, the
+ * units link with nvlink, and the registers read from the units' cubins
+ * (ptxas_cubin_registers) are the linked kernel's. Prints config →
+ * registers (from the link) and writes the table to
+ * $SPF_BUILD_DIR/unrolled_registers.csv. Skips visibly when no ptxas is
+ * installed. */
 #define _POSIX_C_SOURCE 200809L /* popen, mkdtemp */
 
 #include "test_util.h"
 
 #include "codegen/unrolled.h"
+#include "gpu/ptxas.h"
 
 #include <stdint.h>
 #include <sys/wait.h>
@@ -36,6 +39,21 @@ static void find_tool(const char *env, const char *tool, char *out, size_t cap)
             pclose(p);
         }
     }
+}
+
+/* The registers ptxas_cubin_registers reads from the cubin at path (0 if
+ * it cannot be read). */
+static int file_registers(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    static unsigned char buf[1 << 22];
+    size_t size = fread(buf, 1, sizeof buf, f);
+    int full = feof(f);
+    fclose(f);
+    CHECK_MSG(full, "%s: larger than %zu bytes", path, sizeof buf);
+    return full ? ptxas_cubin_registers(buf, size) : 0;
 }
 
 /* Run a command, capture stdout+stderr into log; returns the exit status. */
@@ -111,7 +129,7 @@ static void assemble_case(const ptx_case *given, FILE *csv)
 
     char cmd[8192], log[65536], cubins[4096] = "";
     long spills = 0;
-    int ok = 1, retries = 0;
+    int ok = 1, retries = 0, cubin_regs = 0, entry_regs = 0;
     for (int u = 0; u < prog.unit_count; u++) {
         char ptx_path[1200], cubin_path[1200];
         snprintf(ptx_path, sizeof ptx_path, "%s/u%d.ptx", tmpdir, u);
@@ -138,6 +156,16 @@ static void assemble_case(const ptx_case *given, FILE *csv)
         }
         CHECK_MSG(rc == 0, "%s unit %d: ptxas exit %d:\n%.4000s", prog.entry, u, rc, log);
         ok &= rc == 0;
+        /* -v names the entry's registers only; the cubin has every
+         * function's, and must agree with -v where -v speaks */
+        int verbose_regs, verbose_spills, unit_regs = rc == 0 ? file_registers(cubin_path) : 0;
+        ptxas_parse_verbose(log, &verbose_regs, &verbose_spills);
+        CHECK_MSG(rc != 0 || (unit_regs > 0 && (verbose_regs == 0 || unit_regs == verbose_regs)),
+                  "%s unit %d: cubin %d registers, ptxas -v %d", prog.entry, u, unit_regs,
+                  verbose_regs);
+        if (u == 0)
+            entry_regs = verbose_regs;
+        cubin_regs = unit_regs > cubin_regs ? unit_regs : cubin_regs;
         spills += unit_spills;
         size_t used = strlen(cubins);
         snprintf(cubins + used, sizeof cubins - used, " %s", cubin_path);
@@ -154,6 +182,11 @@ static void assemble_case(const ptx_case *given, FILE *csv)
         if (p)
             regs = atoi(p + 5);
         CHECK_MSG(regs > 0 && regs <= 255, "%s: registers %d", prog.entry, regs);
+        /* the linked kernel's count (nvlink -v) is the largest over the
+         * units' functions, which the tile functions set, not the entry */
+        CHECK_MSG(cubin_regs == regs && cubin_regs > entry_regs,
+                  "%s: linked %d registers, cubins %d, entry (ptxas -v) %d", prog.entry, regs,
+                  cubin_regs, entry_regs);
     }
     size_t bytes = 0;
     int64_t lines = 0, estimate = 0;
