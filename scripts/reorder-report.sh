@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # LO-SpMM §4.2 Algorithm 1 row reordering on the DLMC dev set, on the CPU:
 # per file and m1 the A_tiles' max and mean non-empty columns (nnc) and
-# COV_row in row order and after reordering, and the reorder time
-# (`spforge stat FILE --tiles M1 --json`). Writes the CSV and prints it
-# with the geometric-mean ratios after/before. The kernel-time effect needs
-# a GPU and is not measured here.
+# COV_row in row order and after reordering (reorder_rows: Algorithm 1,
+# or the identity where that would raise max or mean nnc), and the reorder
+# time, guard included (`spforge stat FILE --tiles M1 --json`). A case
+# improves when max or mean nnc falls and neither rises, ties when both
+# stay (the identity kept, or Algorithm 1 matched it), and is worse when
+# either rises. Writes the CSV and prints it with the geometric-mean ratios
+# after/before. The kernel-time effect needs a GPU and is not measured here.
 #
 #   bash scripts/reorder-report.sh [BUILD_DIR]   (default build/)
 #
@@ -59,8 +62,10 @@ for label, sel in [("all", lambda r: True)] + [
         for s in ("0.9", "0.95") for m in (8, 16, 32)]:
     g = [r for r in rows if sel(r)]
     worse = sum(1 for r in g if r[3] > r[2] or r[5] > r[4])
-    print("  %-12s n %3d  max nnc %.3f  mean nnc %.3f  COV_row %.3f  (%d with max or mean worse)" % (
-        label, len(g), geomean([r[3] / r[2] for r in g]), geomean([r[5] / r[4] for r in g]),
-        geomean([max(r[7], 1e-9) / max(r[6], 1e-9) for r in g]), worse))
+    tie = sum(1 for r in g if r[3] == r[2] and r[5] == r[4])
+    print("  %-12s n %3d  max nnc %.3f  mean nnc %.3f  COV_row %.3f  improve %d / tie %d / worse %d"
+          % (label, len(g), geomean([r[3] / r[2] for r in g]), geomean([r[5] / r[4] for r in g]),
+             geomean([max(r[7], 1e-9) / max(r[6], 1e-9) for r in g]), len(g) - tie - worse, tie,
+             worse))
 print("reorder ms: max %.1f (%s, m1 %d)" % max((r[8], r[0], r[1]) for r in rows))
 PY

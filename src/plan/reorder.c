@@ -3,6 +3,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/matrix.h"
+#include "plan/tile_stats.h"
 
 #include <math.h>
 #include <string.h>
@@ -166,7 +167,8 @@ static spf_status tile_set_init(tile_set *ts, int64_t r, int64_t k, int64_t nnz,
     return SPF_OK;
 }
 
-spf_status reorder_rows(const spf_matrix *a, int m1, double th_nnz_slack, int32_t *row_order)
+spf_status reorder_rows_greedy(const spf_matrix *a, int m1, double th_nnz_slack,
+                               int32_t *row_order)
 {
     spf_status status = SPF_OK;
     tile_set ts = {0};
@@ -239,5 +241,20 @@ fail:
     mem_free(tile_of);
     mem_free(fill);
     mem_free(bucket);
+    return status;
+}
+
+spf_status reorder_rows(const spf_matrix *a, int m1, double th_nnz_slack, int32_t *row_order)
+{
+    spf_status status = SPF_OK;
+    tile_stats identity, greedy;
+    TRY(reorder_rows_greedy(a, m1, th_nnz_slack, row_order));
+    TRY(tile_nnc_stats(a, NULL, m1, &identity));
+    TRY(tile_nnc_stats(a, row_order, m1, &greedy));
+    /* Both have ceil(m / m1) tiles, so the means compare as the sums do. */
+    if (greedy.max_nnc > identity.max_nnc || greedy.mean_nnc > identity.mean_nnc)
+        for (int64_t i = 0; i < a->rows; i++)
+            row_order[i] = (int32_t)i;
+fail:
     return status;
 }
