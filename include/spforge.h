@@ -310,7 +310,9 @@ typedef struct spf_plan_options {
     spf_tune_space tune_space; /* with exhaustive: which space (default COMPACT)         */
     const spf_kernel_config *config; /* force one configuration (UNROLLED), or NULL      */
     int host_threads;          /* compile / reference threads, 0 = all cores             */
-    int reorder;  /* LO-SpMM Algorithm 1 row reordering for the unrolled kernel (default 0) */
+    int reorder;               /* LO-SpMM Algorithm 1 row order for the unrolled kernel,
+                                  kept only where it does not raise the non-empty columns
+                                  per tile (default 0; not with exhaustive yet)          */
 } spf_plan_options;
 
 SPF_API void spf_plan_options_init(spf_plan_options *options);
