@@ -48,12 +48,3 @@ void mem_free(void *ptr)
     if (ptr)
         current.free(ptr, current.user);
 }
-
-char *mem_strdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = mem_alloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}

@@ -13,7 +13,5 @@ void *mem_calloc(size_t count, size_t size);
 void *mem_alloc_array(size_t count, size_t size);
 void *mem_realloc_array(void *ptr, size_t count, size_t size);
 void mem_free(void *ptr);
-/* A NUL-terminated copy of s, or NULL. */
-char *mem_strdup(const char *s);
 
 #endif

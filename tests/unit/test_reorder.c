@@ -380,7 +380,7 @@ static void test_arguments(void)
 static void test_alloc_failures(void)
 {
     spf_matrix *a = varied_matrix(50, 70, 0.1, 6, 31);
-    int32_t want[50], got[50];
+    int32_t want[50], got[50] = {0};
     CHECK_OK(reorder_rows(a, 8, REORDER_NNZ_SLACK, want));
     int done[2] = {0, 0};
     for (int k = 0; k < 256 && !(done[0] && done[1]); k++) {
