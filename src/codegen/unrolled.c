@@ -564,14 +564,18 @@ static spf_status emit_entry(const gen *g, int sm, ptx_buf *u)
  * with ptxas 13.0 on 64×256 patterns at 0.9: spill-free for m1 × v up to
  * 128, with and without a K split (the pooled owned rows keep the split's
  * epilogue as light as the plain one). */
+int64_t unrolled_register_need(const spf_kernel_config *cfg, spf_dtype dtype)
+{
+    int64_t acc = (int64_t)cfg->m1 * cfg->v;
+    int64_t need = acc + acc / 4 + (int64_t)(cfg->prefetch + 1) * cfg->v + 40 +
+                   (dtype == SPF_DTYPE_F32 ? 0 : 24);
+    return (need + 7) / 8 * 8;
+}
+
 static unsigned register_cap(const gen *g)
 {
-    const spf_kernel_config *cfg = &g->s->cfg;
-    int64_t acc = (int64_t)cfg->m1 * cfg->v;
-    int64_t cap = acc + acc / 4 + (int64_t)(cfg->prefetch + 1) * cfg->v + 40 +
-                  (g->dtype == SPF_DTYPE_F32 ? 0 : 24);
-    cap = (cap + 7) / 8 * 8;
-    return (unsigned)(cap > 255 ? 255 : cap);
+    int64_t need = unrolled_register_need(&g->s->cfg, g->dtype);
+    return (unsigned)(need > 255 ? 255 : need);
 }
 
 static spf_status check_request(const spf_matrix *a, int64_t n, spf_dtype dtype, int f16x2,

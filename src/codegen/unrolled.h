@@ -39,6 +39,11 @@
  * units side by side. */
 #define UNROLLED_CHUNK_ROWS 64
 
+/* Registers per thread the tile functions are given (the register cap of
+ * program.max_registers before it is clamped to 255), from the config and
+ * the storage type alone: the planner's register forecast (LO-SpMM §3.2). */
+int64_t unrolled_register_need(const spf_kernel_config *cfg, spf_dtype dtype);
+
 /* The kernel's name, e.g. spf_unrolled_f32_m8_n128_v4_p2_k1 (STYLE.md 6);
  * f16x2 accumulation is written as the dtype "f16x2". */
 void unrolled_kernel_name(const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,

@@ -1,6 +1,7 @@
 #include "plan/constraints.h"
 
 #include "codegen/schedule.h"
+#include "codegen/unrolled.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/matrix.h"
@@ -22,29 +23,23 @@ void constraint_options_init(constraint_options *o)
 /* LO-SpMM §3.2 counts a thread's variables; here they are the m1 × v
  * accumulators, the (prefetch + 1) × v lanes of the B ring and a constant
  * for addresses, loop-free control and the epilogue, plus the f16 / bf16
- * conversions. The coefficients are a least-absolute-error fit to ptxas
- * 13.0 (sm_90, -c under program.max_registers, +32 on spills, the count
- * read from the cubin) on 120 generated kernels (64 rows, K 256 or 512,
- * sparsity 0.8–0.95, every m1, v, prefetch and ksplit of the FULL space,
- * all dtypes): 43.1 + 1.27·acc + 0.92·ring + 21.8·half, rounded here to
- * 42 + 5/4·acc + ring + 22·half. ksplit had no weight (−1.3), nor f16x2
- * accumulation beyond f16's: it accumulates m1 × v / 2 registers but widens
- * them to f32 for the reduction and the epilogue, so its peak is f32's.
- *
- * What the fit says about ptxas: under a cap it uses the cap less 2
- * whenever the kernel could use more (98 of the 120 kernels), so the
- * forecast is in effect the codegen's cap. It errs high where a thread's
- * share of the tile is a few columns (m1 = 1 with a K split at 0.95: 36
- * used for 72 forecast), which only makes the constraint conservative, and
- * low by 32 or more where ptxas spilled under the cap and was run again
- * with 32 more (2 of 120). On 40 other kernels (test_register_forecast.c,
- * K 256): mean |error| 3.9, 36 within 8, the largest +32 (bf16 m1 1, v 2,
- * ksplit 4 at 0.95: 37 used) and −28 (a spill rerun); the test holds it to
- * a mean of 6 and checks the spread. */
+ * conversions — which is how the codegen sizes the register cap it hands
+ * ptxas (unrolled_register_need). A least-absolute-error fit to ptxas 13.0
+ * on 120 generated kernels (sm_90, -c under the cap, +32 on spills, counts
+ * read from the cubin; every m1, v, prefetch and ksplit of the FULL space,
+ * all dtypes) found that under its cap ptxas uses the cap less 2 whenever
+ * the kernel could use more (98 of 120), so the forecast is the cap less 2
+ * rather than a second formula. It errs high where a thread's share of the
+ * tile is a few columns (m1 = 1 with a K split at 0.95), which only makes
+ * the constraint conservative, and low where ptxas spilled under the cap
+ * and was run again with 32 more. On 40 other kernels
+ * (test_register_forecast.c, K 256): mean |error| 2.8, 36 within 8, the
+ * largest 33 (a spill rerun); the test holds it to a mean of 6 and checks
+ * the spread. */
 int register_forecast(const spf_kernel_config *cfg, spf_dtype dtype)
 {
-    int64_t acc = (int64_t)cfg->m1 * cfg->v, ring = (int64_t)(cfg->prefetch + 1) * cfg->v;
-    int64_t r = 42 + (5 * acc + 2) / 4 + ring + (dtype == SPF_DTYPE_F32 ? 0 : 22);
+    /* Under its cap ptxas uses the cap less 2 whenever the kernel could use more. */
+    int64_t r = unrolled_register_need(cfg, dtype) - 2;
     return r > INT32_MAX ? INT32_MAX : (int)r; /* over 255: the constraint drops it */
 }
 

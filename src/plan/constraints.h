@@ -39,9 +39,9 @@ typedef struct constraint_options {
 void constraint_options_init(constraint_options *o);
 
 /* Registers per thread the generated kernel will use, forecast from the
- * configuration and dtype without generating or compiling (LO-SpMM §3.2);
- * fitted to ptxas 13.0 under program.max_registers (constraints.c gives the
- * formula and its measured error). */
+ * configuration and dtype without generating or compiling (LO-SpMM §3.2):
+ * the register cap the codegen gives ptxas, less the 2 ptxas leaves under
+ * it (constraints.c gives the measurements and the error). */
 int register_forecast(const spf_kernel_config *cfg, spf_dtype dtype);
 
 /* Each constraint: 1 keeps the configuration, 0 drops it. */
