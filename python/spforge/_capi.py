@@ -1,0 +1,136 @@
+"""ctypes declarations of include/spforge.h: the library loader, mirrors of
+the public structs (same field order and C types as the header) and the
+argtypes / restype of every function the binding calls."""
+
+import ctypes
+import ctypes.util
+import os
+
+c_int, c_int32, c_int64, c_uint64 = ctypes.c_int, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64
+c_double, c_char_p, c_void_p = ctypes.c_double, ctypes.c_char_p, ctypes.c_void_p
+# C enums are int-sized on every ABI spforge builds for (gcc, clang, MSVC).
+c_enum = ctypes.c_int
+
+
+class ReadOptions(ctypes.Structure):
+    _fields_ = [("format", c_enum), ("duplicates", c_enum), ("seed", c_uint64),
+                ("values_path", c_char_p), ("npy_sparsity", c_double)]
+
+
+class GenOptions(ctypes.Structure):
+    _fields_ = [("kind", c_enum), ("rows", c_int64), ("cols", c_int64), ("sparsity", c_double),
+                ("seed", c_uint64), ("vector_length", c_int32), ("n", c_int32), ("m", c_int32),
+                ("rmat_a", c_double), ("rmat_b", c_double), ("rmat_c", c_double)]
+
+
+class MatrixStats(ctypes.Structure):
+    _fields_ = [("rows", c_int64), ("cols", c_int64), ("nnz", c_int64), ("density", c_double),
+                ("row_nnz_min", c_int64), ("row_nnz_max", c_int64),
+                ("row_nnz_mean", c_double), ("row_nnz_cv", c_double),
+                ("empty_rows", c_int64), ("empty_cols", c_int64), ("bandwidth", c_int64),
+                ("pattern_hash", c_uint64), ("values_hash", c_uint64)]
+
+
+class DeviceInfo(ctypes.Structure):
+    _fields_ = [("available", c_int), ("device", c_int), ("name", ctypes.c_char * 256),
+                ("cc_major", c_int), ("cc_minor", c_int), ("sm_count", c_int),
+                ("max_threads_per_sm", c_int), ("max_shared_per_block_optin", c_int),
+                ("l2_bytes", c_int), ("total_memory", c_int64), ("driver_version", c_int),
+                ("runtime_version", c_int), ("reason", ctypes.c_char * 256)]
+
+
+class KernelConfig(ctypes.Structure):
+    _fields_ = [("m1", c_int32), ("n1", c_int32), ("v", c_int32), ("prefetch", c_int32),
+                ("ksplit", c_int32)]
+
+
+class PlanOptions(ctypes.Structure):
+    _fields_ = [("strategy", c_enum), ("dtype", c_enum), ("f16x2_accumulate", c_int),
+                ("bias", c_int), ("relu", c_int), ("device", c_int), ("verify", c_int),
+                ("exhaustive", c_int), ("tune_space", c_enum),
+                ("config", ctypes.POINTER(KernelConfig)), ("host_threads", c_int),
+                ("reorder", c_int)]
+
+
+class PlanInfo(ctypes.Structure):
+    _fields_ = [("strategy", c_enum), ("config", KernelConfig),
+                ("kernel_name", ctypes.c_char * 128), ("registers", c_int),
+                ("code_bytes", c_int64), ("configs_tried", c_int),
+                ("generate_s", c_double), ("compile_s", c_double), ("link_s", c_double),
+                ("load_s", c_double), ("tune_s", c_double), ("verify_s", c_double),
+                ("kernel_us", c_double), ("verify_error", c_double)]
+
+
+_P = ctypes.POINTER
+# name: (restype, argtypes); spf_status results are declared c_int.
+_SIGNATURES = {
+    "spf_status_string": (c_char_p, [c_int]),
+    "spf_last_error": (c_char_p, []),
+    "spf_version": (c_char_p, []),
+    "spf_matrix_create_csr": (c_int, [c_int64, c_int64, c_int64, _P(c_int64), _P(c_int32),
+                                      _P(ctypes.c_float), c_uint64, _P(c_void_p)]),
+    "spf_matrix_free": (None, [c_void_p]),
+    "spf_matrix_rows": (c_int64, [c_void_p]),
+    "spf_matrix_cols": (c_int64, [c_void_p]),
+    "spf_matrix_nnz": (c_int64, [c_void_p]),
+    "spf_matrix_row_ptr": (_P(c_int64), [c_void_p]),
+    "spf_matrix_col_idx": (_P(c_int32), [c_void_p]),
+    "spf_matrix_values": (_P(ctypes.c_float), [c_void_p]),
+    "spf_matrix_stats_compute": (c_int, [c_void_p, _P(MatrixStats)]),
+    "spf_read_options_init": (None, [_P(ReadOptions)]),
+    "spf_matrix_read": (c_int, [c_char_p, _P(ReadOptions), _P(c_void_p)]),
+    "spf_matrix_write": (c_int, [c_void_p, c_char_p, c_enum]),
+    "spf_gen_options_init": (None, [_P(GenOptions)]),
+    "spf_matrix_generate": (c_int, [_P(GenOptions), _P(c_void_p)]),
+    "spf_reference_spmm": (c_int, [c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_int,
+                                   c_enum, c_int]),
+    "spf_reference_spmm_f64": (c_int, [c_void_p, c_int64, c_void_p, c_void_p, c_void_p, c_int,
+                                       c_int]),
+    "spf_relative_error": (c_double, [c_void_p, c_void_p, c_int64]),
+    "spf_device_query": (c_int, [c_int, _P(DeviceInfo)]),
+    "spf_plan_options_init": (None, [_P(PlanOptions)]),
+    "spf_plan_create": (c_int, [c_void_p, c_int64, _P(PlanOptions), _P(c_void_p)]),
+    "spf_plan_execute": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
+    "spf_plan_get_info": (c_int, [c_void_p, _P(PlanInfo)]),
+    "spf_plan_free": (None, [c_void_p]),
+}
+
+
+def _candidates():
+    env = os.environ.get("SPF_LIB")
+    if env:
+        return [env]
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    found = [os.path.join(repo, "build", "libspforge.so")]
+    system = ctypes.util.find_library("spforge")
+    if system:
+        found.append(system)
+    return found
+
+
+_lib = None
+
+
+def lib():
+    """The loaded library with every signature declared (loaded once).
+    Raises OSError naming every place looked at if none loads."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    tried = []
+    for path in _candidates():
+        if os.path.sep in path and not os.path.exists(path):
+            tried.append(path + " (missing)")
+            continue
+        try:
+            handle = ctypes.CDLL(path)
+        except OSError as e:
+            tried.append("%s (%s)" % (path, e))
+            continue
+        for name, (restype, argtypes) in _SIGNATURES.items():
+            fn = getattr(handle, name)
+            fn.restype, fn.argtypes = restype, argtypes
+        _lib = handle
+        return _lib
+    raise OSError("spforge: cannot load libspforge (set SPF_LIB to its path, or build it into "
+                  "build/); tried: " + "; ".join(tried or ["find_library('spforge'): not found"]))
