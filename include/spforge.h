@@ -313,6 +313,17 @@ typedef struct spf_plan_options {
     int reorder;               /* LO-SpMM Algorithm 1 row order for the unrolled kernel,
                                   kept only where it does not raise the non-empty columns
                                   per tile (default 0; not with exhaustive yet)          */
+    int search;                /* low-cost search (LO-SpMM §3–5): the tune_space pruned by
+                                  the constraints, ranked by the rank model, the top
+                                  search_top_k evaluated (through proxies when
+                                  search_proxies), the best compiled (default 0; excludes
+                                  exhaustive and config)                                 */
+    int search_top_k;          /* candidates the rank model passes on (0: the default)   */
+    int search_proxies;        /* evaluate the top-K through proxies (default 1); 0
+                                  compiles and times each real kernel instead            */
+    int cache;                 /* look the plan up in, and store it to, the on-disk plan
+                                  cache ($SPFORGE_CACHE_DIR, else ~/.cache/spforge;
+                                  DESIGN.md decision 5) (default 1)                      */
 } spf_plan_options;
 
 SPF_API void spf_plan_options_init(spf_plan_options *options);
@@ -334,6 +345,26 @@ SPF_API spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_pla
 SPF_API spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const float *bias,
                                     void *stream);
 
+/* What the low-cost search did (spf_plan_options.search): the candidates
+ * left after each stage, in the order they run (LO-SpMM §3–5), and the
+ * wall time of each step. A stage that did not run keeps the count of the
+ * one before it and 0 seconds. */
+typedef struct spf_search_info {
+    int space;                /* configurations of the tune space valid for N     */
+    int after_register;       /* §3.2 register forecast within the cap            */
+    int after_utilization;    /* §3.3 warps and blocks                            */
+    int after_balance;        /* §3.4 COV_row and WASTE_col                       */
+    int after_rank;           /* §3.5 top-K of the rank model                     */
+    int evaluated;            /* candidates run (proxies or real kernels)         */
+    double analysis_s;        /* tile statistics and features                     */
+    double reorder_s;         /* Algorithm 1, once per m1                         */
+    double rank_s;            /* rank model inference                             */
+    double proxy_build_s, proxy_compile_s, proxy_run_s; /* §5                      */
+    double final_compile_s;   /* the chosen kernel: generate, compile, link, load */
+    double selfcheck_s;       /* its check against the CPU reference              */
+    double total_s;           /* the whole search                                 */
+} spf_search_info;
+
 typedef struct spf_plan_info {
     spf_strategy strategy;
     spf_kernel_config config; /* meaningful for UNROLLED                         */
@@ -344,6 +375,8 @@ typedef struct spf_plan_info {
     double generate_s, compile_s, link_s, load_s, tune_s, verify_s;
     double kernel_us;         /* best measured kernel time (0 if not measured)    */
     double verify_error;      /* relative error of the self-check (-1 if skipped) */
+    spf_search_info search;   /* the low-cost search, when one ran                */
+    int from_cache;           /* 1: loaded from the plan cache, nothing compiled  */
 } spf_plan_info;
 
 SPF_API spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out);

@@ -49,7 +49,17 @@ class PlanOptions(ctypes.Structure):
                 ("bias", c_int), ("relu", c_int), ("device", c_int), ("verify", c_int),
                 ("exhaustive", c_int), ("tune_space", c_enum),
                 ("config", ctypes.POINTER(KernelConfig)), ("host_threads", c_int),
-                ("reorder", c_int)]
+                ("reorder", c_int), ("search", c_int), ("search_top_k", c_int),
+                ("search_proxies", c_int), ("cache", c_int)]
+
+
+class SearchInfo(ctypes.Structure):
+    _fields_ = [("space", c_int), ("after_register", c_int), ("after_utilization", c_int),
+                ("after_balance", c_int), ("after_rank", c_int), ("evaluated", c_int),
+                ("analysis_s", c_double), ("reorder_s", c_double), ("rank_s", c_double),
+                ("proxy_build_s", c_double), ("proxy_compile_s", c_double),
+                ("proxy_run_s", c_double), ("final_compile_s", c_double),
+                ("selfcheck_s", c_double), ("total_s", c_double)]
 
 
 class PlanInfo(ctypes.Structure):
@@ -58,7 +68,8 @@ class PlanInfo(ctypes.Structure):
                 ("code_bytes", c_int64), ("configs_tried", c_int),
                 ("generate_s", c_double), ("compile_s", c_double), ("link_s", c_double),
                 ("load_s", c_double), ("tune_s", c_double), ("verify_s", c_double),
-                ("kernel_us", c_double), ("verify_error", c_double)]
+                ("kernel_us", c_double), ("verify_error", c_double),
+                ("search", SearchInfo), ("from_cache", c_int)]
 
 
 _P = ctypes.POINTER

@@ -55,6 +55,8 @@ void spf_plan_options_init(spf_plan_options *options)
     options->device = 0;
     options->config = NULL;
     options->tune_space = SPF_TUNE_SPACE_COMPACT;
+    options->search_proxies = 1;
+    options->cache = 1;
 }
 
 static int is_flag(int x) { return x == 0 || x == 1; }
@@ -68,9 +70,13 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
     if (o->dtype < SPF_DTYPE_F32 || o->dtype > SPF_DTYPE_BF16)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)o->dtype);
     if (!is_flag(o->f16x2_accumulate) || !is_flag(o->bias) || !is_flag(o->relu) ||
-        !is_flag(o->verify) || !is_flag(o->exhaustive) || !is_flag(o->reorder))
+        !is_flag(o->verify) || !is_flag(o->exhaustive) || !is_flag(o->reorder) ||
+        !is_flag(o->search) || !is_flag(o->search_proxies) || !is_flag(o->cache))
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
-                    "f16x2_accumulate, bias, relu, verify, exhaustive and reorder must be 0 or 1");
+                    "f16x2_accumulate, bias, relu, verify, exhaustive, reorder, search, "
+                    "search_proxies and cache must be 0 or 1");
+    if (o->search_top_k < 0)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "search_top_k = %d: must be ≥ 0", o->search_top_k);
     if (o->tune_space != SPF_TUNE_SPACE_COMPACT && o->tune_space != SPF_TUNE_SPACE_FULL)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown tune_space %d", (int)o->tune_space);
     if (o->device < 0 || o->host_threads < 0)
@@ -84,6 +90,10 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
                     "a forced config or exhaustive tuning needs strategy UNROLLED or AUTO");
     if (o->config && o->exhaustive)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "a forced config and exhaustive tuning exclude each other");
+    if (o->search && (o->exhaustive || o->config || !unrolled))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "the low-cost search needs strategy UNROLLED or AUTO and excludes exhaustive "
+                    "tuning and a forced config");
     if (o->reorder && !unrolled)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "row reordering needs strategy UNROLLED or AUTO");
     /* The tuner generates every configuration from one tune_request, which
