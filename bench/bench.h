@@ -60,6 +60,7 @@ typedef struct bench_ctx {
     int64_t tune_max_nnz;        /* --tune-max-nnz: larger problems get the AUTO plan
                                     (default config, or generic over the code budget) */
     int unrolled;                /* 0: --no-unrolled                               */
+    int reorder;                 /* --reorder: LO-SpMM Algorithm 1 rows (AUTO plan) */
     int l2_bytes;
 } bench_ctx;
 
