@@ -182,8 +182,9 @@ static spf_status link_check(CUresult res, const char *stmt, const char *log)
 
 #define LINK_CHECK(call) TRY(link_check((call), #call, error_log))
 
-/* Link and load; the library keeps its own copy of the image. */
-static spf_status link_and_load(const ptx_program *p, const jit_object *o, cudaLibrary_t *lib,
+/* Link p's units (cubins, or the PTX when via_ptx) and load the image
+ * before cuLinkDestroy frees it (the module keeps a copy). */
+static spf_status link_and_load(const ptx_program *p, const jit_object *o, jit_module *out,
                                 jit_timings *t)
 {
     spf_status status = SPF_OK;
@@ -207,10 +208,9 @@ static spf_status link_and_load(const ptx_program *p, const jit_object *o, cudaL
     void *image = NULL;
     size_t image_size = 0;
     LINK_CHECK(driver.link_complete(state, &image, &image_size));
-    double t1 = timing_now_s();
-    TRY(CUDA_CHECK(cudaLibraryLoadData(lib, image, NULL, NULL, 0, NULL, NULL, 0)));
-    t->link_s = t1 - t0;
-    t->load_s = timing_now_s() - t1;
+    t->link_s = timing_now_s() - t0;
+    TRY(jit_module_load_image(image, image_size, p->entry, p->grid, p->block, p->shared_bytes,
+                              out, &t->load_s));
 fail:
     if (state)
         driver.link_destroy(state);
@@ -220,41 +220,69 @@ fail:
 spf_status jit_link_load(const ptx_program *p, const jit_object *o, jit_module *out, jit_timings *t)
 {
     spf_status status = SPF_OK;
-    cudaLibrary_t lib = NULL;
     memset(out, 0, sizeof *out);
     jit_timings local = {0};
-    if (!t)
-        t = &local;
     if (o->status != SPF_OK)
         return FAIL(o->status, "%s", o->log ? o->log : "compile failed");
     if (!o->via_ptx && o->unit_count != p->unit_count)
         return FAIL(SPF_ERR_INTERNAL, "%d objects for %d units", o->unit_count, p->unit_count);
     TRY(driver_get());
-    TRY(link_and_load(p, o, &lib, t));
+    TRY(link_and_load(p, o, out, t ? t : &local));
+fail:
+    return status;
+}
+
+spf_status jit_module_load_image(const void *image, size_t image_size, const char *entry,
+                                 const unsigned grid[3], const unsigned block[3],
+                                 unsigned shared_bytes, jit_module *out, double *load_s)
+{
+    spf_status status = SPF_OK;
+    cudaLibrary_t lib = NULL;
+    unsigned char *copy = NULL;
+    memset(out, 0, sizeof *out);
+    CHECK_ARG(image != NULL && image_size > 0 && entry != NULL && entry[0]);
+    CHECK_ARG(grid != NULL && block != NULL);
+    /* A cached entry's geometry is checksummed, not trusted: a zero extent
+     * would only fail at the first launch, far from its cause. */
+    if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2] ||
+        shared_bytes > INT_MAX)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "%s: grid %u×%u×%u, block %u×%u×%u, %u bytes of shared memory", entry, grid[0],
+                    grid[1], grid[2], block[0], block[1], block[2], shared_bytes);
 
     double t0 = timing_now_s();
+    copy = mem_alloc(image_size);
+    if (!copy)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "a kernel image of %zu bytes", image_size);
+    memcpy(copy, image, image_size);
+    TRY(CUDA_CHECK(cudaLibraryLoadData(&lib, copy, NULL, NULL, 0, NULL, NULL, 0)));
     cudaKernel_t kernel;
-    TRY(CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, p->entry)));
+    TRY(CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, entry)));
     int device;
     TRY(CUDA_CHECK(cudaGetDevice(&device)));
-    if (p->shared_bytes > 48 * 1024)
+    if (shared_bytes > 48 * 1024)
         TRY(CUDA_CHECK(cudaKernelSetAttributeForDevice(
-            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)p->shared_bytes, device)));
+            kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shared_bytes, device)));
     struct cudaFuncAttributes attr;
     TRY(CUDA_CHECK(cudaFuncGetAttributes(&attr, (const void *)kernel)));
-    t->load_s += timing_now_s() - t0;
 
     out->library = lib;
     out->kernel = kernel;
-    memcpy(out->grid, p->grid, sizeof out->grid);
-    memcpy(out->block, p->block, sizeof out->block);
-    out->shared_bytes = p->shared_bytes;
+    memcpy(out->grid, grid, sizeof out->grid);
+    memcpy(out->block, block, sizeof out->block);
+    out->shared_bytes = shared_bytes;
     out->registers = attr.numRegs;
     out->local_bytes = (int)attr.localSizeBytes;
+    out->image = copy;
+    out->image_size = image_size;
     lib = NULL;
+    copy = NULL;
+    if (load_s)
+        *load_s = timing_now_s() - t0;
 fail:
     if (lib)
         (void)cudaLibraryUnload(lib);
+    mem_free(copy);
     return status;
 }
 
@@ -265,15 +293,6 @@ spf_status jit_launch(const jit_module *m, const void *b, void *c, const float *
     dim3 block = {m->block[0], m->block[1], m->block[2]};
     return CUDA_CHECK(cudaLaunchKernel((const void *)m->kernel, grid, block, args, m->shared_bytes,
                                        (cudaStream_t)stream));
-}
-
-void jit_module_release(jit_module *m)
-{
-    if (!m)
-        return;
-    if (m->library)
-        (void)cudaLibraryUnload((cudaLibrary_t)m->library);
-    memset(m, 0, sizeof *m);
 }
 
 #else /* !SPF_HAVE_CUDA */
@@ -291,13 +310,29 @@ spf_status jit_launch(const jit_module *m, const void *b, void *c, const float *
     return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
 }
 
-void jit_module_release(jit_module *m)
+spf_status jit_module_load_image(const void *image, size_t image_size, const char *entry,
+                                 const unsigned grid[3], const unsigned block[3],
+                                 unsigned shared_bytes, jit_module *out, double *load_s)
 {
-    if (m)
-        memset(m, 0, sizeof *m);
+    (void)image, (void)image_size, (void)entry, (void)grid, (void)block, (void)shared_bytes;
+    (void)load_s;
+    memset(out, 0, sizeof *out);
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
 }
 
 #endif
+
+void jit_module_release(jit_module *m)
+{
+    if (!m)
+        return;
+#ifdef SPF_HAVE_CUDA
+    if (m->library)
+        (void)cudaLibraryUnload((cudaLibrary_t)m->library);
+#endif
+    mem_free(m->image);
+    memset(m, 0, sizeof *m);
+}
 
 spf_status jit_build(const ptx_program *p, int sm, int threads, jit_module *out, jit_timings *t)
 {

@@ -41,7 +41,8 @@ typedef struct jit_timings {
 } jit_timings;
 
 /* A loaded kernel, ready to launch on the device current when it was
- * loaded. */
+ * loaded. It keeps a copy of its linked image, the bytes the plan cache
+ * stores (plan/cache.h): the linker's own buffer dies with the link. */
 typedef struct jit_module {
     void *library;         /* cudaLibrary_t                                   */
     void *kernel;          /* cudaKernel_t of the program's entry             */
@@ -49,12 +50,24 @@ typedef struct jit_module {
     unsigned shared_bytes; /* dynamic shared memory per block                 */
     int registers;         /* per thread, as loaded (cudaFuncGetAttributes)   */
     int local_bytes;       /* local memory per thread (spills, stack)         */
+    unsigned char *image;  /* the linked cubin (owned)                        */
+    size_t image_size;
 } jit_module;
 
 /* Link o's cubins (or its program's PTX when via_ptx) and load the result on
  * the current device. Failures carry the linker's log in the detail. */
 spf_status jit_link_load(const ptx_program *p, const jit_object *o, jit_module *out,
                          jit_timings *t);
+
+/* Load a linked image (image_size bytes, read during the call only; the
+ * module keeps a copy) on the current device and look up its kernel
+ * `entry`, to be launched with grid × block threads and shared_bytes of
+ * dynamic shared memory per block (the limit raised past 48 KB where
+ * asked). The one load path of a fresh link and of a plan cache hit;
+ * *load_s (may be NULL) gets its wall time. */
+spf_status jit_module_load_image(const void *image, size_t image_size, const char *entry,
+                                 const unsigned grid[3], const unsigned block[3],
+                                 unsigned shared_bytes, jit_module *out, double *load_s);
 
 /* jit_compile of one program, then jit_link_load; t may be NULL. */
 spf_status jit_build(const ptx_program *p, int sm, int threads, jit_module *out, jit_timings *t);
