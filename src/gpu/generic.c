@@ -139,6 +139,27 @@ static size_t dtype_bytes(spf_dtype dtype)
     return dtype == SPF_DTYPE_F32 ? 4 : 2;
 }
 
+/* Row splitting: a thread walks its share of a row as a chain of dependent
+ * load batches, and only many threads in flight hide that latency. While
+ * the launch has fewer threads than about one H100 / H200 holds resident
+ * (132 SMs × 2048 = 270 k; 2^18 here) and a row's share stays at least
+ * SPLIT_MIN_SHARE nonzeros long, double the sub-warps per row, up to a
+ * block. */
+enum { SPLIT_TARGET_THREADS = 1 << 18, SPLIT_MIN_SHARE = 16, SPLIT_BLOCK = 128 };
+
+static int row_split(const generic_csr *g, int64_t threads_per_row, int subwarp)
+{
+    if (g->rows == 0)
+        return 1;
+    int64_t threads = (int64_t)g->rows * threads_per_row;
+    double mean_len = (double)g->nnz / (double)g->rows;
+    int split = 1;
+    while (subwarp * split * 2 <= SPLIT_BLOCK && mean_len / (split * 2) >= SPLIT_MIN_SHARE &&
+           threads * split < SPLIT_TARGET_THREADS)
+        split *= 2;
+    return split;
+}
+
 spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
                                  const void *c, generic_launch *out)
 {
@@ -162,19 +183,25 @@ spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtyp
     int subwarp = 4;
     while (subwarp < 32 && subwarp < vectors)
         subwarp *= 2;
-    if ((vectors + subwarp - 1) / subwarp > 65535)
+    int64_t column_tiles = (vectors + subwarp - 1) / subwarp;
+    if (column_tiles > 65535)
         return FAIL(SPF_ERR_OVERFLOW, "N = %lld needs more than 65535 column tiles", (long long)n);
     out->n = (int32_t)n;
     out->dtype = dtype;
     out->vec = vec;
     out->subwarp = subwarp;
+    out->split = row_split(g, column_tiles * subwarp, subwarp);
     return SPF_OK;
 }
 
 void generic_launch_name(const generic_launch *l, char *buf, size_t size)
 {
     static const char *const names[] = {"f32", "f16", "bf16"};
-    snprintf(buf, size, "generic_%s_v%d_sw%d", names[l->dtype], l->vec, l->subwarp);
+    if (l->split > 1)
+        snprintf(buf, size, "generic_%s_v%d_sw%d_rs%d", names[l->dtype], l->vec, l->subwarp,
+                 l->split);
+    else
+        snprintf(buf, size, "generic_%s_v%d_sw%d", names[l->dtype], l->vec, l->subwarp);
 }
 
 spf_status generic_csr_launch(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,

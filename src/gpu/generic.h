@@ -32,13 +32,15 @@ spf_status generic_csr_launch(const generic_csr *g, int64_t n, spf_dtype dtype, 
                               void *c, const float *bias, int relu, void *stream);
 
 /* The launch shape chosen for one (n, dtype, B and C addresses): V elements
- * of B per vector load (4, 2 or 1: as N and the buffers' alignment allow)
- * and the sub-warp width SW (4 .. 32 threads per row; narrow for small N). */
+ * of B per vector load (4, 2 or 1: as N and the buffers' alignment allow),
+ * the sub-warp width SW (4 .. 32 threads per row; narrow for small N) and
+ * the row split RS (sub-warps sharing one row; > 1 for few, long rows). */
 typedef struct generic_launch {
     int32_t n;
     spf_dtype dtype;
-    int vec;     /* V                                  */
-    int subwarp; /* SW                                 */
+    int vec;     /* V                                           */
+    int subwarp; /* SW                                          */
+    int split;   /* RS: a power of two, SW · RS ≤ 128 (a block) */
 } generic_launch;
 
 /* Choose the launch shape and check every int32 bound the kernel relies on
@@ -46,7 +48,8 @@ typedef struct generic_launch {
 spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
                                  const void *c, generic_launch *out);
 
-/* A name for the chosen shape, e.g. "generic_f32_v4_sw32" (bench and plan info). */
+/* A name for the chosen shape, e.g. "generic_f32_v4_sw32", with "_rs4" for a
+ * row split (bench and plan info). */
 void generic_launch_name(const generic_launch *l, char *buf, size_t size);
 
 /* The kernel launch itself (src/gpu/kernels/csr_generic.cu), after

@@ -1,7 +1,8 @@
 /* The generic CSR kernel (strategy S2) against the CPU reference accumulated
  * in double: every storage type, N ∈ {1, 3, 49, 127, 256, 3136}, bias and
  * ReLU, empty rows, rows longer than one staged chunk, misaligned buffers
- * (narrower vector loads), outputs poisoned with NaN before each launch.
+ * (narrower vector loads), every row split, outputs poisoned with NaN before
+ * each launch.
  * The launch-shape choice and its int32 checks run without a GPU; the rest
  * skips visibly (exit 77) when there is no device.
  *
@@ -34,6 +35,20 @@ static void test_launch_choose(void)
     CHECK(l.vec == 2 && l.subwarp == 4);
     CHECK_OK(generic_launch_choose(&g, 40, SPF_DTYPE_F32, buf, buf, &l));
     CHECK(l.vec == 4 && l.subwarp == 16);
+    CHECK(l.split == 1); /* no nonzeros: nothing to split */
+    /* Row split: few long rows (DLMC ResNet-50 stage 4, N = 49: 512 rows of
+     * ~205) take four warps a row; a dense-layer vector (N = 1) eight
+     * sub-warps of 4, where a share would drop under 16 nonzeros at 16. */
+    generic_csr few_long = {.rows = 512, .cols = 2048, .nnz = 512 * 205};
+    CHECK_OK(generic_launch_choose(&few_long, 49, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK(l.subwarp == 32 && l.split == 4);
+    generic_csr vector_rows = {.rows = 1000, .cols = 2048, .nnz = 1000 * 205};
+    CHECK_OK(generic_launch_choose(&vector_rows, 1, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK(l.subwarp == 4 && l.split == 8);
+    /* Enough threads already (4096 rows × 64 columns): no split. */
+    generic_csr many = {.rows = 4096, .cols = 1024, .nnz = 4096 * 100};
+    CHECK_OK(generic_launch_choose(&many, 256, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK(l.split == 1);
     /* Alignment narrows the vector: 4 bytes off is scalar for fp32 and a
      * pair for 16-bit types; 8 bytes off is a float2. */
     CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F32, buf + 1, buf, &l));
@@ -158,9 +173,11 @@ static float unpack1(spf_dtype t, const void *buf, int64_t i)
 }
 
 /* One launch checked against the double reference. offset shifts B and C
- * by that many elements from cudaMalloc's alignment. */
+ * by that many elements from cudaMalloc's alignment; split > 0 forces that
+ * row split on the chosen shape (where the block holds it). */
 static void run_case(const char *label, const spf_matrix *a, const generic_csr *g, int64_t n,
-                     spf_dtype t, int with_bias, int relu, int offset, cudaStream_t stream)
+                     spf_dtype t, int with_bias, int relu, int offset, int split,
+                     cudaStream_t stream)
 {
     int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
     size_t eb = elem_bytes(t);
@@ -186,16 +203,21 @@ static void run_case(const char *label, const spf_matrix *a, const generic_csr *
     /* Poison: 0xFF bytes are NaN in all three types, so an output the
      * kernel failed to write shows as an infinite error. */
     CUDA_OK(cudaMemset(cd, 0xFF, (size_t)(m * n + offset + 1) * eb));
-    CHECK_OK(generic_csr_launch(g, n, t, bd + offset * eb, cd + offset * eb,
-                                with_bias ? biasd : NULL, relu, stream));
+    generic_launch l;
+    CHECK_OK(generic_launch_choose(g, n, t, bd + offset * eb, cd + offset * eb, &l));
+    if (split > 0 && l.subwarp * split <= 128)
+        l.split = split;
+    if (g->rows > 0)
+        CHECK_OK(generic_csr_dispatch(g, &l, bd + offset * eb, cd + offset * eb,
+                                      with_bias ? biasd : NULL, relu, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     CUDA_OK(cudaMemcpy(ch, cd + offset * eb, (size_t)(m * n) * eb, cudaMemcpyDeviceToHost));
     for (int64_t i = 0; i < m * n; ++i)
         cf[i] = unpack1(t, ch, i);
     double err = spf_relative_error(cf, ref, m * n);
     double tol = t == SPF_DTYPE_F32 ? 1e-5 : 1e-2;
-    CHECK_MSG(err <= tol, "%s N=%lld %s bias=%d relu=%d offset=%d: relative error %.3g > %g", label,
-              (long long)n, dtype_names[t], with_bias, relu, offset, err, tol);
+    CHECK_MSG(err <= tol, "%s N=%lld %s bias=%d relu=%d offset=%d split=%d: relative error %.3g > %g",
+              label, (long long)n, dtype_names[t], with_bias, relu, offset, l.split, err, tol);
     /* The element past C stays poisoned: nothing writes beyond M·N. */
     uint32_t past = 0;
     CUDA_OK(cudaMemcpy(&past, cd + (offset + m * n) * eb, eb, cudaMemcpyDeviceToHost));
@@ -230,11 +252,17 @@ static void run_matrix(const char *label, spf_matrix *a, int quick, cudaStream_t
             for (int t = SPF_DTYPE_F32; t <= SPF_DTYPE_BF16; ++t, ++variant) {
                 /* Bias and ReLU cycle through their four combinations. */
                 run_case(label, a, &g, ns[i], (spf_dtype)t, variant & 1, (variant >> 1) & 1, 0,
-                         stream);
+                         0, stream);
                 if (ns[i] == 256 && !quick) {
-                    run_case(label, a, &g, ns[i], (spf_dtype)t, 1, 1, 1, stream);
-                    run_case(label, a, &g, ns[i], (spf_dtype)t, 0, 0, 2, stream);
+                    run_case(label, a, &g, ns[i], (spf_dtype)t, 1, 1, 1, 0, stream);
+                    run_case(label, a, &g, ns[i], (spf_dtype)t, 0, 0, 2, 0, stream);
                 }
+                /* Every row split the block allows, on the same inputs:
+                 * shares that are empty, shorter than a chunk and longer. */
+                for (int split = 2; split <= 32; split *= 2)
+                    if (!quick || split == 4)
+                        run_case(label, a, &g, ns[i], (spf_dtype)t, variant & 1,
+                                 (variant >> 1) & 1, 0, split, stream);
             }
         }
     }
