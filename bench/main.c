@@ -43,7 +43,7 @@ static void usage(FILE *f)
             "                     [--no-spforge-tune] [--tune-space S] [--tuning-logs DIR]\n"
             "                     [--no-unrolled] [--reorder] [--data DIR] [--out DIR]\n"
             "                     [--list]\n"
-            "  --set NAME         sparsert20 (default), large, dlmc, graphs; repeatable\n"
+            "  --set NAME         sparsert20 (default), large, dlmc, graphs, rank; repeatable\n"
             "  --sparsity LIST    comma-separated, e.g. 0.9,0.95 (default: per set)\n"
             "  --filter TEXT      only problems whose name contains TEXT\n"
             "  --quick            a small subset of each set (the device check)\n"

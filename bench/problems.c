@@ -3,8 +3,10 @@
 #include "problems.h"
 
 #include "core/error.h"
+#include "core/rng.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +108,43 @@ static spf_status add_shapes(plist *l, const char *set, const shape *shapes, int
             if (st != SPF_OK)
                 return st;
         }
+    return SPF_OK;
+}
+
+/* The rank model's training problems: LO-SpMM Table 3's shape ranges (M
+ * and K in 2^6 .. 2^11), with N widened to 2^5 .. 2^12 because the dlmc
+ * and sparsert20 sets run N from 49 to 25 088, and sparsity drawn from
+ * {0.7, 0.8, 0.9, 0.95, 0.98}. M, K and N are log-uniform, rounded to a
+ * multiple of 8 (N: 1 in 4 left odd, as real N = H·W often is). Seeded,
+ * so a list is the same on every machine; each matrix gets its own seed. */
+enum { RANK_PROBLEMS = 64, RANK_QUICK = 4 };
+
+static int64_t log_uniform(rng *r, int lo_exp, int hi_exp, int64_t multiple)
+{
+    double x = exp2(lo_exp + (hi_exp - lo_exp) * rng_uniform(r));
+    int64_t v = (int64_t)(x / (double)multiple + 0.5) * multiple;
+    return v < multiple ? multiple : v;
+}
+
+static spf_status add_rank(plist *l)
+{
+    static const double sparsities[] = {0.7, 0.8, 0.9, 0.95, 0.98};
+    rng r;
+    rng_seed(&r, 20261122);
+    int count = l->sel->quick ? RANK_QUICK : RANK_PROBLEMS;
+    for (int i = 0; i < count; ++i) {
+        bench_problem p = {.m = log_uniform(&r, 6, 11, 8), .k = log_uniform(&r, 6, 11, 8)};
+        p.n = log_uniform(&r, 5, 12, rng_below(&r, 4) == 0 ? 1 : 8);
+        p.sparsity = sparsities[rng_below(&r, 5)];
+        p.seed = 1000 + (uint64_t)i;
+        snprintf(p.set, sizeof p.set, "rank");
+        snprintf(p.use, sizeof p.use, "rank");
+        snprintf(p.name, sizeof p.name, "rank%02d %lldx%lld N=%lld s%g", i, (long long)p.m,
+                 (long long)p.k, (long long)p.n, p.sparsity);
+        spf_status st = plist_add(l, &p);
+        if (st != SPF_OK)
+            return st;
+    }
     return SPF_OK;
 }
 
@@ -275,9 +314,11 @@ spf_status problems_list(const char *set, const bench_selection *sel, bench_prob
         st = add_dlmc(&l);
     else if (strcmp(set, "graphs") == 0)
         st = add_graphs(&l);
+    else if (strcmp(set, "rank") == 0)
+        st = add_rank(&l);
     else
         st = FAIL(SPF_ERR_INVALID_ARGUMENT,
-                  "unknown problem set \"%s\" (sparsert20, large, dlmc, graphs)", set);
+                  "unknown problem set \"%s\" (sparsert20, large, dlmc, graphs, rank)", set);
     if (st != SPF_OK) {
         free(l.items);
         return st;
@@ -299,7 +340,7 @@ spf_status problem_matrix(bench_problem *p, spf_matrix **out)
         o.rows = p->m;
         o.cols = p->k;
         o.sparsity = p->sparsity;
-        o.seed = 1;
+        o.seed = p->seed ? p->seed : 1;
         st = spf_matrix_generate(&o, out);
     }
     if (st == SPF_OK) {

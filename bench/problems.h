@@ -6,11 +6,15 @@
  *   dlmc        the real DLMC weights under data/dlmc: ResNet-50 with N =
  *               H·W × {1, 8}, Transformer with N ∈ {256, 2048};
  *   graphs      the Matrix Market files under data/ with N ∈ {32, 128, 256}
- *               (generic kernel and cuSPARSE only). */
+ *               (generic kernel and cuSPARSE only);
+ *   rank        64 seeded random shapes over LO-SpMM Table 3's ranges, the
+ *               rank model's training problems (problems.c says which). */
 #ifndef SPF_BENCH_PROBLEMS_H
 #define SPF_BENCH_PROBLEMS_H
 
 #include "spforge.h"
+
+#include <stdint.h>
 
 typedef struct bench_problem {
     char set[16];
@@ -20,6 +24,7 @@ typedef struct bench_problem {
     int64_t m, k, n;   /* m, k are 0 until a file is read               */
     double sparsity;   /* the pruning target, or -1 for files           */
     int graph;         /* graphs: generic kernel and cuSPARSE only      */
+    uint64_t seed;     /* generated matrices: the generator's seed (0: 1) */
 } bench_problem;
 
 typedef struct bench_selection {
