@@ -25,6 +25,8 @@ spf_status tile_nnc_stats(const spf_matrix *a, const int32_t *row_order, int m1,
         const sched_tile *tile = &s.tiles[t];
         if (tile->col_count > out->max_nnc)
             out->max_nnc = tile->col_count;
+        if (tile->nnz > out->max_nnz)
+            out->max_nnz = tile->nnz;
         nnc_sum += tile->col_count;
         nnz_sum += (double)tile->nnz;
     }

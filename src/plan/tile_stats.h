@@ -14,6 +14,7 @@ typedef struct tile_stats {
     int32_t tiles;    /* ceil(m / m1), every tile (empty-row tiles included) */
     int64_t max_nnc;
     double mean_nnc;
+    int64_t max_nnz;  /* most nonzeros in one tile (the rank model's NNZ_max) */
     double cov_row;   /* stddev / mean of nnz per tile; 0 without nonzeros   */
 } tile_stats;
 
