@@ -57,6 +57,7 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
     opt.exhaustive = exhaustive;
     opt.tune_space = ctx->tune_space;
     opt.reorder = ctx->reorder && strategy != SPF_STRATEGY_GENERIC && !exhaustive;
+    opt.cache = 0; /* plan wall times and tuning logs are measured, never loaded */
     spf_plan *plan = NULL;
     double t0 = now_s();
     spf_status st = spf_plan_create(a, o->n, &opt, &plan);

@@ -96,4 +96,31 @@ static inline spf_matrix *random_csr(int64_t m, int64_t k, const double *row_den
     return a;
 }
 
+/* A whole file into a new buffer (caller frees; *size its length), or
+ * NULL if it cannot be read. */
+static inline unsigned char *file_slurp(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    unsigned char *buf = NULL;
+    long n = -1;
+    *size = 0;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0)
+        buf = malloc((size_t)n + 1);
+    if (buf)
+        *size = fread(buf, 1, (size_t)n, f);
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+/* Replace a file's content with size bytes of buf (one CHECK). */
+static inline void file_spit(const char *path, const unsigned char *buf, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    int ok = f != NULL && fwrite(buf, 1, size, f) == size;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    CHECK_MSG(ok, "cannot write %zu bytes to %s", size, path);
+}
+
 #endif

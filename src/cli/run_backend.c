@@ -62,8 +62,12 @@ static spf_status gpu_run(const run_request *q, run_outcome *out)
         out->median_s = 1e-6 * t.median_us;
         out->min_s = 1e-6 * t.min_us;
         out->timing = "kernel time per launch (CUDA events, median of rounds)";
-        snprintf(out->detail, sizeof out->detail, "%s, plan built in %.2f s (compile %.2f s)",
-                 info.kernel_name, plan_s, info.compile_s);
+        if (info.from_cache)
+            snprintf(out->detail, sizeof out->detail, "%s, plan loaded from the plan cache in %.3f s",
+                     info.kernel_name, plan_s);
+        else
+            snprintf(out->detail, sizeof out->detail, "%s, plan built in %.2f s (compile %.2f s)",
+                     info.kernel_name, plan_s, info.compile_s);
     }
     spf_plan_free(plan);
     return st;

@@ -14,6 +14,7 @@
 #include "gpu/selfcheck.h"
 #include "gpu/timing.h"
 #include "gpu/tuner.h"
+#include "plan/cache.h"
 #include "plan/plan_cpu.h"
 #include "plan/reorder.h"
 
@@ -315,27 +316,127 @@ static spf_status build_strategy(spf_plan *p, const spf_matrix *a, const spf_pla
     return st;
 }
 
-static spf_status create_gpu(spf_plan *p, const spf_matrix *a, const spf_plan_options *o)
+/* Where a GPU plan is looked up and stored (plan/cache.h): dir is "" when
+ * the cache is off for this plan. */
+typedef struct cache_slot {
+    char dir[4096];
+    cache_key key;
+} cache_slot;
+
+static void release_gpu(spf_plan *p);
+
+/* The plan rebuilt from a cache entry: the kernel loaded, the info of the
+ * build that stored it restored. SPF_ERR_PARSE for an entry that does not
+ * fit the request. */
+static spf_status plan_from_entry(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                                  const cache_entry *e)
+{
+    spf_status status = SPF_OK;
+    if (o->strategy != SPF_STRATEGY_AUTO && o->strategy != e->strategy)
+        return FAIL(SPF_ERR_PARSE, "a plan of strategy %d stored for a request of strategy %d",
+                    (int)e->strategy, (int)o->strategy);
+    if (e->strategy == SPF_STRATEGY_GENERIC)
+        TRY(build_generic(p, a));
+    else
+        TRY(jit_module_load_image(e->payload, e->payload_size, e->kernel_name, e->grid, e->block,
+                                  e->shared_bytes, &p->module, NULL));
+    p->strategy = e->strategy;
+    p->info.config = e->config;
+    snprintf(p->info.kernel_name, sizeof p->info.kernel_name, "%s", e->kernel_name);
+    p->info.registers = e->registers;
+    p->info.code_bytes = e->code_bytes;
+    p->info.configs_tried = e->configs_tried;
+    p->info.kernel_us = e->kernel_us;
+    p->info.tune_s = e->tune_s;
+    p->info.verify_error = e->verify_error;
+    p->info.search = e->search;
+fail:
+    return status;
+}
+
+/* DESIGN.md decision 5: the plan of this request from the on-disk cache,
+ * with nothing searched, compiled or checked (only verified plans are
+ * stored); 1 on a hit. The cache can cost a miss, never a plan: an entry
+ * that cannot be used is logged and rebuilt (and overwritten by
+ * cache_save), and a folder that cannot be named turns it off. */
+static int cache_lookup(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                        const spf_device_info *dev, cache_slot *slot)
+{
+    cache_entry e = {0};
+    int found = 0;
+    double t0 = timing_now_s();
+    slot->dir[0] = 0;
+    if (!o->cache)
+        return 0;
+    spf_status st = cache_dir_default(slot->dir, sizeof slot->dir);
+    if (st == SPF_OK && slot->dir[0])
+        st = cache_key_make(a, p->n, o, dev->cc_major * 10 + dev->cc_minor, &slot->key);
+    if (st != SPF_OK) {
+        log_msg(SPF_LOG_WARN, "plan cache: off for this plan: %s", spf_last_error());
+        slot->dir[0] = 0;
+    }
+    if (slot->dir[0])
+        st = cache_load(slot->dir, &slot->key, &e, &found);
+    if (st == SPF_OK && found)
+        st = plan_from_entry(p, a, o, &e);
+    if (st != SPF_OK && slot->dir[0]) {
+        log_msg(SPF_LOG_WARN, "plan cache: entry not used, building the plan: %s", spf_last_error());
+        release_gpu(p);
+        p->info = (spf_plan_info){.verify_error = -1.0};
+        found = 0;
+    }
+    cache_entry_release(&e);
+    error_clear();
+    p->info.from_cache = found;
+    if (found)
+        p->info.load_s = timing_now_s() - t0;
+    return found;
+}
+
+/* DESIGN.md decision 5: store a plan built and checked here, so that the
+ * next create of this request loads it. A plan the self-check did not run
+ * on is not stored, since a hit is trusted unchecked; a failure to store
+ * costs the next create a build, not this one its plan. */
+static void cache_save(const spf_plan *p, const spf_plan_options *o, const cache_slot *slot)
+{
+    if (!slot->dir[0] || !o->verify || !(p->info.verify_error >= 0))
+        return;
+    cache_entry e = {.strategy = p->strategy,
+                     .config = p->info.config,
+                     .registers = p->info.registers,
+                     .configs_tried = p->info.configs_tried,
+                     .code_bytes = p->info.code_bytes,
+                     .kernel_us = p->info.kernel_us,
+                     .tune_s = p->info.tune_s,
+                     .verify_error = p->info.verify_error,
+                     .search = p->info.search};
+    snprintf(e.kernel_name, sizeof e.kernel_name, "%s", p->info.kernel_name);
+    if (p->strategy == SPF_STRATEGY_UNROLLED) {
+        memcpy(e.grid, p->module.grid, sizeof e.grid);
+        memcpy(e.block, p->module.block, sizeof e.block);
+        e.shared_bytes = p->module.shared_bytes;
+        e.payload = p->module.image; /* borrowed */
+        e.payload_size = p->module.image_size;
+    }
+    if (cache_store(slot->dir, &slot->key, &e) != SPF_OK) {
+        log_msg(SPF_LOG_WARN, "plan cache: %s not stored: %s", p->info.kernel_name,
+                spf_last_error());
+        error_clear();
+    }
+}
+
+/* Build the plan's kernel and check it against the CPU reference
+ * (DESIGN.md decision 6). */
+static spf_status build_checked(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                                const spf_device_info *dev)
 {
     spf_status status = SPF_OK;
     selfcheck check = {0};
-    int previous = -1;
-    spf_device_info dev;
-    TRY(spf_device_query(o->device, &dev));
-    if (!dev.available)
-        FAIL_GOTO(SPF_ERR_NO_DEVICE,
-                  "device %d: %s; SPF_STRATEGY_CPU runs the CPU reference on host buffers instead",
-                  o->device, dev.reason);
-    TRY(CUDA_CHECK(cudaGetDevice(&previous)));
-    TRY(CUDA_CHECK(cudaSetDevice(o->device)));
-    /* The driver linker works in the current context: make it exist. */
-    TRY(CUDA_CHECK(cudaFree(NULL)));
-
     double t0 = timing_now_s();
     if (o->verify || o->exhaustive)
         TRY(selfcheck_prepare(a, p->n, p->dtype, p->bias, p->relu, o->host_threads, &check));
     double prepare_s = timing_now_s() - t0;
-    TRY(build_strategy(p, a, o, &dev, &check));
+    TRY(build_strategy(p, a, o, dev, &check));
 
     if (o->verify && p->info.verify_error < 0) { /* the tuner checked its pick already */
         t0 = timing_now_s();
@@ -351,6 +452,29 @@ static spf_status create_gpu(spf_plan *p, const spf_matrix *a, const spf_plan_op
     }
 fail:
     selfcheck_release(&check);
+    return status;
+}
+
+static spf_status create_gpu(spf_plan *p, const spf_matrix *a, const spf_plan_options *o)
+{
+    spf_status status = SPF_OK;
+    int previous = -1;
+    cache_slot slot;
+    spf_device_info dev;
+    TRY(spf_device_query(o->device, &dev));
+    if (!dev.available)
+        FAIL_GOTO(SPF_ERR_NO_DEVICE,
+                  "device %d: %s; SPF_STRATEGY_CPU runs the CPU reference on host buffers instead",
+                  o->device, dev.reason);
+    TRY(CUDA_CHECK(cudaGetDevice(&previous)));
+    TRY(CUDA_CHECK(cudaSetDevice(o->device)));
+    /* The driver linker works in the current context: make it exist. */
+    TRY(CUDA_CHECK(cudaFree(NULL)));
+    if (!cache_lookup(p, a, o, &dev, &slot)) {
+        TRY(build_checked(p, a, o, &dev));
+        cache_save(p, o, &slot);
+    }
+fail:
     if (previous >= 0 && previous != o->device)
         (void)cudaSetDevice(previous);
     return status;
@@ -463,6 +587,9 @@ spf_status spf_plan_write_tuning_log(const spf_plan *plan, const char *path)
 {
     error_clear();
     CHECK_ARG(plan != NULL && path != NULL);
+    if (plan->log.count == 0 && plan->info.from_cache)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "the plan was loaded from the plan cache, which keeps "
+                                              "no tuning log (options.cache = 0 tunes again)");
     if (plan->log.count == 0)
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
                     "the plan was not tuned (options.exhaustive = 0): it has no tuning log");

@@ -30,8 +30,8 @@ static const unsigned char MAGIC[8] = {'S', 'P', 'F', 'P', 'L', 'A', 'N', 0};
 static const uint64_t NAME_SEED = 0x53504643414b0001ULL;
 static const uint64_t TRAILER_SEED = 0x535046434b530001ULL;
 
-/* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 8 i32 | 5 i32 */
-enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 8 * 4 + 5 * 4 };
+/* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 12 i32 | 5 i32 */
+enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 12 * 4 + 5 * 4 };
 /* magic | version | key size, and the XXH64 trailer */
 enum { HEADER_BYTES = 8 + 4 + 4, TRAILER_BYTES = 8 };
 
@@ -85,6 +85,19 @@ static void put_config(writer *w, const spf_kernel_config *c)
     put_i32(w, c->ksplit);
 }
 
+static void put_search(writer *w, const spf_search_info *s)
+{
+    const int32_t counts[] = {s->space,         s->after_register, s->after_utilization,
+                              s->after_balance, s->after_rank,     s->evaluated};
+    const double times[] = {s->analysis_s,      s->reorder_s,       s->rank_s,
+                            s->proxy_build_s,   s->proxy_compile_s, s->proxy_run_s,
+                            s->final_compile_s, s->selfcheck_s,     s->total_s};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        put_i32(w, counts[i]);
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+        put_f64(w, times[i]);
+}
+
 static void put_key(writer *w, const cache_key *k)
 {
     put_u32(w, k->format_version);
@@ -95,8 +108,9 @@ static void put_key(writer *w, const cache_key *k)
     put_i64(w, k->k);
     put_i64(w, k->n);
     put_i64(w, k->nnz);
-    const int32_t ints[] = {k->dtype, k->f16x2,    k->bias,       k->relu,
-                            k->sm,    k->strategy, k->exhaustive, k->tune_space};
+    const int32_t ints[] = {k->dtype,      k->f16x2,        k->bias,           k->relu,
+                            k->sm,         k->strategy,     k->exhaustive,     k->tune_space,
+                            k->search,     k->search_top_k, k->search_proxies, k->reorder};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         put_i32(w, ints[i]);
     put_config(w, &k->forced);
@@ -129,6 +143,7 @@ static void put_entry(writer *w, const cache_key *k, const cache_entry *e)
     put_f64(w, e->kernel_us);
     put_f64(w, e->tune_s);
     put_f64(w, e->verify_error);
+    put_search(w, &e->search);
     size_t name_len = strlen(e->kernel_name);
     put_u32(w, (uint32_t)name_len);
     put_bytes(w, e->kernel_name, name_len);
@@ -196,6 +211,19 @@ static void get_config(reader *r, spf_kernel_config *c)
     c->ksplit = get_i32(r);
 }
 
+static void get_search(reader *r, spf_search_info *s)
+{
+    int *counts[] = {&s->space,         &s->after_register, &s->after_utilization,
+                     &s->after_balance, &s->after_rank,     &s->evaluated};
+    double *times[] = {&s->analysis_s,      &s->reorder_s,       &s->rank_s,
+                       &s->proxy_build_s,   &s->proxy_compile_s, &s->proxy_run_s,
+                       &s->final_compile_s, &s->selfcheck_s,     &s->total_s};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        *counts[i] = get_i32(r);
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+        *times[i] = get_f64(r);
+}
+
 /* Why a file was rejected, for the warning. */
 typedef struct reject {
     char why[160];
@@ -249,6 +277,7 @@ static spf_status decode_body(reader *r, int64_t m, cache_entry *e, reject *rj)
     e->kernel_us = get_f64(r);
     e->tune_s = get_f64(r);
     e->verify_error = get_f64(r);
+    get_search(r, &e->search);
     uint32_t name_len = get_u32(r);
     if (r->ok && name_len >= sizeof e->kernel_name)
         return rejected(rj, "kernel name of %u bytes", name_len);
@@ -341,8 +370,14 @@ spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options
     out->sm = sm;
     out->strategy = (int32_t)o->strategy;
     out->exhaustive = o->exhaustive;
-    /* The space matters only to a tuned plan: untuned requests share entries. */
-    out->tune_space = o->exhaustive ? (int32_t)o->tune_space : 0;
+    /* The space and the search's settings matter only to the plans they
+     * shape: a request that leaves them unused shares its entry with one
+     * that does not set them. */
+    out->tune_space = o->exhaustive || o->search ? (int32_t)o->tune_space : 0;
+    out->search = o->search;
+    out->search_top_k = o->search ? o->search_top_k : 0;
+    out->search_proxies = o->search ? o->search_proxies : 0;
+    out->reorder = o->reorder;
     if (o->config)
         out->forced = *o->config;
     return SPF_OK;

@@ -1,9 +1,10 @@
 /* The on-disk plan cache (DESIGN.md decision 5): a built plan is stored
  * under a key of everything that decides it — the matrix (pattern and
  * values hashes), M, K, N, dtype, epilogue, the request (strategy, tuning,
- * forced configuration), the device architecture, the library and the
- * format version — so that a second spf_plan_create of the same input
- * loads the linked kernel instead of searching and compiling again.
+ * search, row reordering, forced configuration), the device architecture,
+ * the library and the format version — so that a second spf_plan_create of
+ * the same input loads the linked kernel instead of searching and
+ * compiling again.
  *
  * One file per key, named by the XXH64 of the key (16 hex digits +
  * ".plan"), under $SPFORGE_CACHE_DIR, else $HOME/.cache/spforge. Files are
@@ -18,25 +19,27 @@
  *   magic "SPFPLAN\0" (8) | u32 format version | u32 key bytes | key
  *   | i32 strategy | i32 m1 n1 v prefetch ksplit | i32 registers
  *   | u32 grid[3] block[3] shared_bytes | i32 configs_tried | i64 code_bytes
- *   | f64 kernel_us tune_s verify_error | u32 name length | name bytes
+ *   | f64 kernel_us tune_s verify_error
+ *   | i32 search space after_register after_utilization after_balance
+ *     after_rank evaluated | f64 search analysis_s reorder_s rank_s
+ *     proxy_build_s proxy_compile_s proxy_run_s final_compile_s
+ *     selfcheck_s total_s | u32 name length | name bytes
  *   | u64 row-order count (0 or M) | count × i32
  *   | u64 payload bytes | payload | u64 XXH64 of everything before it
  * and the key as: u32 format version | 32 bytes library version (NUL
  *   padded) | u64 pattern hash, values hash | i64 m k n nnz
- *   | i32 dtype f16x2 bias relu sm strategy exhaustive tune_space
- *   | i32 forced m1 n1 v prefetch ksplit.
+ *   | i32 dtype f16x2 bias relu sm strategy exhaustive tune_space search
+ *     search_top_k search_proxies reorder | i32 forced m1 n1 v prefetch
+ *     ksplit.
  *
- * Not yet called by spf_plan_create: the hit path loads a cubin image on
- * the GPU and waits for a session with device time to test it. The plan:
- * jit_module keeps a copy of the linked image (cuLinkComplete's buffer is
- * freed by cuLinkDestroy today); a jit_module_load_image(image, size, entry,
- * grid, block, shared_bytes, ...) split out of jit_link_load loads it; in
- * create_gpu, after the context exists, cache_key_make + cache_load, and on
- * a hit rebuild the plan from the entry (GENERIC: build_generic; UNROLLED:
- * jit_module_load_image) with no search and no self-check (only verified
- * plans are stored); on a miss, after a verified build, cache_store the
- * entry (the image borrowed), a failure only logged. The CPU strategy is
- * never cached; a plan from the cache has no tuning log. */
+ * spf_plan_create (src/gpu/plan.c) looks a GPU plan up once the device
+ * context exists, unless options.cache is 0 or the folder is "off": a hit
+ * rebuilds the plan from the entry (GENERIC: the matrix uploaded again;
+ * UNROLLED: the stored image through jit_module_load_image) with no search,
+ * no compile and no self-check, since only verified plans are stored; a
+ * miss builds and checks the plan, then stores it, a failure to store only
+ * logged. The CPU strategy is never cached; a plan from the cache has no
+ * tuning log. */
 #ifndef SPF_PLAN_CACHE_H
 #define SPF_PLAN_CACHE_H
 
@@ -48,7 +51,7 @@
 /* Bumped whenever the layout above or the meaning of a field changes; it
  * is part of the key too, so entries of an older format get other file
  * names and are simply not found. */
-#define CACHE_FORMAT_VERSION 1u
+#define CACHE_FORMAT_VERSION 2u
 
 typedef struct cache_key {
     uint32_t format_version;
@@ -60,7 +63,11 @@ typedef struct cache_key {
     int32_t sm;                /* device arch: cc_major * 10 + cc_minor */
     int32_t strategy;          /* as requested: AUTO, UNROLLED, GENERIC */
     int32_t exhaustive;
-    int32_t tune_space;        /* 0 unless exhaustive                    */
+    int32_t tune_space;        /* 0 unless exhaustive or search          */
+    int32_t search;            /* the low-cost search (LO-SpMM §3-5)     */
+    int32_t search_top_k;      /* as requested; 0 without search         */
+    int32_t search_proxies;    /* 0 without search                       */
+    int32_t reorder;           /* LO-SpMM Algorithm 1 row order          */
     spf_kernel_config forced;  /* options->config, all zeros if none    */
 } cache_key;
 
@@ -85,6 +92,7 @@ typedef struct cache_entry {
     int64_t code_bytes;        /* size of the generated PTX                  */
     double kernel_us, tune_s;  /* measured when built (0 if not measured)    */
     double verify_error;       /* self-check when built (-1 if skipped)      */
+    spf_search_info search;    /* the low-cost search that found it, if any  */
     int32_t *row_order;        /* key.m rows of the reorder, or NULL         */
     int64_t row_order_count;   /* 0 or key.m                                 */
     unsigned char *payload;    /* the linked cubin; NULL for GENERIC         */

@@ -382,6 +382,9 @@ static void print_log(spf_log_level level, const char *message, void *user)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* progress survives a timeout */
+    /* Build every plan, even when run outside ctest: a plan cache hit would
+     * skip what is tested here (tests/gpu/test_plan_cache.c tests the cache). */
+    setenv("SPFORGE_CACHE_DIR", "off", 1);
     spf_set_log_callback(print_log, NULL);
     spf_device_info dev;
     if (spf_device_query(0, &dev) != SPF_OK || !dev.available)

@@ -4,7 +4,7 @@
  * crash. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "check.h"
+#include "test_util.h"
 
 #include "plan/cache.h"
 
@@ -76,6 +76,8 @@ static cache_entry sample_entry(size_t bytes, uint32_t seed)
                      .kernel_us = 12.5 + seed,
                      .tune_s = 3.25,
                      .verify_error = 1.5e-7,
+                     .search = {75, 60, 41, 17, 8, 8, 0.002, 0.0125, 0.0001, 0.03, 0.4, 0.001,
+                                0.35, 0.02, 0.875},
                      .row_order = order,
                      .row_order_count = 5,
                      .payload_size = bytes};
@@ -94,7 +96,9 @@ static int entries_equal(const cache_entry *x, const cache_entry *y)
            memcmp(x->block, y->block, sizeof x->block) == 0 && x->shared_bytes == y->shared_bytes &&
            x->configs_tried == y->configs_tried && x->code_bytes == y->code_bytes &&
            x->kernel_us == y->kernel_us && x->tune_s == y->tune_s &&
-           x->verify_error == y->verify_error && x->row_order_count == y->row_order_count &&
+           x->verify_error == y->verify_error &&
+           memcmp(&x->search, &y->search, sizeof x->search) == 0 &&
+           x->row_order_count == y->row_order_count &&
            (x->row_order_count == 0 ||
             memcmp(x->row_order, y->row_order, (size_t)x->row_order_count * 4) == 0) &&
            x->payload_size == y->payload_size &&
@@ -113,30 +117,6 @@ static int count_files(const char *dir)
             count++;
     closedir(d);
     return count;
-}
-
-static unsigned char *slurp(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n + 1);
-    *size = fread(buf, 1, (size_t)n, f);
-    fclose(f);
-    return buf;
-}
-
-static void spit(const char *path, const unsigned char *buf, size_t size)
-{
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    CHECK(fwrite(buf, 1, size, f) == size);
-    fclose(f);
 }
 
 /* Load must be a miss that warned once, naming the file and `reason`. */
@@ -225,7 +205,7 @@ static void test_key(void)
     CHECK(strcmp(p0, p1) != 0);
 
     spf_kernel_config forced = {8, 64, 2, 2, 4};
-    for (int change = 0; change < 9; change++) {
+    for (int change = 0; change < 11; change++) {
         spf_plan_options q = o;
         int64_t n = 64;
         int sm = 90;
@@ -238,15 +218,38 @@ static void test_key(void)
         case 5: sm = 80; break;
         case 6: q.strategy = SPF_STRATEGY_GENERIC; break;
         case 7: q.exhaustive = 1; break;
+        case 8: q.reorder = 1; break;
+        case 9: q.search = 1; break;
         default: q.config = &forced; break;
         }
         CHECK_OK(cache_key_make(a, n, &q, sm, &k));
         CHECK_OK(cache_entry_path(root, &k, p1, sizeof p1));
         CHECK_MSG(strcmp(p0, p1) != 0, "change %d kept the file name", change);
     }
-    /* device ordinal, threads, verify and an unused tune space do not matter */
+    /* The search's top-K, its proxies and its space each change a searched plan's key. */
+    spf_plan_options s = o;
+    s.search = 1;
+    char searched[512];
+    CHECK_OK(cache_key_make(a, 64, &s, 90, &k));
+    CHECK(k.search == 1 && k.search_proxies == 1 && k.tune_space == (int32_t)o.tune_space);
+    CHECK_OK(cache_entry_path(root, &k, searched, sizeof searched));
+    for (int change = 0; change < 3; change++) {
+        spf_plan_options q = s;
+        switch (change) {
+        case 0: q.search_top_k = 5; break;
+        case 1: q.search_proxies = 0; break;
+        default: q.tune_space = SPF_TUNE_SPACE_FULL; break;
+        }
+        CHECK_OK(cache_key_make(a, 64, &q, 90, &k));
+        CHECK_OK(cache_entry_path(root, &k, p1, sizeof p1));
+        CHECK_MSG(strcmp(searched, p1) != 0 && strcmp(p0, p1) != 0,
+                  "search change %d kept the file name", change);
+    }
+    /* device ordinal, threads, verify, cache and the unused tune space and
+     * search settings do not matter */
     spf_plan_options q = o;
     q.device = 3, q.host_threads = 2, q.verify = 0, q.tune_space = SPF_TUNE_SPACE_FULL;
+    q.search_top_k = 5, q.search_proxies = 0, q.cache = 0;
     CHECK_OK(cache_key_make(a, 64, &q, 90, &k));
     CHECK(memcmp(&k, &base, sizeof k) == 0);
     q.exhaustive = 1;
@@ -349,14 +352,14 @@ static void test_damage(void)
     CHECK_OK(cache_store(dir, &k, &e));
     CHECK_OK(cache_entry_path(dir, &k, path, sizeof path));
     size_t size = 0;
-    unsigned char *good = slurp(path, &size);
+    unsigned char *good = file_slurp(path, &size);
     CHECK(good != NULL && size > 200);
     if (!good)
         return;
     int cut_ok = 0, flip_ok = 0;
     for (size_t len = 0; len < size; len++) {
         int before = warnings;
-        spit(path, good, len);
+        file_spit(path, good, len);
         expect_miss(dir, &k, path, NULL, "truncated");
         cut_ok += warnings == before + 1;
     }
@@ -366,7 +369,7 @@ static void test_damage(void)
         int before = warnings;
         memcpy(bad, good, size);
         bad[at] ^= (unsigned char)(1u << (at % 8));
-        spit(path, bad, size);
+        file_spit(path, bad, size);
         expect_miss(dir, &k, path, NULL, "flipped");
         flip_ok += warnings == before + 1;
     }
@@ -375,15 +378,15 @@ static void test_damage(void)
     /* the reasons of the header checks come before the checksum's */
     memcpy(bad, good, size);
     bad[0] = 'X';
-    spit(path, bad, size);
+    file_spit(path, bad, size);
     expect_miss(dir, &k, path, "bad magic", "magic");
     memcpy(bad, good, size);
     bad[8] = (unsigned char)(CACHE_FORMAT_VERSION + 1);
-    spit(path, bad, size);
+    file_spit(path, bad, size);
     expect_miss(dir, &k, path, "format version", "version");
     memcpy(bad, good, size);
     bad[size / 2] ^= 0x40;
-    spit(path, bad, size);
+    file_spit(path, bad, size);
     expect_miss(dir, &k, path, "checksum", "checksum");
 
     /* Validly sealed files with one hostile length: the decoder's own
@@ -408,15 +411,15 @@ static void test_damage(void)
         {rows_at + 12, 3, 4, "permutation"},      /* {3, 3, ...}: repeated            */
         {name_at, 200, 4, "kernel name"},
         {name_at, 0xffffffffu, 4, "kernel name"},
-        /* strategy CPU: 92 bytes of fixed fields, strategy .. verify_error, precede the name */
-        {name_at - 92, 3, 4, "strategy"},
+        /* strategy CPU: 188 bytes of fixed fields, strategy .. search info, precede the name */
+        {name_at - 188, 3, 4, "strategy"},
     };
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
         memcpy(bad, good, size);
         for (int b = 0; b < hostile[i].bytes; b++)
             bad[hostile[i].at + (size_t)b] = (unsigned char)(hostile[i].value >> (8 * b));
         reseal(bad, size);
-        spit(path, bad, size);
+        file_spit(path, bad, size);
         char what[64];
         snprintf(what, sizeof what, "hostile field %zu", i);
         expect_miss(dir, &k, path, hostile[i].reason, what);
@@ -424,7 +427,7 @@ static void test_damage(void)
     /* and the untouched file, resealed, still loads: the offsets were right */
     memcpy(bad, good, size);
     reseal(bad, size);
-    spit(path, bad, size);
+    file_spit(path, bad, size);
     cache_entry got;
     int found = 0;
     CHECK_OK(cache_load(dir, &k, &got, &found));
@@ -461,7 +464,7 @@ static void test_replace(void)
     /* a file where the folder should be */
     char blocked[1024];
     snprintf(blocked, sizeof blocked, "%s/file", dir);
-    spit(blocked, (const unsigned char *)"x", 1);
+    file_spit(blocked, (const unsigned char *)"x", 1);
     CHECK_STATUS(cache_store(blocked, &k, &e1), SPF_ERR_IO);
     CHECK_DETAIL("not a folder");
     /* a folder that refuses new files (root ignores modes: skip there) */
