@@ -3,7 +3,8 @@
  * (so small and large programs share the cores), then each is linked,
  * loaded, checked and timed on the device in turn. Batches bound the
  * memory held in PTX text and cubins. SparseRT §4.3 grid-searches the same
- * way; LO-SpMM replaces this with a rank model trained on its log. */
+ * way; LO-SpMM replaces this with a rank model trained on its log
+ * (src/gpu/search.c). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "gpu/tuner.h"
@@ -23,33 +24,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The values of each dimension of a space; (v, n1) pairs are listed
- * together so the compact space can keep a warp or two per thread group. */
-typedef struct space_axes {
-    const int32_t *m1, *vn1, *prefetch, *ksplit; /* vn1: v, n1 pairs */
-    int m1_count, vn1_count, prefetch_count, ksplit_count;
-} space_axes;
-
-#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-static const int32_t full_m1[] = {1, 2, 4, 8, 16, 32};
-static const int32_t full_vn1[] = {1, 32, 1, 64, 1, 128, 1, 256, 2, 32, 2, 64, 2, 128, 2, 256,
-                                   4, 32, 4, 64, 4, 128, 4, 256};
-static const int32_t full_prefetch[] = {0, 1, 2, 4};
-static const int32_t full_ksplit[] = {1, 2, 4};
-
-static const int32_t compact_m1[] = {2, 4, 8, 16, 32};
-static const int32_t compact_vn1[] = {1, 32, 1, 64, 2, 64, 4, 128, 4, 256};
-static const int32_t compact_prefetch[] = {2};
-
-static const space_axes spaces[] = {
-    [SPF_TUNE_SPACE_COMPACT] = {compact_m1, compact_vn1, compact_prefetch, full_ksplit,
-                                LEN(compact_m1), LEN(compact_vn1) / 2, LEN(compact_prefetch),
-                                LEN(full_ksplit)},
-    [SPF_TUNE_SPACE_FULL] = {full_m1, full_vn1, full_prefetch, full_ksplit, LEN(full_m1),
-                             LEN(full_vn1) / 2, LEN(full_prefetch), LEN(full_ksplit)},
-};
-
 const char *tune_outcome_name(tune_outcome o)
 {
     switch (o) {
@@ -60,34 +34,62 @@ const char *tune_outcome_name(tune_outcome o)
     case TUNE_LOAD_FAILED: return "load_failed";
     case TUNE_WRONG: return "wrong";
     case TUNE_LAUNCH_FAILED: return "launch_failed";
+    case TUNE_PROXY_ONLY: return "proxy_only";
     }
     return "?";
 }
 
-spf_status tuner_space(int64_t n, spf_tune_space space, spf_kernel_config **configs, int *count)
+void tune_row_init(tune_row *row, const spf_kernel_config *cfg, spf_dtype dtype,
+                   int f16x2_accumulate)
 {
-    if (space != SPF_TUNE_SPACE_COMPACT && space != SPF_TUNE_SPACE_FULL)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown tuning space %d", (int)space);
-    const space_axes *s = &spaces[space];
-    int cap = s->m1_count * s->vn1_count * s->prefetch_count * s->ksplit_count;
-    spf_kernel_config *list = mem_alloc_array((size_t)cap, sizeof *list);
-    if (!list)
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "%d configurations", cap);
-    int k = 0;
-    for (int a = 0; a < s->m1_count; a++)
-        for (int b = 0; b < s->vn1_count; b++)
-            for (int d = 0; d < s->prefetch_count; d++)
-                for (int e = 0; e < s->ksplit_count; e++) {
-                    spf_kernel_config cfg = {.m1 = s->m1[a], .n1 = s->vn1[2 * b + 1],
-                                             .v = s->vn1[2 * b], .prefetch = s->prefetch[d],
-                                             .ksplit = s->ksplit[e]};
-                    if (schedule_config_check(&cfg, n) == SPF_OK)
-                        list[k++] = cfg;
-                }
-    error_clear(); /* the rejections are the filter, not errors */
-    *configs = list;
-    *count = k;
-    return SPF_OK;
+    memset(row, 0, sizeof *row);
+    row->cfg = *cfg;
+    row->threads = (int)tiling_threads(cfg);
+    row->verify_error = -1.0;
+    unrolled_kernel_name(cfg, dtype, f16x2_accumulate, row->kernel_name);
+}
+
+spf_status tune_features(const tile_problem *p, spf_dtype dtype, const spf_kernel_config *configs,
+                         int count, double *out)
+{
+    spf_status status = SPF_OK;
+    /* One summary per distinct m1; a list holds a handful of them. */
+    rank_tiles *tiles = mem_calloc((size_t)(count ? count : 1), sizeof *tiles);
+    int *usable = mem_calloc((size_t)(count ? count : 1), sizeof *usable);
+    int distinct = 0;
+    if (!tiles || !usable)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tile summaries of %d configurations", count);
+    for (int i = 0; i < count; i++) {
+        int t = 0;
+        while (t < distinct && tiles[t].m1 != configs[i].m1)
+            t++;
+        if (t == distinct) {
+            /* rank_tiles_compute reads p->row_order: give it this m1's. */
+            tile_problem one = {p->a, p->n, tile_problem_row_order(p, configs[i].m1), NULL};
+            spf_status st = rank_tiles_compute(&one, configs[i].m1, &tiles[t]);
+            if (st == SPF_ERR_UNSUPPORTED) { /* over the tile limit */
+                error_clear();
+            } else if (st != SPF_OK) {
+                TRY(st);
+            } else {
+                usable[t] = 1;
+            }
+            tiles[t].m1 = configs[i].m1;
+            distinct++;
+        }
+        double *f = out + (size_t)i * RANK_FEATURE_COUNT;
+        if (usable[t]) {
+            tile_problem one = {p->a, p->n, tile_problem_row_order(p, configs[i].m1), NULL};
+            rank_features(&tiles[t], &one, &configs[i], dtype, f);
+        } else {
+            for (int j = 0; j < RANK_FEATURE_COUNT; j++)
+                f[j] = NAN;
+        }
+    }
+fail:
+    mem_free(tiles);
+    mem_free(usable);
+    return status;
 }
 
 void tune_log_free(tune_log *log)
@@ -108,6 +110,7 @@ static void set_reason(tune_row *row, tune_outcome outcome, const char *why)
 
 typedef struct batch {
     const tune_request *req;
+    const row_orders *orders; /* with reorder: one per m1, else NULL   */
     tune_row *rows;        /* the batch's rows                        */
     ptx_program *programs; /* one per row; zeroed if not generated    */
 } batch;
@@ -120,7 +123,8 @@ static spf_status generate_range(void *ctx, int64_t begin, int64_t end, int work
     for (int64_t i = begin; i < end; i++) {
         tune_row *row = &b->rows[i];
         double t0 = timing_now_s();
-        spf_status st = unrolled_generate(q->a, NULL, q->n, &row->cfg, q->dtype,
+        spf_status st = unrolled_generate(q->a, row_orders_find(b->orders, row->cfg.m1), q->n,
+                                          &row->cfg, q->dtype,
                                           q->f16x2_accumulate, q->bias, q->relu, q->ptx_sm,
                                           q->code_budget, &b->programs[i]);
         row->generate_s = timing_now_s() - t0;
@@ -155,6 +159,41 @@ static spf_status launch_timed(void *ctx, void *stream)
     return jit_launch(l->module, l->b, l->c, l->bias, stream);
 }
 
+/* Self-check, then time, the loaded kernel of l on the request's buffers;
+ * 1 when it passed (row->outcome TUNE_OK, kernel_us set). */
+static int check_and_time(const tune_request *q, launch_ctx *l, tune_row *row)
+{
+    double tolerance = selfcheck_tolerance(q->dtype, q->f16x2_accumulate);
+    double t0 = timing_now_s();
+    spf_status st = selfcheck_measure(q->check, launch_module, l, &row->verify_error);
+    row->check_s = timing_now_s() - t0;
+    if (st != SPF_OK) {
+        set_reason(row, TUNE_LAUNCH_FAILED, spf_last_error());
+        return 0;
+    }
+    if (!(row->verify_error <= tolerance)) {
+        char why[96];
+        snprintf(why, sizeof why, "relative error %.3g over the tolerance %.0e", row->verify_error,
+                 tolerance);
+        set_reason(row, TUNE_WRONG, why);
+        return 0;
+    }
+    timing_options topt;
+    timing_options_init(&topt);
+    topt.target_round_us = 200.0; /* hundreds of configurations: keep each cheap */
+    timing_result tr;
+    t0 = timing_now_s();
+    st = timing_measure(launch_timed, l, NULL, &topt, &tr);
+    row->time_s = timing_now_s() - t0;
+    if (st != SPF_OK) {
+        set_reason(row, TUNE_LAUNCH_FAILED, spf_last_error());
+        return 0;
+    }
+    row->kernel_us = tr.median_us;
+    row->outcome = TUNE_OK;
+    return 1;
+}
+
 /* Link, load, check and time one compiled configuration; keep it in *best
  * if it is the fastest so far. Only CUDA errors that leave the context
  * unusable would matter beyond this row, and those surface in the next
@@ -185,35 +224,17 @@ static void evaluate(const tune_request *q, const ptx_program *p, const jit_obje
     row->load_s = t.load_s;
     row->registers = m.registers;
     launch_ctx l = {&m, q->check->b, q->check->c, q->check->bias};
-    double tolerance = selfcheck_tolerance(q->dtype, q->f16x2_accumulate);
-    timing_options topt;
-    timing_options_init(&topt);
-    topt.target_round_us = 200.0; /* hundreds of configurations: keep each cheap */
-    timing_result tr;
-    if (selfcheck_measure(q->check, launch_module, &l, &row->verify_error) != SPF_OK) {
-        set_reason(row, TUNE_LAUNCH_FAILED, spf_last_error());
-    } else if (!(row->verify_error <= tolerance)) {
-        char why[96];
-        snprintf(why, sizeof why, "relative error %.3g over the tolerance %.0e", row->verify_error,
-                 tolerance);
-        set_reason(row, TUNE_WRONG, why);
-    } else if (timing_measure(launch_timed, &l, NULL, &topt, &tr) != SPF_OK) {
-        set_reason(row, TUNE_LAUNCH_FAILED, spf_last_error());
-    } else {
-        row->kernel_us = tr.median_us;
-        row->outcome = TUNE_OK;
-        if (tr.median_us < *best_us) {
-            *best_us = tr.median_us;
-            jit_module_release(best);
-            *best = m;
-            return;
-        }
+    if (check_and_time(q, &l, row) && row->kernel_us < *best_us) {
+        *best_us = row->kernel_us;
+        jit_module_release(best);
+        *best = m;
+        return;
     }
     jit_module_release(&m);
 }
 
-static spf_status run_batch(const tune_request *q, tune_row *rows, int count, jit_module *best,
-                            double *best_us)
+static spf_status run_batch(const tune_request *q, const row_orders *orders, tune_row *rows,
+                            int count, jit_module *best, double *best_us)
 {
     spf_status status = SPF_OK;
     ptx_program *programs = mem_calloc((size_t)count, sizeof *programs);
@@ -224,7 +245,7 @@ static spf_status run_batch(const tune_request *q, tune_row *rows, int count, ji
     if (!programs || !compiled || !objects || !index)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "a batch of %d configurations", count);
 
-    batch b = {q, rows, programs};
+    batch b = {q, orders, rows, programs};
     TRY(parallel_for(count, 1, q->threads, generate_range, &b));
     for (int i = 0; i < count; i++)
         if (rows[i].outcome == TUNE_OK) {
@@ -254,7 +275,7 @@ fail:
 /* Why nothing passed: the counts per outcome and the first reason seen. */
 static spf_status none_passed(const tune_log *log)
 {
-    int counts[TUNE_LAUNCH_FAILED + 1] = {0};
+    int counts[TUNE_PROXY_ONLY + 1] = {0};
     const char *first = "";
     for (int i = 0; i < log->count; i++) {
         counts[log->rows[i].outcome]++;
@@ -277,29 +298,45 @@ static spf_status none_passed(const tune_log *log)
 spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
 {
     spf_status status = SPF_OK;
-    spf_kernel_config *configs = NULL;
-    int count = 0;
+    tile_space space = {0};
+    row_orders own = {0};
+    double *features = NULL;
     double t0 = timing_now_s(), best_us = INFINITY;
     memset(best, 0, sizeof *best);
     *log = (tune_log){.m = spf_matrix_rows(q->a), .k = spf_matrix_cols(q->a), .n = q->n,
                       .nnz = spf_matrix_nnz(q->a), .dtype = q->dtype,
                       .f16x2_accumulate = q->f16x2_accumulate, .bias = q->bias, .relu = q->relu,
-                      .sm = q->sass_sm, .best = -1};
+                      .reorder = q->reorder, .sm = q->sass_sm, .best = -1};
 
-    TRY(tuner_space(q->n, q->space, &configs, &count));
-    if (count == 0)
-        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "no configuration of the space is valid for n = %lld",
+    const spf_kernel_config *configs = q->configs;
+    int count = q->config_count;
+    if (!configs) {
+        TRY(tile_space_create(q->n, q->space, &space));
+        configs = space.configs;
+        count = space.count;
+    }
+    if (count <= 0)
+        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "no configuration to tune for n = %lld",
                   (long long)q->n);
+    const row_orders *orders = NULL;
+    if (q->reorder) {
+        orders = q->orders;
+        if (!orders) {
+            TRY(row_orders_create(q->a, configs, count, q->threads, &own));
+            orders = &own;
+        }
+    }
     log->rows = mem_calloc((size_t)count, sizeof *log->rows);
-    if (!log->rows)
+    features = mem_alloc_array((size_t)count * RANK_FEATURE_COUNT, sizeof *features);
+    if (!log->rows || !features)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%d tuning rows", count);
     log->count = count;
+    tile_problem problem = {q->a, q->n, NULL, orders};
+    TRY(tune_features(&problem, q->dtype, configs, count, features));
     for (int i = 0; i < count; i++) {
-        tune_row *row = &log->rows[i];
-        row->cfg = configs[i];
-        row->threads = configs[i].n1 / configs[i].v * configs[i].ksplit;
-        row->verify_error = -1.0;
-        unrolled_kernel_name(&configs[i], q->dtype, q->f16x2_accumulate, row->kernel_name);
+        tune_row_init(&log->rows[i], &configs[i], q->dtype, q->f16x2_accumulate);
+        memcpy(log->rows[i].features, features + (size_t)i * RANK_FEATURE_COUNT,
+               sizeof log->rows[i].features);
     }
     /* Enough programs per batch to keep every core on ptxas. */
     int per_batch = 4 * parallel_workers(count, 1, q->threads);
@@ -307,7 +344,10 @@ spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
         per_batch = 16;
     for (int first = 0; first < count; first += per_batch) {
         int len = count - first < per_batch ? count - first : per_batch;
-        TRY(run_batch(q, log->rows + first, len, best, &best_us));
+        TRY(run_batch(q, orders, log->rows + first, len, best, &best_us));
+        /* The progress line of long tunings (spforge tune shows it). */
+        log_msg(SPF_LOG_INFO, "tuner: %d of %d configurations run, best %.2f us, %.1f s",
+                first + len, count, isfinite(best_us) ? best_us : 0.0, timing_now_s() - t0);
     }
     for (int i = 0; i < count; i++)
         if (log->rows[i].outcome == TUNE_OK &&
@@ -317,7 +357,9 @@ spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
         TRY(none_passed(log));
 fail:
     log->wall_s = timing_now_s() - t0;
-    mem_free(configs);
+    tile_space_free(&space);
+    row_orders_free(&own);
+    mem_free(features);
     if (status != SPF_OK)
         jit_module_release(best);
     return status;
@@ -343,20 +385,28 @@ spf_status tune_log_write_csv(const tune_log *log, const char *path)
     FILE *f = fopen(tmp, "w");
     if (!f)
         return FAIL(SPF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-    fprintf(f, "m,k,n,nnz,dtype,f16x2,bias,relu,sm,kernel,m1,n1,v,prefetch,ksplit,threads,units,"
-               "registers,spill_bytes,code_bytes,generate_s,compile_s,link_s,load_s,kernel_us,"
-               "verify_error,status,chosen,reason\n");
+    fprintf(f, "m,k,n,nnz,dtype,f16x2,bias,relu,reorder,sm,kernel,m1,n1,v,prefetch,ksplit,threads,"
+               "units,registers,spill_bytes,code_bytes,generate_s,compile_s,link_s,load_s,kernel_us,"
+               "verify_error,status,chosen,proxy_us");
+    for (int j = 0; j < RANK_FEATURE_COUNT; j++)
+        fprintf(f, ",%s", rank_feature_names[j]);
+    fprintf(f, ",reason\n");
     for (int i = 0; i < log->count; i++) {
         const tune_row *r = &log->rows[i];
         fprintf(f,
-                "%lld,%lld,%lld,%lld,%s,%d,%d,%d,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%lld,%.6f,%.6f,"
-                "%.6f,%.6f,%.4f,%.3e,%s,%d,",
+                "%lld,%lld,%lld,%lld,%s,%d,%d,%d,%d,%d,%s,%d,%d,%d,%d,%d,%d,%d,%d,%d,%lld,%.6f,"
+                "%.6f,%.6f,%.6f,%.4f,%.3e,%s,%d,%.4f",
                 (long long)log->m, (long long)log->k, (long long)log->n, (long long)log->nnz,
-                dtype_name(log->dtype), log->f16x2_accumulate, log->bias, log->relu, log->sm,
-                r->kernel_name, r->cfg.m1, r->cfg.n1, r->cfg.v, r->cfg.prefetch, r->cfg.ksplit,
-                r->threads, r->units, r->registers, r->spill_bytes, (long long)r->code_bytes,
-                r->generate_s, r->compile_s, r->link_s, r->load_s, r->kernel_us, r->verify_error,
-                tune_outcome_name(r->outcome), i == log->best);
+                dtype_name(log->dtype), log->f16x2_accumulate, log->bias, log->relu, log->reorder,
+                log->sm, r->kernel_name, r->cfg.m1, r->cfg.n1, r->cfg.v, r->cfg.prefetch,
+                r->cfg.ksplit, r->threads, r->units, r->registers, r->spill_bytes,
+                (long long)r->code_bytes, r->generate_s, r->compile_s, r->link_s, r->load_s,
+                r->kernel_us, r->verify_error, tune_outcome_name(r->outcome), i == log->best,
+                r->proxy_us);
+        /* %.17g: the features are the model's inputs, kept exact */
+        for (int j = 0; j < RANK_FEATURE_COUNT; j++)
+            fprintf(f, ",%.17g", r->features[j]);
+        fputc(',', f);
         put_text(f, r->reason);
         fputc('\n', f);
     }

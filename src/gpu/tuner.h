@@ -1,18 +1,17 @@
-/* The exhaustive tuner (issue 3, item 5): every configuration of a bounded
- * space is generated, compiled, checked and timed, and the fastest kept.
- * Every configuration's outcome is logged, failures included with their
- * reason: the next issue's oracle and rank model train on these rows. */
+/* The exhaustive tuner (issue 3, item 5): every configuration of a list —
+ * a whole space (plan/tiling.h) or the candidates a search kept — is
+ * generated, compiled, checked and timed, and the fastest kept. Every
+ * configuration's outcome is logged with its rank features, failures
+ * included with their reason: the search's oracle and the rank model
+ * (scripts/train_rank_model.py) train on these rows. */
 #ifndef SPF_GPU_TUNER_H
 #define SPF_GPU_TUNER_H
 
 #include "gpu/jit.h"
 #include "gpu/selfcheck.h"
-
-/* The space (spf_tune_space in spforge.h says which values), less the
- * combinations schedule_config_check rejects for this n (threads per block
- * not a multiple of 32 or over 1024, v not dividing n, too much shared
- * memory). *configs is mem_alloc'd (mem_free it). */
-spf_status tuner_space(int64_t n, spf_tune_space space, spf_kernel_config **configs, int *count);
+#include "plan/rank_features.h"
+#include "plan/row_orders.h"
+#include "plan/tiling.h"
 
 typedef enum tune_outcome {
     TUNE_OK = 0,          /* checked and timed                                  */
@@ -21,7 +20,9 @@ typedef enum tune_outcome {
     TUNE_SPILLS,          /* assembled with register spills: skipped            */
     TUNE_LOAD_FAILED,     /* linking or loading failed                          */
     TUNE_WRONG,           /* the self-check's error was over the tolerance      */
-    TUNE_LAUNCH_FAILED    /* the launch or the timing failed                    */
+    TUNE_LAUNCH_FAILED,   /* the launch or the timing failed                    */
+    TUNE_PROXY_ONLY       /* a search ran its proxy only (proxy_us), not the
+                             kernel                                             */
 } tune_outcome;
 
 const char *tune_outcome_name(tune_outcome o);
@@ -37,18 +38,29 @@ typedef struct tune_row {
     double generate_s;     /* PTX generation                                    */
     double compile_s;      /* ptxas, summed over the units                      */
     double link_s, load_s;
+    double check_s;        /* the self-check: poison, launch, download, compare */
+    double time_s;         /* timing the kernel (warm-up and rounds)            */
     double kernel_us;      /* median per launch (0 if not timed)                */
+    double proxy_us;       /* its proxy's time in a search (0: no proxy ran)    */
     double verify_error;   /* relative error (-1 if not run)                    */
+    double features[RANK_FEATURE_COUNT]; /* rank_features; NaN where the m1 has
+                                            more tiles than a schedule takes  */
     tune_outcome outcome;
     char reason[240];      /* why it failed, or ""                              */
 } tune_row;
+
+/* A row for cfg before anything ran: name, threads, verify_error -1,
+ * outcome TUNE_OK, features 0 (tune_features fills them). */
+void tune_row_init(tune_row *row, const spf_kernel_config *cfg, spf_dtype dtype,
+                   int f16x2_accumulate);
 
 typedef struct tune_log {
     int64_t m, k, n, nnz;
     spf_dtype dtype;
     int f16x2_accumulate, bias, relu;
+    int reorder;           /* rows in Algorithm 1 order, one per m1             */
     int sm;                /* ptxas target, e.g. 90                             */
-    tune_row *rows;        /* count, in space order (owned)                     */
+    tune_row *rows;        /* count, in list order (owned)                      */
     int count;
     int best;              /* index of the chosen row, -1 if none passed        */
     double wall_s;         /* the whole tuning run                              */
@@ -57,7 +69,15 @@ typedef struct tune_log {
 typedef struct tune_request {
     const spf_matrix *a;
     int64_t n;
-    spf_tune_space space;
+    const spf_kernel_config *configs; /* the list to run (borrowed, config_count
+                                         entries, each valid for n), or NULL
+                                         for every configuration of `space`   */
+    int config_count;
+    spf_tune_space space;  /* with configs NULL: tile_space_create(n, space)    */
+    int reorder;           /* generate each configuration on the LO-SpMM
+                              Algorithm 1 order of its m1 (row_orders)          */
+    const row_orders *orders; /* with reorder: the orders to use (borrowed), or
+                                 NULL to compute them for the list's m1 values */
     spf_dtype dtype;
     int f16x2_accumulate, bias, relu;
     int ptx_sm;            /* PTX .target for the generator (80 or 90)          */
@@ -68,7 +88,15 @@ typedef struct tune_request {
                               configuration is checked and timed on them        */
 } tune_request;
 
-/* Run the whole space on the current device. On success *best holds the
+/* The rank features (plan/rank_features.h) of configs[0 .. count) for
+ * the problem p (p->orders gives the row order of each m1) and dtype into
+ * out (count × RANK_FEATURE_COUNT, row-major; caller-owned). Each distinct
+ * m1 is summarized once (rank_tiles_compute); an m1 with more tiles than a
+ * schedule takes gets NaN features (no kernel of it can be generated). */
+spf_status tune_features(const tile_problem *p, spf_dtype dtype, const spf_kernel_config *configs,
+                         int count, double *out);
+
+/* Run the list on the current device. On success *best holds the
  * fastest checked kernel, loaded, and log->best its row. When no
  * configuration passes: SPF_ERR_VERIFY if one ran but was wrong,
  * SPF_ERR_UNSUPPORTED if the generator declined them all, else
@@ -79,7 +107,9 @@ spf_status tuner_run(const tune_request *req, jit_module *best, tune_log *log);
 void tune_log_free(tune_log *log); /* accepts a zeroed log */
 
 /* One CSV row per configuration, with a header line (tuning-log columns in
- * tuner.c). Written to a temporary name and renamed. */
+ * tuner.c: the problem, the configuration, its costs and outcome, then
+ * proxy_us and the rank_feature_names columns, the reason last). Written
+ * to a temporary name and renamed. */
 spf_status tune_log_write_csv(const tune_log *log, const char *path);
 
 #endif

@@ -6,6 +6,7 @@
 #ifndef SPF_PLAN_TILING_H
 #define SPF_PLAN_TILING_H
 
+#include "plan/row_orders.h"
 #include "spforge.h"
 
 #include <stdint.h>
@@ -17,16 +18,26 @@ typedef struct tile_problem {
     const int32_t *row_order; /* m rows in tile order (a permutation from the
                                  reorder, LO-SpMM §4), or NULL for the identity;
                                  borrowed                                          */
+    const row_orders *orders; /* one order per m1 (the reorder of each tile
+                                 height), or NULL; where it holds an order for
+                                 m1 that order replaces row_order; borrowed       */
 } tile_problem;
+
+/* The rows of p in tile order for A_tiles of m1 rows: p->orders' order for
+ * m1 if it has one, else p->row_order (NULL: the identity). */
+const int32_t *tile_problem_row_order(const tile_problem *p, int32_t m1);
 
 typedef struct tile_space {
     spf_kernel_config *configs; /* count entries (owned; tile_space_free)          */
     int count;
 } tile_space;
 
-/* Every configuration of the tuner's space `which` (spf_tune_space in
- * spforge.h lists the values) that schedule_config_check accepts for n;
- * FULL is the paper's space, COMPACT the tuner's default. */
+/* Every configuration of the space `which` (spf_tune_space in spforge.h
+ * lists the values) that schedule_config_check accepts for n, grouped by
+ * m1 (ascending): FULL is the paper's space and the low-cost search's
+ * default, COMPACT the exhaustive tuner's default. This is the one
+ * definition of both spaces; the tuner and the search take their lists
+ * from here. */
 spf_status tile_space_create(int64_t n, spf_tune_space which, tile_space *out);
 void tile_space_free(tile_space *s); /* accepts NULL or a zeroed space */
 
@@ -38,7 +49,8 @@ int64_t tiling_blocks(int64_t m, int64_t n, const spf_kernel_config *cfg);
 
 /* COV_row (LO-SpMM §3.4): the coefficient of variation (population standard
  * deviation / mean) of nnz across the A_tiles of m1 consecutive rows of the
- * row order, the last tile as short as it comes. 0 for a matrix without
+ * row order for m1 (tile_problem_row_order), the last tile as short as it
+ * comes. 0 for a matrix without
  * nonzeros or a single tile. */
 double tiling_row_cov(const tile_problem *p, int32_t m1);
 

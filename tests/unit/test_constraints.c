@@ -5,7 +5,6 @@
 #include "test_util.h"
 
 #include "codegen/schedule.h"
-#include "gpu/tuner.h"
 #include "plan/constraints.h"
 #include "plan/tiling.h"
 
@@ -59,15 +58,11 @@ static void test_space(void)
 {
     tile_space s;
     CHECK_OK(tile_space_create(256, SPF_TUNE_SPACE_FULL, &s));
-    spf_kernel_config *list = NULL;
-    int count = 0;
-    CHECK_OK(tuner_space(256, SPF_TUNE_SPACE_FULL, &list, &count));
-    CHECK(s.count == count && count > 100 && count <= 864);
+    CHECK(s.count > 100 && s.count <= 864);
     int valid = 1;
     for (int i = 0; i < s.count; i++)
         valid &= schedule_config_check(&s.configs[i], 256) == SPF_OK;
     CHECK(valid);
-    free(list); /* mem_alloc'd with the default allocator */
     tile_space_free(&s);
     CHECK(s.configs == NULL && s.count == 0);
     tile_space_free(&s);

@@ -1,6 +1,7 @@
 /* The exhaustive tuner's host-side parts: the configuration space for a
- * given N, and the tuning-log CSV the rank model will be trained on. (The
- * tuner's runs need a GPU: tests/gpu/test_plan.c.) */
+ * given N, the rank features of a list, and the tuning-log CSV the rank
+ * model is trained on. (The tuner's runs need a GPU: tests/gpu/test_plan.c
+ * and tests/gpu/test_search.c.) */
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
@@ -24,45 +25,46 @@ static void test_compact_space(void)
 {
     const int64_t ns[] = {64, 49, 3136};
     for (int t = 0; t < 3; t++) {
-        spf_kernel_config *compact = NULL, *full = NULL;
-        int nc = -1, nf = -1;
-        CHECK_OK(tuner_space(ns[t], SPF_TUNE_SPACE_COMPACT, &compact, &nc));
-        CHECK_OK(tuner_space(ns[t], SPF_TUNE_SPACE_FULL, &full, &nf));
-        CHECK(nc > 0 && nc <= 75 && nc < nf);
+        tile_space compact, full;
+        CHECK_OK(tile_space_create(ns[t], SPF_TUNE_SPACE_COMPACT, &compact));
+        CHECK_OK(tile_space_create(ns[t], SPF_TUNE_SPACE_FULL, &full));
+        CHECK(compact.count > 0 && compact.count <= 75 && compact.count < full.count);
         int outside = 0;
-        for (int i = 0; i < nc; i++)
-            outside += !has(full, nf, compact[i]) || compact[i].prefetch != 2 || compact[i].m1 < 2;
+        for (int i = 0; i < compact.count; i++)
+            outside += !has(full.configs, full.count, compact.configs[i]) ||
+                       compact.configs[i].prefetch != 2 || compact.configs[i].m1 < 2;
         CHECK_MSG(outside == 0, "n = %lld: %d compact configurations outside the rules",
                   (long long)ns[t], outside);
-        printf("n = %lld: %d compact configurations\n", (long long)ns[t], nc);
-        mem_free(compact);
-        mem_free(full);
+        printf("n = %lld: %d compact configurations\n", (long long)ns[t], compact.count);
+        tile_space_free(&compact);
+        tile_space_free(&full);
     }
-    spf_kernel_config *list = NULL;
-    int count = 0;
-    CHECK_STATUS(tuner_space(64, (spf_tune_space)7, &list, &count), SPF_ERR_INVALID_ARGUMENT);
+    tile_space s;
+    CHECK_STATUS(tile_space_create(64, (spf_tune_space)7, &s), SPF_ERR_INVALID_ARGUMENT);
 }
 
 static void test_space(void)
 {
     const int64_t ns[] = {64, 49, 2, 3136};
     for (int t = 0; t < 4; t++) {
-        spf_kernel_config *list = NULL;
-        int count = -1;
-        CHECK_OK(tuner_space(ns[t], SPF_TUNE_SPACE_FULL, &list, &count));
+        tile_space s;
+        CHECK_OK(tile_space_create(ns[t], SPF_TUNE_SPACE_FULL, &s));
+        const spf_kernel_config *list = s.configs;
+        int count = s.count;
         CHECK(count > 0 && count <= 6 * 4 * 3 * 4 * 3);
         CHECK_MSG(strcmp(spf_last_error(), "") == 0, "filter left a detail: %s", spf_last_error());
-        int bad = 0, dupes = 0;
+        int bad = 0, dupes = 0, unsorted = 0;
         for (int i = 0; i < count; i++) {
             const spf_kernel_config *c = &list[i];
             int threads = c->n1 / c->v * c->ksplit;
             bad += schedule_config_check(c, ns[t]) != SPF_OK || threads % 32 != 0 ||
                    threads > 1024 || ns[t] % c->v != 0;
+            unsorted += i > 0 && list[i - 1].m1 > c->m1; /* grouped by m1 (tiling.h) */
             for (int j = 0; j < i; j++)
                 dupes += memcmp(&list[i], &list[j], sizeof *c) == 0;
         }
-        CHECK_MSG(bad == 0 && dupes == 0, "n = %lld: %d invalid, %d repeated", (long long)ns[t], bad,
-                  dupes);
+        CHECK_MSG(bad == 0 && dupes == 0 && unsorted == 0, "n = %lld: %d invalid, %d repeated, "
+                  "%d out of m1 order", (long long)ns[t], bad, dupes, unsorted);
         /* Corners of the space survive when valid for this N. */
         CHECK(has(list, count, (spf_kernel_config){1, 32, 1, 0, 1}));
         CHECK(has(list, count, (spf_kernel_config){32, 256, 1, 4, 4}) ==
@@ -70,7 +72,7 @@ static void test_space(void)
         if (ns[t] % 4 == 0)
             CHECK(has(list, count, (spf_kernel_config){32, 256, 4, 4, 1}));
         printf("n = %lld: %d configurations\n", (long long)ns[t], count);
-        mem_free(list);
+        tile_space_free(&s);
     }
 }
 
@@ -90,11 +92,15 @@ static void test_csv(void)
     rows[1].cfg = (spf_kernel_config){16, 64, 2, 0, 2};
     rows[1].kernel_us = 9.75;
     rows[1].verify_error = 2.9e-8;
+    rows[0].proxy_us = 3.25;
+    rows[0].features[0] = 1;
+    rows[0].features[1] = 2.5;
+    rows[2].features[RANK_FEATURE_COUNT - 1] = NAN;
     rows[2].cfg = (spf_kernel_config){32, 256, 4, 4, 1};
     rows[2].outcome = TUNE_COMPILE_FAILED;
     snprintf(rows[2].reason, sizeof rows[2].reason, "unit 3: \"bad\" token,\nline 7");
     tune_log log = {.m = 512, .k = 256, .n = 128, .nnz = 13107, .dtype = SPF_DTYPE_BF16,
-                    .sm = 90, .rows = rows, .count = 3, .best = 1};
+                    .reorder = 1, .sm = 90, .rows = rows, .count = 3, .best = 1};
 
     char dir[] = "/tmp/spf-test-tuner-XXXXXX";
     CHECK(mkdtemp(dir) != NULL);
@@ -115,18 +121,27 @@ static void test_csv(void)
         if (n == 0) {
             fields_header = commas;
             CHECK(strncmp(line, "m,k,n,nnz,dtype,", 16) == 0);
+            /* scripts/train_rank_model.py reads these by name */
+            CHECK(strstr(line, ",kernel_us,") && strstr(line, ",status,chosen,proxy_us,"));
+            for (int j = 0; j < RANK_FEATURE_COUNT; j++) {
+                char col[96];
+                snprintf(col, sizeof col, ",%s,", rank_feature_names[j]);
+                CHECK_MSG(strstr(line, col) != NULL, "header lacks %s", col);
+            }
+            CHECK(strstr(line, ",reason\n") != NULL);
         } else {
             CHECK_MSG(commas == fields_header, "row %d has %d separators, header %d", n, commas,
                       fields_header);
-            CHECK(strncmp(line, "512,256,128,13107,bf16,", 23) == 0);
+            CHECK(strncmp(line, "512,256,128,13107,bf16,0,0,0,1,90,", 34) == 0);
             CHECK(strstr(line, names[n - 1]) != NULL);
         }
         if (n == 2)
-            CHECK(strstr(line, ",ok,1,") != NULL && strstr(line, "9.7500") != NULL);
+            CHECK(strstr(line, ",ok,1,0.0000,") != NULL && strstr(line, "9.7500") != NULL);
         if (n == 1)
-            CHECK(strstr(line, ",ok,0,") != NULL);
+            CHECK(strstr(line, ",ok,0,3.2500,1,2.5,") != NULL);
         if (n == 3)
-            CHECK(strstr(line, ",compile_failed,0,\"unit 3: 'bad' token, line 7\"") != NULL);
+            CHECK(strstr(line, ",compile_failed,0,") != NULL &&
+                  strstr(line, ",nan,\"unit 3: 'bad' token, line 7\"\n") != NULL);
         n++;
     }
     if (f)
@@ -142,9 +157,9 @@ static void test_csv(void)
 
 static void test_outcome_names(void)
 {
-    const char *expect[] = {"ok", "not_generated", "compile_failed", "spills",
-                            "load_failed", "wrong", "launch_failed"};
-    for (int o = TUNE_OK; o <= TUNE_LAUNCH_FAILED; o++)
+    const char *expect[] = {"ok",    "not_generated", "compile_failed", "spills",
+                            "load_failed", "wrong", "launch_failed", "proxy_only"};
+    for (int o = TUNE_OK; o <= TUNE_PROXY_ONLY; o++)
         CHECK(strcmp(tune_outcome_name((tune_outcome)o), expect[o]) == 0);
 }
 
