@@ -131,11 +131,14 @@ template <typename T, int V> struct vec_io {
     }
 };
 
-/* split (RS) is a power of two with SW · RS ≤ kThreads; a launch argument
- * rather than a template one, so the instantiations stay SW × V × dtype. */
-template <typename T, int V, int SW>
+/* SPLIT instantiates the row-split path; its split (RS) is then a launch
+ * argument, a power of two with SW · RS ≤ kThreads. Without SPLIT split is
+ * 1 and the kernel is the plain row-per-sub-warp one: the split path's
+ * bookkeeping cost that one 12-14 % on DLMC ResNet-50 stage 4 at N = 392
+ * (H200), so it stays out of it. */
+template <typename T, int V, int SW, bool SPLIT>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    csr_generic_kernel(int rows, int n, int split, const int *__restrict__ row_ptr,
+    csr_generic_kernel(int rows, int n, int split_arg, const int *__restrict__ row_ptr,
                        const int *__restrict__ col_idx, const float *__restrict__ values,
                        const int *__restrict__ row_order, const T *__restrict__ b,
                        T *__restrict__ c, const float *__restrict__ bias, int relu)
@@ -143,14 +146,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     constexpr int kSubwarps = kThreads / SW;
     __shared__ float s_val[kSubwarps][kChunk];
     __shared__ int s_off[kSubwarps][kChunk];
-    __shared__ float s_part[kThreads][V]; /* row splitting: the parts' sums */
 
+    const int split = SPLIT ? split_arg : 1;
     const int sub = threadIdx.x / SW, lane = threadIdx.x % SW;
     const int part = sub % split;
     const int slot = blockIdx.x * (kSubwarps / split) + sub / split;
     /* The whole sub-warp leaves together, so the masks below stay exact;
      * with a split every thread must reach the block barrier instead. */
-    if (slot >= rows && split == 1)
+    if (!SPLIT && slot >= rows)
         return;
     const bool has_row = slot < rows;
     const unsigned mask =
@@ -209,7 +212,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         __syncwarp(mask);
     }
 
-    if (split > 1) {
+    if constexpr (SPLIT) {
+        __shared__ float s_part[kThreads][V]; /* the parts' sums */
 #pragma unroll
         for (int j = 0; j < V; ++j)
             s_part[threadIdx.x][j] = acc[j];
@@ -244,9 +248,11 @@ spf_status launch_typed(const generic_csr *g, const generic_launch *l, const voi
     const int rows_per_block = kThreads / SW / split;
     const dim3 grid((unsigned)((g->rows + rows_per_block - 1) / rows_per_block),
                     (unsigned)((l->n + SW * V - 1) / (SW * V)));
-    csr_generic_kernel<T, V, SW><<<grid, kThreads, 0, stream>>>(
-        g->rows, l->n, split, g->row_ptr, g->col_idx, g->values, g->row_order,
-        static_cast<const T *>(b), static_cast<T *>(c), bias, relu);
+    auto kernel =
+        split > 1 ? csr_generic_kernel<T, V, SW, true> : csr_generic_kernel<T, V, SW, false>;
+    kernel<<<grid, kThreads, 0, stream>>>(g->rows, l->n, split, g->row_ptr, g->col_idx, g->values,
+                                          g->row_order, static_cast<const T *>(b),
+                                          static_cast<T *>(c), bias, relu);
     return CUDA_CHECK(cudaGetLastError());
 }
 
