@@ -1,0 +1,71 @@
+/* The rank model of LO-SpMM §3.5: a tree ensemble (LambdaMART, trained by
+ * scripts/train_rank_model.py with LightGBM's lambdarank objective) that
+ * scores configurations of one problem from their features
+ * (rank_features.h); only the order of the scores means anything, and the
+ * top K go on to the proxies (§5).
+ *
+ * The model file (version 1), plain text, one item per line; '#' lines and
+ * blank lines are comments, anywhere:
+ *
+ *   spforge-rank-model 1
+ *   features <count> <name> ...       rank_feature_names, same count, same order
+ *   trees <T>
+ *   tree <nodes>                      T times, each followed by its nodes:
+ *   <i> split <feature> <threshold> <left> <right>
+ *   <i> leaf <value>
+ *   end
+ *
+ * Node lines are numbered 0, 1, ... within a tree, node 0 is the root; a
+ * split sends a feature vector x to <left> when x[feature] <= threshold
+ * (a NaN goes right), else to <right>; children come after their parent
+ * (so a tree has no cycle) and every node but the root is the child of
+ * exactly one split. The score is the sum over trees of the leaf reached.
+ * Numbers are C decimal (strtod / strtol), thresholds and values finite;
+ * 17 significant digits make the C scores equal LightGBM's to the last
+ * bit of each leaf. */
+#ifndef SPF_PLAN_RANK_MODEL_H
+#define SPF_PLAN_RANK_MODEL_H
+
+#include "spforge.h"
+
+#include <stddef.h>
+
+/* The format version this parser reads, and its bounds on a model. */
+#define RANK_MODEL_VERSION 1
+#define RANK_MODEL_MAX_TREES 10000
+#define RANK_MODEL_MAX_NODES 127 /* per tree: at most 64 leaves (rank_model.c keeps a
+                                    tree's leaves as a 64-bit set) */
+
+typedef struct rank_model rank_model;
+
+/* Parse a model from text (len bytes, need not be NUL-terminated). Errors
+ * are SPF_ERR_PARSE with "<origin>:<line>: expected <what>, got '<token>'".
+ * *out is NULL on failure; free it with rank_model_free. */
+spf_status rank_model_parse(const char *text, size_t len, const char *origin, rank_model **out);
+
+/* The model read from the file at path (origin of its messages). */
+spf_status rank_model_read(const char *path, rank_model **out);
+
+/* The process's model, loaded on first use and kept (thread-safe; never
+ * free it): the file named by the environment variable SPFORGE_RANK_MODEL
+ * when that is set and not empty, else models/rank_model.txt as embedded
+ * in the library at build time. A file that fails to load is an error,
+ * not a silent fall-back to the embedded model; a failed load is retried
+ * on the next call, a successful one is final (later changes of the
+ * variable are not seen). */
+spf_status rank_model_default(const rank_model **out);
+
+/* The model's score of one configuration's RANK_FEATURE_COUNT features
+ * (rank_features): higher = predicted faster. */
+double rank_model_score(const rank_model *m, const double *features);
+
+/* The indices of the k best-scored of count feature vectors (features:
+ * count × RANK_FEATURE_COUNT doubles, row-major), best first, ties by the
+ * smaller index: best_first receives min(k, count) indices (caller-owned).
+ * count ≥ 0, k ≥ 1. */
+spf_status rank_model_top_k(const rank_model *m, const double *features, int count, int k,
+                            int *best_first);
+
+void rank_model_free(rank_model *m); /* accepts NULL */
+
+#endif
