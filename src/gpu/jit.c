@@ -295,6 +295,14 @@ spf_status jit_launch(const jit_module *m, const void *b, void *c, const float *
                                        (cudaStream_t)stream));
 }
 
+spf_status jit_launch_with(const jit_module *m, const unsigned grid[3], const unsigned block[3],
+                           unsigned shared_bytes, void **params, void *stream)
+{
+    dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
+    return CUDA_CHECK(cudaLaunchKernel((const void *)m->kernel, g, b, params, shared_bytes,
+                                       (cudaStream_t)stream));
+}
+
 #else /* !SPF_HAVE_CUDA */
 
 spf_status jit_link_load(const ptx_program *p, const jit_object *o, jit_module *out, jit_timings *t)
@@ -307,6 +315,13 @@ spf_status jit_link_load(const ptx_program *p, const jit_object *o, jit_module *
 spf_status jit_launch(const jit_module *m, const void *b, void *c, const float *bias, void *stream)
 {
     (void)m, (void)b, (void)c, (void)bias, (void)stream;
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+spf_status jit_launch_with(const jit_module *m, const unsigned grid[3], const unsigned block[3],
+                           unsigned shared_bytes, void **params, void *stream)
+{
+    (void)m, (void)grid, (void)block, (void)shared_bytes, (void)params, (void)stream;
     return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
 }
 

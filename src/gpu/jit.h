@@ -77,6 +77,15 @@ spf_status jit_build(const ptx_program *p, int sm, int threads, jit_module *out,
  * No allocation, no synchronization (graph-capturable). */
 spf_status jit_launch(const jit_module *m, const void *b, void *c, const float *bias, void *stream);
 
+/* Launch m's kernel with an explicit geometry, dynamic shared memory per
+ * block and kernel parameters (params: one pointer per argument, as
+ * cudaLaunchKernel takes them) on `stream`: a proxy (codegen/proxy.h) runs
+ * with each candidate's grid, block and shared memory. Beyond 48 KB the
+ * module must have been loaded with at least shared_bytes. No allocation,
+ * no synchronization. */
+spf_status jit_launch_with(const jit_module *m, const unsigned grid[3], const unsigned block[3],
+                           unsigned shared_bytes, void **params, void *stream);
+
 void jit_module_release(jit_module *m); /* unloads; accepts a zeroed module */
 
 #endif
