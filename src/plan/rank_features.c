@@ -46,7 +46,7 @@ spf_status rank_tiles_compute(const tile_problem *p, int32_t m1, rank_tiles *out
     /* tile_nnc_stats cuts the tiles as the kernel's schedule does, so the
      * features describe the blocks the kernel really runs. */
     tile_stats s;
-    spf_status status = tile_nnc_stats(p->a, p->row_order, m1, &s);
+    spf_status status = tile_nnc_stats(p->a, tile_problem_row_order(p, m1), m1, &s);
     if (status != SPF_OK)
         return status;
     out->m1 = m1;

@@ -69,9 +69,9 @@ typedef struct rank_tiles {
     double cov_row;
 } rank_tiles;
 
-/* Summarize p's A_tiles of m1 rows (m1 ≥ 1; p->row_order is the order the
- * kernel for this m1 runs, e.g. reorder_rows's, or NULL). O(nnz + m); the
- * tile limit of tile_nnc_stats applies. */
+/* Summarize p's A_tiles of m1 rows (m1 ≥ 1) in the row order the kernel
+ * for this m1 runs (tile_problem_row_order). O(nnz + m); the tile limit of
+ * tile_nnc_stats applies (SPF_ERR_UNSUPPORTED past it). */
 spf_status rank_tiles_compute(const tile_problem *p, int32_t m1, rank_tiles *out);
 
 /* The features of configuration cfg (valid for p->n, schedule_config_check;

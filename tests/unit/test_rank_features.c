@@ -4,6 +4,7 @@
 #include "check.h"
 #include "plan/constraints.h"
 #include "plan/rank_features.h"
+#include "plan/row_orders.h"
 #include "test_util.h"
 
 /* 7×6 with two empty rows:
@@ -78,7 +79,7 @@ static void test_small_row_order(void)
         return;
     /* Tiles {r4, r3, r0}: columns {0, 1, 2, 3, 4}, 7 nonzeros; {r2, r6, r1}:
      * {2, 5}, 3; {r5}: none. */
-    const int32_t order[] = {4, 3, 0, 2, 6, 1, 5};
+    int32_t order[] = {4, 3, 0, 2, 6, 1, 5};
     tile_problem p = {.a = a, .n = 32, .row_order = order};
     rank_tiles t;
     CHECK_OK(rank_tiles_compute(&p, 3, &t));
@@ -88,6 +89,13 @@ static void test_small_row_order(void)
     CHECK_EQ_I64(t.nnz_max, 7);
     CHECK_NEAR(t.cov_row, sqrt(74.0) / 10.0, 1e-12); /* deviations 11/3, −1/3, −10/3 */
     CHECK_NEAR(t.cov_row, tiling_row_cov(&p, 3), 1e-12);
+    /* The same order given for m1 = 3 through tile_problem.orders. */
+    int32_t m1_three = 3, *orders_of[1] = {order};
+    row_orders per_m1 = {.count = 1, .m1 = &m1_three, .order = orders_of};
+    tile_problem q = {.a = a, .n = 32, .row_order = NULL, .orders = &per_m1};
+    rank_tiles u;
+    CHECK_OK(rank_tiles_compute(&q, 3, &u));
+    CHECK(u.nnc_sum == 7 && u.nnc_max == 5 && u.nnz_max == 7 && u.cov_row == t.cov_row);
     /* m1 = 7: one tile, every column but none empty; m1 = 1: a tile per row. */
     CHECK_OK(rank_tiles_compute(&p, 7, &t));
     CHECK(t.tiles == 1 && t.nnc_sum == 6 && t.nnc_max == 6 && t.nnz_max == 10 && t.cov_row == 0);
