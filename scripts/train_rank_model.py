@@ -11,7 +11,9 @@ then rebuild: the library embeds models/rank_model.txt at build time.
 
 The logs are the tuner's CSVs (spf_plan_write_tuning_log; spforge-bench --tuning-logs).
 Only rows with status "ok" count. Rows are grouped into problems by the `problem`
-column, else by (m, k, n, nnz, dtype, f16x2, bias, relu). The features are the log's
+column, else by (log file, m, k, n, nnz, dtype, f16x2, bias, relu, reorder): two seeds of
+one shape and sparsity have equal m, k, n and nnz, and spforge-bench writes one log per
+problem. The features are the log's
 f_* columns (rank_feature_names, written by the tuner); a log without them is one of
 spforge-bench's generated problems, named <use>_<M>x<K>_N_<N>_s<sparsity>.csv, and its
 features are recomputed by the C code itself (spf_rank_features, built in the build
@@ -116,9 +118,10 @@ def read_log(path, tool, problems, names):
     for r, x in zip(ok, feats):
         if any(math.isnan(v) for v in x):
             continue
-        key = r.get("problem") or "%sx%s n%s nnz%s %s%s%s%s" % (
-            r["m"], r["k"], r["n"], r["nnz"], r["dtype"], "+f16x2" if r["f16x2"] == "1" else "",
-            "+bias" if r["bias"] == "1" else "", "+relu" if r["relu"] == "1" else "")
+        key = r.get("problem") or "%s %sx%s n%s nnz%s %s%s%s%s%s" % (
+            os.path.splitext(os.path.basename(path))[0], r["m"], r["k"], r["n"], r["nnz"],
+            r["dtype"], "+f16x2" if r["f16x2"] == "1" else "", "+bias" if r["bias"] == "1" else "",
+            "+relu" if r["relu"] == "1" else "", "+reorder" if r.get("reorder") == "1" else "")
         p = problems.setdefault(key, Problem(key))
         p.x.append(x)
         p.times.append(float(r["kernel_us"]))
@@ -167,7 +170,7 @@ def lgb_params(args):
 def export(booster, names, use, comments):
     """The model in rank_model.h's text format; feature indices into names."""
     dump = booster.dump_model()
-    lines = ["# %s" % w for c in comments for w in textwrap.wrap(c, 96, subsequent_indent="  ")]
+    lines = ["# %s" % c for c in comments]
     lines += ["%s %d" % (FORMAT, VERSION), "features %d %s" % (len(names), " ".join(names)),
               "trees %d" % len(dump["tree_info"])]
     for tree in dump["tree_info"]:
@@ -425,10 +428,10 @@ def main():
         folds = args.folds or len(problems)
         losses = cross_validate(problems, names, use, params, folds)
         rand = {p.name: random_losses(p) for p in problems}
-        summary = ["leave-problems-out cross-validation, %d folds (%.1f s), %s features:"
-                   % (folds, time.time() - t0, args.features)]
+        summary = ["leave-problems-out cross-validation, %d folds, %s features:"
+                   % (folds, args.features)]
         summary += summarize("model", losses) + summarize("random", rand)
-        print("\n".join(summary))
+        print("\n".join(summary) + "\n(%.1f s)" % (time.time() - t0))
     if args.out or args.check:
         t0 = time.time()
         booster = train(problems, names, use, params)
@@ -441,7 +444,9 @@ def main():
             "LightGBM %s lambdarank: %d trees, %d leaves, learning rate %g, min %d rows a leaf."
             % (__import__("lightgbm").__version__, args.trees, args.leaves,
                args.learning_rate, args.min_leaf),
-        ] + summary
+        ]
+        comments = [w for c in comments for w in textwrap.wrap(c, 96, subsequent_indent="  ")]
+        comments += summary
         text = export(booster, names, use, comments)
         print("trained in %.1f s: %d trees, %d nodes" % (
             time.time() - t0, text.count("\ntree "), len(re.findall(r"^\d+ (?:leaf|split)",
