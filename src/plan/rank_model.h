@@ -15,14 +15,18 @@
  *   <i> leaf <value>
  *   end
  *
- * Node lines are numbered 0, 1, ... within a tree, node 0 is the root; a
+ * Node lines are numbered 0, 1, ... within a tree (at most 127 nodes, so
+ * at most 64 leaves: rank_model.c scores a tree through a 64-bit set of
+ * its leaves; LightGBM's num_leaves ≤ 64), node 0 is the root; a
  * split sends a feature vector x to <left> when x[feature] <= threshold
  * (a NaN goes right), else to <right>; children come after their parent
  * (so a tree has no cycle) and every node but the root is the child of
  * exactly one split. The score is the sum over trees of the leaf reached.
  * Numbers are C decimal (strtod / strtol), thresholds and values finite;
- * 17 significant digits make the C scores equal LightGBM's to the last
- * bit of each leaf. */
+ * written so they round-trip (Python's repr, %.17g), the C scores equal
+ * LightGBM's bit for bit (tests/fixtures/rank). Scoring 756 configurations
+ * with the committed model (60 trees of 12 leaves) takes 0.25–0.5 ms on
+ * the 2-core development host. */
 #ifndef SPF_PLAN_RANK_MODEL_H
 #define SPF_PLAN_RANK_MODEL_H
 
@@ -33,8 +37,7 @@
 /* The format version this parser reads, and its bounds on a model. */
 #define RANK_MODEL_VERSION 1
 #define RANK_MODEL_MAX_TREES 10000
-#define RANK_MODEL_MAX_NODES 127 /* per tree: at most 64 leaves (rank_model.c keeps a
-                                    tree's leaves as a 64-bit set) */
+#define RANK_MODEL_MAX_NODES 127 /* per tree */
 
 typedef struct rank_model rank_model;
 
