@@ -270,10 +270,25 @@ static int64_t count_in(const char *text, const char *what)
     return n;
 }
 
+/* The largest immediate offset in "[<base>+N]" or "[<base>]" operands of
+ * text, -1 if none. */
+static int64_t largest_offset(const char *text, const char *base)
+{
+    char open[32];
+    snprintf(open, sizeof open, "[%s", base);
+    int64_t most = -1;
+    for (const char *p = text; (p = strstr(p, open)) != NULL; p += strlen(open)) {
+        const char *q = p + strlen(open);
+        int64_t off = *q == '+' ? strtoll(q + 1, NULL, 10) : *q == ']' ? 0 : -1;
+        most = off > most ? off : most;
+    }
+    return most;
+}
+
 /* The proxy's code follows its clusters: one B load per proxy iteration
  * (NNC_P per function), v fmas per entry, entries the centroid's fmas per
  * load × NNC_P, a table of the tiles' clusters, n1 a parameter, stores at
- * rows 0 .. rows − 1 of the block. Checked against the clusters of the
+ * rows 0 .. rows − 1 of the block, B loads inside B. Checked against the clusters of the
  * real schedule computed here. */
 static void test_structure(void)
 {
@@ -347,6 +362,15 @@ static void test_structure(void)
     CHECK_EQ_I64(count_in(p.units[1].text, "@%p0 st.global.f32 [%rd1+512], "), info.clusters);
     CHECK_EQ_I64(count_in(p.units[1].text, "st.global"), 2 * info.clusters);
     CHECK(p.grid[1] == (unsigned)(M / 2) && p.block[0] == 64);
+    /* In bounds: B loads (base %rd0, the thread's column) within the k rows
+     * of B, stores (base %rd1) within the function's 2 rows of C. */
+    for (int u = 1; u < p.unit_count; u++) {
+        int64_t b_most = largest_offset(p.units[u].text, "%rd0");
+        int64_t c_most = largest_offset(p.units[u].text, "%rd1");
+        CHECK_MSG(b_most >= 0 && b_most + 4 <= (int64_t)K * 128 * 4, "B offset %lld",
+                  (long long)b_most);
+        CHECK_MSG(c_most == 512, "C offset %lld", (long long)c_most);
+    }
     proxy_clusters_free(&cl);
     schedule_free(&s);
     ptx_program_free(&p);
