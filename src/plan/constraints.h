@@ -3,12 +3,11 @@
  * space_reduce, which applies them in the paper's order and counts what is
  * left after each: space → register → utilization → balance.
  *
- * Not yet called by the tuner (src/gpu/tuner.c walks tuner_space as is):
- * tile_space_create(n, space) replaces its tuner_space call, then
- * space_reduce(&(tile_problem){a, n, row_order}, &options with the plan's
- * dtype and the device's SM count, &space, counts) before generation, and
- * the counts go to the tuning log. With reordering, the balance constraint
- * must see the row order of each m1. */
+ * The low-cost search (src/gpu/search.h) calls space_reduce on
+ * tile_space_create(n, space) with the plan's dtype and the device's SM
+ * count, before ranking; with reordering its tile_problem carries one row
+ * order per m1 (tile_problem.orders), so COV_row is measured on the order
+ * each m1's kernel runs. The exhaustive tuner applies no constraint. */
 #ifndef SPF_PLAN_CONSTRAINTS_H
 #define SPF_PLAN_CONSTRAINTS_H
 

@@ -1,0 +1,102 @@
+/* The low-cost search (LO-SpMM §2–5; issue 4) for one (matrix, n, dtype,
+ * epilogue): instead of compiling and timing every configuration (the
+ * exhaustive tuner, tuner.h), the tile space is
+ *
+ *   reordered   LO-SpMM Algorithm 1, one row order per m1 (plan/row_orders.h),
+ *               when asked — before the constraints, as §2 orders it;
+ *   pruned      by the three constraints (§3.2–3.4, plan/constraints.h),
+ *               counting what is left after each;
+ *   ranked      by the rank model (§3.5, plan/rank_model.h) over the rank
+ *               features (plan/rank_features.h), the top K kept;
+ *   evaluated   through proxies (§5, gpu/proxy_eval.h): one cheap
+ *               stand-in kernel per candidate, the fastest proxy wins; or,
+ *               without proxies, by compiling, checking and timing the K
+ *               real kernels with the tuner;
+ *   built       the winner compiled, self-checked against the CPU reference
+ *               and timed (the tuner over a one-entry list).
+ *
+ * Fall-backs are visible (log_msg WARN), never silent: without a usable
+ * rank model every survivor of the constraints goes on to evaluation, in
+ * space order; when the proxies fail as a whole the top K are compiled and
+ * timed as real kernels; a candidate whose proxy alone failed is compiled
+ * and timed beside the proxy winner; and when the winner's real kernel
+ * fails (spills, wrong result) the next by proxy time is built.
+ *
+ * The CPU part (search_shortlist) is separate from the GPU part so the
+ * stage counts and the top-K selection can be tested without a device. */
+#ifndef SPF_GPU_SEARCH_H
+#define SPF_GPU_SEARCH_H
+
+#include "gpu/jit.h"
+#include "gpu/selfcheck.h"
+#include "gpu/tuner.h"
+#include "plan/rank_model.h"
+#include "plan/row_orders.h"
+#include "plan/tiling.h"
+
+/* The search's default space: FULL (≤ 864 configurations, every m1, n1,
+ * v, prefetch and K split). The constraints and the rank model exist to
+ * make the big space cheap; COMPACT (≤ 75, the exhaustive tuner's default)
+ * is a hand-picked slice of it, kept small for exhaustive tuning. The
+ * library takes spf_plan_options.tune_space as given (its default is
+ * COMPACT, for the exhaustive tuner); `spforge tune` and spforge-bench ask
+ * for this one unless told otherwise. */
+#define SEARCH_DEFAULT_SPACE SPF_TUNE_SPACE_FULL
+
+/* Candidates the rank model passes on when search_top_k is 0: LO-SpMM §7
+ * (Fig. 11, "LO-SpMM-Rank") evaluates the top 10. */
+#define SEARCH_DEFAULT_TOP_K 10
+
+typedef struct search_request {
+    const spf_matrix *a;    /* borrowed; read during the call only            */
+    int64_t n;
+    spf_tune_space space;   /* the space before the constraints               */
+    spf_dtype dtype;
+    int f16x2_accumulate, bias, relu;
+    int reorder;            /* rows in Algorithm 1 order, one order per m1    */
+    int top_k;              /* ≥ 0; 0: SEARCH_DEFAULT_TOP_K                   */
+    int proxies;            /* evaluate through proxies (1) or real kernels   */
+    const rank_model *model; /* borrowed, or NULL for rank_model_default()     */
+    int sm_count;           /* SMs of the device (the utilization constraint) */
+    int ptx_sm, sass_sm;    /* PTX .target and ptxas -arch                    */
+    int threads;            /* host threads, 0 = all cores                    */
+    int64_t code_budget;    /* per kernel, in instructions (≤ 0: none)        */
+    selfcheck *check;       /* prepared buffers on the current device         */
+} search_request;
+
+/* The candidates the CPU stages leave, best first. */
+typedef struct search_shortlist {
+    spf_kernel_config *configs; /* count entries, ranked best first (owned)     */
+    double *features;           /* count × RANK_FEATURE_COUNT, same order (owned) */
+    int count;
+    int ranked;                 /* 1: ordered by the rank model; 0: in space
+                                   order (no usable model)                      */
+    row_orders orders;          /* with reorder: one per m1 of the space (owned) */
+} search_shortlist;
+
+/* Reorder, prune, rank: the CPU stages. Fills the counts (space through
+ * after_rank) and analysis_s, reorder_s and rank_s of *info (zeroed first).
+ * An empty shortlist (nothing survives the constraints) is not an error
+ * here. Release out with search_shortlist_free. */
+spf_status search_shortlist_create(const search_request *q, search_shortlist *out,
+                                   spf_search_info *info);
+void search_shortlist_free(search_shortlist *s); /* accepts a zeroed struct */
+
+/* Order candidates by proxy time: order receives the indices i whose
+ * proxy_us[i] is finite and > 0, fastest first (ties by index), and
+ * failed receives the others in index order; both caller-owned, count
+ * entries. Returns how many went to order. */
+int search_proxy_order(const double *proxy_us, int count, int *order, int *failed);
+
+/* The whole search on the current device. On success *best holds the
+ * chosen kernel, loaded, self-checked and timed; log holds one row per
+ * candidate evaluated (proxy_us, features; the real kernels' costs where
+ * one was built) with log->best the chosen row, and *info every count and
+ * time. Failures as tuner_run's (SPF_ERR_UNSUPPORTED when nothing
+ * survives the constraints or nothing could be generated, so AUTO falls
+ * back to the generic kernel). The log is filled either way (release it
+ * with tune_log_free). */
+spf_status search_run(const search_request *q, jit_module *best, spf_search_info *info,
+                      tune_log *log);
+
+#endif
