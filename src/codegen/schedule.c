@@ -242,6 +242,19 @@ int64_t schedule_instructions(const schedule *s, int fma_per_entry, int load_ops
     return total;
 }
 
+int32_t schedule_unit_end(const schedule *s, int32_t first, int fma_per_entry, int64_t target)
+{
+    int64_t size = 0;
+    int32_t t = first;
+    while (t < s->tile_count) {
+        size += s->tiles[t].col_count + s->tiles[t].nnz * fma_per_entry;
+        t++;
+        if (size >= target)
+            break;
+    }
+    return t;
+}
+
 /* One thread of one block: its groups' accumulators, reduced by owner. */
 static void execute_thread(const schedule *s, int32_t t, int64_t col0, const float *b, float *c,
                            const float *bias, int relu, float *acc, uint8_t *touched)

@@ -96,6 +96,13 @@ void schedule_group_rows(const schedule *s, int32_t tile, int32_t group, uint8_t
  * B row visited (1 load plus any conversions), store_ops per output row. */
 int64_t schedule_instructions(const schedule *s, int fma_per_entry, int load_ops, int store_ops);
 
+/* The end of the compilation unit that starts at tile `first`: whole tiles
+ * up to about `target` instructions (fma_per_entry per nonzero, one per B
+ * row visited), at least one. Units sized by code rather than by rows keep
+ * ptxas's per-process cost from dominating small kernels and its
+ * superlinear cost from dominating dense tiles (DESIGN.md decision 1). */
+int32_t schedule_unit_end(const schedule *s, int32_t first, int fma_per_entry, int64_t target);
+
 /* Run the schedule on the host in fp32, exactly as the kernel does: per
  * block and thread, per group the columns in order (fma, first term a
  * multiply), partials summed by the owner in the kernel's order, + bias,

@@ -45,13 +45,21 @@ int64_t unrolled_register_need(const spf_kernel_config *cfg, spf_dtype dtype)
     return (need + 7) / 8 * 8;
 }
 
-/* Code size (the budget decides unrolled vs generic): per nonzero the fmas
- * (f16x2: a mov of the value pair and v/2 fmas); per B row the load and its
- * conversions; per output row the epilogue and store. */
+/* Instructions per nonzero: v fmas (f16x2: a mov of the value pair and
+ * v/2 fmas). */
+static int fma_per_entry(const tile_gen *g)
+{
+    return g->f16x2 ? 1 + g->s->cfg.v / 2 : g->s->cfg.v;
+}
+
+/* Code size (the budget decides unrolled vs generic): per nonzero the fmas;
+ * per B row the load and its conversions; per output row the epilogue and
+ * store. */
+
 static int64_t instruction_estimate(const tile_gen *g)
 {
     int v = g->s->cfg.v;
-    int fma = g->f16x2 ? 1 + v / 2 : v;
+    int fma = fma_per_entry(g);
     int load_ops = 1 + (g->dtype == SPF_DTYPE_F32 || g->f16x2 ? 0 : 2 * v);
     int store_ops = 1 + g->bias * (1 + v) + g->relu * v + (g->dtype == SPF_DTYPE_F32 ? 0 : v);
     return schedule_instructions(g->s, fma, load_ops, store_ops);
@@ -101,8 +109,10 @@ spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int6
                   "kernel)",
                   g.name, (long long)estimate, (long long)code_budget);
 
-    int32_t per_unit = UNROLLED_CHUNK_ROWS / cfg->m1 > 0 ? UNROLLED_CHUNK_ROWS / cfg->m1 : 1;
-    int32_t chunks = (s.tile_count + per_unit - 1) / per_unit;
+    int fma = fma_per_entry(&g);
+    int32_t chunks = 0;
+    for (int32_t t = 0; t < s.tile_count; chunks++)
+        t = schedule_unit_end(&s, t, fma, UNROLLED_UNIT_INSTRUCTIONS);
     out->units = mem_calloc((size_t)chunks + 1, sizeof *out->units);
     if (!out->units)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%d PTX units", (int)chunks + 1);
@@ -111,11 +121,12 @@ spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int6
     TRY(entry_emit(&g, sm, &dispatch, &unit));
     TRY(ptx_take(&unit, &out->units[0].text, &out->units[0].size));
     out->unit_count = 1;
-    for (int32_t c = 0; c < chunks; c++) {
+    for (int32_t c = 0, first = 0; c < chunks; c++) {
         ptx_module_header(&unit, sm);
-        int32_t end = (c + 1) * per_unit < s.tile_count ? (c + 1) * per_unit : s.tile_count;
-        for (int32_t t = c * per_unit; t < end; t++)
+        int32_t end = schedule_unit_end(&s, first, fma, UNROLLED_UNIT_INSTRUCTIONS);
+        for (int32_t t = first; t < end; t++)
             TRY(tile_emit(&g, t, &unit));
+        first = end;
         TRY(ptx_take(&unit, &out->units[c + 1].text, &out->units[c + 1].size));
         out->unit_count++;
     }

@@ -39,6 +39,13 @@
  * units side by side. */
 #define UNROLLED_CHUNK_ROWS 64
 
+/* Instructions per chunk unit of the unrolled kernel (schedule_unit_end).
+ * Chunks of 64 rows cut a 1040×168 layer at 0.95 (8.3 k nonzeros) into 17
+ * units of ~500 nonzeros, and ptxas's start-up made each configuration cost
+ * 1-4.5 s of CPU (H200 host, FULL-space tuning, 2026-11-22); ~4 k
+ * instructions per unit is under half a second of ptxas. */
+#define UNROLLED_UNIT_INSTRUCTIONS 4096
+
 /* Registers per thread the tile functions are given (the register cap of
  * program.max_registers before it is clamped to 255), from the config and
  * the storage type alone: the planner's register forecast (LO-SpMM §3.2). */

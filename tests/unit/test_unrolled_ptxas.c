@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 
+#include "codegen/schedule.h"
 #include "codegen/unrolled.h"
 #include "gpu/ptxas.h"
 
@@ -266,14 +267,31 @@ static void test_budget_and_errors(void)
     CHECK_STATUS(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 1, 1, 90, estimate - 1,
                                    &prog),
                  SPF_ERR_UNSUPPORTED);
-    /* the name encodes the config; m1 = 8 over 64 rows: 8 tiles in one chunk */
+    /* the name encodes the config; m1 = 8 over 64 rows: 8 tiles, in units
+     * of whole tiles sized by schedule_unit_end, each tile defined once */
     CHECK_OK(unrolled_generate(a, NULL, 256, &cfg, SPF_DTYPE_F32, 0, 1, 1, 90, estimate, &prog));
     CHECK(strcmp(prog.entry, "spf_unrolled_f32_m8_n128_v4_p2_k1") == 0);
-    CHECK_EQ_I64(prog.unit_count, 1 + (64 / 8 + UNROLLED_CHUNK_ROWS / 8 - 1) / (UNROLLED_CHUNK_ROWS / 8));
+    schedule s = {0};
+    CHECK_OK(schedule_create(a, NULL, 256, &cfg, &s));
+    int units = 0;
+    for (int32_t t = 0; t < s.tile_count; units++)
+        t = schedule_unit_end(&s, t, cfg.v, UNROLLED_UNIT_INSTRUCTIONS);
+    schedule_free(&s);
+    CHECK(units >= 2); /* 64 × 64 at this density is over one unit's worth */
+    CHECK_EQ_I64(prog.unit_count, 1 + units);
+    for (int t = 0; t < 8; t++) {
+        char fn[96];
+        snprintf(fn, sizeof fn, ".visible .func spf_unrolled_f32_m8_n128_v4_p2_k1_t%d(", t);
+        int defined = 0;
+        for (int u = 1; u < prog.unit_count; u++)
+            defined += strstr(prog.units[u].text, fn) != NULL;
+        CHECK_MSG(defined == 1, "tile %d defined in %d units", t, defined);
+    }
     CHECK(strstr(prog.units[0].text, ".entry spf_unrolled_f32_m8_n128_v4_p2_k1") != NULL);
     CHECK(strstr(prog.units[0].text, ".u64 spf_unrolled_f32_m8_n128_v4_p2_k1_tiles[8] =") != NULL);
     CHECK(strstr(prog.units[0].text, ".callprototype") != NULL);
-    CHECK(strstr(prog.units[1].text, ".visible .func spf_unrolled_f32_m8_n128_v4_p2_k1_t7") != NULL);
+    CHECK(strstr(prog.units[prog.unit_count - 1].text,
+                 ".visible .func spf_unrolled_f32_m8_n128_v4_p2_k1_t7(") != NULL);
     CHECK(strstr(prog.units[1].text, "ld.global.nc.v4.f32") != NULL);
     CHECK(strstr(prog.units[1].text, "fma.rn.f32") != NULL);
     ptx_program_free(&prog);
