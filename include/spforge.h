@@ -307,12 +307,15 @@ typedef struct spf_plan_options {
     int verify;                /* check the compiled kernel once against the CPU
                                   reference before returning (default 1; DESIGN.md 6)    */
     int exhaustive;            /* tune over every configuration of a space (default 0)   */
-    spf_tune_space tune_space; /* with exhaustive: which space (default COMPACT)         */
+    spf_tune_space tune_space; /* with exhaustive or search: which space (default
+                                  COMPACT; the search is meant for FULL, spforge tune's
+                                  default)                                               */
     const spf_kernel_config *config; /* force one configuration (UNROLLED), or NULL      */
     int host_threads;          /* compile / reference threads, 0 = all cores             */
     int reorder;               /* LO-SpMM Algorithm 1 row order for the unrolled kernel,
                                   kept only where it does not raise the non-empty columns
-                                  per tile (default 0; not with exhaustive yet)          */
+                                  per tile (default 0); with exhaustive or search, one
+                                  order per m1 of the space                              */
     int search;                /* low-cost search (LO-SpMM §3–5): the tune_space pruned by
                                   the constraints, ranked by the rank model, the top
                                   search_top_k evaluated (through proxies when
@@ -381,8 +384,9 @@ typedef struct spf_plan_info {
 
 SPF_API spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out);
 
-/* Per-configuration tuner results (exhaustive tuning), for training the
- * rank model: writes a CSV with one row per configuration tried. */
+/* Per-configuration tuner results (exhaustive tuning, or the search's
+ * evaluated candidates), for training the rank model: writes a CSV with one
+ * row per configuration tried. */
 SPF_API spf_status spf_plan_write_tuning_log(const spf_plan *plan, const char *path);
 
 SPF_API void spf_plan_free(spf_plan *plan);

@@ -11,6 +11,7 @@
 #include "core/matrix.h"
 #include "gpu/generic.h"
 #include "gpu/jit.h"
+#include "gpu/search.h"
 #include "gpu/selfcheck.h"
 #include "gpu/timing.h"
 #include "gpu/tuner.h"
@@ -97,10 +98,6 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
                     "tuning and a forced config");
     if (o->reorder && !unrolled)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "row reordering needs strategy UNROLLED or AUTO");
-    /* The tuner generates every configuration from one tune_request, which
-     * has no row order (one per m1 would be needed). */
-    if (o->reorder && o->exhaustive)
-        return FAIL(SPF_ERR_UNSUPPORTED, "row reordering is not available with exhaustive tuning");
     if (o->config && schedule_config_check(o->config, n) != SPF_OK) {
         error_prefix("config");
         return SPF_ERR_INVALID_ARGUMENT;
@@ -186,17 +183,10 @@ fail:
     return status;
 }
 
-static spf_status build_tuned(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
-                              int ptx_sm, int sass_sm, int64_t budget, selfcheck *check)
+/* The plan's info from the tuning log's chosen row (exhaustive tuning and
+ * the search), which was checked and timed already. */
+static void info_from_log(spf_plan *p)
 {
-    tune_request q = {.a = a, .n = p->n, .space = o->tune_space, .dtype = p->dtype, .f16x2_accumulate = o->f16x2_accumulate,
-                      .bias = p->bias, .relu = p->relu, .ptx_sm = ptx_sm, .sass_sm = sass_sm,
-                      .threads = o->host_threads, .code_budget = budget, .check = check};
-    spf_status status = tuner_run(&q, &p->module, &p->log);
-    p->info.configs_tried = p->log.count;
-    p->info.tune_s = p->log.wall_s;
-    if (status != SPF_OK)
-        return status;
     const tune_row *r = &p->log.rows[p->log.best];
     p->strategy = SPF_STRATEGY_UNROLLED;
     p->info.config = r->cfg;
@@ -209,7 +199,48 @@ static spf_status build_tuned(spf_plan *p, const spf_matrix *a, const spf_plan_o
     p->info.kernel_us = r->kernel_us;
     p->info.verify_error = r->verify_error;
     snprintf(p->info.kernel_name, sizeof p->info.kernel_name, "%s", r->kernel_name);
-    return SPF_OK;
+}
+
+static spf_status build_tuned(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                              int ptx_sm, int sass_sm, int64_t budget, selfcheck *check)
+{
+    tune_request q = {.a = a, .n = p->n, .space = o->tune_space, .reorder = o->reorder,
+                      .dtype = p->dtype, .f16x2_accumulate = o->f16x2_accumulate,
+                      .bias = p->bias, .relu = p->relu, .ptx_sm = ptx_sm, .sass_sm = sass_sm,
+                      .threads = o->host_threads, .code_budget = budget, .check = check};
+    spf_status status = tuner_run(&q, &p->module, &p->log);
+    p->info.configs_tried = p->log.count;
+    p->info.tune_s = p->log.wall_s;
+    if (status == SPF_OK)
+        info_from_log(p);
+    return status;
+}
+
+/* The low-cost search (gpu/search.h) of options.tune_space. It compiles
+ * and times kernels, so it prepares the self-check's buffers even when
+ * options.verify is off (the caller releases them). */
+static spf_status build_searched(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                                 const spf_device_info *dev, int ptx_sm, int sass_sm,
+                                 int64_t budget, selfcheck *check)
+{
+    if (!check->b) {
+        spf_status st = selfcheck_prepare(a, p->n, p->dtype, p->bias, p->relu, o->host_threads,
+                                          check);
+        if (st != SPF_OK)
+            return st;
+    }
+    search_request q = {.a = a, .n = p->n, .space = o->tune_space, .dtype = p->dtype,
+                        .f16x2_accumulate = o->f16x2_accumulate, .bias = p->bias,
+                        .relu = p->relu, .reorder = o->reorder, .top_k = o->search_top_k,
+                        .proxies = o->search_proxies, .sm_count = dev->sm_count,
+                        .ptx_sm = ptx_sm, .sass_sm = sass_sm, .threads = o->host_threads,
+                        .code_budget = budget, .check = check};
+    spf_status status = search_run(&q, &p->module, &p->info.search, &p->log);
+    p->info.configs_tried = p->log.count;
+    p->info.tune_s = p->info.search.total_s;
+    if (status == SPF_OK)
+        info_from_log(p);
+    return status;
 }
 
 static spf_status build_generic(spf_plan *p, const spf_matrix *a)
@@ -302,6 +333,7 @@ static spf_status build_strategy(spf_plan *p, const spf_matrix *a, const spf_pla
     /* An explicit UNROLLED is taken at any size; AUTO keeps to the budget. */
     int64_t budget = o->strategy == SPF_STRATEGY_UNROLLED ? 0 : PLAN_CODE_BUDGET;
     spf_status st = o->exhaustive ? build_tuned(p, a, o, ptx_sm, sass_sm, budget, check)
+                    : o->search   ? build_searched(p, a, o, dev, ptx_sm, sass_sm, budget, check)
                                   : build_unrolled(p, a, o, ptx_sm, sass_sm, budget);
     if (st == SPF_OK && o->strategy == SPF_STRATEGY_AUTO && check->b)
         return keep_faster(p, a, check);
@@ -592,7 +624,8 @@ spf_status spf_plan_write_tuning_log(const spf_plan *plan, const char *path)
                                               "no tuning log (options.cache = 0 tunes again)");
     if (plan->log.count == 0)
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
-                    "the plan was not tuned (options.exhaustive = 0): it has no tuning log");
+                    "the plan was not tuned (options.exhaustive and options.search are 0): it "
+                    "has no tuning log");
     return tune_log_write_csv(&plan->log, path);
 }
 
