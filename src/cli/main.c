@@ -25,6 +25,16 @@ static const cli_command commands[] = {
      "which also seeds the values of pattern-only files. The result is checked against the CPU\n"
      "reference accumulated in double; an f32 relative error above 1e-6 fails (exit 1).",
      0, 1, cmd_run},
+    {"tune", "FILE", "Search the fastest generated kernel for FILE and N (LO-SpMM's low-cost search) on the GPU.",
+     "Stages: the tile space, pruned by the register, utilization and balance constraints, ranked\n"
+     "by the rank model, the top K evaluated through proxies (or as real kernels with\n"
+     "--no-proxies), the winner compiled, checked against the CPU reference and timed. Prints the\n"
+     "candidates left after each stage, the time of each step and the chosen kernel; the plan is\n"
+     "kept in the plan cache ($SPFORGE_CACHE_DIR) unless --no-cache. --exhaustive also times every\n"
+     "configuration of the same space (the oracle) and prints the search's loss against it.\n"
+     "Progress lines (stages, tuner batches, fall-back warnings) go to stderr as they come, TTY or\n"
+     "not, so they also show in logs; --quiet keeps only the warnings. Needs a CUDA device.",
+     1, 1, cmd_tune},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 

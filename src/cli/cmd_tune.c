@@ -1,0 +1,287 @@
+/* spforge tune: the low-cost search (src/gpu/search.h) of one matrix and N,
+ * with the candidates left after each stage, the time of each step, the
+ * chosen kernel and its time; --exhaustive also runs the oracle (every
+ * configuration of the same space compiled and timed) and reports the
+ * search's loss against it and how much cheaper the search was. */
+#include "cli/cli.h"
+
+#include "gpu/search.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
+static const char *const space_names[] = {"compact", "full", NULL};
+static const char *const strategy_names[] = {"auto", "unrolled", NULL};
+
+/* Progress: the library's INFO and WARN lines on stderr as they come
+ * (DEBUG is per configuration and stays hidden). */
+static void progress(spf_log_level level, const char *message, void *user)
+{
+    int quiet = *(const int *)user;
+    if (level == SPF_LOG_WARN || (level == SPF_LOG_INFO && !quiet))
+        fprintf(stderr, "spforge tune: %s%s\n", level == SPF_LOG_WARN ? "warning: " : "", message);
+}
+
+static void print_config(const spf_plan_info *p)
+{
+    if (p->strategy != SPF_STRATEGY_UNROLLED) {
+        printf("%s (the generic CSR kernel)", p->kernel_name);
+        return;
+    }
+    const spf_kernel_config *c = &p->config;
+    printf("%s (m1 %d, n1 %d, v %d, prefetch %d, ksplit %d)", p->kernel_name, (int)c->m1,
+           (int)c->n1, (int)c->v, (int)c->prefetch, (int)c->ksplit);
+}
+
+static void json_config(json_writer *w, const char *key, const spf_plan_info *p)
+{
+    json_object_begin(w, key);
+    json_string(w, "kernel", p->kernel_name);
+    json_string(w, "strategy", p->strategy == SPF_STRATEGY_UNROLLED ? "unrolled" : "generic");
+    if (p->strategy == SPF_STRATEGY_UNROLLED) {
+        json_int(w, "m1", p->config.m1);
+        json_int(w, "n1", p->config.n1);
+        json_int(w, "v", p->config.v);
+        json_int(w, "prefetch", p->config.prefetch);
+        json_int(w, "ksplit", p->config.ksplit);
+        json_int(w, "registers", p->registers);
+    }
+    json_double(w, "kernel_us", p->kernel_us);
+    json_double(w, "verify_error", p->verify_error);
+    json_object_end(w);
+}
+
+/* The stage counts: a cache hit ran no stage. */
+static void print_counts(const spf_search_info *s)
+{
+    printf("candidates space %d -> register %d -> utilization %d -> balance %d -> top-K %d -> "
+           "evaluated %d -> final 1\n",
+           s->space, s->after_register, s->after_utilization, s->after_balance, s->after_rank,
+           s->evaluated);
+}
+
+static void print_times(const spf_search_info *s, int proxies)
+{
+    printf("times      analysis %.3f s, reorder %.3f s, rank %.3f ms", s->analysis_s, s->reorder_s,
+           1e3 * s->rank_s);
+    if (proxies)
+        printf(", proxy build %.3f s / compile %.3f s / run %.3f s", s->proxy_build_s,
+               s->proxy_compile_s, s->proxy_run_s);
+    printf(", %s %.3f s, self-check %.3f s; search %.3f s\n",
+           proxies ? "final compile" : "compile (top-K)", s->final_compile_s, s->selfcheck_s,
+           s->total_s);
+}
+
+static void json_search(json_writer *w, const spf_search_info *s)
+{
+    json_object_begin(w, "counts");
+    json_int(w, "space", s->space);
+    json_int(w, "register", s->after_register);
+    json_int(w, "utilization", s->after_utilization);
+    json_int(w, "balance", s->after_balance);
+    json_int(w, "top_k", s->after_rank);
+    json_int(w, "evaluated", s->evaluated);
+    json_object_end(w);
+    json_object_begin(w, "times_s");
+    json_double(w, "analysis", s->analysis_s);
+    json_double(w, "reorder", s->reorder_s);
+    json_double(w, "rank", s->rank_s);
+    json_double(w, "proxy_build", s->proxy_build_s);
+    json_double(w, "proxy_compile", s->proxy_compile_s);
+    json_double(w, "proxy_run", s->proxy_run_s);
+    json_double(w, "final_compile", s->final_compile_s);
+    json_double(w, "selfcheck", s->selfcheck_s);
+    json_double(w, "search", s->total_s);
+    json_object_end(w);
+}
+
+/* spf_plan_create timed on the host clock; the plan's info in *info. */
+static spf_status build_plan(const spf_matrix *a, int64_t n, const spf_plan_options *o,
+                             spf_plan_info *info, double *wall_s, spf_plan **out)
+{
+    double t0 = cli_now();
+    spf_status st = spf_plan_create(a, n, o, out);
+    *wall_s = cli_now() - t0;
+    if (st == SPF_OK)
+        st = spf_plan_get_info(*out, info);
+    return st;
+}
+
+int cmd_tune(const cli_command *cmd, int argc, char **argv)
+{
+    cli_read_args ra;
+    cli_read_args_init(&ra);
+    int64_t n = 0, threads = 0, top_k = 0;
+    uint64_t seed = 1;
+    int dtype = 0, space = SEARCH_DEFAULT_SPACE, strategy = 0, exhaustive = 0, no_proxies = 0;
+    int reorder = 0, no_cache = 0, bias = 0, relu = 0, quiet = 0;
+    const char *log_path = NULL;
+    char top_k_help[96];
+    snprintf(top_k_help, sizeof top_k_help,
+             "candidates the rank model passes on (default %d, LO-SpMM's top 10)",
+             SEARCH_DEFAULT_TOP_K);
+    const cli_option options[] = {
+        {"n", CLI_INT, &n, "N", "columns of B and C (required)", NULL, 1, INT32_MAX, 0},
+        {"exhaustive", CLI_FLAG, &exhaustive, NULL,
+         "also run the oracle: every configuration of the same space compiled and timed", NULL, 0,
+         0, 0},
+        {"space", CLI_CHOICE, &space, "compact|full", "the tile space searched (default full)",
+         space_names, 0, 0, 0},
+        {"top-k", CLI_INT, &top_k, "K", top_k_help, NULL, 1, 100000, 0},
+        {"no-proxies", CLI_FLAG, &no_proxies, NULL,
+         "evaluate the top-K by compiling and timing their real kernels, not proxies", NULL, 0, 0,
+         0},
+        {"reorder", CLI_FLAG, &reorder, NULL,
+         "rows in LO-SpMM Algorithm 1 order, one order per m1", NULL, 0, 0, 0},
+        {"dtype", CLI_CHOICE, &dtype, "f32|f16|bf16", "storage type of B and C (default f32)",
+         dtype_names, 0, 0, 0},
+        {"strategy", CLI_CHOICE, &strategy, "auto|unrolled",
+         "auto (default) keeps the generic CSR kernel when it is faster; unrolled keeps the "
+         "searched kernel", strategy_names, 0, 0, 0},
+        {"bias", CLI_FLAG, &bias, NULL, "the kernel adds a bias per row", NULL, 0, 0, 0},
+        {"relu", CLI_FLAG, &relu, NULL, "the kernel applies max(., 0) last", NULL, 0, 0, 0},
+        {"log", CLI_STRING, &log_path, "CSV",
+         "write the search's tuning log (one row per candidate evaluated)", NULL, 0, 0, 0},
+        {"no-cache", CLI_FLAG, &no_cache, NULL,
+         "neither look the plan up in nor store it to the plan cache", NULL, 0, 0, 0},
+        {"threads", CLI_INT, &threads, "T", "host threads, 0 = all cores (default 0)", NULL, 0,
+         4096, 0},
+        {"quiet", CLI_FLAG, &quiet, NULL, "no progress lines on stderr (warnings still show)",
+         NULL, 0, 0, 0},
+        {"seed", CLI_U64, &seed, "S", "seed of pattern-only values (default 1)", NULL, 0, 0, 0},
+        CLI_READ_OPTIONS(ra),
+    };
+    cli_context ctx;
+    int rc = cli_parse(&ctx, cmd, options, sizeof options / sizeof options[0], argc, argv);
+    if (rc != CLI_CONTINUE)
+        return rc;
+    if (n == 0)
+        return cli_usage_error(&ctx, "--n is required (the number of columns of B)");
+
+    spf_matrix *a = NULL;
+    spf_plan *plan = NULL, *oracle = NULL;
+    spf_matrix_stats s;
+    spf_status st = cli_read_matrix(&ra, seed, ctx.args[0], &a);
+    if (st == SPF_OK)
+        st = spf_matrix_stats_compute(a, &s);
+    if (st != SPF_OK)
+        return cli_fail_status(&ctx, st);
+    spf_device_info dev;
+    st = spf_device_query(0, &dev);
+    if (st != SPF_OK) {
+        rc = cli_fail_status(&ctx, st);
+        goto done;
+    }
+    if (!dev.available) {
+        rc = cli_fail(&ctx, SPF_ERR_NO_DEVICE, "%s (the search compiles and times "
+                      "kernels on a GPU)", dev.reason);
+        goto done;
+    }
+
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    o.strategy = strategy ? SPF_STRATEGY_UNROLLED : SPF_STRATEGY_AUTO;
+    o.dtype = (spf_dtype)dtype;
+    o.bias = bias;
+    o.relu = relu;
+    o.host_threads = (int)threads;
+    o.reorder = reorder;
+    o.search = 1;
+    o.tune_space = (spf_tune_space)space;
+    o.search_top_k = (int)top_k;
+    o.search_proxies = !no_proxies;
+    o.cache = !no_cache;
+    spf_set_log_callback(progress, &quiet);
+    spf_plan_info info, oinfo;
+    double wall_s = 0, oracle_s = 0;
+    st = build_plan(a, n, &o, &info, &wall_s, &plan);
+    if (st == SPF_OK && log_path) {
+        if (info.from_cache)
+            fprintf(stderr, "spforge tune: warning: --log %s not written: the plan came from the "
+                            "cache, nothing was evaluated (--no-cache searches again)\n",
+                    log_path);
+        else
+            st = spf_plan_write_tuning_log(plan, log_path);
+    }
+    if (st == SPF_OK && exhaustive) {
+        spf_plan_options e = o;
+        e.search = 0;
+        e.exhaustive = 1;
+        e.cache = 0; /* the oracle is measured, never looked up */
+        st = build_plan(a, n, &e, &oinfo, &oracle_s, &oracle);
+    }
+    spf_set_log_callback(NULL, NULL);
+    if (st != SPF_OK) {
+        rc = cli_fail_status(&ctx, st);
+        goto done;
+    }
+
+    const spf_search_info *si = &info.search;
+    /* The pick's loss against the oracle, and the search's cost ratio. */
+    double loss = exhaustive && oinfo.kernel_us > 0 ? info.kernel_us / oinfo.kernel_us - 1.0 : 0;
+    double cheaper = exhaustive && wall_s > 0 ? oracle_s / wall_s : 0;
+    if (ctx.json) {
+        json_writer w;
+        cli_json_begin(&w, &ctx);
+        json_string(&w, "input", ctx.args[0]);
+        cli_json_device(&w, "device", &dev);
+        cli_json_stats(&w, "stats", &s);
+        json_int(&w, "n", n);
+        json_string(&w, "dtype", dtype_names[dtype]);
+        json_string(&w, "space", space_names[space]);
+        json_int(&w, "top_k", top_k ? top_k : SEARCH_DEFAULT_TOP_K);
+        json_bool(&w, "proxies", !no_proxies);
+        json_bool(&w, "reorder", reorder);
+        json_bool(&w, "from_cache", info.from_cache);
+        if (!info.from_cache)
+            json_search(&w, si);
+        json_config(&w, "chosen", &info);
+        json_double(&w, "wall_s", wall_s);
+        if (exhaustive) {
+            json_object_begin(&w, "exhaustive");
+            json_int(&w, "configs_tried", oinfo.configs_tried);
+            json_double(&w, "wall_s", oracle_s);
+            json_config(&w, "best", &oinfo);
+            json_double(&w, "loss", loss);
+            json_double(&w, "cost_ratio", cheaper);
+            json_object_end(&w);
+        }
+        rc = cli_json_end(&ctx, &w);
+        goto done;
+    }
+    printf("input      %s\n", ctx.args[0]);
+    cli_print_stats(&s);
+    printf("device     ");
+    cli_print_device(&dev);
+    printf("problem    C = A*B%s%s, N = %" PRId64 ", %s; space %s, top-K %d, %s, %s\n",
+           bias ? " + bias" : "", relu ? ", ReLU" : "", n, dtype_names[dtype], space_names[space],
+           top_k ? (int)top_k : SEARCH_DEFAULT_TOP_K, no_proxies ? "real kernels" : "proxies",
+           reorder ? "reordered rows" : "rows in order");
+    if (info.from_cache) {
+        printf("cache      hit: loaded from the plan cache in %.3f s, nothing searched\n", wall_s);
+    } else {
+        print_counts(si);
+        print_times(si, !no_proxies);
+        printf("cache      %s\n", no_cache ? "off" : "miss: searched");
+    }
+    printf("chosen     ");
+    print_config(&info);
+    printf(": %.2f us, self-check error %.3g; plan built in %.3f s\n", info.kernel_us,
+           info.verify_error, wall_s);
+    if (exhaustive) {
+        printf("oracle     %d configurations of the %s space in %.3f s; best ", oinfo.configs_tried,
+               space_names[space], oracle_s);
+        print_config(&oinfo);
+        printf(": %.2f us\n", oinfo.kernel_us);
+        printf("loss       the search's pick is %+.1f%% against the oracle; the search was %.1fx "
+               "cheaper\n", 100.0 * loss, cheaper);
+    }
+    rc = CLI_EXIT_OK;
+done:
+    spf_plan_free(plan);
+    spf_plan_free(oracle);
+    spf_matrix_free(a);
+    return rc;
+}
