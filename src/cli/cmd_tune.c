@@ -53,13 +53,14 @@ static void json_config(json_writer *w, const char *key, const spf_plan_info *p)
     json_object_end(w);
 }
 
-/* The stage counts: a cache hit ran no stage. */
-static void print_counts(const spf_search_info *s)
+/* The stage counts (a cache hit ran no stage); the evaluated candidates
+ * ran as proxies or, with --no-proxies, as real kernels. */
+static void print_counts(const spf_search_info *s, int proxies)
 {
     printf("candidates space %d -> register %d -> utilization %d -> balance %d -> top-K %d -> "
-           "evaluated %d -> final 1\n",
+           "%s %d -> final 1\n",
            s->space, s->after_register, s->after_utilization, s->after_balance, s->after_rank,
-           s->evaluated);
+           proxies ? "proxies" : "real kernels", s->evaluated);
 }
 
 static void print_times(const spf_search_info *s, int proxies)
@@ -262,7 +263,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     if (info.from_cache) {
         printf("cache      hit: loaded from the plan cache in %.3f s, nothing searched\n", wall_s);
     } else {
-        print_counts(si);
+        print_counts(si, !no_proxies);
         print_times(si, !no_proxies);
         printf("cache      %s\n", no_cache ? "off" : "miss: searched");
     }
