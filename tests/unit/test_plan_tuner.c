@@ -4,12 +4,14 @@
  * and tests/gpu/test_search.c.) */
 #define _POSIX_C_SOURCE 200809L
 
-#include "check.h"
+#include "test_util.h"
 
 #include "codegen/schedule.h"
 #include "core/alloc.h"
 #include "gpu/tuner.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 static int has(const spf_kernel_config *list, int count, spf_kernel_config want)
@@ -74,6 +76,56 @@ static void test_space(void)
         printf("n = %lld: %d configurations\n", (long long)ns[t], count);
         tile_space_free(&s);
     }
+}
+
+/* tune_features: rank_features of each configuration on its m1's row
+ * order, NaN where the m1 has more tiles than a schedule takes. */
+static void test_features(void)
+{
+    double density[400];
+    for (int i = 0; i < 400; i++)
+        density[i] = i % 5 == 2 ? 0.0 : 0.03 + 0.02 * (i % 9);
+    spf_matrix *a = random_csr(400, 150, density, 9);
+    tile_space s;
+    CHECK_OK(tile_space_create(96, SPF_TUNE_SPACE_FULL, &s));
+    row_orders o;
+    CHECK_OK(row_orders_create(a, s.configs, s.count, 0, &o));
+    tile_problem p = {a, 96, NULL, &o};
+    double *f = malloc((size_t)s.count * RANK_FEATURE_COUNT * sizeof *f);
+    CHECK_OK(tune_features(&p, SPF_DTYPE_BF16, s.configs, s.count, f));
+    int wrong = 0;
+    for (int i = 0; i < s.count; i++) {
+        tile_problem one = {a, 96, row_orders_find(&o, s.configs[i].m1), NULL};
+        rank_tiles t;
+        double want[RANK_FEATURE_COUNT];
+        CHECK_OK(rank_tiles_compute(&one, s.configs[i].m1, &t));
+        rank_features(&t, &one, &s.configs[i], SPF_DTYPE_BF16, want);
+        wrong += memcmp(want, f + (size_t)i * RANK_FEATURE_COUNT, sizeof want) != 0;
+    }
+    CHECK_MSG(wrong == 0, "%d of %d configurations' features differ", wrong, s.count);
+    free(f);
+    row_orders_free(&o);
+    tile_space_free(&s);
+    spf_matrix_free(a);
+
+    /* 70000 tiles of 2 rows: over the limit, NaN; 35 tiles of 4096 rows: fine */
+    double *dense = malloc(140000 * sizeof *dense);
+    for (int i = 0; i < 140000; i++)
+        dense[i] = 0.5;
+    a = random_csr(140000, 4, dense, 2);
+    free(dense);
+    spf_kernel_config list[2] = {{2, 32, 1, 0, 1}, {4096, 32, 1, 0, 1}};
+    double g[2 * RANK_FEATURE_COUNT];
+    tile_problem big = {a, 32, NULL, NULL};
+    CHECK_OK(tune_features(&big, SPF_DTYPE_F32, list, 2, g));
+    int nan_first = 1, finite_second = 1;
+    for (int j = 0; j < RANK_FEATURE_COUNT; j++) {
+        nan_first &= isnan(g[j]);
+        finite_second &= isfinite(g[RANK_FEATURE_COUNT + j]);
+    }
+    CHECK(nan_first && finite_second);
+    CHECK_MSG(strcmp(spf_last_error(), "") == 0, "left a detail: %s", spf_last_error());
+    spf_matrix_free(a);
 }
 
 static void test_csv(void)
@@ -167,6 +219,7 @@ int main(void)
 {
     test_space();
     test_compact_space();
+    test_features();
     test_csv();
     test_outcome_names();
     return check_report();
