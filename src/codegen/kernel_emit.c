@@ -571,6 +571,45 @@ spf_status entry_emit(const tile_gen *g, int sm, const entry_dispatch *d, ptx_bu
     return ptx_status(u);
 }
 
+/* ---------------------------------------------------------- the units */
+
+int tile_fma_per_entry(const tile_gen *g)
+{
+    return g->f16x2 ? 1 + g->s->cfg.v / 2 : g->s->cfg.v;
+}
+
+spf_status kernel_emit_units(const tile_gen *g, int sm, const entry_dispatch *d, ptx_program *out)
+{
+    spf_status status = SPF_OK;
+    const schedule *s = g->s;
+    ptx_buf unit;
+    ptx_init(&unit);
+    int fma = tile_fma_per_entry(g);
+    int32_t chunks = 0;
+    for (int32_t t = 0; t < s->tile_count; chunks++)
+        t = schedule_unit_end(s, t, fma, UNROLLED_UNIT_INSTRUCTIONS);
+    out->units = mem_calloc((size_t)chunks + 1, sizeof *out->units);
+    if (!out->units)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%d PTX units", (int)chunks + 1);
+    TRY(entry_emit(g, sm, d, &unit));
+    TRY(ptx_take(&unit, &out->units[0].text, &out->units[0].size));
+    out->unit_count = 1;
+    for (int32_t c = 0, first = 0; c < chunks; c++) {
+        ptx_module_header(&unit, sm);
+        int32_t end = schedule_unit_end(s, first, fma, UNROLLED_UNIT_INSTRUCTIONS);
+        for (int32_t t = first; t < end; t++)
+            TRY(tile_emit(g, t, &unit));
+        first = end;
+        TRY(ptx_take(&unit, &out->units[c + 1].text, &out->units[c + 1].size));
+        out->unit_count++;
+    }
+    snprintf(out->entry, sizeof out->entry, "%s", g->name);
+    out->max_registers = tile_register_cap(g);
+fail:
+    ptx_free(&unit);
+    return status;
+}
+
 /* ------------------------------------------------------------ set-up */
 
 unsigned tile_register_cap(const tile_gen *g)

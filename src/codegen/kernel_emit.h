@@ -7,6 +7,7 @@
 #ifndef SPF_CODEGEN_KERNEL_EMIT_H
 #define SPF_CODEGEN_KERNEL_EMIT_H
 
+#include "codegen/program.h"
 #include "codegen/ptx.h"
 #include "codegen/schedule.h"
 #include "spforge.h"
@@ -44,6 +45,10 @@ void tile_gen_init(tile_gen *g, const schedule *s, spf_dtype dtype, int f16x2, i
  * unrolled_register_need, at most 255. */
 unsigned tile_register_cap(const tile_gen *g);
 
+/* Instructions per nonzero: v fmas (f16x2: a mov of the value pair and
+ * v/2 fmas). */
+int tile_fma_per_entry(const tile_gen *g);
+
 /* Append the .visible .func <name>_t<tile> to unit (a module begun with
  * ptx_module_header). */
 spf_status tile_emit(const tile_gen *g, int32_t tile, ptx_buf *unit);
@@ -67,5 +72,13 @@ typedef struct entry_dispatch {
 /* Append the whole entry module (header, declarations of the tile
  * functions, the tables, the .entry <g->name>) to u. */
 spf_status entry_emit(const tile_gen *g, int sm, const entry_dispatch *d, ptx_buf *u);
+
+/* A program's text: units[0] the entry module (entry_emit), then chunk
+ * units of whole tile functions of g->s, each about
+ * UNROLLED_UNIT_INSTRUCTIONS (schedule_unit_end); also out->entry and
+ * out->max_registers (tile_register_cap). The rest of out (geometry) is
+ * the caller's; on failure out keeps what was made, for
+ * ptx_program_free. */
+spf_status kernel_emit_units(const tile_gen *g, int sm, const entry_dispatch *d, ptx_program *out);
 
 #endif

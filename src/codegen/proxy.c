@@ -2,7 +2,6 @@
 
 #include "codegen/kernel_emit.h"
 #include "codegen/schedule.h"
-#include "codegen/unrolled.h"
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/matrix.h"
@@ -438,8 +437,6 @@ spf_status proxy_generate(const proxy_spec *q, ptx_program *out, proxy_info *inf
     int32_t *nnc = NULL;
     int64_t *nnz = NULL;
     uint16_t *cluster = NULL;
-    ptx_buf unit;
-    ptx_init(&unit);
     proxy_info local;
     if (!info)
         info = &local;
@@ -502,25 +499,9 @@ spf_status proxy_generate(const proxy_spec *q, ptx_program *out, proxy_info *inf
     tile_gen g;
     tile_gen_init(&g, &s, q->dtype, q->f16x2_accumulate, q->bias, q->relu, name);
     g.tile_relative = 1;
-    int32_t per_unit = UNROLLED_CHUNK_ROWS / cfg.m1 > 0 ? UNROLLED_CHUNK_ROWS / cfg.m1 : 1;
-    int32_t chunks = (cl.count + per_unit - 1) / per_unit;
-    out->units = mem_calloc((size_t)chunks + 1, sizeof *out->units);
-    if (!out->units)
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%d PTX units", (int)chunks + 1);
     entry_dispatch dispatch = {.functions = cl.count, .cluster = cluster,
                                .blocks = real.tile_count, .m = m, .rows = rows};
-    TRY(entry_emit(&g, q->sm, &dispatch, &unit));
-    TRY(ptx_take(&unit, &out->units[0].text, &out->units[0].size));
-    out->unit_count = 1;
-    for (int32_t c = 0; c < chunks; c++) {
-        ptx_module_header(&unit, q->sm);
-        int32_t end = (c + 1) * per_unit < cl.count ? (c + 1) * per_unit : cl.count;
-        for (int32_t t = c * per_unit; t < end; t++)
-            TRY(tile_emit(&g, t, &unit));
-        TRY(ptx_take(&unit, &out->units[c + 1].text, &out->units[c + 1].size));
-        out->unit_count++;
-    }
-    snprintf(out->entry, sizeof out->entry, "%s", name);
+    TRY(kernel_emit_units(&g, q->sm, &dispatch, out));
     memcpy(out->grid, real.grid, sizeof out->grid);
     memcpy(out->block, s.block, sizeof out->block);
     out->shared_bytes = s.shared_bytes;
@@ -534,7 +515,6 @@ spf_status proxy_generate(const proxy_spec *q, ptx_program *out, proxy_info *inf
     for (int u = 0; u < out->unit_count; u++)
         info->code_bytes += (int64_t)out->units[u].size;
 fail:
-    ptx_free(&unit);
     schedule_free(&real);
     schedule_free(&s);
     proxy_clusters_free(&cl);

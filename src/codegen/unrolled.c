@@ -45,21 +45,13 @@ int64_t unrolled_register_need(const spf_kernel_config *cfg, spf_dtype dtype)
     return (need + 7) / 8 * 8;
 }
 
-/* Instructions per nonzero: v fmas (f16x2: a mov of the value pair and
- * v/2 fmas). */
-static int fma_per_entry(const tile_gen *g)
-{
-    return g->f16x2 ? 1 + g->s->cfg.v / 2 : g->s->cfg.v;
-}
-
 /* Code size (the budget decides unrolled vs generic): per nonzero the fmas;
  * per B row the load and its conversions; per output row the epilogue and
  * store. */
-
 static int64_t instruction_estimate(const tile_gen *g)
 {
     int v = g->s->cfg.v;
-    int fma = fma_per_entry(g);
+    int fma = tile_fma_per_entry(g);
     int load_ops = 1 + (g->dtype == SPF_DTYPE_F32 || g->f16x2 ? 0 : 2 * v);
     int store_ops = 1 + g->bias * (1 + v) + g->relu * v + (g->dtype == SPF_DTYPE_F32 ? 0 : v);
     return schedule_instructions(g->s, fma, load_ops, store_ops);
@@ -90,8 +82,6 @@ spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int6
 {
     spf_status status = SPF_OK;
     schedule s = {0};
-    ptx_buf unit;
-    ptx_init(&unit);
     if (!out)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "no output program");
     memset(out, 0, sizeof *out);
@@ -109,34 +99,12 @@ spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int6
                   "kernel)",
                   g.name, (long long)estimate, (long long)code_budget);
 
-    int fma = fma_per_entry(&g);
-    int32_t chunks = 0;
-    for (int32_t t = 0; t < s.tile_count; chunks++)
-        t = schedule_unit_end(&s, t, fma, UNROLLED_UNIT_INSTRUCTIONS);
-    out->units = mem_calloc((size_t)chunks + 1, sizeof *out->units);
-    if (!out->units)
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%d PTX units", (int)chunks + 1);
-
     entry_dispatch dispatch = {.functions = s.tile_count};
-    TRY(entry_emit(&g, sm, &dispatch, &unit));
-    TRY(ptx_take(&unit, &out->units[0].text, &out->units[0].size));
-    out->unit_count = 1;
-    for (int32_t c = 0, first = 0; c < chunks; c++) {
-        ptx_module_header(&unit, sm);
-        int32_t end = schedule_unit_end(&s, first, fma, UNROLLED_UNIT_INSTRUCTIONS);
-        for (int32_t t = first; t < end; t++)
-            TRY(tile_emit(&g, t, &unit));
-        first = end;
-        TRY(ptx_take(&unit, &out->units[c + 1].text, &out->units[c + 1].size));
-        out->unit_count++;
-    }
-    snprintf(out->entry, sizeof out->entry, "%s", g.name);
+    TRY(kernel_emit_units(&g, sm, &dispatch, out));
     memcpy(out->grid, s.grid, sizeof out->grid);
     memcpy(out->block, s.block, sizeof out->block);
     out->shared_bytes = s.shared_bytes;
-    out->max_registers = tile_register_cap(&g);
 fail:
-    ptx_free(&unit);
     schedule_free(&s);
     if (status != SPF_OK)
         ptx_program_free(out);
