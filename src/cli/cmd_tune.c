@@ -118,7 +118,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     uint64_t seed = 1;
     int dtype = 0, space = SEARCH_DEFAULT_SPACE, strategy = 0, exhaustive = 0, no_proxies = 0;
     int reorder = 0, no_cache = 0, bias = 0, relu = 0, quiet = 0;
-    const char *log_path = NULL;
+    const char *log_path = NULL, *oracle_log_path = NULL;
     char top_k_help[96];
     snprintf(top_k_help, sizeof top_k_help,
              "candidates the rank model passes on (default %d, LO-SpMM's top 10)",
@@ -145,6 +145,9 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
         {"relu", CLI_FLAG, &relu, NULL, "the kernel applies max(., 0) last", NULL, 0, 0, 0},
         {"log", CLI_STRING, &log_path, "CSV",
          "write the search's tuning log (one row per candidate evaluated)", NULL, 0, 0, 0},
+        {"oracle-log", CLI_STRING, &oracle_log_path, "CSV",
+         "with --exhaustive: write the oracle's tuning log (every configuration of the space)",
+         NULL, 0, 0, 0},
         {"no-cache", CLI_FLAG, &no_cache, NULL,
          "neither look the plan up in nor store it to the plan cache", NULL, 0, 0, 0},
         {"threads", CLI_INT, &threads, "T", "host threads, 0 = all cores (default 0)", NULL, 0,
@@ -160,6 +163,8 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
         return rc;
     if (n == 0)
         return cli_usage_error(&ctx, "--n is required (the number of columns of B)");
+    if (oracle_log_path && !exhaustive)
+        return cli_usage_error(&ctx, "--oracle-log needs --exhaustive (the oracle it logs)");
 
     spf_matrix *a = NULL;
     spf_plan *plan = NULL, *oracle = NULL;
@@ -212,6 +217,8 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
         e.exhaustive = 1;
         e.cache = 0; /* the oracle is measured, never looked up */
         st = build_plan(a, n, &e, &oinfo, &oracle_s, &oracle);
+        if (st == SPF_OK && oracle_log_path)
+            st = spf_plan_write_tuning_log(oracle, oracle_log_path);
     }
     spf_set_log_callback(NULL, NULL);
     if (st != SPF_OK) {

@@ -69,6 +69,8 @@ stderr_has bad_dtype "--dtype"
 expect_rc 2 bogus tune "$tmp/a.mtx" --n 8 --bogus
 stderr_has bogus "--bogus"
 expect_rc 2 extra tune "$tmp/a.mtx" "$tmp/b.mtx" --n 8
+expect_rc 2 oracle_log tune "$tmp/a.mtx" --n 8 --oracle-log "$tmp/o.csv"
+stderr_has oracle_log "--oracle-log needs --exhaustive"
 check "usage errors write nothing to stdout" [ ! -s "$tmp/bogus.out" ]
 
 # ---- input errors: exit 1, the file named (before the device is asked)
