@@ -82,9 +82,10 @@ static int none_passed(spf_status st)
     return st == SPF_ERR_VERIFY || st == SPF_ERR_UNSUPPORTED || st == SPF_ERR_COMPILE;
 }
 
-/* §5: time the proxies of the shortlist, then build the fastest; see
- * search.h for what happens when proxies or the winner fail. Sets
- * *fallback when the proxies failed as a whole (nothing built then). */
+/* §5: time the proxies of the shortlist, then build the fastest few
+ * (SEARCH_PROXY_FINALISTS) and keep the fastest real kernel; see search.h
+ * for what happens when proxies or finalists fail. Sets *fallback when the
+ * proxies failed as a whole (nothing built then). */
 static spf_status evaluate_proxies(const search_request *q, const search_shortlist *s,
                                    jit_module *best, tune_log *log, spf_search_info *info,
                                    int *fallback)
@@ -93,8 +94,9 @@ static spf_status evaluate_proxies(const search_request *q, const search_shortli
     int count = s->count;
     double *proxy_us = mem_calloc((size_t)count, sizeof *proxy_us);
     int *order = mem_alloc_array((size_t)count, sizeof *order);
+    int *failed = mem_alloc_array((size_t)count, sizeof *failed);
     int *pick = mem_alloc_array((size_t)count, sizeof *pick);
-    if (!proxy_us || !order || !pick)
+    if (!proxy_us || !order || !failed || !pick)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "proxies of %d candidates", count);
     proxy_request pq = {.a = q->a, .n = q->n, .dtype = q->dtype,
                         .f16x2_accumulate = q->f16x2_accumulate, .bias = q->bias, .relu = q->relu,
@@ -107,7 +109,6 @@ static spf_status evaluate_proxies(const search_request *q, const search_shortli
     info->proxy_run_s = pt.run_s;
     if (st == SPF_ERR_OUT_OF_MEMORY)
         FAIL_GOTO(st, "%s", spf_last_error());
-    int *failed = pick + 1; /* pick: the winner, then the failed proxies */
     int good = st == SPF_OK ? search_proxy_order(proxy_us, count, order, failed) : 0;
     if (good == 0) {
         log_msg(SPF_LOG_WARN, "search: proxies failed (%s); compiling and timing the %d "
@@ -124,29 +125,33 @@ static spf_status evaluate_proxies(const search_request *q, const search_shortli
     int extra = count - good;
     if (extra > 0)
         log_msg(SPF_LOG_WARN, "search: %d of %d proxies failed; their real kernels are compiled "
-                              "and timed beside the proxy winner",
+                              "and timed beside the finalists",
                 extra, count);
     log_msg(SPF_LOG_INFO,
             "search: proxies: %d run (build %.3f s, compile %.3f s, run %.3f s); fastest %s at "
             "%.2f us",
             good, pt.build_s, pt.compile_s, pt.run_s, log->rows[order[0]].kernel_name,
             proxy_us[order[0]]);
-    /* The winner (and the failed ones); down the proxy order while the
-     * real kernel fails. */
-    for (int next = 0; next < good; next++) {
-        pick[0] = order[next];
-        status = run_real(q, s, pick, 1 + extra, best, log, &info->final_compile_s,
+    /* The finalists (and the failed ones); down the proxy order while
+     * every finalist's real kernel fails. */
+    for (int next = 0; next < good; next += SEARCH_PROXY_FINALISTS) {
+        int finalists =
+            good - next < SEARCH_PROXY_FINALISTS ? good - next : SEARCH_PROXY_FINALISTS;
+        memcpy(pick, order + next, (size_t)finalists * sizeof *pick);
+        memcpy(pick + finalists, failed, (size_t)extra * sizeof *pick);
+        status = run_real(q, s, pick, finalists + extra, best, log, &info->final_compile_s,
                           &info->selfcheck_s);
         if (status == SPF_OK || !none_passed(status))
             break;
-        log_msg(SPF_LOG_WARN, "search: %s failed as a real kernel (%s); building the next by "
-                              "proxy time",
-                log->rows[order[next]].kernel_name, spf_last_error());
+        log_msg(SPF_LOG_WARN, "search: the %d finalists from %s on failed as real kernels (%s); "
+                              "building the next by proxy time",
+                finalists, log->rows[order[next]].kernel_name, spf_last_error());
         extra = 0; /* the failed proxies' kernels ran once */
     }
 fail:
     mem_free(proxy_us);
     mem_free(order);
+    mem_free(failed);
     mem_free(pick);
     return status;
 }

@@ -111,6 +111,8 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
     constraint_options co;
     constraint_options_init(&co);
     co.dtype = q->dtype; /* f16x2 accumulation needs F16, which forecasts it */
+    co.th_row = SEARCH_BALANCE_TH_ROW;
+    co.th_col = SEARCH_BALANCE_TH_COL;
     if (q->sm_count > 0)
         co.sm_count = q->sm_count;
     int counts[CONSTRAINT_STAGES];

@@ -110,6 +110,8 @@ static void test_top_k(const spf_matrix *a, int64_t n, int top_k, int reorder)
     tile_problem p = {a, n, NULL, reorder ? &s.orders : NULL};
     constraint_options co;
     constraint_options_init(&co);
+    co.th_row = SEARCH_BALANCE_TH_ROW;
+    co.th_col = SEARCH_BALANCE_TH_COL;
     int counts[CONSTRAINT_STAGES];
     CHECK_OK(space_reduce(&p, &co, &all, counts));
     CHECK_EQ_I64(counts[CONSTRAINT_STAGE_BALANCE], info.after_balance);
