@@ -33,12 +33,6 @@
 
 #include <stdint.h>
 
-/* Rows' worth of tiles per chunk unit (at least one tile per unit):
- * DESIGN.md measured ptxas at 0.44 s for 64 rows of a 1024-column matrix
- * at 0.9 sparsity and superlinear beyond, and the runtime compiles the
- * units side by side. */
-#define UNROLLED_CHUNK_ROWS 64
-
 /* Instructions per chunk unit of the unrolled kernel (schedule_unit_end).
  * Chunks of 64 rows cut a 1040×168 layer at 0.95 (8.3 k nonzeros) into 17
  * units of ~500 nonzeros, and ptxas's start-up made each configuration cost
