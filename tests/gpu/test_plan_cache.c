@@ -15,7 +15,7 @@
 
 #include "test_util.h"
 
-#include "gpu/host_run.h"
+#include "plan_error.h"
 #include "plan/cache.h"
 
 #include <sys/stat.h>
@@ -84,36 +84,6 @@ static spf_plan_options options(spf_strategy s)
     return o;
 }
 
-/* The plan's C = A·B + bias, ReLU on fresh random B and bias (a new seed
- * per call, none the self-check's), against the double reference. */
-static double product_error(const spf_plan *p, const spf_matrix *a, int64_t n,
-                            const spf_plan_options *o)
-{
-    int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
-    uint64_t seed = next_seed;
-    next_seed += 2;
-    float *b = malloc((size_t)(k * n) * sizeof *b), *c = malloc((size_t)(m * n) * sizeof *c);
-    float *bias = malloc((size_t)m * sizeof *bias);
-    double *ref = malloc((size_t)(m * n) * sizeof *ref);
-    double err = INFINITY;
-    if (b && c && bias && ref) {
-        spf_fill_uniform(b, k * n, seed);
-        spf_fill_uniform(bias, m, seed + 1);
-        const float *bias_arg = o->bias ? bias : NULL;
-        timing_result t;
-        spf_status st = spf_reference_spmm_f64(a, n, b, ref, bias_arg, o->relu, 0);
-        if (st == SPF_OK)
-            st = host_run_plan(p, m, k, n, b, c, bias_arg, &t);
-        CHECK_MSG(st == SPF_OK, "running the plan: %s: %s", spf_status_string(st), spf_last_error());
-        if (st == SPF_OK)
-            err = spf_relative_error(c, ref, m * n);
-    }
-    free(b);
-    free(c);
-    free(bias);
-    free(ref);
-    return err;
-}
 
 /* One spf_plan_create, its wall time in *ms: the plan must exist, come from
  * the cache or not as expect_hit says (-1: either), and compute the
@@ -130,7 +100,7 @@ static spf_plan *create(const char *label, const spf_matrix *a, int64_t n, const
     if (!p)
         return NULL;
     CHECK_OK(spf_plan_get_info(p, info));
-    double err = product_error(p, a, n, o);
+    double err = plan_product_error(p, a, n, o, &next_seed);
     printf("%-30s N=%-4lld %-40s from_cache %d %9.2f ms (compile %.3f s, load %.4f s) err %.2e\n",
            label, (long long)n, info->kernel_name, info->from_cache, *ms, info->compile_s,
            info->load_s, err);

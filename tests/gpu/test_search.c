@@ -10,7 +10,7 @@
 
 #include "test_util.h"
 
-#include "gpu/host_run.h"
+#include "plan_error.h"
 #include "gpu/search.h"
 
 #include <stdlib.h>
@@ -22,36 +22,6 @@ int main(void) { SKIP("no CUDA device: built without CUDA"); }
 
 static uint64_t next_seed = 7000;
 
-/* C = A·B (+bias, ReLU) on fresh random B and bias, against the double
- * reference: the relative error. */
-static double product_error(const spf_plan *p, const spf_matrix *a, int64_t n,
-                            const spf_plan_options *o)
-{
-    int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
-    uint64_t seed = next_seed;
-    next_seed += 2;
-    float *b = malloc((size_t)(k * n) * sizeof *b), *c = malloc((size_t)(m * n) * sizeof *c);
-    float *bias = malloc((size_t)m * sizeof *bias);
-    double *ref = malloc((size_t)(m * n) * sizeof *ref);
-    double err = INFINITY;
-    if (b && c && bias && ref) {
-        spf_fill_uniform(b, k * n, seed);
-        spf_fill_uniform(bias, m, seed + 1);
-        const float *bias_arg = o->bias ? bias : NULL;
-        timing_result t;
-        spf_status st = spf_reference_spmm_f64(a, n, b, ref, bias_arg, o->relu, 0);
-        if (st == SPF_OK)
-            st = host_run_plan(p, m, k, n, b, c, bias_arg, &t);
-        CHECK_MSG(st == SPF_OK, "running the plan: %s: %s", spf_status_string(st), spf_last_error());
-        if (st == SPF_OK)
-            err = spf_relative_error(c, ref, m * n);
-    }
-    free(b);
-    free(c);
-    free(bias);
-    free(ref);
-    return err;
-}
 
 static spf_plan_options search_options(spf_tune_space space, int proxies, int reorder, int top_k)
 {
@@ -100,7 +70,7 @@ static double check_search(const char *label, const spf_matrix *a, int64_t n,
               "%s: strategy %d, %g us, self-check %g", label, (int)info.strategy, info.kernel_us,
               info.verify_error);
     CHECK(info.configs_tried == s->evaluated && !info.from_cache);
-    double err = product_error(p, a, n, o);
+    double err = plan_product_error(p, a, n, o, &next_seed);
     CHECK_MSG(err <= 1e-5, "%s N=%lld %s: error %.3g", label, (long long)n, info.kernel_name, err);
 
     char dir[] = "/tmp/spf-test-search-XXXXXX", path[64];
@@ -146,7 +116,7 @@ static void check_oracle(const char *label, const spf_matrix *a, int64_t n,
         return;
     spf_plan_info info;
     CHECK_OK(spf_plan_get_info(p, &info));
-    CHECK(product_error(p, a, n, &o) <= 1e-5);
+    CHECK(plan_product_error(p, a, n, &o, &next_seed) <= 1e-5);
     /* The tuner's timings of one kernel vary by a few percent run to run. */
     CHECK_MSG(info.kernel_us <= 1.25 * search_us + 0.5,
               "%s: the oracle's best %.2f us is slower than the search's pick %.2f us", label,
@@ -192,7 +162,7 @@ static void test_auto(void)
         CHECK_OK(spf_plan_get_info(p, &info));
         CHECK(info.strategy == SPF_STRATEGY_UNROLLED || info.strategy == SPF_STRATEGY_GENERIC);
         CHECK(info.search.after_rank >= 1 && info.kernel_us > 0);
-        CHECK(product_error(p, a, 256, &o) <= 1e-5);
+        CHECK(plan_product_error(p, a, 256, &o, &next_seed) <= 1e-5);
         printf("auto 512x512 N=256: %s %.2f us\n", info.kernel_name, info.kernel_us);
     }
     spf_plan_free(p);
