@@ -275,7 +275,8 @@ class Plan:
 
     def __init__(self, matrix, n, strategy="auto", dtype="f32", bias=False, relu=False,
                  device=0, verify=True, exhaustive=False, tune_space="compact", config=None,
-                 host_threads=0, reorder=False, f16x2_accumulate=False):
+                 host_threads=0, reorder=False, f16x2_accumulate=False, search=False,
+                 search_top_k=0, search_proxies=True, cache=True):
         self._lib = lib()
         self._handle = None
         options = _capi.PlanOptions()
@@ -288,6 +289,8 @@ class Plan:
         options.exhaustive = int(bool(exhaustive))
         options.tune_space = _choice(_TUNE_SPACES, tune_space, "tune space")
         options.host_threads, options.reorder = host_threads, int(bool(reorder))
+        options.search, options.search_top_k = int(bool(search)), search_top_k
+        options.search_proxies, options.cache = int(bool(search_proxies)), int(bool(cache))
         if config is not None:
             cfg = _capi.KernelConfig(*(config[f] for f in _CONFIG_FIELDS))
             options.config = ctypes.pointer(cfg)
@@ -326,6 +329,8 @@ class Plan:
         out["strategy"] = next(k for k, v in _STRATEGIES.items() if v == i.strategy)
         out["config"] = {f: getattr(i.config, f) for f in _CONFIG_FIELDS}
         out["kernel_name"] = i.kernel_name.decode("utf-8", "replace")
+        out["search"] = {name: getattr(i.search, name) for name, _ in i.search._fields_}
+        out["from_cache"] = bool(i.from_cache)
         return out
 
     def _ptr(self):

@@ -155,6 +155,30 @@ class PlanTests(unittest.TestCase):
                     with self.assertRaises(ValueError):  # the plan was made with bias
                         plan.execute(b, c)
 
+    def test_plan_info_reports_search_and_cache(self):
+        with spforge.Matrix.generate(rows=12, cols=10, sparsity=0.6, seed=5) as a, \
+                spforge.Plan(a, 2, strategy="cpu") as plan:
+            info = plan.info()
+            self.assertIs(info["from_cache"], False)
+            self.assertEqual(info["search"]["space"], 0)
+            self.assertEqual(info["search"]["total_s"], 0.0)
+
+    def test_search_options_reach_the_library(self):
+        # Validated before any device is needed, so they fail the same way
+        # on every machine: each field must land where the C struct has it.
+        with spforge.Matrix.generate(rows=8, cols=8, sparsity=0.5, seed=4) as a:
+            cases = [(dict(search=True, exhaustive=True), "excludes exhaustive"),
+                     (dict(search=True, strategy="generic"), "excludes exhaustive"),
+                     (dict(search_top_k=-1), "search_top_k = -1"),
+                     (dict(search=True, config={"m1": 8, "n1": 64, "v": 1, "prefetch": 2,
+                                                "ksplit": 1}), "forced config")]
+            for kwargs, detail in cases:
+                with self.subTest(**{k: str(v) for k, v in kwargs.items()}):
+                    with self.assertRaises(spforge.Error) as ctx:
+                        spforge.Plan(a, 4, **kwargs)
+                    self.assertEqual(ctx.exception.name, "invalid argument")
+                    self.assertIn(detail, ctx.exception.detail)
+
     def test_device_info_without_gpu(self):
         info = spforge.device_info()
         if info["available"]:
