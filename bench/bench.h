@@ -61,6 +61,8 @@ typedef struct bench_ctx {
                                     (default config, or generic over the code budget) */
     int unrolled;                /* 0: --no-unrolled                               */
     int reorder;                 /* --reorder: LO-SpMM Algorithm 1 rows (AUTO plan) */
+    int search;                  /* --search: the AUTO plan by the low-cost search
+                                    over tune_space (instead of exhaustive tuning)  */
     int l2_bytes;
 } bench_ctx;
 

@@ -30,7 +30,7 @@ typedef struct args {
     double sparsities[MAX_SPARSITIES];
     int sparsity_count;
     const char *filter, *out_dir, *data_dir;
-    int quick, tune, unrolled, reorder, list;
+    int quick, tune, unrolled, reorder, search, list;
     spf_tune_space tune_space;
     const char *tuning_dir, *tag;
     long long tune_max_nnz;
@@ -41,7 +41,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: spforge-bench [--set NAME]... [--sparsity LIST] [--filter TEXT] [--quick]\n"
             "                     [--no-spforge-tune] [--tune-space S] [--tuning-logs DIR]\n"
-            "                     [--no-unrolled] [--reorder] [--data DIR] [--out DIR]\n"
+            "                     [--no-unrolled] [--reorder] [--search] [--data DIR] [--out DIR]\n"
             "                     [--list]\n"
             "  --set NAME         sparsert20 (default), large, dlmc, graphs, rank; repeatable\n"
             "  --sparsity LIST    comma-separated, e.g. 0.9,0.95 (default: per set)\n"
@@ -55,6 +55,9 @@ static void usage(FILE *f)
             "  --no-unrolled      no unrolled plan at all: the generic kernel and the vendors\n"
             "                     only (when JIT time would not fit the session)\n"
             "  --reorder          the spforge plan on rows in LO-SpMM Algorithm 1 order\n"
+            "  --search           the spforge plan by the low-cost search over --tune-space\n"
+            "                     (constraints, rank model, proxies; spforge tune) instead of\n"
+            "                     exhaustive tuning\n"
             "  --data DIR         extracted data folder (default $SPF_DATA_DIR or data)\n"
             "  --out DIR          where <set>-<device>-<yyyymmdd>.{json,csv} go (default .)\n"
             "  --tag TEXT         result files are <set>-TEXT-<device>-<yyyymmdd>.* (runs of one\n"
@@ -130,6 +133,8 @@ static int parse_args(int argc, char **argv, args *a)
             a->unrolled = 0;
         else if (strcmp(o, "--reorder") == 0)
             a->reorder = 1;
+        else if (strcmp(o, "--search") == 0)
+            a->search = 1, a->tune = 0;
         else if (strcmp(o, "--list") == 0)
             a->list = 1;
         else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
@@ -280,7 +285,8 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     bench_ctx ctx = {.tune = a.tune, .tune_space = a.tune_space, .tuning_dir = a.tuning_dir,
                      .tune_max_nnz = a.tune_max_nnz,
-                     .unrolled = a.unrolled, .reorder = a.reorder, .l2_bytes = dev.l2_bytes};
+                     .unrolled = a.unrolled, .reorder = a.reorder, .search = a.search,
+                     .l2_bytes = dev.l2_bytes};
     bench_env env;
     env_fill(&dev, argc, argv, a.tune, a.unrolled, &env);
     printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB), driver %d, CUDA runtime %d, cuBLAS %d, "

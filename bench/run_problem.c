@@ -56,7 +56,8 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
     opt.strategy = strategy;
     opt.exhaustive = exhaustive;
     opt.tune_space = ctx->tune_space;
-    opt.reorder = ctx->reorder && strategy != SPF_STRATEGY_GENERIC && !exhaustive;
+    opt.reorder = ctx->reorder && strategy != SPF_STRATEGY_GENERIC;
+    opt.search = ctx->search && strategy != SPF_STRATEGY_GENERIC;
     opt.cache = 0; /* plan wall times and tuning logs are measured, never loaded */
     spf_plan *plan = NULL;
     double t0 = now_s();
@@ -64,7 +65,7 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
     *wall_s = now_s() - t0;
     /* Progress on stderr: plan creation (JIT, tuning) dominates a run. */
     fprintf(stderr, "  plan %s%s: %.2f s\n", strategy == SPF_STRATEGY_GENERIC ? "generic" : "auto",
-            exhaustive ? " (exhaustive)" : "", *wall_s);
+            exhaustive ? " (exhaustive)" : opt.search ? " (search)" : "", *wall_s);
     if (st == SPF_OK)
         st = spf_plan_get_info(plan, info);
     if (st != SPF_OK) {
@@ -73,7 +74,7 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
         return;
     }
     snprintf(res->detail, sizeof res->detail, "%s", info->kernel_name);
-    if (exhaustive && ctx->tuning_dir)
+    if ((exhaustive || opt.search) && ctx->tuning_dir)
         write_tuning_log(plan, ctx->tuning_dir, problem);
     plan_state s = {plan, o->b32, o->c32};
     output_desc out = {o->c32, SPF_DTYPE_F32, o->m * o->n};
