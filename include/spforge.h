@@ -322,10 +322,12 @@ typedef struct spf_plan_options {
                                   search_proxies), the best compiled (default 0; excludes
                                   exhaustive and config)                                 */
     int search_top_k;          /* candidates the rank model passes on (0: the default)   */
-    int search_proxies;        /* evaluate the top-K through proxies (default 1); 0
-                                  compiles and times each real kernel instead            */
+    int search_proxies;        /* time proxies of the top-K and compile, check and time
+                                  the fastest 3 (default 1); 0 compiles and times each
+                                  of the top-K real kernels instead                      */
     int cache;                 /* look the plan up in, and store it to, the on-disk plan
                                   cache ($SPFORGE_CACHE_DIR, else ~/.cache/spforge;
+                                  SPFORGE_CACHE_DIR=off turns it off for the process;
                                   DESIGN.md decision 5) (default 1)                      */
 } spf_plan_options;
 
