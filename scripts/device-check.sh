@@ -21,6 +21,9 @@
 #                        each writing its own results (and tuning logs), so a
 #                        time limit loses only the last
 #   SPF_SKIP_CPU_TESTS   1: leave the CPU tests to CI (more time for the bench)
+#   SPF_SEARCH_EVAL      1: after the benchmarks, scripts/search-eval.sh over
+#                        bench/search-eval-problems.txt with the time left
+#                        (the search against the exhaustive oracle)
 # devdata/ (scripts/make-devdata.sh) stands in for data/ when data/ is absent.
 # Every step runs even when an earlier one failed (except when the library
 # did not build); the exit status says whether any failed.
@@ -82,8 +85,10 @@ if [ ! -f "$build/libspforge_static.a" ]; then
   exit 1
 fi
 
-step gpu-tests "$out/gpu-tests.log" 240 ctest --test-dir "$build" -L gpu --output-on-failure \
-  --timeout 200
+# test_proxy tunes four problems exhaustively to compare proxy and real
+# times (minutes): here its quick subset runs instead.
+step gpu-tests "$out/gpu-tests.log" 240 bash -c "ctest --test-dir '$build' -L gpu -E test_proxy \
+  --output-on-failure --timeout 200 && '$build/tests/test_proxy' quick"
 
 # The README's demo on the GPU: spforge run picks a GPU plan when there is a device.
 step demo "$out/demo.log" 60 "$build/spforge" run --n 512
@@ -108,6 +113,14 @@ for i in "${!bench_runs[@]}"; do
     --out "$results" --tuning-logs "$results/tuning"
 done
 cat "$out"/bench[0-9]*.log >"$out/bench.log" 2>/dev/null && rm -f "$out"/bench[0-9]*.log
+
+if [ "${SPF_SEARCH_EVAL:-0}" = 1 ]; then
+  eval_s=$(cap 600)
+  step search-eval "$out/search-eval.log" "$eval_s" bash "$root/scripts/search-eval.sh" "$build" \
+    "$results/search-eval" "$root/bench/search-eval-problems.txt" $((eval_s - 10))
+  python3 "$root/scripts/search_report.py" "$results/search-eval" \
+    --model "$root/models/rank_model.txt" >>"$out/search-eval.log" 2>&1
+fi
 
 # The speedup plots, where matplotlib is installed (the GPU host).
 if ls "$results"/*.json >/dev/null 2>&1; then
