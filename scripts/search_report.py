@@ -107,7 +107,7 @@ def main():
     searched = load_jsonl(os.path.join(a.eval_dir, "search.jsonl"))
     noproxy = load_jsonl(os.path.join(a.eval_dir, "search-noproxy.jsonl"))
 
-    table, walls, ratios, loss_p, loss_r = [], [], [], [], []
+    table, walls, ratios, loss_p, loss_r, loss_b = [], [], [], [], [], []
     replay = {}
     variants = [("paper (0.25 / 0.25)", 0.25, 0.25, True), ("no WASTE_col", 0.25, math.inf, True),
                 ("no balance", math.inf, math.inf, True),
@@ -128,6 +128,8 @@ def main():
         walls.append(r["wall_s"])
         ratios.append(e["cost_ratio"])
         loss_p.append(e["loss"])
+        if e.get("retimed"):  # spforge tune re-timed both picks side by side
+            loss_b.append(e["loss_build_timings"])
         if np_r:
             loss_r.append(row["noproxy_loss"])
         oracle_csv = os.path.join(a.eval_dir, "oracle", name + ".csv")
@@ -151,6 +153,9 @@ def main():
     print("  cost ratio oracle / search: median %.1fx, min %.1fx, max %.1fx" %
           (statistics.median(ratios), min(ratios), max(ratios)))
     print("  " + summary("loss, proxies (default)", loss_p))
+    if loss_b:
+        print("  " + summary("  the same from the builds' own timings (%d retimed)" % len(loss_b),
+                             loss_b))
     print("  " + summary("loss, top-K real kernels (--no-proxies)", loss_r))
     if loss_r:
         nw = [t["noproxy_s"] for t in table if t["noproxy_s"] != ""]
