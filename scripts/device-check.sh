@@ -21,9 +21,10 @@
 #                        each writing its own results (and tuning logs), so a
 #                        time limit loses only the last
 #   SPF_SKIP_CPU_TESTS   1: leave the CPU tests to CI (more time for the bench)
-#   SPF_SEARCH_EVAL      1: after the benchmarks, scripts/search-eval.sh over
-#                        bench/search-eval-problems.txt with the time left
-#                        (the search against the exhaustive oracle)
+#   SPF_SEARCH_EVAL      a problem list (e.g. bench/search-eval-holdout.txt),
+#                        or 1 for bench/search-eval-problems.txt: after the
+#                        benchmarks, scripts/search-eval.sh over it with the
+#                        time left (the search against the exhaustive oracle)
 # devdata/ (scripts/make-devdata.sh) stands in for data/ when data/ is absent.
 # Every step runs even when an earlier one failed (except when the library
 # did not build); the exit status says whether any failed.
@@ -114,10 +115,12 @@ for i in "${!bench_runs[@]}"; do
 done
 cat "$out"/bench[0-9]*.log >"$out/bench.log" 2>/dev/null && rm -f "$out"/bench[0-9]*.log
 
-if [ "${SPF_SEARCH_EVAL:-0}" = 1 ]; then
+eval_list=${SPF_SEARCH_EVAL:-0}
+[ "$eval_list" = 1 ] && eval_list=$root/bench/search-eval-problems.txt
+if [ "$eval_list" != 0 ]; then
   eval_s=$(cap 600)
   step search-eval "$out/search-eval.log" "$eval_s" bash "$root/scripts/search-eval.sh" "$build" \
-    "$results/search-eval" "$root/bench/search-eval-problems.txt" $((eval_s - 10))
+    "$results/search-eval" "$eval_list" $((eval_s - 10))
   python3 "$root/scripts/search_report.py" "$results/search-eval" \
     --model "$root/models/rank_model.txt" >>"$out/search-eval.log" 2>&1
 fi
