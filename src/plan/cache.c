@@ -147,9 +147,6 @@ static void put_entry(writer *w, const cache_key *k, const cache_entry *e)
     size_t name_len = strlen(e->kernel_name);
     put_u32(w, (uint32_t)name_len);
     put_bytes(w, e->kernel_name, name_len);
-    put_u64(w, (uint64_t)e->row_order_count);
-    for (int64_t i = 0; i < e->row_order_count; i++)
-        put_i32(w, e->row_order[i]);
     put_u64(w, (uint64_t)e->payload_size);
     put_bytes(w, e->payload, e->payload_size);
 }
@@ -240,30 +237,11 @@ static spf_status rejected(reject *rj, const char *fmt, ...)
     return SPF_ERR_PARSE;
 }
 
-/* A row order must be a permutation of 0 .. m - 1: execute indexes C with it. */
-static spf_status check_permutation(const int32_t *order, int64_t m, reject *rj)
-{
-    unsigned char *seen = mem_calloc((size_t)m, 1);
-    if (!seen)
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "plan cache: %lld rows of a row order", (long long)m);
-    spf_status st = SPF_OK;
-    for (int64_t i = 0; i < m && st == SPF_OK; i++) {
-        if (order[i] < 0 || order[i] >= m || seen[order[i]])
-            st = rejected(rj, "row order entry %lld (%d) is not part of a permutation",
-                          (long long)i, (int)order[i]);
-        else
-            seen[order[i]] = 1;
-    }
-    mem_free(seen);
-    return st;
-}
-
 /* The fields after the key; arrays are allocated only once their lengths
  * have been checked against the bytes left. SPF_ERR_PARSE (reason in rj)
  * rejects the file; SPF_ERR_OUT_OF_MEMORY is an error. */
-static spf_status decode_body(reader *r, int64_t m, cache_entry *e, reject *rj)
+static spf_status decode_body(reader *r, cache_entry *e, reject *rj)
 {
-    spf_status status = SPF_OK;
     e->strategy = (spf_strategy)get_i32(r);
     get_config(r, &e->config);
     e->registers = get_i32(r);
@@ -284,23 +262,6 @@ static spf_status decode_body(reader *r, int64_t m, cache_entry *e, reject *rj)
     const unsigned char *name = take(r, name_len);
     if (name)
         memcpy(e->kernel_name, name, name_len);
-    uint64_t rows = get_u64(r);
-    if (r->ok && rows != 0 && rows != (uint64_t)m)
-        return rejected(rj, "row order of %llu rows for M = %lld", (unsigned long long)rows,
-                        (long long)m);
-    if (r->ok && rows > r->left / 4)
-        return rejected(rj, "row order of %llu rows beyond the end of the file",
-                        (unsigned long long)rows);
-    if (r->ok && rows) {
-        e->row_order = mem_alloc_array((size_t)rows, sizeof *e->row_order);
-        if (!e->row_order)
-            return FAIL(SPF_ERR_OUT_OF_MEMORY, "plan cache: a row order of %llu rows",
-                        (unsigned long long)rows);
-        e->row_order_count = (int64_t)rows;
-        for (uint64_t i = 0; i < rows; i++)
-            e->row_order[i] = get_i32(r);
-        TRY(check_permutation(e->row_order, m, rj));
-    }
     uint64_t payload = get_u64(r);
     if (r->ok && payload > r->left)
         return rejected(rj, "payload of %llu bytes beyond the end of the file",
@@ -321,8 +282,7 @@ static spf_status decode_body(reader *r, int64_t m, cache_entry *e, reject *rj)
         return rejected(rj, "strategy %d", (int)e->strategy);
     if (e->strategy == SPF_STRATEGY_UNROLLED && (!e->payload_size || !e->kernel_name[0]))
         return rejected(rj, "an unrolled kernel without its image or entry name");
-fail:
-    return status;
+    return SPF_OK;
 }
 
 /* Check the whole file, then decode it into e. */
@@ -347,7 +307,7 @@ static spf_status decode(const unsigned char *buf, size_t size, const cache_key 
     const unsigned char *stored = take(&r, key_size);
     if (key_size != KEY_BYTES || !stored || memcmp(stored, want, KEY_BYTES) != 0)
         return rejected(rj, "stored for another key (a file-name collision)");
-    return decode_body(&r, key->m, e, rj);
+    return decode_body(&r, e, rj);
 }
 
 /* ------------------------------------------------------------ the files */
@@ -387,7 +347,6 @@ void cache_entry_release(cache_entry *e)
 {
     if (!e)
         return;
-    mem_free(e->row_order);
     mem_free(e->payload);
     memset(e, 0, sizeof *e);
 }
@@ -475,9 +434,6 @@ static spf_status check_entry(const cache_key *key, const cache_entry *e)
                     (int)e->strategy);
     if (memchr(e->kernel_name, 0, sizeof e->kernel_name) == NULL)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "kernel name not terminated");
-    if (e->row_order_count != 0 && (e->row_order_count != key->m || !e->row_order))
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "row order of %lld rows for M = %lld",
-                    (long long)e->row_order_count, (long long)key->m);
     if (e->payload_size && !e->payload)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "payload of %zu bytes without data", e->payload_size);
     if (e->strategy == SPF_STRATEGY_UNROLLED && (!e->payload_size || !e->kernel_name[0]))

@@ -24,7 +24,6 @@
  *     after_rank evaluated | f64 search analysis_s reorder_s rank_s
  *     proxy_build_s proxy_compile_s proxy_run_s final_compile_s
  *     selfcheck_s total_s | u32 name length | name bytes
- *   | u64 row-order count (0 or M) | count × i32
  *   | u64 payload bytes | payload | u64 XXH64 of everything before it
  * and the key as: u32 format version | 32 bytes library version (NUL
  *   padded) | u64 pattern hash, values hash | i64 m k n nnz
@@ -51,7 +50,7 @@
 /* Bumped whenever the layout above or the meaning of a field changes; it
  * is part of the key too, so entries of an older format get other file
  * names and are simply not found. */
-#define CACHE_FORMAT_VERSION 2u
+#define CACHE_FORMAT_VERSION 3u
 
 typedef struct cache_key {
     uint32_t format_version;
@@ -78,9 +77,10 @@ typedef struct cache_key {
 spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options *o, int sm,
                           cache_key *out);
 
-/* A plan as stored. cache_load fills one that owns row_order and payload
- * (cache_entry_release frees them); cache_store only reads one, so a
- * caller may point the two arrays at buffers it owns. */
+/* A plan as stored. cache_load fills one that owns its payload
+ * (cache_entry_release frees it); cache_store only reads one, so a caller
+ * may point payload at a buffer it owns. A reordered kernel needs no row
+ * order here: the order is built into its code. */
 typedef struct cache_entry {
     spf_strategy strategy;     /* UNROLLED or GENERIC                        */
     spf_kernel_config config;  /* meaningful for UNROLLED                    */
@@ -93,8 +93,6 @@ typedef struct cache_entry {
     double kernel_us, tune_s;  /* measured when built (0 if not measured)    */
     double verify_error;       /* self-check when built (-1 if skipped)      */
     spf_search_info search;    /* the low-cost search that found it, if any  */
-    int32_t *row_order;        /* key.m rows of the reorder, or NULL         */
-    int64_t row_order_count;   /* 0 or key.m                                 */
     unsigned char *payload;    /* the linked cubin; NULL for GENERIC         */
     size_t payload_size;
 } cache_entry;

@@ -61,10 +61,9 @@ static cache_key key_of(const spf_matrix *a, int64_t n, int sm)
 static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
 
 /* An unrolled entry with every field set; payload of `bytes` pseudo-random
- * bytes (caller frees e->payload and e->row_order). */
+ * bytes (caller frees e->payload). */
 static cache_entry sample_entry(size_t bytes, uint32_t seed)
 {
-    static int32_t order[5] = {3, 0, 4, 1, 2};
     cache_entry e = {.strategy = SPF_STRATEGY_UNROLLED,
                      .config = {8, 64, 2, 2, 4},
                      .registers = 40,
@@ -78,8 +77,6 @@ static cache_entry sample_entry(size_t bytes, uint32_t seed)
                      .verify_error = 1.5e-7,
                      .search = {75, 60, 41, 17, 8, 8, 0.002, 0.0125, 0.0001, 0.03, 0.4, 0.001,
                                 0.35, 0.02, 0.875},
-                     .row_order = order,
-                     .row_order_count = 5,
                      .payload_size = bytes};
     snprintf(e.kernel_name, sizeof e.kernel_name, "spf_unrolled_f32_m8_n64_v2_p2_k4");
     e.payload = malloc(bytes);
@@ -98,9 +95,6 @@ static int entries_equal(const cache_entry *x, const cache_entry *y)
            x->kernel_us == y->kernel_us && x->tune_s == y->tune_s &&
            x->verify_error == y->verify_error &&
            memcmp(&x->search, &y->search, sizeof x->search) == 0 &&
-           x->row_order_count == y->row_order_count &&
-           (x->row_order_count == 0 ||
-            memcmp(x->row_order, y->row_order, (size_t)x->row_order_count * 4) == 0) &&
            x->payload_size == y->payload_size &&
            (x->payload_size == 0 || memcmp(x->payload, y->payload, x->payload_size) == 0);
 }
@@ -127,7 +121,7 @@ static void expect_miss(const char *dir, const cache_key *k, const char *path, c
     int found = 1, before = warnings;
     CHECK_OK(cache_load(dir, k, &got, &found));
     CHECK_MSG(found == 0, "%s: loaded", what);
-    CHECK_MSG(got.payload == NULL && got.row_order == NULL, "%s: entry not zeroed", what);
+    CHECK_MSG(got.payload == NULL, "%s: entry not zeroed", what);
     CHECK_MSG(warnings == before + 1, "%s: %d warnings", what, warnings - before);
     CHECK_MSG(strstr(last_warning, path) != NULL, "%s: warning \"%s\" lacks the file", what,
               last_warning);
@@ -300,21 +294,19 @@ static void test_round_trip(void)
     CHECK(best < 0.025);
     CHECK(warnings == before);
 
-    /* a generic entry: no payload, no row order */
+    /* a generic entry: no payload */
     cache_entry g = {.strategy = SPF_STRATEGY_GENERIC, .kernel_us = 7.75, .verify_error = 2e-7};
     snprintf(g.kernel_name, sizeof g.kernel_name, "spf_generic_csr_f32_v4");
     cache_key kg = key_of(a, 33, 90);
     CHECK_OK(cache_store(dir, &kg, &g));
     CHECK_OK(cache_load(dir, &kg, &got, &found));
-    CHECK(found == 1 && entries_equal(&g, &got) && got.payload == NULL && got.row_order == NULL);
+    CHECK(found == 1 && entries_equal(&g, &got) && got.payload == NULL);
     cache_entry_release(&got);
     CHECK(count_files(dir) == 2);
 
     /* entries the store refuses */
     cache_entry bad = e;
     bad.payload_size = 0;
-    CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
-    bad = e, bad.row_order_count = 4;
     CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
     bad = e, bad.strategy = SPF_STRATEGY_CPU;
     CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
@@ -391,11 +383,10 @@ static void test_damage(void)
 
     /* Validly sealed files with one hostile length: the decoder's own
      * checks, not the checksum, must catch them, before allocating. Fields
-     * are found from the end: ... | u32 name length | name | u64 rows |
-     * rows × i32 | u64 payload bytes | payload | u64 trailer. */
+     * are found from the end: ... | u32 name length | name | u64 payload
+     * bytes | payload | u64 trailer. */
     size_t payload_at = size - 8 - e.payload_size - 8;
-    size_t rows_at = payload_at - 4 * (size_t)e.row_order_count - 8;
-    size_t name_at = rows_at - strlen(e.kernel_name) - 4;
+    size_t name_at = payload_at - strlen(e.kernel_name) - 4;
     struct {
         size_t at;
         uint64_t value;
@@ -405,10 +396,6 @@ static void test_damage(void)
         {payload_at, (uint64_t)1 << 62, 8, "payload"},
         {payload_at, e.payload_size + 1, 8, "payload"},
         {payload_at, e.payload_size - 1, 8, "after the payload"},
-        {rows_at, 6, 8, "row order"},
-        {rows_at, (uint64_t)1 << 40, 8, "row order"},
-        {rows_at + 8, 7, 4, "permutation"},       /* row order {7, ...}: out of range */
-        {rows_at + 12, 3, 4, "permutation"},      /* {3, 3, ...}: repeated            */
         {name_at, 200, 4, "kernel name"},
         {name_at, 0xffffffffu, 4, "kernel name"},
         /* strategy CPU: 188 bytes of fixed fields, strategy .. search info, precede the name */
@@ -512,11 +499,11 @@ static void test_allocation_failures(void)
             CHECK(found == 1 && entries_equal(&e, &got));
         } else {
             oom++;
-            CHECK(found == 0 && got.payload == NULL && got.row_order == NULL);
+            CHECK(found == 0 && got.payload == NULL);
         }
         cache_entry_release(&got);
     }
-    CHECK(succeeded && oom >= 3); /* file, row order, permutation check, payload */
+    CHECK(succeeded && oom >= 2); /* the file, the payload */
     fail_after = 0;
     spf_set_allocator(&failing);
     spf_status s = cache_store(dir, &k2, &e);
