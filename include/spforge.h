@@ -310,7 +310,9 @@ typedef struct spf_plan_options {
     spf_tune_space tune_space; /* with exhaustive or search: which space (default
                                   COMPACT; the search is meant for FULL, spforge tune's
                                   default)                                               */
-    const spf_kernel_config *config; /* force one configuration (UNROLLED), or NULL      */
+    const spf_kernel_config *config; /* force one configuration (UNROLLED), or NULL: then,
+                                  without search or exhaustive, the rank model's first
+                                  choice (float32), else a fixed default                 */
     int host_threads;          /* compile / reference threads, 0 = all cores             */
     int reorder;               /* LO-SpMM Algorithm 1 row order for the unrolled kernel,
                                   kept only where it does not raise the non-empty columns

@@ -127,8 +127,9 @@ static spf_status launch_plan(void *ctx, const void *b, void *c, const float *bi
     return gpu_launch(ctx, b, c, bias, stream);
 }
 
-/* A starting point until the planner searches (issue 4): the configuration
- * with the smallest geomean loss against the tuned best over the 26
+/* The fixed fallback of a plan built without search or tuning (see
+ * build_configured): the configuration with the smallest geomean loss
+ * against the tuned best over the 26
  * problems tuned on the H200 (bench/results/tuning/, 2026-11-22): a thread
  * per column (v = 1), 32 rows per block, two warps per group and a 4-way
  * K split (SparseRT §3.4) lost 1.14× on geomean and 1.35× at worst, where
@@ -146,16 +147,16 @@ static spf_kernel_config default_config(int64_t n, int f16x2)
     return cfg;
 }
 
-/* One unrolled kernel: the forced configuration or the default one, on
- * rows in LO-SpMM Algorithm 1 order (plan/reorder.h) when asked, for the
- * configuration's m1; the reorder time counts as generation time. */
+/* One unrolled kernel of configuration cfg, on rows in LO-SpMM Algorithm 1
+ * order (plan/reorder.h) when asked, for the configuration's m1; the
+ * reorder time counts as generation time. */
 static spf_status build_unrolled(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
-                                 int ptx_sm, int sass_sm, int64_t budget)
+                                 spf_kernel_config cfg, int ptx_sm, int sass_sm, int64_t budget)
 {
     spf_status status = SPF_OK;
     ptx_program prog = {0};
     int32_t *row_order = NULL;
-    spf_kernel_config cfg = o->config ? *o->config : default_config(p->n, o->f16x2_accumulate);
+    p->info.code_bytes = 0;
     double t0 = timing_now_s();
     if (o->reorder) {
         row_order = mem_alloc_array((size_t)(p->m ? p->m : 1), sizeof *row_order);
@@ -181,6 +182,62 @@ fail:
     ptx_program_free(&prog);
     mem_free(row_order);
     return status;
+}
+
+/* The rank model's first choice (LO-SpMM §3.5) among the survivors of the
+ * constraints in o->tune_space: the CPU stages of the search with K = 1,
+ * milliseconds and no compile. 0 when there is none (no usable model,
+ * nothing survives) or the model has not been trained for the request:
+ * its training logs are all float32 without f16x2 accumulation. */
+static int ranked_config(const spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                         const spf_device_info *dev, spf_kernel_config *out)
+{
+    if (p->dtype != SPF_DTYPE_F32 || o->f16x2_accumulate)
+        return 0;
+    search_request q = {.a = a, .n = p->n, .space = o->tune_space, .dtype = p->dtype,
+                        .bias = p->bias, .relu = p->relu, .top_k = 1, .sm_count = dev->sm_count,
+                        .threads = o->host_threads};
+    search_shortlist s = {0};
+    spf_search_info info;
+    spf_status st = search_shortlist_create(&q, &s, &info);
+    int ok = st == SPF_OK && s.count > 0 && s.ranked;
+    if (ok)
+        *out = s.configs[0];
+    else
+        log_msg(SPF_LOG_INFO, "plan: no ranked configuration (%s); the fixed default",
+                st != SPF_OK ? spf_last_error() : s.count ? "no usable rank model"
+                                                          : "nothing survives the constraints");
+    error_clear();
+    search_shortlist_free(&s);
+    return ok;
+}
+
+/* A plan without search or tuning: the forced configuration; else the
+ * rank model's choice, and the fixed default when that one cannot be built
+ * (over the code budget, rejected by ptxas). Replayed over the 48 tuning
+ * logs measured on the H200 (bench/results/tuning and search-eval, every
+ * configuration of each problem timed), the fixed default's kernel was
+ * 19.5 % slower than each problem's best on mean (86 % at worst), the
+ * model's first choice 8.8 % (76 %; leave-one-problem-out), for the same
+ * single compile. */
+static spf_status build_configured(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
+                                   const spf_device_info *dev, int ptx_sm, int sass_sm,
+                                   int64_t budget)
+{
+    if (o->config)
+        return build_unrolled(p, a, o, *o->config, ptx_sm, sass_sm, budget);
+    spf_kernel_config fixed = default_config(p->n, o->f16x2_accumulate), ranked;
+    if (ranked_config(p, a, o, dev, &ranked) && memcmp(&ranked, &fixed, sizeof fixed) != 0) {
+        spf_status st = build_unrolled(p, a, o, ranked, ptx_sm, sass_sm, budget);
+        if (st != SPF_ERR_UNSUPPORTED && st != SPF_ERR_COMPILE)
+            return st;
+        log_msg(SPF_LOG_INFO, "plan: the rank model's choice m1 %d n1 %d v %d could not be "
+                              "built (%s); the fixed default instead",
+                (int)ranked.m1, (int)ranked.n1, (int)ranked.v, spf_last_error());
+        jit_module_release(&p->module);
+        error_clear();
+    }
+    return build_unrolled(p, a, o, fixed, ptx_sm, sass_sm, budget);
 }
 
 /* The plan's info from the tuning log's chosen row (exhaustive tuning and
@@ -334,7 +391,7 @@ static spf_status build_strategy(spf_plan *p, const spf_matrix *a, const spf_pla
     int64_t budget = o->strategy == SPF_STRATEGY_UNROLLED ? 0 : PLAN_CODE_BUDGET;
     spf_status st = o->exhaustive ? build_tuned(p, a, o, ptx_sm, sass_sm, budget, check)
                     : o->search   ? build_searched(p, a, o, dev, ptx_sm, sass_sm, budget, check)
-                                  : build_unrolled(p, a, o, ptx_sm, sass_sm, budget);
+                                  : build_configured(p, a, o, dev, ptx_sm, sass_sm, budget);
     if (st == SPF_OK && o->strategy == SPF_STRATEGY_AUTO && check->b)
         return keep_faster(p, a, check);
     if (st == SPF_ERR_UNSUPPORTED && o->strategy == SPF_STRATEGY_AUTO) {
