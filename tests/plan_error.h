@@ -14,6 +14,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#ifdef SPF_HAVE_CUDA
+
 static double plan_product_error(const spf_plan *p, const spf_matrix *a, int64_t n,
                                  const spf_plan_options *o, uint64_t *seed)
 {
@@ -42,5 +44,7 @@ static double plan_product_error(const spf_plan *p, const spf_matrix *a, int64_t
     free(ref);
     return err;
 }
+
+#endif
 
 #endif

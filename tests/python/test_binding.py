@@ -194,7 +194,7 @@ class PlanTests(unittest.TestCase):
             spforge.Plan(a, 4, strategy="auto")
         self.assertEqual(ctx.exception.name, "no CUDA device")
         self.assertEqual(ctx.exception.status, -8)
-        self.assertIn("no CUDA", ctx.exception.detail)
+        self.assertRegex(ctx.exception.detail, "no CUDA|without CUDA")  # no driver, or a build without the toolkit
 
 
 def main():
