@@ -194,7 +194,8 @@ class PlanTests(unittest.TestCase):
             spforge.Plan(a, 4, strategy="auto")
         self.assertEqual(ctx.exception.name, "no CUDA device")
         self.assertEqual(ctx.exception.status, -8)
-        self.assertRegex(ctx.exception.detail, "no CUDA|without CUDA")  # no driver, or a build without the toolkit
+        # no driver, or a build without the CUDA toolkit
+        self.assertRegex(ctx.exception.detail, "no CUDA|without CUDA")
 
 
 def main():
