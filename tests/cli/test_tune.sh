@@ -5,40 +5,7 @@
 # a GPU, one small search instead: stage counts that never grow, a chosen
 # kernel within tolerance, --json that parses, and a second run from the
 # plan cache. Needs $SPF_CLI (set by ctest).
-set -u
-cli=${SPF_CLI:?set SPF_CLI to the spforge binary}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
-check() { # check DESCRIPTION CONDITION-COMMAND...
-  local what=$1; shift
-  if "$@"; then ok; else bad "$what"; fi
-}
-run_cli() { # run_cli NAME ARGS...: stdout/stderr in $tmp/NAME.{out,err}, rc in $rc
-  local name=$1; shift
-  "$cli" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err"
-  rc=$?
-}
-expect_rc() { # expect_rc CODE NAME ARGS...
-  local want=$1 name=$2; shift 2
-  run_cli "$name" "$@"
-  if [ "$rc" -eq "$want" ]; then ok; else
-    bad "spforge $* exited $rc, expected $want"; sed 's/^/    /' "$tmp/$name.err" >&2; fi
-}
-stderr_has() { # stderr_has NAME TEXT
-  if grep -qF -- "$2" "$tmp/$1.err"; then ok; else
-    bad "stderr of '$1' lacks '$2'"; sed 's/^/    /' "$tmp/$1.err" >&2; fi
-}
-json_true() { # json_true NAME PYTHON-EXPR DESCRIPTION (d = the JSON object)
-  local got
-  got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' \
-        "$tmp/$1.out" "$2" 2>&1)
-  if [ "$got" = "True" ]; then ok; else bad "$3 ($2 -> $got)"; fi
-}
+. "$(dirname "$0")/harness.sh"
 
 # ---- help: exit 0, every option of the synopsis documented
 expect_rc 0 help tune --help
@@ -102,5 +69,4 @@ else
   check "text names the stages" grep -Eq "^candidates space [0-9]+ -> register [0-9]+ .* -> top-K [0-3] " "$tmp/gpu_text.out"
 fi
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+report
