@@ -9,6 +9,17 @@
 
 #include <stdint.h>
 
+#ifdef SPF_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+/* A CUDA runtime call in a GPU test: one check, naming the call and error. */
+#define CUDA_OK(call)                                                                      \
+    do {                                                                                   \
+        cudaError_t e_ = (call);                                                           \
+        CHECK_MSG(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));             \
+    } while (0)
+#endif
+
 /* The generator defaults (spf_gen_options_init) with kind, shape,
  * sparsity and seed set; other fields (vector_length, n:m, R-MAT
  * quadrants) stay at their defaults for the caller to change. */

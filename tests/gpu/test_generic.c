@@ -74,8 +74,6 @@ static void test_launch_choose(void)
 
 #ifdef SPF_HAVE_CUDA
 
-#define CUDA_OK(call) CHECK_MSG((call) == cudaSuccess, "%s", #call)
-
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 
 /* 75×300: every 11th row empty, row 5 full (300 nonzeros: nine chunks and a

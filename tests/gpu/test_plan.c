@@ -20,12 +20,6 @@ int main(void) { SKIP("no CUDA device: built without CUDA"); }
 
 #include <cuda_runtime_api.h>
 
-#define CUDA_OK(call)                                                                      \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        CHECK_MSG(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));             \
-    } while (0)
-
 static cudaStream_t stream;
 
 static double tolerance(const spf_plan_options *o)

@@ -25,12 +25,6 @@ int main(void) { SKIP("no CUDA device: built without CUDA"); }
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#define CUDA_OK(call)                                                                      \
-    do {                                                                                   \
-        cudaError_t e_ = (call);                                                           \
-        CHECK_MSG(e_ == cudaSuccess, "%s: %s", #call, cudaGetErrorString(e_));             \
-    } while (0)
-
 enum { GUARD = 4096, POISON = 0xA5 };
 
 /* Ranks 1 .. n of x (ties: the mean of their ranks). */
