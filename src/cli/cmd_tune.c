@@ -171,10 +171,11 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     int dtype = 0, space = SEARCH_DEFAULT_SPACE, strategy = 0, exhaustive = 0, no_proxies = 0;
     int reorder = 0, no_cache = 0, bias = 0, relu = 0, quiet = 0;
     const char *log_path = NULL, *oracle_log_path = NULL;
-    char top_k_help[96];
+    char top_k_help[128];
     snprintf(top_k_help, sizeof top_k_help,
-             "candidates the rank model passes on (default %d, LO-SpMM's top 10)",
-             SEARCH_DEFAULT_TOP_K);
+             "candidates the rank model passes on (default: %d or %d %% of the constraints' "
+             "survivors, whichever is more)",
+             SEARCH_DEFAULT_TOP_K, SEARCH_TOP_K_PERCENT);
     const cli_option options[] = {
         {"n", CLI_INT, &n, "N", "columns of B and C (required)", NULL, 1, INT32_MAX, 0},
         {"exhaustive", CLI_FLAG, &exhaustive, NULL,
@@ -297,7 +298,10 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
         json_int(&w, "n", n);
         json_string(&w, "dtype", dtype_names[dtype]);
         json_string(&w, "space", space_names[space]);
-        json_int(&w, "top_k", top_k ? top_k : SEARCH_DEFAULT_TOP_K);
+        if (top_k)
+            json_int(&w, "top_k", top_k);
+        else
+            json_null(&w, "top_k"); /* the default: counts.top_k says how many went on */
         json_bool(&w, "proxies", !no_proxies);
         json_bool(&w, "reorder", reorder);
         json_bool(&w, "from_cache", info.from_cache);
@@ -325,10 +329,12 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     cli_print_stats(&s);
     printf("device     ");
     cli_print_device(&dev);
-    printf("problem    C = A*B%s%s, N = %" PRId64 ", %s; space %s, top-K %d, %s, %s\n",
+    char k_text[24] = "default";
+    if (top_k)
+        snprintf(k_text, sizeof k_text, "%" PRId64, top_k);
+    printf("problem    C = A*B%s%s, N = %" PRId64 ", %s; space %s, top-K %s, %s, %s\n",
            bias ? " + bias" : "", relu ? ", ReLU" : "", n, dtype_names[dtype], space_names[space],
-           top_k ? (int)top_k : SEARCH_DEFAULT_TOP_K, no_proxies ? "real kernels" : "proxies",
-           reorder ? "reordered rows" : "rows in order");
+           k_text, no_proxies ? "real kernels" : "proxies", reorder ? "reordered rows" : "rows in order");
     if (info.from_cache) {
         printf("cache      hit: loaded from the plan cache in %.3f s, nothing searched\n", wall_s);
     } else {

@@ -92,7 +92,6 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
     memset(info, 0, sizeof *info);
     if (!q || !q->a || q->n < 1 || q->top_k < 0)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "no request or matrix, n < 1 or top_k < 0");
-    int k = q->top_k ? q->top_k : SEARCH_DEFAULT_TOP_K;
 
     double t0 = timing_now_s();
     TRY(tile_space_create(q->n, q->space, &space));
@@ -137,7 +136,7 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
             info->analysis_s);
 
     t0 = timing_now_s();
-    TRY(rank_stage(q, out, k));
+    TRY(rank_stage(q, out, q->top_k ? q->top_k : search_default_top_k(out->count)));
     info->rank_s = timing_now_s() - t0;
     info->after_rank = out->count;
     info->evaluated = out->count;

@@ -99,7 +99,7 @@ static void test_top_k(const spf_matrix *a, int64_t n, int top_k, int reorder)
     CHECK_OK(search_shortlist_create(&q, &s, &info));
     CHECK_MSG(warnings == 0, "warning: %s", last_warning);
     check_monotone("top-k", &info);
-    int k = top_k ? top_k : SEARCH_DEFAULT_TOP_K;
+    int k = top_k ? top_k : search_default_top_k(info.after_balance);
     CHECK(s.ranked == 1 && s.count == (info.after_balance < k ? info.after_balance : k));
     CHECK(info.analysis_s > 0 && info.rank_s > 0 && (info.reorder_s > 0) == (reorder != 0));
     CHECK(s.orders.count == (reorder ? 6 : 0)); /* FULL: one per m1 */
@@ -158,9 +158,8 @@ static void test_default_model(const spf_matrix *a)
     warnings = 0;
     CHECK_OK(search_shortlist_create(&q, &s, &info));
     CHECK_MSG(warnings == 0, "warning: %s", last_warning);
-    CHECK(s.ranked == 1 && s.count == (info.after_balance < SEARCH_DEFAULT_TOP_K
-                                           ? info.after_balance
-                                           : SEARCH_DEFAULT_TOP_K));
+    int k = search_default_top_k(info.after_balance);
+    CHECK(s.ranked == 1 && s.count == (info.after_balance < k ? info.after_balance : k));
     int v1 = 1;
     for (int i = 0; i < s.count; i++)
         v1 &= s.configs[i].v == 1; /* 49 is odd */
@@ -201,6 +200,16 @@ static void test_proxy_order(void)
     CHECK(failed[0] == 0 && failed[1] == 1);
 }
 
+/* The default K: 10 up to 200 survivors, 5 % of them (rounded up) past that. */
+static void test_default_top_k(void)
+{
+    CHECK(search_default_top_k(0) == SEARCH_DEFAULT_TOP_K);
+    CHECK(search_default_top_k(74) == 10);
+    CHECK(search_default_top_k(200) == 10);
+    CHECK(search_default_top_k(201) == 11);
+    CHECK(search_default_top_k(660) == 33);
+}
+
 int main(void)
 {
     spf_set_log_callback(count_warnings, NULL);
@@ -214,6 +223,7 @@ int main(void)
     test_default_model(a);
     test_empty();
     test_proxy_order();
+    test_default_top_k();
     spf_matrix_free(a);
     return check_report();
 }
