@@ -11,14 +11,15 @@
 # FILE "gen:MxK:SPARSITY" makes a uniform matrix with spforge gen (seed 1,
 # as spforge-bench does). Writes OUT_DIR/search.jsonl (the search with
 # proxies and the oracle), OUT_DIR/search-noproxy.jsonl, the oracle's
-# per-configuration log OUT_DIR/oracle/NAME.csv and the stderr of each run
-# in OUT_DIR/log/. scripts/search_report.py summarizes them.
+# per-configuration log OUT_DIR/oracle/NAME.csv, the search's own log (each
+# candidate's proxy time; the finalists' real times) OUT_DIR/searchlog/NAME.csv
+# and the stderr of each run in OUT_DIR/log/. scripts/search_report.py summarizes them.
 set -uo pipefail
 build=${1:?build folder} out=${2:?output folder} list=${3:?problem list}
 budget=${4:-480}
 cli=$build/spforge
 start=$(date +%s)
-mkdir -p "$out/oracle" "$out/log" "$out/inputs"
+mkdir -p "$out/oracle" "$out/searchlog" "$out/log" "$out/inputs"
 export SPFORGE_CACHE_DIR=off
 while read -r name file n space; do
   case "$name" in '' | '#'*) continue ;; esac
@@ -36,7 +37,8 @@ while read -r name file n space; do
   left=$((budget - used))
   echo "search-eval: $name (N = $n, $space; ${left}s left)" >&2
   timeout "$left" "$cli" tune "$file" --n "$n" --space "$space" --exhaustive --no-cache --json \
-    --oracle-log "$out/oracle/$name.csv" >"$out/log/$name.json" 2>"$out/log/$name.err" &&
+    --log "$out/searchlog/$name.csv" --oracle-log "$out/oracle/$name.csv" \
+    >"$out/log/$name.json" 2>"$out/log/$name.err" &&
     { printf '{"name":"%s","result":' "$name"; tr -d '\n' <"$out/log/$name.json"; echo "}"; } \
       >>"$out/search.jsonl" ||
     echo "search-eval: $name failed or ran out of time (see log/$name.err)" >&2

@@ -81,6 +81,21 @@ def top_k(rows, names, trees, k):
     return [rows[i] for i in scored[:k]]
 
 
+def default_top_k(survivors):
+    """search_default_top_k (src/gpu/search.h): 10, or 5 % of the survivors."""
+    return max(10, (survivors * 5 + 99) // 100)
+
+
+def proxy_finalists(search_csv, oracle_rows, oracle_best):
+    """{F: loss of the best oracle time among the F fastest proxies} for a search's log."""
+    real = {r["kernel"]: float(r["kernel_us"]) for r in oracle_rows}
+    timed = [r for r in csv.DictReader(open(search_csv))
+             if float(r.get("proxy_us") or 0) > 0 and r["kernel"] in real]
+    timed.sort(key=lambda r: float(r["proxy_us"]))
+    return {f: min(real[r["kernel"]] for r in timed[:f]) / oracle_best - 1
+            for f in (1, 2, 3, 5, 8) if timed}
+
+
 def pct(x):
     return "%.1f %%" % (100 * x)
 
@@ -107,7 +122,8 @@ def main():
     searched = load_jsonl(os.path.join(a.eval_dir, "search.jsonl"))
     noproxy = load_jsonl(os.path.join(a.eval_dir, "search-noproxy.jsonl"))
 
-    table, walls, ratios, loss_p, loss_r, loss_b = [], [], [], [], [], []
+    table, walls, ratios, ratios_cpu, loss_p, loss_r, loss_b = [], [], [], [], [], [], []
+    finalists = {}
     replay = {}
     variants = [("paper (0.25 / 0.25)", 0.25, 0.25, True), ("no WASTE_col", 0.25, math.inf, True),
                 ("no balance", math.inf, math.inf, True),
@@ -119,6 +135,7 @@ def main():
         row = {"problem": name, "nnz": r["stats"]["nnz"], "n": r["n"], "space": r["space"],
                "space_count": r["counts"]["space"], "after_constraints": r["counts"]["balance"],
                "search_s": r["wall_s"], "oracle_s": e["wall_s"], "cost_ratio": e["cost_ratio"],
+               "cost_ratio_cpu": e.get("cost_ratio_cpu", ""),
                "oracle_us": best, "pick_us": r["chosen"]["kernel_us"], "loss": e["loss"],
                "pick": r["chosen"]["kernel"], "oracle_pick": e["best"]["kernel"],
                "noproxy_s": np_r["wall_s"] if np_r else "",
@@ -127,6 +144,8 @@ def main():
         table.append(row)
         walls.append(r["wall_s"])
         ratios.append(e["cost_ratio"])
+        if e.get("cost_ratio_cpu"):
+            ratios_cpu.append(e["cost_ratio_cpu"])
         loss_p.append(e["loss"])
         if e.get("retimed"):  # spforge tune re-timed both picks side by side
             loss_b.append(e["loss_build_timings"])
@@ -143,15 +162,23 @@ def main():
                 rep = replay.setdefault(label, {"keep": [], "loss": {}, "k": {}})
                 rep["keep"].append(len(s) / len(rows))
                 rep["loss"].setdefault("constraints", []).append(best_us(s) / ob - 1)
-                for k in (1, 3, 5, 10):
-                    rep["loss"].setdefault("top-%d" % k, []).append(
-                        best_us(top_k(s, names, trees, k)) / ob - 1)
+                for k in (1, 3, 5, 10, "default"):
+                    kk = default_top_k(len(s)) if k == "default" else k
+                    rep["loss"].setdefault("top-%s" % k, []).append(
+                        best_us(top_k(s, names, trees, kk)) / ob - 1)
+            search_csv = os.path.join(a.eval_dir, "searchlog", name + ".csv")
+            if os.path.exists(search_csv):
+                for f, loss in proxy_finalists(search_csv, rows, ob).items():
+                    finalists.setdefault(f, []).append(loss)
 
     print("measured: %d problems (search with proxies, the oracle of the same space)" % len(table))
     print("  search wall: median %.2f s, p95 %.2f s, max %.2f s" %
           (statistics.median(walls), p95(walls), max(walls)))
     print("  cost ratio oracle / search: median %.1fx, min %.1fx, max %.1fx" %
           (statistics.median(ratios), min(ratios), max(ratios)))
+    if ratios_cpu:
+        print("  cost ratio in CPU seconds (ptxas included): median %.1fx, min %.1fx, max %.1fx" %
+              (statistics.median(ratios_cpu), min(ratios_cpu), max(ratios_cpu)))
     print("  " + summary("loss, proxies (default)", loss_p))
     if loss_b:
         print("  " + summary("  the same from the builds' own timings (%d retimed)" % len(loss_b),
@@ -167,6 +194,11 @@ def main():
               (label, pct(statistics.mean(rep["keep"]))))
         for stage, values in rep["loss"].items():
             print("    " + summary("%-12s" % stage, values))
+    if finalists:
+        print("replayed from the searches' logs (proxy times of the top K) and the oracle's real "
+              "times:")
+        for f, values in sorted(finalists.items()):
+            print("    " + summary("best of the %d fastest proxies" % f, values))
     if a.csv:
         with open(a.csv, "w", newline="") as out:
             w = csv.DictWriter(out, fieldnames=list(table[0].keys()))

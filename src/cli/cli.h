@@ -92,6 +92,9 @@ spf_status cli_read_matrix(const cli_read_args *ra, uint64_t seed, const char *p
 
 /* Monotonic wall time in seconds. */
 double cli_now(void);
+/* CPU seconds (user + system) of this process's threads and of its
+ * waited-for children (ptxas), for the cost of a search or tuning. */
+double cli_cpu_s(void);
 /* Online host cores (at least 1). */
 int cli_host_cores(void);
 

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,17 @@ double cli_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+static double rusage_s(int who)
+{
+    struct rusage u;
+    if (getrusage(who, &u) != 0)
+        return 0;
+    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+           1e-6 * (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+double cli_cpu_s(void) { return rusage_s(RUSAGE_SELF) + rusage_s(RUSAGE_CHILDREN); }
 
 int cli_host_cores(void)
 {

@@ -4,7 +4,8 @@
 # device check) and the "no CUDA device" failure (exit 1). On a machine with
 # a GPU, one small search instead: stage counts that never grow, a chosen
 # kernel within tolerance, --json that parses, and a second run from the
-# plan cache. Needs $SPF_CLI (set by ctest).
+# plan cache, and an --exhaustive run against the COMPACT oracle. Needs
+# $SPF_CLI (set by ctest).
 . "$(dirname "$0")/harness.sh"
 
 # ---- help: exit 0, every option of the synopsis documented
@@ -67,6 +68,13 @@ else
   json_true gpu_again 'd["from_cache"]' "the second search comes from the cache"
   expect_rc 0 gpu_text tune "$tmp/a.mtx" --n 49 --no-cache --no-proxies --top-k 3
   check "text names the stages" grep -Eq "^candidates space [0-9]+ -> register [0-9]+ .* -> top-K [0-3] " "$tmp/gpu_text.out"
+  expect_rc 0 gpu_oracle tune "$tmp/a.mtx" --n 49 --space compact --exhaustive --no-cache --json
+  json_true gpu_oracle 'd["exhaustive"]["retimed"] and d["exhaustive"]["retimed_oracle_us"] > 0' \
+    "--exhaustive re-times both picks side by side"
+  json_true gpu_oracle 'd["exhaustive"]["configs_tried"] >= d["counts"]["top_k"] and d["exhaustive"]["loss"] > -0.15' \
+    "the oracle tries the whole space and its best is not far slower than the pick"
+  json_true gpu_oracle 'd["cpu_s"] > 0 and d["exhaustive"]["cpu_s"] > 0 and d["exhaustive"]["cost_ratio_cpu"] > 0' \
+    "the cost in CPU seconds, with ptxas counted"
 fi
 
 report
