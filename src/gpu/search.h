@@ -82,8 +82,13 @@ static inline int search_default_top_k(int survivors)
  * lost 30 % on mean against the oracle where timing all ten real kernels
  * lost 15 %; proxy and real times agree only roughly on near-equal kernels
  * (Spearman 0.78 over 74 configurations in test_proxy), so the proxies
- * narrow the ten to three and the measurement decides among those. */
-#define SEARCH_PROXY_FINALISTS 3
+ * narrow the top K to a few and the measurement decides among those.
+ * Replayed over 9 FULL-space problems (full-r2-8801d1e: each search's proxy
+ * times against the oracle's real ones), the best of the 3 fastest proxies
+ * lost 6.1 % on mean and 15.8 % at worst, of the 5 fastest 3.3 % and 10.5 %,
+ * of the 8 fastest 2.0 % and 7.5 %; each finalist costs one real compile
+ * (0.06-0.6 s for three there), so five. */
+#define SEARCH_PROXY_FINALISTS 5
 
 typedef struct search_request {
     const spf_matrix *a;    /* borrowed; read during the call only            */

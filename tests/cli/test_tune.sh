@@ -71,8 +71,8 @@ else
   expect_rc 0 gpu_oracle tune "$tmp/a.mtx" --n 49 --space compact --exhaustive --no-cache --json
   json_true gpu_oracle 'd["exhaustive"]["retimed"] and d["exhaustive"]["retimed_oracle_us"] > 0' \
     "--exhaustive re-times both picks side by side"
-  json_true gpu_oracle 'd["exhaustive"]["configs_tried"] >= d["counts"]["top_k"] and d["exhaustive"]["loss"] > -0.15' \
-    "the oracle tries the whole space and its best is not far slower than the pick"
+  json_true gpu_oracle 'd["exhaustive"]["configs_tried"] >= d["counts"]["top_k"]' \
+    "the oracle tries at least what the search ranked"
   json_true gpu_oracle 'd["cpu_s"] > 0 and d["exhaustive"]["cpu_s"] > 0 and d["exhaustive"]["cost_ratio_cpu"] > 0' \
     "the cost in CPU seconds, with ptxas counted"
 fi
