@@ -8,26 +8,11 @@
 
 #include "core/error.h"
 
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 enum { MIN_ROUNDS = 7, MAX_ROUNDS = 1000, MAX_REPEATS = 10000 };
-
-/* Warm-up after idle. An idle GPU drops its SM clock (345 MHz idle against
- * 1980 MHz under load on the H200, device notes) and takes time to raise it
- * again, while the tuner and the search leave the GPU idle for seconds at a
- * time (ptxas). Three warm-up launches did not cover that: the same kernel
- * timed in the search and in the oracle came out up to 28 % apart (std 13 %
- * over 27 kernels, H200, bench/results/search-eval/full-r2-8801d1e), while
- * kernels timed back to back agreed. So the first measurement after
- * IDLE_AFTER_S without one keeps the GPU busy with the launch being timed
- * for WARMUP_AFTER_IDLE_US first; back-to-back measurements (a tuning
- * batch) pay it once. */
-#define IDLE_AFTER_S 0.02
-#define WARMUP_AFTER_IDLE_US 20000.0
-static _Atomic double last_measure_end_s; /* timing_now_s() of the last; 0: none */
 
 double timing_now_s(void)
 {
@@ -93,18 +78,8 @@ spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
         double r = estimate_us > 0.0 ? opt.target_round_us / estimate_us : MAX_REPEATS;
         repeats = r < 1.0 ? 1 : r > MAX_REPEATS ? MAX_REPEATS : (int)r;
     }
-    if (timing_now_s() - atomic_load(&last_measure_end_s) > IDLE_AFTER_S) {
-        for (double busy_us = 0; busy_us < WARMUP_AFTER_IDLE_US;) {
-            double per_launch_us;
-            TRY(time_round(fn, ctx, s, repeats, start, stop, &per_launch_us));
-            busy_us += per_launch_us * repeats;
-            if (!(per_launch_us > 0))
-                break; /* an empty launch: nothing keeps the GPU busy */
-        }
-    }
     for (int i = 0; i < rounds; i++)
         TRY(time_round(fn, ctx, s, repeats, start, stop, &samples[i]));
-    atomic_store(&last_measure_end_s, timing_now_s());
     qsort(samples, (size_t)rounds, sizeof samples[0], compare_double);
     out->median_us = rounds % 2 ? samples[rounds / 2]
                                 : 0.5 * (samples[rounds / 2 - 1] + samples[rounds / 2]);

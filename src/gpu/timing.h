@@ -1,10 +1,7 @@
 /* Kernel timing with CUDA events, the protocol of BENCHMARKS.md: warm up,
  * then R back-to-back launches between two events per round, the per-launch
- * median over at least 7 rounds. The first measurement after the GPU sat
- * idle (no measurement for 20 ms) warms up for 20 ms of launches, so clocks
- * that fell while ptxas ran are back up (timing.c). Used by the tuner and by
- * spforge-bench, so that spforge and the vendor libraries are timed the
- * same way. */
+ * median over at least 7 rounds. Used by the tuner and by spforge-bench, so
+ * that spforge and the vendor libraries are timed the same way. */
 #ifndef SPF_GPU_TIMING_H
 #define SPF_GPU_TIMING_H
 
