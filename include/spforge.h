@@ -323,9 +323,11 @@ typedef struct spf_plan_options {
                                   search_top_k evaluated (through proxies when
                                   search_proxies), the best compiled (default 0; excludes
                                   exhaustive and config)                                 */
-    int search_top_k;          /* candidates the rank model passes on (0: the default)   */
+    int search_top_k;          /* candidates the rank model passes on (0: the default,
+                                  10 or 5 % of the constraints' survivors, whichever
+                                  is more)                                               */
     int search_proxies;        /* time proxies of the top-K and compile, check and time
-                                  the fastest 3 (default 1); 0 compiles and times each
+                                  the fastest 5 (default 1); 0 compiles and times each
                                   of the top-K real kernels instead                      */
     int cache;                 /* look the plan up in, and store it to, the on-disk plan
                                   cache ($SPFORGE_CACHE_DIR, else ~/.cache/spforge;
