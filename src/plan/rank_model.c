@@ -143,16 +143,27 @@ static spf_status keyword(cursor *c, const char *word)
     return SPF_OK;
 }
 
+/* The next token as a NUL-terminated string in buf (for strtol / strtod),
+ * its text in *tok and its length in *len; 0 when it is empty or does not
+ * fit, which the caller reports with expected(). */
+static int token_string(cursor *c, char buf[TOKEN_CAP], const char **tok, size_t *len)
+{
+    *len = next_token(c, tok);
+    if (*len == 0 || *len >= TOKEN_CAP)
+        return 0;
+    memcpy(buf, *tok, *len);
+    buf[*len] = '\0';
+    return 1;
+}
+
 /* A decimal integer token in [lo, hi]. */
 static spf_status integer(cursor *c, const char *what, long lo, long hi, long *out)
 {
     const char *tok;
-    size_t len = next_token(c, &tok);
+    size_t len;
     char buf[TOKEN_CAP], *endp;
-    if (len == 0 || len >= sizeof buf)
+    if (!token_string(c, buf, &tok, &len))
         return expected(c, what, tok, len);
-    memcpy(buf, tok, len);
-    buf[len] = '\0';
     errno = 0;
     long v = strtol(buf, &endp, 10);
     if (endp != buf + len || errno != 0 || v < lo || v > hi)
@@ -165,12 +176,10 @@ static spf_status integer(cursor *c, const char *what, long lo, long hi, long *o
 static spf_status real(cursor *c, const char *what, double *out)
 {
     const char *tok;
-    size_t len = next_token(c, &tok);
+    size_t len;
     char buf[TOKEN_CAP], *endp;
-    if (len == 0 || len >= sizeof buf)
+    if (!token_string(c, buf, &tok, &len))
         return expected(c, what, tok, len);
-    memcpy(buf, tok, len);
-    buf[len] = '\0';
     double v = strtod(buf, &endp);
     if (endp != buf + len || !isfinite(v))
         return expected(c, what, tok, len);
