@@ -3,6 +3,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/json.h"
 
 #include <math.h>
@@ -256,26 +257,19 @@ static void csv_write(FILE *f, const bench_row *rows, int count)
     }
 }
 
-/* Write to a temporary name and rename, so a reader never sees half a file. */
-static spf_status file_replace(const char *path, const char *text, const bench_row *rows,
-                               int count)
+/* Written whole to a temporary file and renamed (core/file.h). */
+static spf_status write_replacing(const char *path, const char *text, const bench_row *rows,
+                                  int count)
 {
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return FAIL(SPF_ERR_IO, "cannot write %s", tmp);
+    file_replace w;
+    spf_status st = file_replace_begin(&w, path, 0666);
+    if (st != SPF_OK)
+        return st;
     if (text)
-        fputs(text, f);
+        fputs(text, w.file);
     else
-        csv_write(f, rows, count);
-    int bad = ferror(f);
-    bad |= fclose(f);
-    if (bad || rename(tmp, path) != 0) {
-        remove(tmp);
-        return FAIL(SPF_ERR_IO, "cannot write %s", path);
-    }
-    return SPF_OK;
+        csv_write(w.file, rows, count);
+    return file_replace_commit(&w);
 }
 
 spf_status report_write(const char *dir, const char *set, const bench_env *env,
@@ -287,12 +281,12 @@ spf_status report_write(const char *dir, const char *set, const bench_env *env,
     spf_status st = json_text(set, env, rows, count, &text);
     if (st == SPF_OK) {
         snprintf(path, sizeof path, "%s.json", base);
-        st = file_replace(path, text, rows, count);
+        st = write_replacing(path, text, rows, count);
     }
     mem_free(text);
     if (st == SPF_OK) {
         snprintf(path, sizeof path, "%s.csv", base);
-        st = file_replace(path, NULL, rows, count);
+        st = write_replacing(path, NULL, rows, count);
     }
     return st;
 }

@@ -13,6 +13,7 @@
 #include "codegen/unrolled.h"
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "core/parallel.h"
 #include "gpu/dtype.h"
@@ -378,13 +379,11 @@ static void put_text(FILE *f, const char *s)
 
 spf_status tune_log_write_csv(const tune_log *log, const char *path)
 {
-    char tmp[4096];
-    int len = snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    if (len < 0 || (size_t)len >= sizeof tmp)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "path too long: %s", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return FAIL(SPF_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
+    file_replace w;
+    spf_status status = file_replace_begin(&w, path, 0666);
+    if (status != SPF_OK)
+        return status;
+    FILE *f = w.file;
     fprintf(f, "m,k,n,nnz,dtype,f16x2,bias,relu,reorder,sm,kernel,m1,n1,v,prefetch,ksplit,threads,"
                "units,registers,spill_bytes,code_bytes,generate_s,compile_s,link_s,load_s,kernel_us,"
                "verify_error,status,chosen,proxy_us");
@@ -410,15 +409,5 @@ spf_status tune_log_write_csv(const tune_log *log, const char *path)
         put_text(f, r->reason);
         fputc('\n', f);
     }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        remove(tmp);
-        return FAIL(SPF_ERR_IO, "cannot write %s", tmp);
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return FAIL(SPF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
-    }
-    return SPF_OK;
+    return file_replace_commit(&w);
 }

@@ -1,35 +1,15 @@
 /* spf_matrix_read / spf_matrix_write: choose the format, open the file, and
- * write through a temporary name renamed into place (DESIGN.md decision 5's
- * rule for every file we produce: never a partial file under the target). */
+ * write through a temporary file renamed into place (core/file.h: never a
+ * partial file under the target, never a write through a planted link). */
 #define _POSIX_C_SOURCE 200809L
 
 #include "io/io.h"
 
 #include "core/error.h"
+#include "core/file.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-spf_status file_open_read(const char *path, FILE **out, int64_t *size)
-{
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return error_set(SPF_ERR_IO, path, "cannot open for reading: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        int err = errno;
-        fclose(f);
-        return error_set(SPF_ERR_IO, path, "not a regular file%s%s", err ? ": " : "",
-                         err ? strerror(err) : "");
-    }
-    *out = f;
-    *size = (int64_t)st.st_size;
-    return SPF_OK;
-}
 
 void spf_read_options_init(spf_read_options *options)
 {
@@ -89,7 +69,7 @@ spf_status spf_matrix_read(const char *path, const spf_read_options *options, sp
     if (!(o->npy_sparsity < 0) && !(o->npy_sparsity >= 0 && o->npy_sparsity < 1))
         return error_set(SPF_ERR_INVALID_ARGUMENT, path, "npy_sparsity %g is not < 0 (keep "
                          "nonzeros) or in [0, 1)", o->npy_sparsity);
-    spf_format format;
+    spf_format format = SPF_FORMAT_AUTO;
     spf_status status = format_resolve(path, o->format, &format);
     if (status != SPF_OK)
         return status;
@@ -115,28 +95,20 @@ spf_status spf_matrix_write(const spf_matrix *a, const char *path, spf_format fo
     error_clear();
     CHECK_ARG(a);
     CHECK_ARG(path);
-    spf_format resolved;
+    spf_format resolved = SPF_FORMAT_AUTO;
     spf_status status = format_resolve(path, format, &resolved);
     if (status != SPF_OK)
         return status;
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= (int)sizeof tmp)
-        return error_set(SPF_ERR_INVALID_ARGUMENT, path, "path too long");
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
-        return error_set(SPF_ERR_IO, path, "cannot create %s: %s", tmp, strerror(errno));
-    status = write_stream(a, resolved, f);
+    file_replace w;
+    status = file_replace_begin(&w, path, 0666);
     if (status != SPF_OK)
+        return status;
+    status = write_stream(a, resolved, w.file);
+    if (status != SPF_OK) {
         error_prefix("%s", path);
-    int write_errno = ferror(f) ? (errno ? errno : EIO) : 0;
-    if (fclose(f) != 0 && !write_errno)
-        write_errno = errno ? errno : EIO;
-    if (status == SPF_OK && write_errno)
-        status = error_set(SPF_ERR_IO, path, "write failed: %s", strerror(write_errno));
-    if (status == SPF_OK && rename(tmp, path) != 0)
-        status = error_set(SPF_ERR_IO, path, "cannot rename %s into place: %s", tmp,
-                           strerror(errno));
-    if (status != SPF_OK)
-        remove(tmp);
+        file_replace_abort(&w);
+    } else {
+        status = file_replace_commit(&w);
+    }
     return status;
 }

@@ -19,9 +19,6 @@
 
 #include <stdio.h>
 
-/* Open a regular file for binary reading and tell its size in bytes. */
-spf_status file_open_read(const char *path, FILE **out, int64_t *size);
-
 spf_status mtx_read(const char *path, const spf_read_options *options, spf_matrix **out);
 spf_status smtx_read(const char *path, const spf_read_options *options, spf_matrix **out);
 spf_status npy_read(const char *path, const spf_read_options *options, spf_matrix **out);

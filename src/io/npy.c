@@ -5,6 +5,7 @@
  * supplies the values of an .smtx pattern. */
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/matrix.h"
 #include "io/io.h"
 

@@ -4,6 +4,7 @@
 #include "io/text_reader.h"
 
 #include "core/error.h"
+#include "core/file.h"
 #include "io/io.h"
 
 #include <errno.h>
