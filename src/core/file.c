@@ -34,35 +34,50 @@ static const char *kind_name(mode_t mode)
     return "not a regular file";
 }
 
-spf_status file_open_regular(const char *path, int *out, int64_t *size)
+/* Both openers: name relative to dir_fd, with extra open flags. */
+static spf_status open_regular(int dir_fd, const char *name, const char *path, int flags, int *out,
+                               struct stat *st)
 {
     *out = -1;
-    *size = 0;
     /* O_NONBLOCK: opening a FIFO with no writer returns at once instead of
      * waiting for one; fstat then refuses it before any read. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    int fd = openat(dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | flags);
     if (fd < 0)
         return error_set(SPF_ERR_IO, path, "cannot open for reading: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
+    if (fstat(fd, st) != 0) {
         int err = errno;
         close(fd);
         return error_set(SPF_ERR_IO, path, "cannot stat: %s", strerror(err));
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!S_ISREG(st->st_mode)) {
         close(fd);
         return error_set(SPF_ERR_IO, path, "is %s, expected a regular file",
-                         kind_name(st.st_mode));
+                         kind_name(st->st_mode));
     }
-    int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
         int err = errno;
         close(fd);
         return error_set(SPF_ERR_IO, path, "cannot set blocking reads: %s", strerror(err));
     }
     *out = fd;
-    *size = (int64_t)st.st_size;
     return SPF_OK;
+}
+
+spf_status file_open_regular(const char *path, int *out, int64_t *size)
+{
+    struct stat st;
+    *size = 0;
+    spf_status status = open_regular(AT_FDCWD, path, path, 0, out, &st);
+    if (status == SPF_OK)
+        *size = (int64_t)st.st_size;
+    return status;
+}
+
+spf_status file_open_regular_at(int dir_fd, const char *name, const char *path, int *out,
+                                struct stat *st)
+{
+    return open_regular(dir_fd, name, path, O_NOFOLLOW, out, st);
 }
 
 spf_status file_open_read(const char *path, FILE **out, int64_t *size)
@@ -104,11 +119,9 @@ static uint64_t temp_token(void)
     return x ^ (x >> 31);
 }
 
-/* Split path into its folder (opened into w->dir_fd) and its last name. */
-static spf_status open_folder(file_replace *w, const char *path)
+/* The target's last name into w->base. */
+static spf_status set_base(file_replace *w, const char *base, const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
     size_t base_len = strlen(base);
     if (base_len == 0 || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
         return error_set(SPF_ERR_INVALID_ARGUMENT, path, "names a folder, expected a file name");
@@ -116,6 +129,16 @@ static spf_status open_folder(file_replace *w, const char *path)
         return error_set(SPF_ERR_IO, path, "file name of %zu bytes is longer than the system "
                          "allows (%zu)", base_len, sizeof w->base - 1);
     memcpy(w->base, base, base_len + 1);
+    return SPF_OK;
+}
+
+/* Split path into its folder (opened into w->dir_fd) and its last name. */
+static spf_status open_folder(file_replace *w, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    spf_status status = set_base(w, slash ? slash + 1 : path, path);
+    if (status != SPF_OK)
+        return status;
     if (!slash) {
         w->dir_fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     } else {
@@ -133,12 +156,10 @@ static spf_status open_folder(file_replace *w, const char *path)
     return SPF_OK;
 }
 
-spf_status file_replace_begin(file_replace *w, const char *path, mode_t mode)
+/* The temporary file in w->dir_fd, opened as w->file; on failure w is
+ * finished. */
+static spf_status create_temp(file_replace *w, mode_t mode)
 {
-    *w = (file_replace){.file = NULL, .path = path, .dir_fd = -1, .base = "", .tmp = ""};
-    spf_status status = open_folder(w, path);
-    if (status != SPF_OK)
-        return status;
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         size_t prefix = strlen(w->base) < TEMP_PREFIX_MAX ? strlen(w->base) : TEMP_PREFIX_MAX;
@@ -152,7 +173,7 @@ spf_status file_replace_begin(file_replace *w, const char *path, mode_t mode)
         int err = errno;
         w->tmp[0] = '\0';
         file_replace_abort(w);
-        return error_set(SPF_ERR_IO, path, "cannot create a temporary file in its folder: %s",
+        return error_set(SPF_ERR_IO, w->path, "cannot create a temporary file in its folder: %s",
                          strerror(err));
     }
     w->file = fdopen(fd, "wb");
@@ -160,10 +181,36 @@ spf_status file_replace_begin(file_replace *w, const char *path, mode_t mode)
         int err = errno;
         close(fd);
         file_replace_abort(w);
-        return error_set(err == ENOMEM ? SPF_ERR_OUT_OF_MEMORY : SPF_ERR_IO, path,
+        return error_set(err == ENOMEM ? SPF_ERR_OUT_OF_MEMORY : SPF_ERR_IO, w->path,
                          "cannot open a stream: %s", strerror(err));
     }
     return SPF_OK;
+}
+
+spf_status file_replace_begin(file_replace *w, const char *path, mode_t mode)
+{
+    *w = (file_replace){.file = NULL, .path = path, .dir_fd = -1, .base = "", .tmp = ""};
+    spf_status status = open_folder(w, path);
+    if (status != SPF_OK)
+        return status;
+    return create_temp(w, mode);
+}
+
+spf_status file_replace_begin_at(file_replace *w, int dir_fd, const char *name, const char *path,
+                                 mode_t mode)
+{
+    *w = (file_replace){.file = NULL, .path = path, .dir_fd = -1, .base = "", .tmp = ""};
+    spf_status status = strchr(name, '/')
+                            ? error_set(SPF_ERR_INVALID_ARGUMENT, path, "%s is not a name "
+                                        "within a folder", name)
+                            : set_base(w, name, path);
+    if (status != SPF_OK)
+        return status;
+    w->dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+    if (w->dir_fd < 0)
+        return error_set(SPF_ERR_IO, path, "cannot create: cannot use its folder: %s",
+                         strerror(errno));
+    return create_temp(w, mode);
 }
 
 spf_status file_replace_commit(file_replace *w)

@@ -23,11 +23,21 @@
 #include "spforge.h"
 
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Open path read-only if it is a regular file; *size gets its size. The
  * descriptor is close-on-exec and blocking. */
 spf_status file_open_regular(const char *path, int *fd, int64_t *size);
+
+/* The same for the file name inside the folder dir_fd, for a caller that
+ * has opened and checked the folder itself (the plan cache) and must not
+ * be sent elsewhere by a path swapped after its check: name is opened
+ * relative to dir_fd, a symbolic link at name is refused (O_NOFOLLOW), and
+ * *st gets the file's status (owner, mode, size) for the caller's own
+ * checks. path names the file in messages. */
+spf_status file_open_regular_at(int dir_fd, const char *name, const char *path, int *fd,
+                                struct stat *st);
 
 /* The same as a binary stdio stream. */
 spf_status file_open_read(const char *path, FILE **out, int64_t *size);
@@ -44,6 +54,12 @@ typedef struct file_replace {
 /* Create the temporary file for path with permission bits mode (less the
  * umask). On failure nothing is left behind and w holds nothing to free. */
 spf_status file_replace_begin(file_replace *w, const char *path, mode_t mode);
+
+/* The same for the file name inside the folder dir_fd (borrowed: w keeps a
+ * duplicate), for a caller that has opened and checked the folder itself.
+ * path names the target in messages. */
+spf_status file_replace_begin_at(file_replace *w, int dir_fd, const char *name, const char *path,
+                                 mode_t mode);
 
 /* Flush, check the stream for write errors, fsync, close and rename over
  * the target. On any failure the temporary file is removed and the target

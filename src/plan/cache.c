@@ -1,18 +1,21 @@
 /* The plan cache's key, file format, atomic store and distrustful load
- * (layout in cache.h). A file is read whole, its trailer checked, then
- * decoded through a cursor that checks every length against the bytes left
- * before anything is allocated: a damaged or hostile file can cost a miss,
- * never a crash or a wrong plan. */
+ * (layout and threat model in cache.h). A file's fixed prefix is read and
+ * checked first, then, within the size limit, the rest; its trailer is
+ * checked, then it is decoded through a cursor that checks every length
+ * against the bytes left before anything is allocated: a damaged or
+ * hostile file can cost a miss, never a crash, a hang or a wrong plan. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "plan/cache.h"
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/matrix.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -20,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(double) == 8, "doubles are stored as IEEE-754 binary64");
@@ -32,8 +36,11 @@ static const uint64_t TRAILER_SEED = 0x535046434b530001ULL;
 
 /* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 12 i32 | 5 i32 */
 enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 12 * 4 + 5 * 4 };
-/* magic | version | key size, and the XXH64 trailer */
-enum { HEADER_BYTES = 8 + 4 + 4, TRAILER_BYTES = 8 };
+/* magic | version | key size, the fixed prefix (those and the key), and
+ * the XXH64 trailer */
+enum { HEADER_BYTES = 8 + 4 + 4, PREFIX_BYTES = HEADER_BYTES + KEY_BYTES, TRAILER_BYTES = 8 };
+/* An entry's file name: 16 hex digits + ".plan" + NUL */
+enum { NAME_BYTES = 16 + 5 + 1 };
 
 /* ------------------------------------------------------------- encoding */
 
@@ -223,7 +230,7 @@ static void get_search(reader *r, spf_search_info *s)
 
 /* Why a file was rejected, for the warning. */
 typedef struct reject {
-    char why[160];
+    char why[4096 + 256]; /* may name the folder */
 } reject;
 
 static spf_status rejected(reject *rj, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -285,28 +292,33 @@ static spf_status decode_body(reader *r, cache_entry *e, reject *rj)
     return SPF_OK;
 }
 
-/* Check the whole file, then decode it into e. */
-static spf_status decode(const unsigned char *buf, size_t size, const cache_key *key,
-                         cache_entry *e, reject *rj)
+/* The fixed prefix, read before anything else of a file: a file of
+ * another format or key is refused before its size or its body matter. */
+static spf_status check_prefix(const unsigned char *buf, const cache_key *key, reject *rj)
 {
-    if (size < HEADER_BYTES + TRAILER_BYTES)
-        return rejected(rj, "truncated: %zu bytes", size);
     if (memcmp(buf, MAGIC, sizeof MAGIC) != 0)
         return rejected(rj, "not a plan cache file (bad magic)");
-    reader r = {buf + sizeof MAGIC, size - sizeof MAGIC - TRAILER_BYTES, 1};
+    reader r = {buf + sizeof MAGIC, PREFIX_BYTES - sizeof MAGIC, 1};
     uint32_t version = get_u32(&r);
     if (version != CACHE_FORMAT_VERSION)
         return rejected(rj, "format version %u, this library reads %u", version,
                         CACHE_FORMAT_VERSION);
-    reader trailer = {buf + size - TRAILER_BYTES, TRAILER_BYTES, 1};
-    if (get_u64(&trailer) != cache_checksum(buf, size - TRAILER_BYTES))
-        return rejected(rj, "checksum mismatch (truncated or corrupt)");
     uint32_t key_size = get_u32(&r);
     unsigned char want[KEY_BYTES];
     key_encode(key, want);
-    const unsigned char *stored = take(&r, key_size);
-    if (key_size != KEY_BYTES || !stored || memcmp(stored, want, KEY_BYTES) != 0)
+    if (key_size != KEY_BYTES || memcmp(take(&r, KEY_BYTES), want, KEY_BYTES) != 0)
         return rejected(rj, "stored for another key (a file-name collision)");
+    return SPF_OK;
+}
+
+/* The whole file, its prefix already checked: the trailer, then the
+ * fields into e. */
+static spf_status decode(const unsigned char *buf, size_t size, cache_entry *e, reject *rj)
+{
+    reader trailer = {buf + size - TRAILER_BYTES, TRAILER_BYTES, 1};
+    if (get_u64(&trailer) != cache_checksum(buf, size - TRAILER_BYTES))
+        return rejected(rj, "checksum mismatch (truncated or corrupt)");
+    reader r = {buf + PREFIX_BYTES, size - PREFIX_BYTES - TRAILER_BYTES, 1};
     return decode_body(&r, e, rj);
 }
 
@@ -375,13 +387,32 @@ spf_status cache_dir_default(char *buf, size_t cap)
     return SPF_OK;
 }
 
+/* The entry's name within the folder. */
+static void entry_name(const cache_key *key, char name[NAME_BYTES])
+{
+    unsigned char bytes[KEY_BYTES];
+    key_encode(key, bytes);
+    snprintf(name, NAME_BYTES, "%016llx.plan",
+             (unsigned long long)hash_bytes(bytes, sizeof bytes, NAME_SEED));
+}
+
+/* Whether name has the form entry_name gives: only those are evicted. */
+static int is_entry_name(const char *name)
+{
+    if (strlen(name) != NAME_BYTES - 1 || strcmp(name + 16, ".plan") != 0)
+        return 0;
+    for (int i = 0; i < 16; i++)
+        if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
 spf_status cache_entry_path(const char *dir, const cache_key *key, char *buf, size_t cap)
 {
     CHECK_ARG(dir != NULL && dir[0] && key != NULL && buf != NULL && cap > 0);
-    unsigned char bytes[KEY_BYTES];
-    key_encode(key, bytes);
-    int len = snprintf(buf, cap, "%s/%016llx.plan", dir,
-                       (unsigned long long)hash_bytes(bytes, sizeof bytes, NAME_SEED));
+    char name[NAME_BYTES];
+    entry_name(key, name);
+    int len = snprintf(buf, cap, "%s/%s", dir, name);
     if (len < 0 || (size_t)len >= cap)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "plan cache path under %s: longer than %zu bytes", dir,
                     cap - 1);
@@ -413,18 +444,143 @@ static spf_status make_dirs(const char *dir)
     return SPF_OK;
 }
 
-static spf_status write_all(int fd, const unsigned char *p, size_t n, const char *path)
+/* The trust rule of cache.h for the folder and each entry: owned by this
+ * user and writable by nobody else. 0, with the reason after `what`, if
+ * not. */
+static int trusted(const struct stat *st, reject *rj, const char *what)
 {
-    while (n) {
-        ssize_t done = write(fd, p, n);
-        if (done < 0 && errno == EINTR)
-            continue;
-        if (done <= 0)
-            return FAIL(SPF_ERR_IO, "cannot write %s: %s", path, done < 0 ? strerror(errno) : "no progress");
-        p += done;
-        n -= (size_t)done;
+    if (st->st_uid != geteuid()) {
+        rejected(rj, "%s is owned by uid %ld, not by this user (uid %ld)", what,
+                 (long)st->st_uid, (long)geteuid());
+        return 0;
     }
+    if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+        rejected(rj, "%s is writable by %s (mode %04o)", what,
+                 st->st_mode & S_IWOTH ? "others" : "its group", (unsigned)(st->st_mode & 07777));
+        return 0;
+    }
+    return 1;
+}
+
+/* The folder, opened without following a symbolic link at its path and
+ * checked by trusted(); everything after goes through *dfd, so a folder
+ * swapped after the check is not the one used. SPF_ERR_PARSE with the
+ * reason in rj, *absent set when it does not exist. */
+static spf_status open_dir(const char *dir, int *dfd, int *absent, reject *rj)
+{
+    char what[4096 + 16];
+    snprintf(what, sizeof what, "the folder %s", dir);
+    *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*dfd < 0) {
+        *absent = errno == ENOENT;
+        if (errno == ELOOP)
+            return rejected(rj, "%s is a symbolic link", what);
+        return rejected(rj, "cannot open %s: %s", what, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(*dfd, &st) != 0)
+        return rejected(rj, "cannot stat %s: %s", what, strerror(errno));
+    if (!trusted(&st, rj, what))
+        return SPF_ERR_PARSE;
     return SPF_OK;
+}
+
+/* SPFORGE_CACHE_MAX_BYTES, or the default: a value that is not a positive
+ * decimal number of bytes is warned about and replaced by the default. */
+static uint64_t cache_max_bytes(void)
+{
+    const char *env = getenv("SPFORGE_CACHE_MAX_BYTES");
+    if (!env || !env[0])
+        return CACHE_DEFAULT_MAX_BYTES;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(env, &end, 10);
+    if (env[0] < '0' || env[0] > '9' || *end || errno || v == 0) {
+        log_msg(SPF_LOG_WARN, "plan cache: SPFORGE_CACHE_MAX_BYTES=\"%s\" is not a positive number "
+                "of bytes; using %llu", env, (unsigned long long)CACHE_DEFAULT_MAX_BYTES);
+        return CACHE_DEFAULT_MAX_BYTES;
+    }
+    return (uint64_t)v;
+}
+
+/* An entry as the eviction sees it. */
+typedef struct lru_entry {
+    char name[NAME_BYTES];
+    uint64_t size;
+    struct timespec used; /* mtime: set when stored, and by each hit */
+} lru_entry;
+
+static int less_recently_used(const void *pa, const void *pb)
+{
+    const lru_entry *a = pa, *b = pb;
+    if (a->used.tv_sec != b->used.tv_sec)
+        return a->used.tv_sec < b->used.tv_sec ? -1 : 1;
+    if (a->used.tv_nsec != b->used.tv_nsec)
+        return a->used.tv_nsec < b->used.tv_nsec ? -1 : 1;
+    return strcmp(a->name, b->name);
+}
+
+/* Before `incoming` bytes are stored as keep in the folder dfd: remove the
+ * temporary files of stores interrupted more than CACHE_STALE_TEMP_S ago
+ * (younger ones may be another process's store in progress), then the
+ * entries least recently used while the others and the new one exceed
+ * limit. Files of other names are not the cache's and are left alone. */
+static spf_status sweep(int dfd, const char *dir, const char *keep, uint64_t incoming,
+                        uint64_t limit)
+{
+    spf_status status = SPF_OK;
+    lru_entry *list = NULL;
+    size_t count = 0, cap = 0;
+    uint64_t total = 0;
+    time_t now = time(NULL);
+    /* a descriptor of its own: fdopendir takes it, and reading moves its offset */
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return FAIL(SPF_ERR_IO, "cannot list the plan cache folder %s: %s", dir, strerror(err));
+    }
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        int temp = file_replace_is_temp_name(de->d_name);
+        struct stat st;
+        if ((!temp && !is_entry_name(de->d_name)) ||
+            fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (temp) {
+            if (now - st.st_mtime > CACHE_STALE_TEMP_S)
+                unlinkat(dfd, de->d_name, 0);
+            continue;
+        }
+        if (strcmp(de->d_name, keep) == 0)
+            continue; /* replaced by this store */
+        if (count == cap) {
+            size_t grown = cap ? 2 * cap : 64;
+            lru_entry *bigger = mem_realloc_array(list, grown, sizeof *list);
+            if (!bigger)
+                FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "plan cache: a list of %zu entries", grown);
+            list = bigger, cap = grown;
+        }
+        snprintf(list[count].name, sizeof list[count].name, "%s", de->d_name);
+        list[count].size = (uint64_t)st.st_size;
+        list[count].used = st.st_mtim;
+        total += list[count++].size;
+    }
+    if (total > limit - incoming) { /* the caller checked incoming <= limit */
+        qsort(list, count, sizeof *list, less_recently_used);
+        for (size_t i = 0; i < count && total > limit - incoming; i++) {
+            if (unlinkat(dfd, list[i].name, 0) == 0 || errno == ENOENT)
+                total -= list[i].size;
+            else
+                log_msg(SPF_LOG_WARN, "plan cache: cannot evict %s/%s: %s", dir, list[i].name,
+                        strerror(errno));
+        }
+    }
+fail:
+    closedir(d);
+    mem_free(list);
+    return status;
 }
 
 static spf_status check_entry(const cache_key *key, const cache_entry *e)
@@ -444,94 +600,102 @@ static spf_status check_entry(const cache_key *key, const cache_entry *e)
 spf_status cache_store(const char *dir, const cache_key *key, const cache_entry *e)
 {
     spf_status status = SPF_OK;
-    char path[4096], tmp[4096 + 16];
+    char path[4096], name[NAME_BYTES];
     unsigned char *buf = NULL;
-    int fd = -1;
-    tmp[0] = 0;
+    int dfd = -1, absent = 0;
+    reject rj = {""};
+    file_replace w = {.file = NULL, .dir_fd = -1, .tmp = ""};
     CHECK_ARG(dir != NULL && key != NULL && e != NULL);
     TRY(check_entry(key, e));
     TRY(cache_entry_path(dir, key, path, sizeof path));
-    TRY(make_dirs(dir));
+    entry_name(key, name);
 
+    /* Sized, bounded and encoded before the folder is touched: a store that
+     * cannot complete evicts nothing. */
     writer count = {NULL, 0, 0};
     put_entry(&count, key, e);
-    if (count.size > SIZE_MAX - TRAILER_BYTES ||
-        !(buf = mem_alloc(count.size + TRAILER_BYTES)))
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "plan cache: an entry of %zu bytes", count.size);
-    writer w = {buf, 0, count.size + TRAILER_BYTES};
-    put_entry(&w, key, e);
-    put_u64(&w, cache_checksum(buf, count.size));
+    uint64_t limit = cache_max_bytes();
+    if (count.size > CACHE_MAX_ENTRY_BYTES - TRAILER_BYTES)
+        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "plan cache: an entry of %zu bytes is over the limit of "
+                  "%llu bytes per entry", count.size, (unsigned long long)CACHE_MAX_ENTRY_BYTES);
+    size_t size = count.size + TRAILER_BYTES;
+    if (size > limit)
+        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "plan cache: an entry of %zu bytes is over the cache's "
+                  "limit of %llu bytes (SPFORGE_CACHE_MAX_BYTES)", size, (unsigned long long)limit);
+    if (!(buf = mem_alloc(size)))
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "plan cache: an entry of %zu bytes", size);
+    writer enc = {buf, 0, size};
+    put_entry(&enc, key, e);
+    put_u64(&enc, cache_checksum(buf, count.size));
 
-    /* Same folder as the target, so that rename stays within one file system. */
-    snprintf(tmp, sizeof tmp, "%s.XXXXXX", path);
-    fd = mkstemp(tmp);
-    if (fd < 0) {
-        int err = errno;
-        tmp[0] = 0;
-        FAIL_GOTO(SPF_ERR_IO, "cannot create a temporary file beside %s: %s", path, strerror(err));
-    }
-    TRY(write_all(fd, buf, w.size, tmp));
-    if (fsync(fd) != 0)
-        FAIL_GOTO(SPF_ERR_IO, "cannot sync %s: %s", tmp, strerror(errno));
-    int closed = close(fd);
-    fd = -1;
-    if (closed != 0)
-        FAIL_GOTO(SPF_ERR_IO, "cannot close %s: %s", tmp, strerror(errno));
-    if (rename(tmp, path) != 0)
-        FAIL_GOTO(SPF_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    tmp[0] = 0;
+    TRY(make_dirs(dir));
+    if (open_dir(dir, &dfd, &absent, &rj) != SPF_OK)
+        FAIL_GOTO(SPF_ERR_IO, "plan cache: not storing %s: %s", path, rj.why);
+    TRY(sweep(dfd, dir, name, size, limit));
+    TRY(file_replace_begin_at(&w, dfd, name, path, 0600));
+    fwrite(buf, 1, size, w.file); /* a short write is the stream's error, which commit reports */
+    TRY(file_replace_commit(&w));
 fail:
-    if (fd >= 0)
-        close(fd);
-    if (tmp[0])
-        unlink(tmp);
+    file_replace_abort(&w);
+    if (dfd >= 0)
+        close(dfd);
     mem_free(buf);
     return status;
 }
 
-/* The whole file into a new buffer. SPF_ERR_PARSE with the reason for a
- * file that cannot be read (the caller's miss); ENOENT is a quiet miss. */
-static spf_status read_file(const char *path, unsigned char **out, size_t *size, reject *rj,
-                            int *absent)
+/* Exactly n bytes from fd; a shorter file is rejected. */
+static spf_status read_exact(int fd, unsigned char *buf, size_t n, reject *rj)
 {
-    spf_status status = SPF_OK;
-    unsigned char *buf = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) {
-        *absent = errno == ENOENT;
-        return rejected(rj, "cannot open: %s", strerror(errno));
-    }
-    struct stat st;
-    size_t n = 0, got = 0;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        status = rejected(rj, "not a regular file");
-        goto fail;
-    }
-    if ((uint64_t)st.st_size > SIZE_MAX) {
-        status = rejected(rj, "%lld bytes", (long long)st.st_size);
-        goto fail;
-    }
-    n = (size_t)st.st_size;
-    buf = mem_alloc(n);
-    if (!buf)
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "plan cache: %zu bytes of %s", n, path);
-    while (got < n && status == SPF_OK) {
+    for (size_t got = 0; got < n;) {
         ssize_t done = read(fd, buf + got, n - got);
         if (done < 0 && errno == EINTR)
             continue;
         if (done < 0)
-            status = rejected(rj, "read error: %s", strerror(errno));
-        else if (done == 0)
-            status = rejected(rj, "shrank to %zu bytes while read", got);
-        else
-            got += (size_t)done;
+            return rejected(rj, "read error: %s", strerror(errno));
+        if (done == 0)
+            return rejected(rj, "shrank to %zu bytes while read", got);
+        got += (size_t)done;
     }
-    if (status == SPF_OK) {
-        *out = buf, *size = n;
-        buf = NULL;
+    return SPF_OK;
+}
+
+/* The entry name in the folder dfd, opened without blocking or following
+ * a link, checked by trusted(), read in two steps: the fixed prefix, and
+ * only once it matches key and the size is within CACHE_MAX_ENTRY_BYTES,
+ * the rest, into a new buffer (*out, *size). SPF_ERR_PARSE with the reason
+ * for a file refused (the caller's miss; *absent when there is none). */
+static spf_status read_entry(int dfd, const char *name, const cache_key *key, int *fd,
+                             unsigned char **out, size_t *size, reject *rj, int *absent)
+{
+    spf_status status = SPF_OK;
+    unsigned char *buf = NULL;
+    unsigned char prefix[PREFIX_BYTES];
+    struct stat st;
+    if (file_open_regular_at(dfd, name, name, fd, &st) != SPF_OK) {
+        struct stat link;
+        *absent = fstatat(dfd, name, &link, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+        status = rejected(rj, "%s", spf_last_error());
+        error_clear();
+        return status;
     }
+    if (!trusted(&st, rj, "the entry"))
+        return SPF_ERR_PARSE;
+    uint64_t n = (uint64_t)st.st_size;
+    if (n < PREFIX_BYTES + TRAILER_BYTES)
+        return rejected(rj, "truncated: %llu bytes", (unsigned long long)n);
+    TRY(read_exact(*fd, prefix, sizeof prefix, rj));
+    TRY(check_prefix(prefix, key, rj));
+    if (n > CACHE_MAX_ENTRY_BYTES)
+        return rejected(rj, "%llu bytes, over the limit of %llu bytes per entry",
+                        (unsigned long long)n, (unsigned long long)CACHE_MAX_ENTRY_BYTES);
+    if (!(buf = mem_alloc((size_t)n)))
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "plan cache: %llu bytes of %s", (unsigned long long)n,
+                  name);
+    memcpy(buf, prefix, sizeof prefix);
+    TRY(read_exact(*fd, buf + sizeof prefix, (size_t)n - sizeof prefix, rj));
+    *out = buf, *size = (size_t)n;
+    buf = NULL;
 fail:
-    close(fd);
     mem_free(buf);
     return status;
 }
@@ -539,20 +703,29 @@ fail:
 spf_status cache_load(const char *dir, const cache_key *key, cache_entry *out, int *found)
 {
     spf_status status = SPF_OK;
-    char path[4096];
+    char path[4096], name[NAME_BYTES];
     unsigned char *buf = NULL;
     size_t size = 0;
     reject rj = {""};
-    int absent = 0;
+    int absent = 0, dfd = -1, fd = -1;
     CHECK_ARG(out != NULL && found != NULL);
     memset(out, 0, sizeof *out);
     *found = 0;
     CHECK_ARG(dir != NULL && key != NULL);
     TRY(cache_entry_path(dir, key, path, sizeof path));
-    TRY(read_file(path, &buf, &size, &rj, &absent));
-    TRY(decode(buf, size, key, out, &rj));
+    entry_name(key, name);
+    TRY(open_dir(dir, &dfd, &absent, &rj));
+    TRY(read_entry(dfd, name, key, &fd, &buf, &size, &rj, &absent));
+    TRY(decode(buf, size, out, &rj));
+    /* A hit is a use: the eviction goes by mtime, as atime is often not
+     * kept (noatime, relatime). A failure only makes the entry look older. */
+    (void)futimens(fd, NULL);
     *found = 1;
 fail:
+    if (fd >= 0)
+        close(fd);
+    if (dfd >= 0)
+        close(dfd);
     mem_free(buf);
     if (status == SPF_ERR_PARSE) {
         if (!absent)

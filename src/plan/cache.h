@@ -8,11 +8,45 @@
  *
  * One file per key, named by the XXH64 of the key (16 hex digits +
  * ".plan"), under $SPFORGE_CACHE_DIR, else $HOME/.cache/spforge. Files are
- * written whole to a temporary file in the same folder and renamed into
- * place, so a reader sees either the old entry or the new one. Every file
- * carries the full key and an XXH64 trailer: a file that is truncated,
- * corrupt, of another format version or of another key (a file-name
- * collision) is ignored with a warning and rebuilt, never trusted.
+ * written whole (core/file.h's file_replace, mode 0600) to a temporary file
+ * in the same folder and renamed into place, so a reader sees either the
+ * old entry or the new one. Every file carries the full key and an XXH64
+ * trailer: a file that is truncated, corrupt, of another format version or
+ * of another key (a file-name collision) is ignored with a warning and
+ * rebuilt, never trusted.
+ *
+ * Threat model. An entry is GPU code that runs in the caller's process, so
+ * the folder is a trust boundary. Trusted: the user the process runs as
+ * (geteuid()), who owns the folder. A load or store uses the folder only if
+ *   - its path's last component is not a symbolic link (opened O_DIRECTORY |
+ *     O_NOFOLLOW; every entry is then opened relative to that descriptor,
+ *     so a folder swapped after the check is not the one used),
+ *   - it is owned by this user and writable by neither group nor others;
+ * and an entry only if it is a regular file (opened non-blocking and
+ * O_NOFOLLOW, so a FIFO, folder or link at its name is refused at once
+ * instead of hanging or redirecting the load), owned by this user and
+ * writable by neither group nor others. Anything else is a warning naming
+ * the path and the reason and a rebuild; a store into a refused folder is
+ * skipped with the same warning. The folders store creates are 0700, and
+ * nothing is changed on a folder it did not create. A file is read in two
+ * steps: the fixed prefix (magic, version, key size, key) and, only once it
+ * matches and the file is within CACHE_MAX_ENTRY_BYTES, the rest, so a
+ * huge or hostile file costs a small read, not its size in memory.
+ * Not defended: the same user's other processes (they can write the folder
+ * legitimately, and could as well change the program itself), root, a
+ * folder above the cache folder being swapped by someone who may write it
+ * (only the last component is opened without following links; the owner
+ * check still refuses a folder the attacker created), and a cubin that is
+ * well-formed but malicious written by the trusted user.
+ *
+ * Size. The entries together are kept under $SPFORGE_CACHE_MAX_BYTES
+ * (a positive decimal number of bytes; default CACHE_DEFAULT_MAX_BYTES):
+ * before writing, a store removes the least recently used entries (by
+ * mtime: set when stored and by each hit, since atime is often not kept)
+ * until the others and the new one fit; an entry larger than the limit is
+ * not stored. The limit holds after each store, give or take stores of
+ * other processes running at the same time. A store also removes the
+ * temporary files of stores interrupted more than CACHE_STALE_TEMP_S ago.
  *
  * File layout, every integer little-endian, doubles as their IEEE-754 bit
  * patterns in a little-endian u64:
@@ -51,6 +85,22 @@
  * is part of the key too, so entries of an older format get other file
  * names and are simply not found. */
 #define CACHE_FORMAT_VERSION 3u
+
+/* The largest entry file loaded or stored. Unrolled kernels carry their
+ * values as immediates, so the cubin grows with the nonzeros: the largest
+ * tuned so far (BERT 3072x768 at 0.9 sparsity, 236 544 nonzeros) generated
+ * 45 MB of PTX, and its cubin is smaller. 256 MiB leaves over 5x margin
+ * while bounding what a damaged file can make a load allocate. */
+#define CACHE_MAX_ENTRY_BYTES ((uint64_t)256 << 20)
+
+/* The default of SPFORGE_CACHE_MAX_BYTES: the total of the entries in a
+ * folder. 2 GiB holds dozens of the largest kernels, thousands of usual ones. */
+#define CACHE_DEFAULT_MAX_BYTES ((uint64_t)2 << 30)
+
+/* A temporary file of a store older than this (seconds) belongs to a store
+ * that was interrupted (a store takes well under a second); younger ones
+ * may be another process's store in progress. */
+#define CACHE_STALE_TEMP_S 3600
 
 typedef struct cache_key {
     uint32_t format_version;
@@ -109,21 +159,27 @@ spf_status cache_dir_default(char *buf, size_t cap);
 spf_status cache_entry_path(const char *dir, const cache_key *key, char *buf, size_t cap);
 
 /* Write e under key into dir, creating dir (and its parents) with mode
- * 0700 if missing: a temporary file in dir, written, fsync'ed, renamed over
- * any older entry; removed on any failure. SPF_ERR_IO / _OUT_OF_MEMORY /
- * _INVALID_ARGUMENT with a detail; a caller treats a failure as "not
- * cached", not as a failed plan. */
+ * 0700 if missing: stale temporary files removed and entries evicted as
+ * the size limit requires, then a temporary file in dir, written,
+ * fsync'ed, renamed over any older entry; removed on any failure.
+ * SPF_ERR_IO (also for a folder refused by the trust rules above),
+ * _UNSUPPORTED (an entry over CACHE_MAX_ENTRY_BYTES or the cache's limit),
+ * _OUT_OF_MEMORY, _INVALID_ARGUMENT, with a detail naming the path and the
+ * reason; a caller treats a failure as "not cached", not as a failed plan. */
 spf_status cache_store(const char *dir, const cache_key *key, const cache_entry *e);
 
 /* The trailer: XXH64 (with the cache's own seed) of a file's bytes before
  * it. Tests use it to craft files whose only fault is a field. */
 uint64_t cache_checksum(const void *data, size_t size);
 
-/* Look key up in dir. SPF_OK with *found = 1 and *out filled (owned), or
- * SPF_OK with *found = 0 and *out zeroed on a miss: no file, or a file that
- * cannot be read or is truncated, corrupt, of another format or of another
- * key — those are logged at WARN with the file and the reason. Errors are
- * invalid arguments and SPF_ERR_OUT_OF_MEMORY only. */
+/* Look key up in dir. SPF_OK with *found = 1 and *out filled (owned), the
+ * entry's mtime set to now (it was used); or SPF_OK with *found = 0 and
+ * *out zeroed on a miss: no folder or no file (quiet), or a folder or file
+ * refused by the trust rules above, one that cannot be read or is over
+ * CACHE_MAX_ENTRY_BYTES, truncated, corrupt, of another format or of
+ * another key — those are logged at WARN with the path and the reason.
+ * Never blocks on a FIFO. Errors are invalid arguments and
+ * SPF_ERR_OUT_OF_MEMORY only. */
 spf_status cache_load(const char *dir, const cache_key *key, cache_entry *out, int *found);
 
 #endif
