@@ -472,10 +472,13 @@ static spf_status open_dir(const char *dir, int *dfd, int *absent, reject *rj)
     snprintf(what, sizeof what, "the folder %s", dir);
     *dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (*dfd < 0) {
-        *absent = errno == ENOENT;
-        if (errno == ELOOP)
+        int err = errno;
+        struct stat link;
+        *absent = err == ENOENT;
+        /* Linux answers a link with ENOTDIR under O_DIRECTORY, others ELOOP */
+        if ((err == ENOTDIR || err == ELOOP) && lstat(dir, &link) == 0 && S_ISLNK(link.st_mode))
             return rejected(rj, "%s is a symbolic link", what);
-        return rejected(rj, "cannot open %s: %s", what, strerror(errno));
+        return rejected(rj, "cannot open %s: %s", what, strerror(err));
     }
     struct stat st;
     if (fstat(*dfd, &st) != 0)

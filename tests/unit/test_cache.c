@@ -1,7 +1,8 @@
 /* The plan cache's store (DESIGN.md decision 5), on the CPU: keys, round
  * trips, the 50 ms load budget of a second tune, and every way a file can
  * be damaged — each must be a miss with a warning, never a wrong plan or a
- * crash. */
+ * crash; the trust rules of cache.h (owner, modes, links, FIFOs, sizes),
+ * the removal of stale temporary files and the LRU eviction. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "test_util.h"
@@ -9,6 +10,8 @@
 #include "plan/cache.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -276,8 +279,16 @@ static void test_round_trip(void)
     CHECK(found == 0 && warnings == before);
 
     CHECK_OK(cache_store(dir, &k, &e));
+    /* every folder it created, and the entry, private to this user */
     struct stat st;
+    char created[1024], path[1024];
+    snprintf(created, sizeof created, "%s/deep", root);
+    CHECK(stat(created, &st) == 0 && (st.st_mode & 0777) == 0700);
+    snprintf(created, sizeof created, "%s/deep/er", root);
+    CHECK(stat(created, &st) == 0 && (st.st_mode & 0777) == 0700);
     CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
+    CHECK_OK(cache_entry_path(dir, &k, path, sizeof path));
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
     CHECK(count_files(dir) == 1);
 
     double best = 1e9;
@@ -514,6 +525,259 @@ static void test_allocation_failures(void)
     spf_matrix_free(a);
 }
 
+/* A hit that must come back whole. */
+static void expect_hit(const char *dir, const cache_key *k, const cache_entry *e, const char *what)
+{
+    cache_entry got;
+    int found = 0;
+    CHECK_OK(cache_load(dir, k, &got, &found));
+    CHECK_MSG(found == 1 && entries_equal(e, &got), "%s: not loaded", what);
+    cache_entry_release(&got);
+}
+
+/* A folder or an entry someone else could have written is never loaded
+ * (a warning naming it and why), and a store into such a folder is
+ * refused; so is a folder reached through a symbolic link. */
+static void test_trust(void)
+{
+    char dir[512], path[1024], link[512];
+    snprintf(dir, sizeof dir, "%s/trust", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90), k2 = key_of(a, 65, 90);
+    cache_entry e = sample_entry(300, 7);
+    CHECK_OK(cache_store(dir, &k, &e));
+    CHECK_OK(cache_entry_path(dir, &k, path, sizeof path));
+    expect_hit(dir, &k, &e, "trusted");
+
+    const mode_t folder_modes[] = {0777, 0770, 0702};
+    for (size_t i = 0; i < sizeof folder_modes / sizeof folder_modes[0]; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "folder of mode %04o", (unsigned)folder_modes[i]);
+        CHECK(chmod(dir, folder_modes[i]) == 0);
+        expect_miss(dir, &k, path, "writable by", what);
+        CHECK_MSG(strstr(last_warning, "the folder") != NULL, "%s: \"%s\"", what, last_warning);
+        CHECK_STATUS(cache_store(dir, &k2, &e), SPF_ERR_IO);
+        CHECK_DETAIL("writable by");
+        CHECK_MSG(count_files(dir) == 1, "%s: a store wrote into it", what);
+    }
+    CHECK(chmod(dir, 0700) == 0);
+    expect_hit(dir, &k, &e, "folder made private again");
+
+    CHECK(chmod(path, 0666) == 0);
+    expect_miss(dir, &k, path, "the entry is writable by others", "world-writable entry");
+    CHECK(chmod(path, 0620) == 0);
+    expect_miss(dir, &k, path, "the entry is writable by its group", "group-writable entry");
+    CHECK_OK(cache_store(dir, &k, &e)); /* the rebuild's store replaces it */
+    expect_hit(dir, &k, &e, "entry stored again");
+
+    /* another owner: root can simulate one */
+    if (geteuid() == 0) {
+        CHECK(chown(dir, 4242, (gid_t)-1) == 0);
+        expect_miss(dir, &k, path, "owned by uid 4242", "folder of another user");
+        CHECK_STATUS(cache_store(dir, &k2, &e), SPF_ERR_IO);
+        CHECK_DETAIL("owned by uid 4242");
+        CHECK(chown(dir, 0, (gid_t)-1) == 0);
+        CHECK(chown(path, 4242, (gid_t)-1) == 0);
+        expect_miss(dir, &k, path, "owned by uid 4242", "entry of another user");
+        CHECK(chown(path, 0, (gid_t)-1) == 0);
+        expect_hit(dir, &k, &e, "owned again");
+    } else {
+        printf("  (not root: the cases of another owner are skipped)\n");
+    }
+
+    /* the folder's path a symbolic link to a good folder */
+    char link_path[1024];
+    snprintf(link, sizeof link, "%s/trust-link", root);
+    CHECK(symlink(dir, link) == 0);
+    CHECK_OK(cache_entry_path(link, &k, link_path, sizeof link_path));
+    expect_miss(link, &k, link_path, "symbolic link", "linked folder");
+    CHECK_STATUS(cache_store(link, &k2, &e), SPF_ERR_IO);
+    CHECK_DETAIL("symbolic link");
+    CHECK(count_files(dir) == 1);
+    free(e.payload);
+    spf_matrix_free(a);
+}
+
+/* A FIFO, a folder or a symbolic link at an entry's name: a warned miss at
+ * once (a blocking open of the FIFO would hang: main's alarm turns that
+ * into a failure), and a store over the folder fails cleanly. */
+static void test_special_files(void)
+{
+    char dir[512], path[1024], elsewhere[1024];
+    snprintf(dir, sizeof dir, "%s/special", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90);
+    cache_entry e = sample_entry(300, 8);
+    CHECK_OK(cache_store(dir, &k, &e));
+    CHECK_OK(cache_entry_path(dir, &k, path, sizeof path));
+
+    CHECK(unlink(path) == 0 && mkfifo(path, 0600) == 0);
+    expect_miss(dir, &k, path, "FIFO", "FIFO");
+    CHECK_OK(cache_store(dir, &k, &e)); /* replaces the FIFO */
+    expect_hit(dir, &k, &e, "stored over the FIFO");
+
+    /* a link to a good entry of this key, kept elsewhere */
+    snprintf(elsewhere, sizeof elsewhere, "%s/elsewhere.plan", root);
+    CHECK(rename(path, elsewhere) == 0 && symlink(elsewhere, path) == 0);
+    expect_miss(dir, &k, path, "cannot open", "linked entry");
+    CHECK(unlink(path) == 0 && unlink(elsewhere) == 0);
+
+    CHECK(mkdir(path, 0700) == 0);
+    expect_miss(dir, &k, path, "folder", "folder");
+    CHECK_STATUS(cache_store(dir, &k, &e), SPF_ERR_IO);
+    CHECK_DETAIL("rename");
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+    CHECK(count_files(dir) == 1); /* no temporary file left */
+    CHECK(rmdir(path) == 0);
+    free(e.payload);
+    spf_matrix_free(a);
+}
+
+/* An allocator that refuses, and records, any request over 1 MiB. */
+static size_t largest_request;
+static void *small_alloc(size_t n, void *u)
+{
+    (void)u;
+    largest_request = n > largest_request ? n : largest_request;
+    return n > ((size_t)1 << 20) ? NULL : malloc(n ? n : 1);
+}
+static void *small_realloc(void *p, size_t n, void *u)
+{
+    (void)u;
+    largest_request = n > largest_request ? n : largest_request;
+    return n > ((size_t)1 << 20) ? NULL : realloc(p, n ? n : 1);
+}
+
+/* A file of several GB (sparse: no disk used) at an entry's name is refused
+ * after reading its fixed prefix, without allocating or reading its size:
+ * one with a valid prefix for its size, one of zeros for its magic. */
+static void test_oversize(void)
+{
+    char dir[512], path[1024];
+    snprintf(dir, sizeof dir, "%s/oversize", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90);
+    cache_entry e = sample_entry(300, 9);
+    spf_allocator small = {small_alloc, small_realloc, plain_free, NULL};
+    const off_t huge = (off_t)5 << 30;
+    CHECK_OK(cache_store(dir, &k, &e));
+    CHECK_OK(cache_entry_path(dir, &k, path, sizeof path));
+    for (int zeros = 0; zeros < 2; zeros++) {
+        if (zeros)
+            CHECK(truncate(path, 0) == 0);
+        CHECK(truncate(path, huge) == 0);
+        largest_request = 0;
+        spf_set_allocator(&small);
+        expect_miss(dir, &k, path, zeros ? "bad magic" : "over the limit",
+                    zeros ? "GB of zeros" : "GB with a valid prefix");
+        spf_set_allocator(NULL);
+        CHECK_MSG(largest_request < 4096, "a request of %zu bytes", largest_request);
+    }
+    CHECK(unlink(path) == 0);
+    free(e.payload);
+    spf_matrix_free(a);
+}
+
+/* Set path's mtime to `age` seconds before now. */
+static void age_file(const char *path, time_t age)
+{
+    struct timespec times[2] = {{time(NULL) - age, 0}, {time(NULL) - age, 0}};
+    CHECK_MSG(utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW) == 0, "utimensat %s", path);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+/* A store removes the temporary files of stores interrupted long ago, and
+ * nothing else. */
+static void test_stale_temps(void)
+{
+    char dir[512], stale[1024], fresh[1024], other[1024];
+    snprintf(dir, sizeof dir, "%s/stale", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k = key_of(a, 64, 90);
+    cache_entry e = sample_entry(300, 10);
+    CHECK(mkdir(dir, 0700) == 0);
+    snprintf(stale, sizeof stale, "%s/.0123456789abcdef.00112233445566ff.tmp", dir);
+    snprintf(fresh, sizeof fresh, "%s/.0123456789abcdef.ffeeddccbbaa9900.tmp", dir);
+    snprintf(other, sizeof other, "%s/notes.tmp", dir);
+    file_spit(stale, (const unsigned char *)"half", 4);
+    file_spit(fresh, (const unsigned char *)"half", 4);
+    file_spit(other, (const unsigned char *)"mine", 4);
+    age_file(stale, CACHE_STALE_TEMP_S + 60);
+    age_file(fresh, CACHE_STALE_TEMP_S - 60);
+    age_file(other, 10 * CACHE_STALE_TEMP_S);
+    CHECK_OK(cache_store(dir, &k, &e));
+    CHECK_MSG(!file_exists(stale), "the stale temporary file is still there");
+    CHECK_MSG(file_exists(fresh), "a store in progress lost its temporary file");
+    CHECK_MSG(file_exists(other), "a file not of the cache was removed");
+    CHECK(count_files(dir) == 3);
+    free(e.payload);
+    spf_matrix_free(a);
+}
+
+/* SPFORGE_CACHE_MAX_BYTES: a store evicts the least recently used entries
+ * (a hit counts as a use) until the others and the new one fit; an entry
+ * over the limit is not stored; an invalid value is warned about. */
+static void test_eviction(void)
+{
+    char dir[512], path[6][1024], notes[1024], limit[32];
+    snprintf(dir, sizeof dir, "%s/lru", root);
+    spf_matrix *a = small_matrix(1.0f);
+    cache_key k[6];
+    cache_entry e = sample_entry(1000, 11), big = sample_entry(2000, 12);
+    for (int i = 0; i < 6; i++) {
+        k[i] = key_of(a, 64 + i, 90);
+        CHECK_OK(cache_entry_path(dir, &k[i], path[i], sizeof path[i]));
+    }
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(cache_store(dir, &k[i], &e));
+        age_file(path[i], 1000 - 100 * i); /* stored in the order 0, 1, 2, 3 */
+    }
+    snprintf(notes, sizeof notes, "%s/notes.txt", dir);
+    file_spit(notes, (const unsigned char *)"not an entry", 12);
+    age_file(notes, 5000);
+    struct stat st;
+    CHECK(stat(path[0], &st) == 0);
+    long long entry = (long long)st.st_size;
+    time_t before_use = st.st_mtime;
+    expect_hit(dir, &k[0], &e, "entry 0"); /* now the most recently used */
+    CHECK(stat(path[0], &st) == 0 && st.st_mtime > before_use);
+
+    snprintf(limit, sizeof limit, "%lld", 4 * entry);
+    CHECK(setenv("SPFORGE_CACHE_MAX_BYTES", limit, 1) == 0);
+    CHECK_OK(cache_store(dir, &k[4], &e)); /* 5 entries: one must go, 1 */
+    CHECK(file_exists(path[0]) && !file_exists(path[1]) && file_exists(path[2]) &&
+          file_exists(path[3]) && file_exists(path[4]));
+    age_file(path[4], 50);
+    CHECK_OK(cache_store(dir, &k[5], &big)); /* 1000 bytes more: 2 and 3 go */
+    CHECK(file_exists(path[0]) && !file_exists(path[2]) && !file_exists(path[3]) &&
+          file_exists(path[4]) && file_exists(path[5]));
+    CHECK(file_exists(notes));
+    expect_hit(dir, &k[5], &big, "the new entry");
+
+    /* larger than the whole cache: not stored, nothing evicted */
+    CHECK(setenv("SPFORGE_CACHE_MAX_BYTES", "100", 1) == 0);
+    CHECK_STATUS(cache_store(dir, &k[1], &e), SPF_ERR_UNSUPPORTED);
+    CHECK_DETAIL("SPFORGE_CACHE_MAX_BYTES");
+    CHECK(count_files(dir) == 4);
+
+    /* not a number: the default, with a warning */
+    int warned = warnings;
+    CHECK(setenv("SPFORGE_CACHE_MAX_BYTES", "2GB", 1) == 0);
+    CHECK_OK(cache_store(dir, &k[1], &e));
+    CHECK(warnings == warned + 1 && strstr(last_warning, "SPFORGE_CACHE_MAX_BYTES"));
+    CHECK(count_files(dir) == 5);
+    CHECK(unsetenv("SPFORGE_CACHE_MAX_BYTES") == 0);
+    free(e.payload);
+    free(big.payload);
+    spf_matrix_free(a);
+}
+
 static void test_arguments(void)
 {
     spf_matrix *a = small_matrix(1.0f);
@@ -530,8 +794,22 @@ static void test_arguments(void)
     spf_matrix_free(a);
 }
 
+/* A load that blocks (on a FIFO) fails the test instead of hanging it. */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAILED: timed out (a cache call blocked)\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(1);
+}
+
 int main(void)
 {
+    signal(SIGALRM, on_alarm);
+    alarm(300);
+    umask(022); /* files crafted here must not be group- or world-writable */
+    unsetenv("SPFORGE_CACHE_MAX_BYTES");
     snprintf(root, sizeof root, "%s/spf_cache_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(root)) {
         fprintf(stderr, "mkdtemp failed\n");
@@ -545,6 +823,11 @@ int main(void)
     test_damage();
     test_replace();
     test_allocation_failures();
+    test_trust();
+    test_special_files();
+    test_oversize();
+    test_stale_temps();
+    test_eviction();
     test_arguments();
     spf_set_log_callback(NULL, NULL);
     char cmd[512];
