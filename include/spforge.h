@@ -332,7 +332,14 @@ typedef struct spf_plan_options {
     int cache;                 /* look the plan up in, and store it to, the on-disk plan
                                   cache ($SPFORGE_CACHE_DIR, else ~/.cache/spforge;
                                   SPFORGE_CACHE_DIR=off turns it off for the process;
-                                  DESIGN.md decision 5) (default 1)                      */
+                                  DESIGN.md decision 5) (default 1). The folder holds
+                                  GPU code this process runs: it is used only if owned
+                                  by this user, writable by no one else and not a
+                                  symbolic link (otherwise a warning, and the plan is
+                                  built, not stored). Entries over 256 MiB are refused;
+                                  all together are kept under $SPFORGE_CACHE_MAX_BYTES
+                                  (bytes, default 2 GiB) by removing the least
+                                  recently used                                          */
 } spf_plan_options;
 
 SPF_API void spf_plan_options_init(spf_plan_options *options);

@@ -293,6 +293,30 @@ static void test_unwritable(void)
     spf_matrix_free(a);
 }
 
+/* A cache folder others may write (plan/cache.h's threat model): its
+ * entry, good as it is, is not loaded; the plan is built and correct, and
+ * the load and the skipped store both warn. Made private again, it hits. */
+static void test_untrusted(void)
+{
+    char dir[512], path[1024];
+    use_dir("untrusted", dir);
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 64, 96, 0.9, 35);
+    spf_plan_options o = options(SPF_STRATEGY_UNROLLED);
+    spf_plan_info info;
+    create_once("private folder", a, 64, &o, 0, &info);
+    entry_path(a, 64, &o, dir, path, sizeof path);
+    CHECK_MSG(file_exists(path), "no cache entry %s", path);
+    CHECK(chmod(dir, 0777) == 0);
+    int before = warnings;
+    create_once("world-writable folder", a, 64, &o, 0, &info);
+    CHECK_MSG(warnings == before + 2 && strstr(last_warning, "not stored") &&
+                  strstr(last_warning, "writable by others"),
+              "%d warnings, the last \"%s\"", warnings - before, last_warning);
+    CHECK(chmod(dir, 0700) == 0);
+    create_once("private again", a, 64, &o, 1, &info);
+    spf_matrix_free(a);
+}
+
 /* An exhaustively tuned plan (the tune the issue times): the second tune
  * loads it, with the tuning's counts and times, but no tuning log. */
 static void test_tuned(void)
@@ -343,6 +367,7 @@ int main(void)
     test_damaged(SPF_STRATEGY_UNROLLED, "damaged-unrolled");
     test_damaged(SPF_STRATEGY_GENERIC, "damaged-generic");
     test_unwritable();
+    test_untrusted();
     test_tuned();
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
