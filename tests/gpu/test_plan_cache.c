@@ -348,6 +348,7 @@ static void test_tuned(void)
 int main(void)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
+    umask(022); /* entries crafted here must not be group- or world-writable */
     spf_set_log_callback(print_log, NULL);
     spf_device_info dev;
     if (spf_device_query(0, &dev) != SPF_OK || !dev.available)
