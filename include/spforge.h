@@ -354,6 +354,9 @@ SPF_API spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_pla
  *   b:    device buffer, K×n row-major of the plan's dtype, caller-owned
  *   c:    device buffer, M×n row-major of the plan's dtype, caller-owned, overwritten
  *   bias: device buffer of M float32 (plans made with bias), else NULL
+ * c must not overlap b or bias (by their byte ranges above; the same
+ * buffer included): SPF_ERR_INVALID_ARGUMENT, since the product would read
+ * what it has already overwritten. b and bias may overlap each other.
  * Neither allocates nor synchronizes: the call can be captured in a CUDA
  * graph. For a CPU plan the three buffers are host buffers. */
 SPF_API spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const float *bias,
