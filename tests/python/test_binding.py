@@ -194,6 +194,23 @@ class PlanTests(unittest.TestCase):
         self.assertIs(info["available"], False)
         self.assertTrue(info["reason"])
 
+    def test_gpu_pointers_checked(self):
+        # Refused before any kernel runs, so fake addresses are safe here.
+        if not spforge.device_info()["available"]:
+            self.skipTest("no CUDA device")
+        with spforge.Matrix.generate(rows=8, cols=8, sparsity=0.5, seed=4) as a, \
+                spforge.Plan(a, 4, strategy="generic", cache=False) as plan:
+            address = 1 << 40
+            for kind, args in ((TypeError, (True, address)), (TypeError, (None, address)),
+                               (TypeError, (float(address), address)),
+                               (OverflowError, (address, 1 << 64)),
+                               (OverflowError, (-address, address))):
+                with self.subTest(args=args), self.assertRaises(kind):
+                    plan.execute(*args)
+            with self.assertRaises(spforge.Error) as ctx:  # C overlapping B
+                plan.execute(address, address + 4)
+            self.assertIn("overlaps b", ctx.exception.detail)
+
     def test_auto_plan_without_gpu_raises(self):
         if spforge.device_info()["available"]:
             self.skipTest("this machine has a CUDA device")
