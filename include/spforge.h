@@ -100,8 +100,9 @@ typedef enum spf_duplicates { SPF_DUPLICATES_REJECT = 0, SPF_DUPLICATES_SUM = 1 
 
 /* Build from CSR arrays (host, caller-owned, copied). values may be NULL for
  * a pattern (values are then drawn uniform in [-1, 1] from seed). The arrays
- * must satisfy the CSR invariants above; otherwise SPF_ERR_INVALID_MATRIX
- * with the first offending row named. */
+ * must satisfy the CSR invariants above and every value must be finite;
+ * otherwise SPF_ERR_INVALID_MATRIX with the first offending row named (and
+ * the column, for a NaN or infinite value). */
 SPF_API spf_status spf_matrix_create_csr(int64_t rows, int64_t cols, int64_t nnz,
                                          const int64_t *row_ptr,  /* rows + 1 */
                                          const int32_t *col_idx,  /* nnz      */
@@ -109,7 +110,9 @@ SPF_API spf_status spf_matrix_create_csr(int64_t rows, int64_t cols, int64_t nnz
                                          uint64_t seed, spf_matrix **out);
 
 /* Build from COO triplets (host, caller-owned, copied; any order). Indices
- * are 0-based. Duplicates are summed or rejected as asked. */
+ * are 0-based. Duplicates are summed or rejected as asked. A NaN or
+ * infinite value, or duplicates that sum to one, is SPF_ERR_INVALID_MATRIX
+ * naming the (row, column). */
 SPF_API spf_status spf_matrix_create_coo(int64_t rows, int64_t cols, int64_t nnz,
                                          const int32_t *row_idx, /* nnz */
                                          const int32_t *col_idx, /* nnz */
@@ -135,7 +138,9 @@ SPF_API const float *spf_matrix_values(const spf_matrix *a);
 SPF_API spf_status spf_matrix_to_coo(const spf_matrix *a, int32_t *row_idx, int32_t *col_idx,
                                      float *values);
 
-/* Re-check every CSR invariant (useful after editing values in place). */
+/* Re-check every CSR invariant, and that every value is finite (useful
+ * after editing values in place); SPF_ERR_INVALID_MATRIX naming the first
+ * offending row (and column, for a value). */
 SPF_API spf_status spf_matrix_validate(const spf_matrix *a);
 
 /* Pattern statistics. nnz per row: min / mean / max / coefficient of
@@ -356,6 +361,9 @@ SPF_API spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_pla
  *   b:    device buffer, K×n row-major of the plan's dtype, caller-owned
  *   c:    device buffer, M×n row-major of the plan's dtype, caller-owned, overwritten
  *   bias: device buffer of M float32 (plans made with bias), else NULL
+ * c must not overlap b or bias (by their byte ranges above; the same
+ * buffer included): SPF_ERR_INVALID_ARGUMENT, since the product would read
+ * what it has already overwritten. b and bias may overlap each other.
  * Neither allocates nor synchronizes: the call can be captured in a CUDA
  * graph. For a CPU plan the three buffers are host buffers. */
 SPF_API spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const float *bias,

@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,8 +50,19 @@ void spf_matrix_free(spf_matrix *a)
     mem_free(a);
 }
 
+/* NaN and infinities are refused at every door (the readers refuse them in
+ * files): one would poison every output row it touches without any error. */
+static spf_status finite_check(int64_t row, int32_t col, float value, const char *what)
+{
+    if (isfinite(value))
+        return SPF_OK;
+    return FAIL(SPF_ERR_INVALID_MATRIX, "row %lld, column %d: %s %s is not finite (NaN and "
+                "infinities are refused)", (long long)row, col, what,
+                isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf");
+}
+
 spf_status csr_check(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row_ptr,
-                     const int32_t *col_idx)
+                     const int32_t *col_idx, const float *values)
 {
     if (row_ptr[0] != 0)
         return FAIL(SPF_ERR_INVALID_MATRIX, "row_ptr[0] is %lld, expected 0", (long long)row_ptr[0]);
@@ -73,6 +85,9 @@ spf_status csr_check(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row
                             "before it (columns must be sorted and unique)", (long long)i,
                             (long long)j, c, c == col_idx[j - 1] ? "repeats" : "is below",
                             col_idx[j - 1]);
+            spf_status st = values ? finite_check(i, c, values[j], "value") : SPF_OK;
+            if (st != SPF_OK)
+                return st;
         }
     }
     return SPF_OK;
@@ -91,7 +106,7 @@ spf_status spf_matrix_create_csr(int64_t rows, int64_t cols, int64_t nnz, const 
     spf_status status = matrix_alloc(rows, cols, nnz, &a);
     if (status != SPF_OK)
         return status;
-    TRY(csr_check(rows, cols, nnz, row_ptr, col_idx));
+    TRY(csr_check(rows, cols, nnz, row_ptr, col_idx, values));
     memcpy(a->row_ptr, row_ptr, ((size_t)rows + 1) * sizeof *row_ptr);
     if (nnz)
         memcpy(a->col_idx, col_idx, (size_t)nnz * sizeof *col_idx);
@@ -151,6 +166,7 @@ spf_status spf_matrix_create_coo(int64_t rows, int64_t cols, int64_t nnz, const 
         if (row_idx[i] < 0 || row_idx[i] >= rows || col_idx[i] < 0 || col_idx[i] >= cols)
             FAIL_GOTO(SPF_ERR_INVALID_MATRIX, "entry %lld: (%d, %d) outside the %lld x %lld shape",
                       (long long)i, row_idx[i], col_idx[i], (long long)rows, (long long)cols);
+        TRY(finite_check(row_idx[i], col_idx[i], values[i], "value"));
         e[i] = (coo_entry){row_idx[i], col_idx[i], values[i], i};
     }
     if (nnz)
@@ -163,6 +179,7 @@ spf_status spf_matrix_create_coo(int64_t rows, int64_t cols, int64_t nnz, const 
                           "(duplicates are rejected; sum them with SPF_DUPLICATES_SUM)",
                           (long long)e[unique - 1].order, (long long)e[i].order, e[i].row, e[i].col);
             e[unique - 1].value += e[i].value;
+            TRY(finite_check(e[i].row, e[i].col, e[unique - 1].value, "the sum of duplicates"));
         } else {
             e[unique++] = e[i];
         }
@@ -234,5 +251,5 @@ spf_status spf_matrix_validate(const spf_matrix *a)
 {
     error_clear();
     CHECK_ARG(a);
-    return csr_check(a->rows, a->cols, a->nnz, a->row_ptr, a->col_idx);
+    return csr_check(a->rows, a->cols, a->nnz, a->row_ptr, a->col_idx, a->values);
 }

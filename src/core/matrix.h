@@ -16,9 +16,10 @@ struct spf_matrix {
  * limits (rows, cols <= INT32_MAX, nnz <= rows * cols). */
 spf_status matrix_alloc(int64_t rows, int64_t cols, int64_t nnz, spf_matrix **out);
 
-/* Check the CSR invariants of raw arrays; the message names the first
- * offending row and entry. */
+/* Check the CSR invariants of raw arrays, and that every value is finite
+ * (values may be NULL: pattern only); the message names the first
+ * offending row and entry (row and column for a value). */
 spf_status csr_check(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row_ptr,
-                     const int32_t *col_idx);
+                     const int32_t *col_idx, const float *values);
 
 #endif

@@ -1,7 +1,10 @@
 """Tests of the ctypes binding (python/spforge) against libspforge ($SPF_LIB)
 and the CLI ($SPF_CLI). Plain unittest; exits 77 (ctest: skipped) only when
 the library cannot be loaded. The mirrored structs are checked through round
-trips: stats equal to the CLI's --json, options that build a working plan."""
+trips: stats equal to the CLI's --json, options that build a working plan.
+The boundary tests pass wrong arguments of every kind and expect the
+documented exception; those with numpy arrays skip (and say so in the
+summary) where numpy is not installed."""
 
 import array
 import json
@@ -16,6 +19,11 @@ SOURCE_DIR = os.environ.get("SPF_SOURCE_DIR", os.path.dirname(os.path.dirname(HE
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import spforge  # noqa: E402
+
+try:
+    import numpy
+except ImportError:  # the binding works without it; its tests skip, visibly
+    numpy = None
 
 CORPUS = os.path.join(SOURCE_DIR, "tests", "corpus")
 
@@ -186,6 +194,23 @@ class PlanTests(unittest.TestCase):
         self.assertIs(info["available"], False)
         self.assertTrue(info["reason"])
 
+    def test_gpu_pointers_checked(self):
+        # Refused before any kernel runs, so fake addresses are safe here.
+        if not spforge.device_info()["available"]:
+            self.skipTest("no CUDA device")
+        with spforge.Matrix.generate(rows=8, cols=8, sparsity=0.5, seed=4) as a, \
+                spforge.Plan(a, 4, strategy="generic", cache=False) as plan:
+            address = 1 << 40
+            for kind, args in ((TypeError, (True, address)), (TypeError, (None, address)),
+                               (TypeError, (float(address), address)),
+                               (OverflowError, (address, 1 << 64)),
+                               (OverflowError, (-address, address))):
+                with self.subTest(args=args), self.assertRaises(kind):
+                    plan.execute(*args)
+            with self.assertRaises(spforge.Error) as ctx:  # C overlapping B
+                plan.execute(address, address + 4)
+            self.assertIn("overlaps b", ctx.exception.detail)
+
     def test_auto_plan_without_gpu_raises(self):
         if spforge.device_info()["available"]:
             self.skipTest("this machine has a CUDA device")
@@ -198,6 +223,212 @@ class PlanTests(unittest.TestCase):
         self.assertRegex(ctx.exception.detail, "no CUDA|without CUDA")
 
 
+def shaped(values, typecode, shape):
+    """A C-contiguous memoryview of the given shape over a copy of values
+    (a 2-D buffer without numpy)."""
+    return memoryview(array.array(typecode, values)).cast("B").cast(typecode, shape)
+
+
+class BoundaryTests(unittest.TestCase):
+    """Every argument is checked before ctypes converts it: before these
+    checks each case below returned a wrong result (or an unrelated error)."""
+
+    def setUp(self):
+        self.m, self.k, self.n = 4, 6, 3
+        self.a = spforge.Matrix.generate(rows=self.m, cols=self.k, sparsity=0.5, seed=2)
+        self.b = random_floats(self.k * self.n, 1)
+
+    def tearDown(self):
+        self.a.close()
+
+    def test_integers_beyond_their_c_type(self):
+        a, b, n = self.a, self.b, self.n
+        cases = [  # ctypes wrapped each of these into a valid, different value
+            ("rows", lambda: spforge.Matrix.generate(rows=2 ** 64 + 5, cols=4)),
+            ("seed", lambda: spforge.Matrix.generate(rows=4, cols=4, seed=-1)),
+            ("seed", lambda: spforge.Matrix.generate(rows=4, cols=4, seed=2 ** 64)),
+            ("n", lambda: spforge.Matrix.generate(kind="vnm", rows=8, cols=8, n=2 ** 32 + 2, m=4)),
+            ("cols", lambda: spforge.Matrix.from_csr(1, 2 ** 64 + 2, [0, 1], [0], [1.0])),
+            ("seed", lambda: spforge.Matrix.from_csr(1, 2, [0, 1], [0], None, seed=2 ** 64 + 1)),
+            ("seed", lambda: spforge.Matrix.read(os.path.join(CORPUS, "good.smtx"), seed=-1)),
+            ("threads", lambda: spforge.reference_spmm(a, b, n, threads=2 ** 32 + 1)),
+            ("device", lambda: spforge.device_info(2 ** 32)),
+            ("device", lambda: spforge.Plan(a, n, strategy="cpu", device=2 ** 32)),
+            ("host_threads", lambda: spforge.Plan(a, n, strategy="cpu", host_threads=2 ** 32 + 1)),
+            ("search_top_k", lambda: spforge.Plan(a, n, strategy="cpu", search_top_k=2 ** 32 + 1)),
+            ("n", lambda: spforge.Plan(a, 2 ** 64 + n, strategy="cpu")),
+            ("config['m1']", lambda: spforge.Plan(a, 64, config={
+                "m1": 2 ** 32 + 8, "n1": 64, "v": 1, "prefetch": 2, "ksplit": 1})),
+        ]
+        for what, call in cases:
+            with self.subTest(what=what), self.assertRaises(OverflowError) as ctx:
+                call()
+            self.assertIn(what, str(ctx.exception))
+        with spforge.Plan(a, n, strategy="cpu") as plan, self.assertRaises(OverflowError):
+            plan.execute(b, array.array("f", bytes(4 * self.m * n)), stream=2 ** 64)
+        # The edges of the ranges pass.
+        spforge.Matrix.generate(rows=4, cols=4, seed=2 ** 64 - 1).close()
+
+    def test_bools_floats_and_strings_for_numbers(self):
+        a, b, n = self.a, self.b, self.n
+        type_errors = [  # True became 1, "no" became True
+            ("rows", lambda: spforge.Matrix.generate(rows=True, cols=4)),
+            ("n", lambda: spforge.reference_spmm(a, b, True)),
+            ("seed", lambda: spforge.Matrix.from_csr(1, 2, [0, 1], [0], seed=False)),
+            ("relu", lambda: spforge.reference_spmm(a, b, n, relu="no")),
+            ("sparsity", lambda: spforge.Matrix.generate(rows=4, cols=4, sparsity="0.5")),
+            ("rows", lambda: spforge.Matrix.generate(rows=4.5, cols=4)),
+            ("verify", lambda: spforge.Plan(a, n, strategy="cpu", verify=None)),
+        ]
+        for what, call in type_errors:
+            with self.subTest(what=what), self.assertRaises(TypeError) as ctx:
+                call()
+            self.assertIn(what, str(ctx.exception))
+        with self.assertRaises(ValueError):  # relu=2 is not a bool
+            spforge.reference_spmm(a, b, n, relu=2)
+        with self.assertRaises(ValueError):
+            spforge.Plan(a, n, strategy="cpu", config={"m1": 8})
+        self.assertEqual(spforge.reference_spmm(a, b, n, relu=1),
+                         spforge.reference_spmm(a, b, n, relu=True))
+
+    def test_shapes_and_lengths_exactly(self):
+        a, m, k, n = self.a, self.m, self.k, self.n
+        with self.assertRaises(ValueError) as ctx:  # B given N×K: was read as if K×N
+            spforge.reference_spmm(a, shaped(self.b, "f", (n, k)), n)
+        self.assertIn("(6, 3)", str(ctx.exception))
+        with self.assertRaises(ValueError):  # a flat buffer one element short
+            spforge.reference_spmm(a, self.b[1:], n)
+        with self.assertRaises(ValueError):  # bias M×1 is not M
+            spforge.reference_spmm(a, self.b, n, bias=shaped([1.0] * m, "f", (m, 1)))
+        got = spforge.reference_spmm(a, shaped(self.b, "f", (k, n)), n)
+        self.assertEqual(got, spforge.reference_spmm(a, self.b, n))
+        with spforge.Plan(a, n, strategy="cpu") as plan:
+            with self.assertRaises(ValueError):  # C given N×M
+                plan.execute(self.b, shaped([0.0] * (m * n), "f", (n, m)))
+            c = shaped([0.0] * (m * n), "f", (m, n))
+            plan.execute(self.b, c)
+            self.assertLessEqual(spforge.relative_error(c, spforge.reference_spmm(
+                a, self.b, n, accumulate="f64")), 1e-6)
+        with self.assertRaises(ValueError):
+            spforge.relative_error(shaped([1.0] * 6, "f", (2, 3)), shaped([1.0] * 6, "d", (3, 2)))
+        with self.assertRaises(ValueError):  # row_ptr 2-D
+            spforge.Matrix.from_csr(1, 2, shaped([0, 1], "q", (1, 2)), [0])
+
+    def test_nul_in_paths(self):
+        folder = os.environ.get("SPF_BUILD_DIR", "/tmp")
+        path = os.path.join(folder, "python_nul_%d.mtx" % os.getpid())
+        for call in (lambda: self.a.write(path + "\0.tmp"),
+                     lambda: spforge.Matrix.read(os.path.join(CORPUS, "good_general.mtx") + "\0x"),
+                     lambda: spforge.Matrix.read(os.path.join(CORPUS, "good.smtx"),
+                                                 values_path=path + "\0.npy")):
+            with self.assertRaises(ValueError) as ctx:
+                call()
+            self.assertIn("NUL", str(ctx.exception))
+        self.assertFalse(os.path.exists(path))  # nothing written at the cut name
+
+    def test_output_sharing_memory_with_an_input(self):
+        m, k, n = self.m, self.k, self.n
+        buf = array.array("f", random_floats(64, 3))
+        view = memoryview(buf)
+        before = buf.tobytes()
+        with spforge.Plan(self.a, n, strategy="cpu", bias=True) as plan:
+            cases = [(view[:k * n], view[:m * n], view[40:40 + m]),  # the same memory
+                     (view[:k * n], view[k * n - 1:k * n - 1 + m * n], view[40:40 + m]),
+                     (view[20:20 + k * n], view[:m * n], view[m * n - 1:m * n - 1 + m])]
+            for b, c, bias in cases:
+                with self.assertRaises(ValueError) as ctx:
+                    plan.execute(b, c, bias=bias)
+                self.assertIn("shares memory", str(ctx.exception))
+            self.assertEqual(buf.tobytes(), before)
+            plan.execute(view[:k * n], view[k * n:k * n + m * n], bias=view[:m])  # apart
+            # The library refuses it too, for callers that bypass the binding.
+            address = buf.buffer_info()[0]
+            status = spforge.lib().spf_plan_execute(plan._ptr(), address, address + 4, address,
+                                                    None)
+            self.assertEqual(status, -1)
+            self.assertIn("overlaps b", spforge.lib().spf_last_error().decode())
+
+    def test_non_finite_values(self):
+        for value, name in ((float("nan"), "NaN"), (float("inf"), "inf"), (-float("inf"), "-inf")):
+            with self.subTest(value=name), self.assertRaises(spforge.Error) as ctx:
+                spforge.Matrix.from_csr(2, 3, [0, 1, 3], [2, 0, 1], [1.0, 2.0, value])
+            self.assertEqual(ctx.exception.status, -7)
+            self.assertIn("row 1, column 1: value %s" % name, ctx.exception.detail)
+
+    def test_strided_buffers(self):
+        m, k, n = self.m, self.k, self.n
+        strided = memoryview(array.array("f", [1.0] * (2 * k * n)))[::2]
+        with self.assertRaises(ValueError) as ctx:
+            spforge.reference_spmm(self.a, strided, n)
+        self.assertIn("C-contiguous", str(ctx.exception))
+        with spforge.Plan(self.a, n, strategy="cpu") as plan, self.assertRaises(ValueError):
+            plan.execute(self.b, memoryview(array.array("f", [0.0] * (2 * m * n)))[::2])
+
+    def test_element_types_and_none(self):
+        a, b, n = self.a, self.b, self.n
+        with spforge.Plan(a, n, strategy="cpu") as plan:
+            c = array.array("f", bytes(4 * self.m * n))
+            cases = [lambda: spforge.reference_spmm(a, array.array("d", b), n),  # was converted
+                     lambda: spforge.reference_spmm(a, array.array("i", [1] * len(b)), n),
+                     lambda: spforge.reference_spmm(a, None, n),  # was spforge.Error
+                     lambda: plan.execute(None, c),
+                     lambda: plan.execute(b, array.array("d", bytes(8 * self.m * n))),
+                     lambda: spforge.Matrix.from_csr(1, 2, [0, 1], array.array("q", [0])),
+                     lambda: spforge.Matrix.from_csr(1, 2, [0, 1], [0], bytes(4)),
+                     lambda: spforge.Matrix.from_csr(1, 2, [0, 1], None),
+                     lambda: spforge.reference_spmm(None, b, n)]
+            for i, call in enumerate(cases):
+                with self.subTest(case=i), self.assertRaises(TypeError):
+                    call()
+        with self.assertRaises(OverflowError):  # a sequence element beyond int32
+            spforge.Matrix.from_csr(1, 2, [0, 1], [2 ** 32 + 1])
+
+
+@unittest.skipIf(numpy is None, "numpy is not installed")
+class NumpyBoundaryTests(unittest.TestCase):
+    def setUp(self):
+        self.m, self.k, self.n = 5, 7, 3
+        self.a = spforge.Matrix.generate(rows=self.m, cols=self.k, sparsity=0.4, seed=8)
+        self.b = numpy.asarray(random_floats(self.k * self.n, 4)).reshape(self.k, self.n)
+
+    def tearDown(self):
+        self.a.close()
+
+    def test_arrays_in_place(self):
+        want = spforge.reference_spmm(self.a, self.b, self.n, accumulate="f64")
+        with spforge.Plan(self.a, numpy.int64(self.n), strategy="cpu",
+                          relu=numpy.bool_(False)) as plan:
+            c = numpy.full((self.m, self.n), numpy.nan, numpy.float32)
+            plan.execute(self.b, c)
+            self.assertLessEqual(spforge.relative_error(c, want), 1e-6)
+
+    def test_wrong_arrays_raise(self):
+        m, k, n, a, b = self.m, self.k, self.n, self.a, self.b
+        wide = numpy.zeros((k, 2 * n), numpy.float32)
+        cases = [(ValueError, lambda: spforge.reference_spmm(a, b.T.copy(), n)),  # N×K
+                 (ValueError, lambda: spforge.reference_spmm(a, wide[:, :n], n)),  # strided
+                 (ValueError, lambda: spforge.reference_spmm(a, numpy.asfortranarray(b), n)),
+                 (TypeError, lambda: spforge.reference_spmm(a, b.astype(numpy.float64), n)),
+                 (TypeError, lambda: spforge.reference_spmm(a, b.astype(">f4"), n)),
+                 (TypeError, lambda: spforge.reference_spmm(a, b.astype(numpy.float16), n)),
+                 (TypeError, lambda: spforge.Matrix.from_csr(1, 2, numpy.array([0, 1], numpy.int32),
+                                                             [0])),
+                 (ValueError, lambda: spforge.relative_error(numpy.zeros((2, 3), numpy.float32),
+                                                             numpy.zeros((3, 2))))]
+        for i, (kind, call) in enumerate(cases):
+            with self.subTest(case=i), self.assertRaises(kind):
+                call()
+        with spforge.Plan(a, n, strategy="cpu") as plan:
+            c = numpy.zeros((m, 2 * n), numpy.float32)
+            with self.assertRaises(ValueError):  # a strided output is never copied
+                plan.execute(b, c[:, :n])
+            with self.assertRaises(TypeError):
+                plan.execute(b, numpy.zeros((m, n)))
+            shared = numpy.zeros(k * n + m * n, numpy.float32)
+            with self.assertRaises(ValueError):  # C overlapping B
+                plan.execute(shared[:k * n], shared[k * n - 1:k * n - 1 + m * n])
+
+
 def main():
     try:
         spforge.version()
@@ -207,7 +438,9 @@ def main():
     result = unittest.TextTestRunner(verbosity=2).run(
         unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]))
     failed = len(result.failures) + len(result.errors)
-    print("%d passed, %d failed" % (result.testsRun - failed - len(result.skipped), failed))
+    print("%d passed, %d failed, %d skipped%s"
+          % (result.testsRun - failed - len(result.skipped), failed, len(result.skipped),
+             "".join("\n  skipped %s: %s" % (test.id(), why) for test, why in result.skipped)))
     return 0 if result.wasSuccessful() else 1
 
 

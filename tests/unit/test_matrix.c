@@ -1,6 +1,10 @@
 /* spf_matrix construction, COO conversion, validation and the error paths. */
 #include "check.h"
 
+#include "core/matrix.h"
+
+#include <math.h>
+
 static void test_csr_roundtrip(void)
 {
     const int64_t rp[] = {0, 2, 2, 3};
@@ -80,6 +84,40 @@ static void test_random_values_seeded(void)
     spf_matrix_free(b);
 }
 
+/* NaN and infinities are refused by both constructors, by validate after
+ * an edit in place, and when summed duplicates overflow; the detail names
+ * the (row, column). */
+static void test_non_finite_values(void)
+{
+    const int64_t rp[] = {0, 1, 3};
+    const int32_t ci[] = {2, 0, 1};
+    const float bad[][3] = {{1.0f, NAN, 2.0f}, {1.0f, 2.0f, INFINITY}, {-INFINITY, 1.0f, 2.0f}};
+    const char *detail[] = {"row 1, column 0: value NaN", "row 1, column 1: value inf",
+                            "row 0, column 2: value -inf"};
+    spf_matrix *a = (spf_matrix *)1;
+    for (int t = 0; t < 3; t++) {
+        CHECK_STATUS(spf_matrix_create_csr(2, 3, 3, rp, ci, bad[t], 0, &a), SPF_ERR_INVALID_MATRIX);
+        CHECK(a == NULL);
+        CHECK_DETAIL(detail[t]);
+    }
+    const int32_t r[] = {1, 1, 0};
+    CHECK_STATUS(spf_matrix_create_coo(2, 3, 3, r, ci, bad[0], SPF_DUPLICATES_SUM, 0, &a),
+                 SPF_ERR_INVALID_MATRIX);
+    CHECK_DETAIL("row 1, column 0: value NaN");
+    const int32_t same_r[] = {0, 0}, same_c[] = {1, 1};
+    const float huge[] = {3e38f, 3e38f};
+    CHECK_STATUS(spf_matrix_create_coo(1, 2, 2, same_r, same_c, huge, SPF_DUPLICATES_SUM, 0, &a),
+                 SPF_ERR_INVALID_MATRIX);
+    CHECK_DETAIL("row 0, column 1: the sum of duplicates inf");
+
+    const float good[] = {1.0f, 2.0f, 3.0f};
+    CHECK_OK(spf_matrix_create_csr(2, 3, 3, rp, ci, good, 0, &a));
+    a->values[1] = NAN;
+    CHECK_STATUS(spf_matrix_validate(a), SPF_ERR_INVALID_MATRIX);
+    CHECK_DETAIL("row 1, column 0: value NaN");
+    spf_matrix_free(a);
+}
+
 /* Every allocation failure point returns OUT_OF_MEMORY, never crashes. */
 static void test_allocation_failures(void)
 {
@@ -105,6 +143,7 @@ int main(void)
     test_csr_rejects();
     test_coo_duplicates();
     test_random_values_seeded();
+    test_non_finite_values();
     test_allocation_failures();
     return check_report();
 }

@@ -82,6 +82,46 @@ static void test_cpu_plan(void)
     spf_matrix_free(a);
 }
 
+/* C overlapping B or bias (the same buffer, or a byte in common) is refused
+ * before anything is written; adjacent buffers, and B overlapping bias, run. */
+static void test_overlapping_buffers(void)
+{
+    const int64_t m = 5, k = 7, n = 3; /* b: 21 floats, c: 15, bias: 5 */
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, m, k, 0.5, 13);
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    o.strategy = SPF_STRATEGY_CPU;
+    o.bias = 1;
+    o.host_threads = 1;
+    spf_plan *p = NULL;
+    CHECK_OK(spf_plan_create(a, n, &o, &p));
+    float buf[64];
+    spf_fill_uniform(buf, 64, 3);
+    float before[64];
+    memcpy(before, buf, sizeof buf);
+    float *other = buf + 40;
+    struct {
+        const float *b, *bias;
+        float *c;
+        const char *detail;
+    } refused[] = {{buf, other, buf, "overlaps b"},        /* the same buffer       */
+                   {buf, other, buf + 20, "overlaps b"},   /* c's first float is b's last */
+                   {buf + 14, other, buf, "overlaps b"},   /* c's last float is b's first */
+                   {buf + 20, buf + 4, buf, "overlaps bias"},
+                   {buf + 20, buf + 14, buf, "overlaps bias"}};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        CHECK_STATUS(spf_plan_execute(p, refused[i].b, refused[i].c, refused[i].bias, NULL),
+                     SPF_ERR_INVALID_ARGUMENT);
+        CHECK_DETAIL(refused[i].detail);
+    }
+    CHECK(memcmp(buf, before, sizeof buf) == 0); /* nothing written */
+    CHECK_OK(spf_plan_execute(p, buf, buf + 21, buf + 36, NULL));  /* adjacent */
+    CHECK_OK(spf_plan_execute(p, buf + 21, buf + 6, buf + 1, NULL)); /* c just before b */
+    CHECK_OK(spf_plan_execute(p, buf + 24, buf, buf + 25, NULL));  /* b and bias overlap */
+    spf_plan_free(p);
+    spf_matrix_free(a);
+}
+
 /* GPU strategies without a device: SPF_ERR_NO_DEVICE naming the way out. */
 static void test_no_device(void)
 {
@@ -258,6 +298,7 @@ int main(void)
 {
     test_options_init();
     test_cpu_plan();
+    test_overlapping_buffers();
     test_no_device();
     test_bad_options();
     test_alloc_failures();
