@@ -75,7 +75,7 @@ static spf_status dict_fail(dict_cursor *c, const char *what)
     size_t end = c->len;
     while (end > c->pos && c->text[end - 1] == ' ')
         end--; /* the header's padding */
-    for (size_t i = c->pos; i < end && i < c->pos + 20; i++)
+    for (size_t i = c->pos; i < end && i <= c->pos + TOKEN_SHOWN; i++)
         token_push(&next, c->text[i]);
     char shown[TOKEN_QUOTED_CAP];
     return fail_at(c->path, byte, SPF_ERR_PARSE, "expected %s, got %s", what,
