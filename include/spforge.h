@@ -174,12 +174,30 @@ typedef struct spf_read_options {
                                   order, used instead of random values; or NULL      */
     double npy_sparsity;       /* .npy only: < 0 keeps every nonzero (default -1);
                                   in [0, 1) prunes by magnitude to that sparsity     */
+    int64_t max_bytes;         /* the most host memory one read may allocate (bytes):
+                                  0 (default) = $SPFORGE_READ_MAX_BYTES if set, else
+                                  SPF_READ_MAX_BYTES_DEFAULT; < 0 = no limit          */
 } spf_read_options;
 
-/* Fill with the defaults named above (seed 1). */
+/* The read limit when neither max_bytes nor $SPFORGE_READ_MAX_BYTES sets one:
+ * 4 GiB, so a file of a few bytes cannot declare a shape that makes a read
+ * allocate more than that. */
+#define SPF_READ_MAX_BYTES_DEFAULT ((int64_t)4 << 30)
+
+/* Fill with the defaults named above (seed 1, max_bytes 0). */
 SPF_API void spf_read_options_init(spf_read_options *options);
 
-/* Read a matrix; options may be NULL for the defaults. */
+/* Read a matrix; options may be NULL for the defaults.
+ *
+ * Memory: a read allocates the matrix, 8·(rows + 1) + 8·nnz bytes, and while
+ * it reads, .mtx: 24 bytes per entry (a symmetric file's stored entries
+ * count twice) and 4 per stored entry of a pattern file; .npy: the dense array as float32,
+ * 4·rows·cols; .smtx: nothing more. Each reader computes this from the
+ * header (for .npy, the CSR part again once nnz is known) and checks it
+ * against the read limit (max_bytes) before allocating: beyond it the read
+ * fails with SPF_ERR_OUT_OF_MEMORY, "... would exceed the read limit of N
+ * bytes", naming the file, the bytes needed and the limit. A malformed
+ * $SPFORGE_READ_MAX_BYTES (not an integer) is SPF_ERR_INVALID_ARGUMENT. */
 SPF_API spf_status spf_matrix_read(const char *path, const spf_read_options *options,
                                    spf_matrix **out);
 

@@ -14,7 +14,7 @@ c_enum = ctypes.c_int
 
 class ReadOptions(ctypes.Structure):
     _fields_ = [("format", c_enum), ("duplicates", c_enum), ("seed", c_uint64),
-                ("values_path", c_char_p), ("npy_sparsity", c_double)]
+                ("values_path", c_char_p), ("npy_sparsity", c_double), ("max_bytes", c_int64)]
 
 
 class GenOptions(ctypes.Structure):

@@ -5,7 +5,8 @@
  *
  * Exit codes: 0 success (and --help), 1 an input or runtime error, 2 a
  * usage error (unknown option, missing value, bad number: the option is
- * named). Errors go to stderr as "spforge <cmd>: <status string>: <detail>". */
+ * named; "expected an integer" for a value that is none, "out of range
+ * [lo, hi]" with the exact bounds for one beyond them). Errors go to stderr as "spforge <cmd>: <status string>: <detail>". */
 #ifndef SPF_CLI_CLI_H
 #define SPF_CLI_CLI_H
 
@@ -67,12 +68,13 @@ int cli_fail(const cli_context *ctx, spf_status st, const char *fmt, ...) __attr
 /* cli_fail with the library's detail message (spf_last_error). */
 int cli_fail_status(const cli_context *ctx, spf_status st);
 
-/* The read options of stat, convert and run (--duplicates, --values,
- * --sparsity); --seed is each command's own. */
+/* The read options of stat, convert, run and tune (--duplicates, --values,
+ * --sparsity, --max-read-bytes); --seed is each command's own. */
 typedef struct cli_read_args {
-    int duplicates;     /* index into {"reject", "sum"} = spf_duplicates */
-    const char *values; /* .npy values for a .smtx pattern, or NULL       */
-    double sparsity;    /* .npy magnitude pruning, < 0 keeps every nonzero */
+    int duplicates;         /* index into {"reject", "sum"} = spf_duplicates */
+    const char *values;     /* .npy values for a .smtx pattern, or NULL       */
+    double sparsity;        /* .npy magnitude pruning, < 0 keeps every nonzero */
+    int64_t max_read_bytes; /* spf_read_options.max_bytes (0: default)        */
 } cli_read_args;
 
 extern const char *const cli_duplicates_names[];
@@ -83,7 +85,10 @@ extern const char *const cli_duplicates_names[];
      ".smtx only: nnz float32 values in file order instead of seeded random ones", NULL, 0, 0, 0}, \
     {"sparsity", CLI_DOUBLE, &(ra).sparsity, "S",                                                 \
      ".npy only: prune by magnitude to sparsity S in [0, 1) (default: keep every nonzero)", NULL, \
-     0, 1, 1}
+     0, 1, 1},                                                                                    \
+    {"max-read-bytes", CLI_INT, &(ra).max_read_bytes, "BYTES",                                    \
+     "most memory reading the input may take (default $SPFORGE_READ_MAX_BYTES, else 4 GiB; "     \
+     "< 0: no limit)", NULL, 0, 0, 0}
 
 void cli_read_args_init(cli_read_args *ra);
 /* spf_matrix_read of path with the read options of ra and seed (the values

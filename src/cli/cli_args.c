@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -58,6 +59,16 @@ int cli_fail_status(const cli_context *ctx, spf_status st)
     return cli_fail(ctx, st, "%s", spf_last_error()[0] ? spf_last_error() : "(no detail)");
 }
 
+/* An integer option's bound, exact: the table's bounds are integers, and
+ * 0..0 (no range) means the whole of int64. */
+static long long int_bound(const cli_option *o, int upper)
+{
+    if (o->min == 0 && o->max == 0)
+        return upper ? LLONG_MAX : LLONG_MIN;
+    double b = upper ? o->max : o->min;
+    return b >= 0x1p63 ? LLONG_MAX : b <= -0x1p63 ? LLONG_MIN : (long long)b;
+}
+
 static int in_range(const cli_option *o, double v)
 {
     if (o->min == 0 && o->max == 0)
@@ -65,14 +76,22 @@ static int in_range(const cli_option *o, double v)
     return v >= o->min && (o->max_open ? v < o->max : v <= o->max);
 }
 
+/* A valid number beyond the option's range (integer bounds printed exactly). */
 static int range_error(const cli_context *ctx, const cli_option *o, const char *text)
 {
-    return cli_usage_error(ctx, "--%s: expected %s in [%g, %g%s, got '%s'", o->name,
-                           o->kind == CLI_INT ? "an integer" : "a number", o->min, o->max,
-                           o->max_open ? ")" : "]", text);
+    if (o->kind == CLI_INT)
+        return cli_usage_error(ctx, "--%s: out of range [%lld, %lld], got '%s'", o->name,
+                               int_bound(o, 0), int_bound(o, 1), text);
+    if (o->kind == CLI_U64)
+        return cli_usage_error(ctx, "--%s: out of range [0, %llu], got '%s'", o->name,
+                               ULLONG_MAX, text);
+    return cli_usage_error(ctx, "--%s: out of range [%g, %g%s, got '%s'", o->name, o->min,
+                           o->max, o->max_open ? ")" : "]", text);
 }
 
-/* Store text into o's target; a usage error names the option. */
+/* Store text into o's target; a usage error names the option: "expected an
+ * integer" when text is not one, "out of range" when it is one beyond the
+ * range (int64 included). */
 static int set_value(const cli_context *ctx, const cli_option *o, const char *text)
 {
     char *end = NULL;
@@ -82,18 +101,20 @@ static int set_value(const cli_context *ctx, const cli_option *o, const char *te
     case CLI_STRING: *(const char **)o->target = text; return CLI_CONTINUE;
     case CLI_INT: {
         long long v = strtoll(text, &end, 10);
-        if (end == text || *end || errno == ERANGE)
+        if (end == text || *end)
             return cli_usage_error(ctx, "--%s: expected an integer, got '%s'", o->name, text);
-        if (!in_range(o, (double)v))
+        if (errno == ERANGE || v < int_bound(o, 0) || v > int_bound(o, 1))
             return range_error(ctx, o, text);
         *(int64_t *)o->target = v;
         return CLI_CONTINUE;
     }
     case CLI_U64: {
         unsigned long long v = strtoull(text, &end, 0);
-        /* strtoull accepts "-1" as a huge value; a seed given negative is a typo. */
-        if (end == text || *end || errno == ERANGE || strchr(text, '-'))
+        if (end == text || *end)
             return cli_usage_error(ctx, "--%s: expected an unsigned integer, got '%s'", o->name, text);
+        /* strtoull accepts "-1" as a huge value; a seed given negative is a typo. */
+        if (errno == ERANGE || strchr(text, '-'))
+            return range_error(ctx, o, text);
         *(uint64_t *)o->target = v;
         return CLI_CONTINUE;
     }
@@ -179,6 +200,7 @@ void cli_read_args_init(cli_read_args *ra)
     ra->duplicates = SPF_DUPLICATES_REJECT;
     ra->values = NULL;
     ra->sparsity = -1.0;
+    ra->max_read_bytes = 0;
 }
 
 spf_status cli_read_matrix(const cli_read_args *ra, uint64_t seed, const char *path, spf_matrix **a)
@@ -188,6 +210,7 @@ spf_status cli_read_matrix(const cli_read_args *ra, uint64_t seed, const char *p
     ro.duplicates = ra->duplicates == SPF_DUPLICATES_SUM ? SPF_DUPLICATES_SUM : SPF_DUPLICATES_REJECT;
     ro.values_path = ra->values;
     ro.npy_sparsity = ra->sparsity;
+    ro.max_bytes = ra->max_read_bytes;
     ro.seed = seed;
     return spf_matrix_read(path, &ro, a);
 }

@@ -1,11 +1,20 @@
+#define _POSIX_C_SOURCE 200809L /* PATH_MAX */
+
 #include "core/error.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { DETAIL_CAP = 2048 };
+/* The detail is "<prefix>: <message>". When it does not fit, the prefix (a
+ * path, often) loses its middle, never the message: what was expected and
+ * where matter more than the folders leading to the file. */
+enum { DETAIL_CAP = 2048, PREFIX_FLOOR = 256 };
 static _Thread_local char detail[DETAIL_CAP];
+/* error_prefix's formatted prefix before it is shortened: room for any path
+ * the system can open and more, so no real prefix is cut here. */
+static _Thread_local char prefix_scratch[PATH_MAX + DETAIL_CAP];
 
 const char *spf_status_string(spf_status status)
 {
@@ -33,14 +42,56 @@ const char *spf_version(void) { return SPF_VERSION_STRING; }
 
 void error_clear(void) { detail[0] = '\0'; }
 
+/* Copy len bytes of s into out as at most keep bytes (keep >= 3 when it
+ * must shorten): whole if they fit, else head "..." tail, the tail getting
+ * three quarters, since a path's end holds the file name. Returns the bytes
+ * written (no NUL). */
+static size_t put_elided(char *out, const char *s, size_t len, size_t keep)
+{
+    if (len <= keep) {
+        memcpy(out, s, len);
+        return len;
+    }
+    size_t head = (keep - 3) / 4, tail = keep - 3 - head;
+    memcpy(out, s, head);
+    memcpy(out + head, "...", 3);
+    memcpy(out + head + 3, s + len - tail, tail);
+    return keep;
+}
+
+/* How many bytes of a prefix of plen bytes to keep before `rest` bytes that
+ * must follow it in the detail: all if they fit, else what is left, but
+ * never less than PREFIX_FLOOR (the rest is then cut instead). */
+static size_t prefix_keep(size_t plen, size_t rest)
+{
+    size_t room = DETAIL_CAP - 1;
+    if (plen + rest <= room)
+        return plen;
+    size_t left = rest + PREFIX_FLOOR <= room ? room - rest : PREFIX_FLOOR;
+    return plen < left ? plen : left;
+}
+
+spf_status error_vset_at(spf_status st, const char *path, const char *where, const char *fmt,
+                         va_list ap)
+{
+    va_list measure;
+    va_copy(measure, ap);
+    int mlen = vsnprintf(NULL, 0, fmt, measure);
+    va_end(measure);
+    size_t plen = strlen(path), wlen = strlen(where);
+    size_t rest = wlen + 2 + (mlen > 0 ? (size_t)mlen : 0);
+    size_t o = put_elided(detail, path, plen, prefix_keep(plen, rest));
+    int n = snprintf(detail + o, DETAIL_CAP - o, "%s: ", where);
+    o = n < 0 ? o : o + (size_t)n < DETAIL_CAP ? o + (size_t)n : DETAIL_CAP - 1;
+    vsnprintf(detail + o, DETAIL_CAP - o, fmt, ap); /* cut only past DETAIL_CAP - PREFIX_FLOOR */
+    return st;
+}
+
 spf_status error_set(spf_status st, const char *func, const char *fmt, ...)
 {
-    int used = snprintf(detail, DETAIL_CAP, "%s: ", func);
-    if (used < 0 || used >= DETAIL_CAP)
-        used = 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail + used, DETAIL_CAP - (size_t)used, fmt, ap);
+    error_vset_at(st, func, "", fmt, ap);
     va_end(ap);
     return st;
 }
@@ -51,15 +102,17 @@ void error_prefix(const char *fmt, ...)
     memcpy(old, detail, DETAIL_CAP);
     va_list ap;
     va_start(ap, fmt);
-    int used = vsnprintf(detail, DETAIL_CAP, fmt, ap);
+    int used = vsnprintf(prefix_scratch, sizeof prefix_scratch, fmt, ap);
     va_end(ap);
-    if (used < 0 || used >= DETAIL_CAP - 2)
+    if (used < 0)
         return;
-    /* Copy by hand: the tail is cut to fit, which snprintf would warn about. */
-    size_t at = (size_t)used;
-    detail[at++] = ':';
-    detail[at++] = ' ';
-    for (size_t i = 0; old[i] && at < DETAIL_CAP - 1; i++)
-        detail[at++] = old[i];
-    detail[at] = '\0';
+    size_t plen = strlen(prefix_scratch), olen = strlen(old);
+    size_t keep = prefix_keep(plen, 2 + olen);
+    size_t o = put_elided(detail, prefix_scratch, plen, keep);
+    detail[o++] = ':';
+    detail[o++] = ' ';
+    /* When both do not fit, the old detail loses the middle of its own
+     * prefix: its message, at its end, stays whole. */
+    o += put_elided(detail + o, old, olen, DETAIL_CAP - 1 - o);
+    detail[o] = '\0';
 }

@@ -7,7 +7,48 @@
 #include "core/matrix.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+static int int32_cmp(const void *pa, const void *pb)
+{
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The number of distinct columns holding an entry, in O(nnz + rows) memory
+ * whatever cols is (an empty matrix may declare 2^31 columns): one bit per
+ * column when that is no more than the column indices themselves take,
+ * else a sorted copy of the indices. */
+static spf_status used_columns(const spf_matrix *a, int64_t *used)
+{
+    *used = 0;
+    if (a->nnz == 0)
+        return SPF_OK;
+    if (a->cols / 8 <= a->nnz * (int64_t)sizeof(int32_t)) {
+        unsigned char *seen = mem_calloc((size_t)a->cols / 8 + 1, 1);
+        if (!seen)
+            return FAIL(SPF_ERR_OUT_OF_MEMORY, "column marks for %lld columns",
+                        (long long)a->cols);
+        for (int64_t k = 0; k < a->nnz; k++) {
+            int32_t c = a->col_idx[k];
+            *used += !(seen[c >> 3] >> (c & 7) & 1);
+            seen[c >> 3] |= (unsigned char)(1u << (c & 7));
+        }
+        mem_free(seen);
+        return SPF_OK;
+    }
+    int32_t *cols = mem_alloc_array((size_t)a->nnz, sizeof *cols);
+    if (!cols)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "a sorted copy of %lld column indices",
+                    (long long)a->nnz);
+    memcpy(cols, a->col_idx, (size_t)a->nnz * sizeof *cols);
+    qsort(cols, (size_t)a->nnz, sizeof *cols, int32_cmp);
+    for (int64_t k = 0; k < a->nnz; k++)
+        *used += k == 0 || cols[k] != cols[k - 1];
+    mem_free(cols);
+    return SPF_OK;
+}
 
 spf_status spf_matrix_stats_compute(const spf_matrix *a, spf_matrix_stats *out)
 {
@@ -50,14 +91,11 @@ spf_status spf_matrix_stats_compute(const spf_matrix *a, spf_matrix_stats *out)
             s.row_nnz_cv = sqrt(sq / (double)a->rows) / s.row_nnz_mean;
     }
 
-    unsigned char *col_seen = mem_calloc((size_t)a->cols, 1);
-    if (!col_seen && a->cols)
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "column marks for %lld columns", (long long)a->cols);
-    for (int64_t j = 0; j < a->nnz; j++)
-        col_seen[a->col_idx[j]] = 1;
-    for (int64_t c = 0; c < a->cols; c++)
-        s.empty_cols += !col_seen[c];
-    mem_free(col_seen);
+    int64_t used = 0;
+    spf_status status = used_columns(a, &used);
+    if (status != SPF_OK)
+        return status;
+    s.empty_cols = a->cols - used;
 
     s.pattern_hash = matrix_pattern_hash(a);
     s.values_hash = matrix_values_hash(a);

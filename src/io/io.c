@@ -9,6 +9,8 @@
 #include "core/file.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 void spf_read_options_init(spf_read_options *options)
@@ -19,7 +21,54 @@ void spf_read_options_init(spf_read_options *options)
                                   .duplicates = SPF_DUPLICATES_REJECT,
                                   .seed = 1,
                                   .values_path = NULL,
-                                  .npy_sparsity = -1.0};
+                                  .npy_sparsity = -1.0,
+                                  .max_bytes = 0};
+}
+
+spf_status read_limit_resolve(const char *path, const spf_read_options *o, int64_t *limit)
+{
+    *limit = o->max_bytes;
+    if (*limit == 0) {
+        const char *env = getenv("SPFORGE_READ_MAX_BYTES");
+        if (env && *env) {
+            char *end = NULL;
+            errno = 0;
+            long long v = strtoll(env, &end, 10);
+            if (end == env || *end || errno == ERANGE)
+                return error_set(SPF_ERR_INVALID_ARGUMENT, path, "$SPFORGE_READ_MAX_BYTES: "
+                                 "expected an integer byte count in [%lld, %lld], got '%s'",
+                                 (long long)INT64_MIN, (long long)INT64_MAX, env);
+            *limit = v;
+        }
+    }
+    if (*limit == 0)
+        *limit = SPF_READ_MAX_BYTES_DEFAULT;
+    if (*limit < 0)
+        *limit = -1;
+    return SPF_OK;
+}
+
+spf_status read_limit_check(const char *path, int64_t limit, int64_t need, const char *what)
+{
+    if (limit < 0 || need <= limit)
+        return SPF_OK;
+    return error_set(SPF_ERR_OUT_OF_MEMORY, path, "reading %s needs %lld bytes, which would "
+                     "exceed the read limit of %lld bytes (raise it with "
+                     "spf_read_options.max_bytes, $SPFORGE_READ_MAX_BYTES or --max-read-bytes; "
+                     "< 0 for none)", what, (long long)need, (long long)limit);
+}
+
+int64_t bytes_mul(int64_t count, int64_t size)
+{
+    return size && count > INT64_MAX / size ? INT64_MAX : count * size;
+}
+
+int64_t bytes_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+int64_t csr_bytes(int64_t rows, int64_t nnz)
+{
+    return bytes_add(bytes_mul(rows + 1, (int64_t)sizeof(int64_t)),
+                     bytes_mul(nnz, (int64_t)(sizeof(int32_t) + sizeof(float))));
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -60,9 +109,12 @@ spf_status spf_matrix_read(const char *path, const spf_read_options *options, sp
     CHECK_ARG(out);
     *out = NULL;
     CHECK_ARG(path);
-    spf_read_options defaults;
-    spf_read_options_init(&defaults);
-    const spf_read_options *o = options ? options : &defaults;
+    spf_read_options resolved;
+    if (options)
+        resolved = *options;
+    else
+        spf_read_options_init(&resolved);
+    const spf_read_options *o = &resolved;
     if (o->duplicates != SPF_DUPLICATES_REJECT && o->duplicates != SPF_DUPLICATES_SUM)
         return error_set(SPF_ERR_INVALID_ARGUMENT, path, "unknown duplicates policy %d",
                          (int)o->duplicates);
@@ -71,6 +123,8 @@ spf_status spf_matrix_read(const char *path, const spf_read_options *options, sp
                          "nonzeros) or in [0, 1)", o->npy_sparsity);
     spf_format format = SPF_FORMAT_AUTO;
     spf_status status = format_resolve(path, o->format, &format);
+    if (status == SPF_OK)
+        status = read_limit_resolve(path, o, &resolved.max_bytes);
     if (status != SPF_OK)
         return status;
     switch (format) {

@@ -31,22 +31,24 @@ typedef struct mtx_entry {
 
 static const char BANNER_FORM[] = "'%%MatrixMarket matrix coordinate <field> <symmetry>'";
 
-static int word_is(const char *word, const char *expected)
+/* Whether the whole token is expected, ASCII case-insensitively. */
+static int word_is(const token *t, const char *expected)
 {
-    size_t i = 0;
-    for (; word[i] && expected[i]; i++) {
-        char c = word[i];
+    if (!token_whole(t) || t->len != strlen(expected))
+        return 0;
+    for (size_t i = 0; i < t->len; i++) {
+        char c = t->text[i];
         if ((c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c) != expected[i])
             return 0;
     }
-    return word[i] == expected[i];
+    return 1;
 }
 
-/* The index of word among the NULL-terminated names (as word_is), or -1. */
-static int word_index(const char *word, const char *const *names)
+/* The index of the token among the NULL-terminated names (as word_is), or -1. */
+static int word_index(const token *t, const char *const *names)
 {
     for (int i = 0; names[i]; i++)
-        if (word_is(word, names[i]))
+        if (word_is(t, names[i]))
             return i;
     return -1;
 }
@@ -55,36 +57,36 @@ static int word_index(const char *word, const char *const *names)
  * first are case-insensitive, as in the NIST specification). */
 static spf_status banner_read(text_reader *r, mtx_header *h)
 {
-    char w[32];
-    size_t n = text_reader_word(r, w, sizeof w);
-    if (n == 0 && r->size == 0)
+    token w;
+    text_reader_word(r, &w);
+    if (w.len == 0 && r->size == 0)
         return text_reader_fail(r, SPF_ERR_PARSE, "empty file, expected the banner %s",
                                 BANNER_FORM);
-    if (strcmp(w, "%%MatrixMarket") != 0)
-        return text_reader_fail_got(r, "the banner '%%MatrixMarket'", w, n);
-    n = text_reader_word(r, w, sizeof w);
-    if (!word_is(w, "matrix"))
-        return text_reader_fail_got(r, "'matrix' after '%%MatrixMarket'", w, n);
-    n = text_reader_word(r, w, sizeof w);
-    if (word_is(w, "array"))
+    if (!token_whole(&w) || strcmp(w.text, "%%MatrixMarket") != 0)
+        return text_reader_fail_got(r, "the banner '%%MatrixMarket'", &w);
+    text_reader_word(r, &w);
+    if (!word_is(&w, "matrix"))
+        return text_reader_fail_got(r, "'matrix' after '%%MatrixMarket'", &w);
+    text_reader_word(r, &w);
+    if (word_is(&w, "array"))
         return text_reader_fail(r, SPF_ERR_UNSUPPORTED, "dense 'array' Matrix Market files are "
                                 "not supported, only 'coordinate'");
-    if (!word_is(w, "coordinate"))
-        return text_reader_fail_got(r, "'coordinate' in the banner", w, n);
-    n = text_reader_word(r, w, sizeof w);
-    if (word_is(w, "complex"))
+    if (!word_is(&w, "coordinate"))
+        return text_reader_fail_got(r, "'coordinate' in the banner", &w);
+    text_reader_word(r, &w);
+    if (word_is(&w, "complex"))
         return text_reader_fail(r, SPF_ERR_UNSUPPORTED, "complex values are not supported "
                                 "(fields: real, integer, pattern)");
-    int field = word_index(w, field_names);
+    int field = word_index(&w, field_names);
     if (field < 0)
-        return text_reader_fail_got(r, "field real, integer or pattern", w, n);
+        return text_reader_fail_got(r, "field real, integer or pattern", &w);
     h->field = (enum mtx_field)field;
-    n = text_reader_word(r, w, sizeof w);
-    if (word_is(w, "hermitian"))
+    text_reader_word(r, &w);
+    if (word_is(&w, "hermitian"))
         return text_reader_fail(r, SPF_ERR_UNSUPPORTED, "hermitian matrices are not supported");
-    int symmetry = word_index(w, symmetry_names);
+    int symmetry = word_index(&w, symmetry_names);
     if (symmetry < 0)
-        return text_reader_fail_got(r, "symmetry general, symmetric or skew-symmetric", w, n);
+        return text_reader_fail_got(r, "symmetry general, symmetric or skew-symmetric", &w);
     h->symmetry = (enum mtx_symmetry)symmetry;
     return text_reader_end_line(r);
 }
@@ -93,13 +95,10 @@ static spf_status shape_read(text_reader *r, const spf_read_options *o, mtx_head
 {
     spf_status status;
     text_reader_skip_empty_lines(r, '%');
-    if ((status = text_reader_int(r, "row count", 0, &h->rows)) != SPF_OK ||
-        (status = text_reader_int(r, "column count", 0, &h->cols)) != SPF_OK ||
+    if ((status = text_reader_index(r, "row count", &h->rows)) != SPF_OK ||
+        (status = text_reader_index(r, "column count", &h->cols)) != SPF_OK ||
         (status = text_reader_int(r, "entry count", 0, &h->nnz)) != SPF_OK)
         return status;
-    if (h->rows > INT32_MAX || h->cols > INT32_MAX)
-        return text_reader_fail(r, SPF_ERR_OVERFLOW, "shape %lld x %lld exceeds the int32 index "
-                                "limit %d", (long long)h->rows, (long long)h->cols, INT32_MAX);
     if (h->symmetry != MTX_GENERAL && h->rows != h->cols)
         return text_reader_fail(r, SPF_ERR_PARSE, "a symmetric matrix must be square, got "
                                 "%lld x %lld", (long long)h->rows, (long long)h->cols);
@@ -134,10 +133,10 @@ static spf_status entry_read(text_reader *r, const mtx_header *h, int64_t k, flo
         (status = text_reader_int(r, "column index", 0, &j)) != SPF_OK)
         return status;
     if (i < 1 || i > h->rows)
-        return text_reader_fail(r, SPF_ERR_PARSE, "row index %lld out of range 1 .. %lld",
+        return text_reader_fail(r, SPF_ERR_PARSE, "row index %lld out of range [1, %lld]",
                                 (long long)i, (long long)h->rows);
     if (j < 1 || j > h->cols)
-        return text_reader_fail(r, SPF_ERR_PARSE, "column index %lld out of range 1 .. %lld",
+        return text_reader_fail(r, SPF_ERR_PARSE, "column index %lld out of range [1, %lld]",
                                 (long long)j, (long long)h->cols);
     e->row = (int32_t)(i - 1);
     e->col = (int32_t)(j - 1);
@@ -262,6 +261,10 @@ spf_status mtx_read(const char *path, const spf_read_options *o, spf_matrix **ou
     TRY(shape_read(&r, o, &h));
     /* h.nnz is bounded by the file size, so the doubled count cannot overflow. */
     int64_t capacity = h.symmetry == MTX_GENERAL ? h.nnz : 2 * h.nnz;
+    int64_t need = bytes_add(bytes_mul(capacity, (int64_t)sizeof *e), csr_bytes(h.rows, capacity));
+    if (h.field == MTX_PATTERN)
+        need = bytes_add(need, bytes_mul(h.nnz, (int64_t)sizeof(float)));
+    TRY(read_limit_check(path, o->max_bytes, need, "the shape and entries the header declares"));
     e = mem_alloc_array((size_t)capacity, sizeof *e);
     if (!e && capacity) {
         status = error_set(SPF_ERR_OUT_OF_MEMORY, path, "%lld entries", (long long)capacity);

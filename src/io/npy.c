@@ -8,6 +8,7 @@
 #include "core/file.h"
 #include "core/matrix.h"
 #include "io/io.h"
+#include "io/token.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -37,13 +38,13 @@ static spf_status fail_at(const char *path, int64_t byte, spf_status st, const c
     __attribute__((format(printf, 4, 5)));
 static spf_status fail_at(const char *path, int64_t byte, spf_status st, const char *fmt, ...)
 {
-    char message[1024], where[1024];
+    char where[32]; /* ": byte <offset>": the path and the message go whole */
+    snprintf(where, sizeof where, ": byte %lld", (long long)byte);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
+    spf_status ret = error_vset_at(st, path, where, fmt, ap);
     va_end(ap);
-    snprintf(where, sizeof where, "%s: byte %lld", path, (long long)byte);
-    return error_set(st, where, "%s", message);
+    return ret;
 }
 
 static uint32_t load_le(const unsigned char *p, int bytes)
@@ -63,21 +64,22 @@ static void skip_space(dict_cursor *c)
         c->pos++;
 }
 
+/* "expected <what>, got <the next bytes of the header>". */
 static spf_status dict_fail(dict_cursor *c, const char *what)
 {
-    char shown[64];
-    size_t n = 0;
-    for (size_t i = c->pos; i < c->len && n < 20; i++) {
-        unsigned char ch = (unsigned char)c->text[i];
-        n += (size_t)snprintf(shown + n, sizeof shown - n, ch >= 0x20 && ch < 0x7f ? "%c" : "\\x%02x", ch);
-    }
-    while (n > 0 && shown[n - 1] == ' ')
-        n--; /* the header's padding */
-    shown[n] = '\0';
     int64_t byte = c->base + (int64_t)c->pos;
     if (c->pos >= c->len)
         return fail_at(c->path, byte, SPF_ERR_PARSE, "expected %s, got the end of the header", what);
-    return fail_at(c->path, byte, SPF_ERR_PARSE, "expected %s, got '%s'", what, shown);
+    token next;
+    token_clear(&next);
+    size_t end = c->len;
+    while (end > c->pos && c->text[end - 1] == ' ')
+        end--; /* the header's padding */
+    for (size_t i = c->pos; i < end && i <= c->pos + TOKEN_SHOWN; i++)
+        token_push(&next, c->text[i]);
+    char shown[TOKEN_QUOTED_CAP];
+    return fail_at(c->path, byte, SPF_ERR_PARSE, "expected %s, got %s", what,
+                   token_quote(&next, shown));
 }
 
 /* After spaces: the character ch, consumed. */
@@ -91,23 +93,23 @@ static int dict_accept(dict_cursor *c, char ch)
     return 0;
 }
 
-/* A quoted Python string (no escapes: dict keys and dtype strings need none). */
-static spf_status dict_string(dict_cursor *c, const char *what, char *buf, size_t cap)
+/* A quoted Python string (no escapes: dict keys and dtype strings need none),
+ * whole into t however long: a long one is reported as what it is. */
+static spf_status dict_string(dict_cursor *c, const char *what, token *t)
 {
     skip_space(c);
     size_t start = c->pos;
     if (c->pos >= c->len || (c->text[c->pos] != '\'' && c->text[c->pos] != '"'))
         return dict_fail(c, what);
     char quote = c->text[c->pos++];
-    size_t n = 0;
-    while (c->pos < c->len && c->text[c->pos] != quote && n + 1 < cap)
-        buf[n++] = c->text[c->pos++];
-    if (c->pos >= c->len || c->text[c->pos] != quote) {
+    token_clear(t);
+    while (c->pos < c->len && c->text[c->pos] != quote)
+        token_push(t, c->text[c->pos++]);
+    if (c->pos >= c->len) {
         c->pos = start;
         return dict_fail(c, what);
     }
     c->pos++;
-    buf[n] = '\0';
     return SPF_OK;
 }
 
@@ -126,18 +128,21 @@ static int dict_word(dict_cursor *c, const char *word)
 static spf_status descr_parse(dict_cursor *c, npy_info *info)
 {
     size_t at = c->pos;
-    char d[32];
-    spf_status status = dict_string(c, "a dtype string such as '<f4'", d, sizeof d);
+    token t;
+    spf_status status = dict_string(c, "a dtype string such as '<f4'", &t);
     if (status != SPF_OK)
         return status;
     int64_t byte = c->base + (int64_t)at;
+    const char *d = t.text;
+    char shown[TOKEN_QUOTED_CAP];
     if (d[0] == '>')
-        return fail_at(c->path, byte, SPF_ERR_UNSUPPORTED, "big-endian data ('%s') is not "
-                       "supported; save a little-endian array (arr.astype('<f4'))", d);
-    if ((d[0] != '<' && d[0] != '=' && d[0] != '|') || d[1] != 'f' ||
-        (strcmp(d + 2, "2") != 0 && strcmp(d + 2, "4") != 0 && strcmp(d + 2, "8") != 0))
-        return fail_at(c->path, byte, SPF_ERR_UNSUPPORTED, "dtype '%s' is not supported "
-                       "(float16 '<f2', float32 '<f4' or float64 '<f8')", d);
+        return fail_at(c->path, byte, SPF_ERR_UNSUPPORTED, "big-endian data (%s) is not "
+                       "supported; save a little-endian array (arr.astype('<f4'))",
+                       token_quote(&t, shown));
+    if (t.len != 3 || (d[0] != '<' && d[0] != '=' && d[0] != '|') || d[1] != 'f' ||
+        (d[2] != '2' && d[2] != '4' && d[2] != '8'))
+        return fail_at(c->path, byte, SPF_ERR_UNSUPPORTED, "dtype %s is not supported "
+                       "(float16 '<f2', float32 '<f4' or float64 '<f8')", token_quote(&t, shown));
     info->itemsize = d[2] - '0';
     return SPF_OK;
 }
@@ -167,12 +172,18 @@ static spf_status shape_parse(dict_cursor *c, npy_info *info)
         int64_t v = 0;
         if (c->pos >= c->len || c->text[c->pos] < '0' || c->text[c->pos] > '9')
             return dict_fail(c, "a dimension (a non-negative integer) or ')'");
+        token digits;
+        token_clear(&digits);
         while (c->pos < c->len && c->text[c->pos] >= '0' && c->text[c->pos] <= '9') {
-            v = v * 10 + (c->text[c->pos++] - '0');
-            if (v > INT32_MAX)
-                return fail_at(c->path, c->base + (int64_t)at, SPF_ERR_OVERFLOW, "dimension "
-                               "exceeds the int32 index limit %d", INT32_MAX);
+            token_push(&digits, c->text[c->pos]);
+            v = v > INT32_MAX ? v : v * 10 + (c->text[c->pos] - '0');
+            c->pos++;
         }
+        char shown[TOKEN_QUOTED_CAP];
+        if (v > INT32_MAX)
+            return fail_at(c->path, c->base + (int64_t)at, SPF_ERR_OVERFLOW, "dimension %s out "
+                           "of range [0, %d] (int32 indices)", token_quote(&digits, shown),
+                           INT32_MAX);
         if (info->ndim == 2)
             return fail_at(c->path, c->base + (int64_t)at, SPF_ERR_UNSUPPORTED, "arrays of more "
                            "than 2 dimensions are not supported");
@@ -192,11 +203,11 @@ static spf_status dict_parse(dict_cursor *c, npy_info *info)
     if (!dict_accept(c, '{'))
         return dict_fail(c, "'{' opening the header dict");
     while (!dict_accept(c, '}')) {
-        char key[32];
+        token key;
         size_t at = c->pos;
-        TRY(dict_string(c, "a quoted key or '}'", key, sizeof key));
+        TRY(dict_string(c, "a quoted key or '}'", &key));
         int k = 0;
-        while (k < 3 && strcmp(key, keys[k]) != 0)
+        while (k < 3 && !(token_whole(&key) && strcmp(key.text, keys[k]) == 0))
             k++;
         if (k == 3 || seen[k]) {
             c->pos = at;
@@ -429,8 +440,10 @@ static spf_status magnitude_rule(const float *w, int64_t count, int64_t keep, ke
     return SPF_OK;
 }
 
-static spf_status dense_to_csr(const float *w, int64_t rows, int64_t cols, double sparsity,
-                               spf_matrix **out)
+/* The dense w as CSR; limit (read_limit_resolve) bounds the dense array and
+ * the CSR arrays together, checked once nnz is known. */
+static spf_status dense_to_csr(const char *path, const float *w, int64_t rows, int64_t cols,
+                               double sparsity, int64_t limit, spf_matrix **out)
 {
     int64_t count = rows * cols, nnz = 0;
     keep_rule rule = {1, 0, 0};
@@ -441,13 +454,20 @@ static spf_status dense_to_csr(const float *w, int64_t rows, int64_t cols, doubl
         nnz = llround((1.0 - sparsity) * (double)count);
         nnz = nnz < 0 ? 0 : nnz > count ? count : nnz;
         spf_status status = magnitude_rule(w, count, nnz, &rule);
-        if (status != SPF_OK)
+        if (status != SPF_OK) {
+            error_prefix("%s", path);
             return status;
+        }
     }
-    spf_matrix *a = NULL;
-    spf_status status = matrix_alloc(rows, cols, nnz, &a);
+    int64_t need = bytes_add(bytes_mul(count, (int64_t)sizeof *w), csr_bytes(rows, nnz));
+    spf_status status = read_limit_check(path, limit, need, "the dense array and its CSR form");
     if (status != SPF_OK)
         return status;
+    spf_matrix *a = NULL;
+    if ((status = matrix_alloc(rows, cols, nnz, &a)) != SPF_OK) {
+        error_prefix("%s", path);
+        return status;
+    }
     int64_t n = 0;
     for (int64_t i = 0; i < rows; i++) {
         for (int64_t j = 0; j < cols; j++)
@@ -474,6 +494,10 @@ spf_status npy_read(const char *path, const spf_read_options *o, spf_matrix **ou
                            "(1-D arrays are values files for .smtx patterns)", info.ndim);
         goto fail;
     }
+    /* Before the dense array: it and the row offsets (nnz is not known yet). */
+    TRY(read_limit_check(path, o->max_bytes, bytes_add(bytes_mul(info.count, (int64_t)sizeof
+                         *dense), csr_bytes(info.shape[0], 0)), "the dense array the header "
+                         "declares"));
     dense = mem_alloc_array((size_t)info.count, sizeof *dense);
     if (!dense && info.count) {
         status = error_set(SPF_ERR_OUT_OF_MEMORY, path, "%lld x %lld dense array",
@@ -481,8 +505,8 @@ spf_status npy_read(const char *path, const spf_read_options *o, spf_matrix **ou
         goto fail;
     }
     TRY(data_read(f, path, &info, dense));
-    if ((status = dense_to_csr(dense, info.shape[0], info.shape[1], o->npy_sparsity, out)) != SPF_OK)
-        error_prefix("%s", path);
+    status = dense_to_csr(path, dense, info.shape[0], info.shape[1], o->npy_sparsity,
+                          o->max_bytes, out);
 fail:
     mem_free(dense);
     fclose(f);

@@ -10,15 +10,12 @@
 static spf_status header_read(text_reader *r, int64_t *rows, int64_t *cols, int64_t *nnz)
 {
     spf_status status;
-    if ((status = text_reader_int(r, "row count", 0, rows)) != SPF_OK ||
+    if ((status = text_reader_index(r, "row count", rows)) != SPF_OK ||
         (status = text_reader_expect(r, ',')) != SPF_OK ||
-        (status = text_reader_int(r, "column count", 0, cols)) != SPF_OK ||
+        (status = text_reader_index(r, "column count", cols)) != SPF_OK ||
         (status = text_reader_expect(r, ',')) != SPF_OK ||
         (status = text_reader_int(r, "nonzero count", 0, nnz)) != SPF_OK)
         return status;
-    if (*rows > INT32_MAX || *cols > INT32_MAX)
-        return text_reader_fail(r, SPF_ERR_OVERFLOW, "shape %lld x %lld exceeds the int32 index "
-                                "limit %d", (long long)*rows, (long long)*cols, INT32_MAX);
     if (*nnz > *rows * *cols)
         return text_reader_fail(r, SPF_ERR_PARSE, "nonzero count %lld exceeds rows x cols = %lld",
                                 (long long)*nnz, (long long)(*rows * *cols));
@@ -69,7 +66,7 @@ static spf_status indices_read(text_reader *r, spf_matrix *a)
                 return status;
             if (c >= a->cols)
                 return text_reader_fail(r, SPF_ERR_PARSE, "row %lld: column index %lld out of "
-                                        "range 0 .. %lld", (long long)i, (long long)c,
+                                        "range [0, %lld]", (long long)i, (long long)c,
                                         (long long)a->cols - 1);
             if (k > a->row_ptr[i] && c <= a->col_idx[k - 1])
                 return text_reader_fail(r, SPF_ERR_INVALID_MATRIX, "row %lld: column %lld %s "
@@ -103,6 +100,8 @@ spf_status smtx_read(const char *path, const spf_read_options *o, spf_matrix **o
     if (status != SPF_OK)
         return status;
     TRY(header_read(&r, &rows, &cols, &nnz));
+    TRY(read_limit_check(path, o->max_bytes, csr_bytes(rows, nnz),
+                         "the CSR arrays the header declares"));
     if ((status = matrix_alloc(rows, cols, nnz, &a)) != SPF_OK) {
         error_prefix("%s", path);
         goto fail;

@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { TOKEN_CAP = 128, SHOWN_CAP = 48 };
-
 spf_status text_reader_open(text_reader *r, const char *path)
 {
     r->file = NULL;
@@ -91,10 +89,9 @@ void text_reader_skip_empty_lines(text_reader *r, int comment)
 static spf_status fail_va(text_reader *r, int64_t line, spf_status st, const char *fmt,
                           va_list ap)
 {
-    char message[1024], where[1024];
-    vsnprintf(message, sizeof message, fmt, ap);
-    snprintf(where, sizeof where, "%s:%lld", r->path, (long long)line);
-    return error_set(st, where, "%s", message);
+    char where[32]; /* ":<line>": the path and the message go to error_vset_at whole */
+    snprintf(where, sizeof where, ":%lld", (long long)line);
+    return error_vset_at(st, r->path, where, fmt, ap);
 }
 
 spf_status text_reader_fail(text_reader *r, spf_status st, const char *fmt, ...)
@@ -115,35 +112,13 @@ spf_status text_reader_fail_at(text_reader *r, int64_t line, spf_status st, cons
     return ret;
 }
 
-/* A token as it should appear in a message: quoted, non-printable bytes as
- * \xNN, cut after SHOWN_CAP bytes. */
-static void show_token(const char *tok, size_t len, char *out, size_t cap)
-{
-    size_t o = 0;
-    out[o++] = '\'';
-    for (size_t i = 0; i < len && i < SHOWN_CAP && o + 8 < cap; i++) {
-        unsigned char c = (unsigned char)tok[i];
-        if (c >= 0x20 && c < 0x7f)
-            out[o++] = (char)c;
-        else
-            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
-    }
-    if (len > SHOWN_CAP && o + 4 < cap) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o++] = '\'';
-    out[o] = '\0';
-}
-
 /* "expected <what>, got <what is there>"; a read error becomes SPF_ERR_IO. */
-spf_status text_reader_fail_got(text_reader *r, const char *what, const char *tok, size_t len)
+spf_status text_reader_fail_got(text_reader *r, const char *what, const token *t)
 {
-    char shown[4 * SHOWN_CAP + 8];
-    if (len > 0) {
-        show_token(tok, len, shown, sizeof shown);
-        return text_reader_fail(r, SPF_ERR_PARSE, "expected %s, got %s", what, shown);
-    }
+    char shown[TOKEN_QUOTED_CAP];
+    if (t->len > 0)
+        return text_reader_fail(r, SPF_ERR_PARSE, "expected %s, got %s", what,
+                                token_quote(t, shown));
     int c = text_reader_peek(r);
     if (c == EOF && r->read_errno)
         return text_reader_fail(r, SPF_ERR_IO, "read failed: %s", strerror(r->read_errno));
@@ -152,61 +127,77 @@ spf_status text_reader_fail_got(text_reader *r, const char *what, const char *to
                                 r->size == 0 ? " (empty file)" : "");
     if (c == '\n')
         return text_reader_fail(r, SPF_ERR_PARSE, "expected %s, got end of line", what);
-    char one = (char)c;
-    show_token(&one, 1, shown, sizeof shown);
-    return text_reader_fail(r, SPF_ERR_PARSE, "expected %s, got %s", what, shown);
+    token one;
+    token_clear(&one);
+    token_push(&one, (char)c);
+    return text_reader_fail(r, SPF_ERR_PARSE, "expected %s, got %s", what,
+                            token_quote(&one, shown));
 }
 
-size_t text_reader_word(text_reader *r, char *tok, size_t cap)
+void text_reader_word(text_reader *r, token *t)
 {
     skip_blanks(r);
-    size_t len = 0;
+    token_clear(t);
     int c;
     while ((c = text_reader_peek(r)) != EOF && c != '\n' && c != ',' && !is_blank(c)) {
-        if (len + 1 < cap)
-            tok[len] = (char)c;
-        len++;
+        token_push(t, (char)c);
         advance(r);
     }
-    tok[len < cap ? len : cap - 1] = '\0';
-    return len;
 }
 
 spf_status text_reader_int(text_reader *r, const char *what, int allow_negative, int64_t *out)
 {
-    char tok[TOKEN_CAP];
-    size_t len = text_reader_word(r, tok, sizeof tok);
+    token t;
+    text_reader_word(r, &t);
+    const char *tok = t.text;
+    size_t len = t.stored;
     size_t i = (allow_negative && len > 1 && tok[0] == '-') ? 1 : 0;
-    if (len == 0 || len >= sizeof tok || i == len)
-        return text_reader_fail_got(r, what, tok, len);
+    if (len == 0 || i == len)
+        return text_reader_fail_got(r, what, &t);
+    size_t digits = i;
+    while (digits < len && tok[digits] >= '0' && tok[digits] <= '9')
+        digits++;
+    if (digits < len || !token_whole(&t))
+        return text_reader_fail_got(r, what, &t);
     uint64_t limit = i ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX, v = 0;
     for (; i < len; i++) {
-        if (tok[i] < '0' || tok[i] > '9')
-            return text_reader_fail_got(r, what, tok, len);
         unsigned d = (unsigned)(tok[i] - '0');
-        if (v > (limit - d) / 10)
-            return text_reader_fail(r, SPF_ERR_OVERFLOW, "%s '%s' does not fit in 64 bits",
-                                    what, tok);
+        if (v > (limit - d) / 10) {
+            char shown[TOKEN_QUOTED_CAP];
+            return text_reader_fail(r, SPF_ERR_OVERFLOW, "%s %s out of range [%s, %lld]", what,
+                                    token_quote(&t, shown), allow_negative ?
+                                    "-9223372036854775808" : "0", (long long)INT64_MAX);
+        }
         v = v * 10 + d;
     }
     *out = tok[0] == '-' ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
     return SPF_OK;
 }
 
+spf_status text_reader_index(text_reader *r, const char *what, int64_t *out)
+{
+    spf_status status = text_reader_int(r, what, 0, out);
+    if (status == SPF_OK && *out > INT32_MAX)
+        return text_reader_fail(r, SPF_ERR_OVERFLOW, "%s %lld out of range [0, %d] (int32 "
+                                "indices)", what, (long long)*out, INT32_MAX);
+    return status;
+}
+
 spf_status text_reader_float(text_reader *r, const char *what, float *out)
 {
-    char tok[TOKEN_CAP];
-    size_t len = text_reader_word(r, tok, sizeof tok);
-    if (len == 0 || len >= sizeof tok)
-        return text_reader_fail_got(r, what, tok, len);
+    token t;
+    text_reader_word(r, &t);
+    if (t.len == 0 || !token_whole(&t))
+        return text_reader_fail_got(r, what, &t);
     char *end = NULL;
     errno = 0;
-    float f = strtof(tok, &end); /* decimal to float directly: no double rounding */
-    if (end != tok + len || isnan(f) || (isinf(f) && errno != ERANGE))
-        return text_reader_fail_got(r, what, tok, len); /* also rejects "nan" and "inf" */
+    float f = strtof(t.text, &end); /* decimal to float directly: no double rounding */
+    if (end != t.text + t.len || isnan(f) || (isinf(f) && errno != ERANGE))
+        return text_reader_fail_got(r, what, &t); /* also rejects "nan" and "inf" */
+    char shown[TOKEN_QUOTED_CAP];
     if (isinf(f))
-        return text_reader_fail(r, SPF_ERR_OVERFLOW, "%s '%s' is beyond the float32 range",
-                                what, tok);
+        return text_reader_fail(r, SPF_ERR_OVERFLOW, "%s %s is beyond the float32 range",
+                                what, token_quote(&t, shown));
     *out = f;
     return SPF_OK;
 }
@@ -219,9 +210,9 @@ spf_status text_reader_expect(text_reader *r, char c)
         return SPF_OK;
     }
     char what[8] = {'\'', c, '\'', '\0'};
-    char tok[TOKEN_CAP];
-    size_t len = text_reader_word(r, tok, sizeof tok);
-    return text_reader_fail_got(r, what, tok, len);
+    token t;
+    text_reader_word(r, &t);
+    return text_reader_fail_got(r, what, &t);
 }
 
 spf_status text_reader_end_line(text_reader *r)
@@ -234,9 +225,9 @@ spf_status text_reader_end_line(text_reader *r)
     }
     if (c == EOF && !r->read_errno)
         return SPF_OK;
-    char tok[TOKEN_CAP];
-    size_t len = text_reader_word(r, tok, sizeof tok);
-    return text_reader_fail_got(r, "end of line", tok, len);
+    token t;
+    text_reader_word(r, &t);
+    return text_reader_fail_got(r, "end of line", &t);
 }
 
 spf_status text_reader_end_file(text_reader *r, int comment, const char *what)
@@ -244,7 +235,7 @@ spf_status text_reader_end_file(text_reader *r, int comment, const char *what)
     text_reader_skip_empty_lines(r, comment);
     if (text_reader_peek(r) == EOF && !r->read_errno)
         return SPF_OK;
-    char tok[TOKEN_CAP];
-    size_t len = text_reader_word(r, tok, sizeof tok);
-    return text_reader_fail_got(r, what, tok, len);
+    token t;
+    text_reader_word(r, &t);
+    return text_reader_fail_got(r, what, &t);
 }

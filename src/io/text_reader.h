@@ -8,6 +8,7 @@
 #ifndef SPF_IO_TEXT_READER_H
 #define SPF_IO_TEXT_READER_H
 
+#include "io/token.h"
 #include "spforge.h"
 
 #include <stdio.h>
@@ -46,13 +47,16 @@ static inline int text_reader_peek(text_reader *r)
 void text_reader_skip_empty_lines(text_reader *r, int comment);
 
 /* After blanks, the next token (bytes up to a blank, newline, ',' or the end
- * of the file) into buf, NUL-terminated and cut to cap - 1 bytes. Returns its
- * full length (0: none on this line). */
-size_t text_reader_word(text_reader *r, char *buf, size_t cap);
+ * of the file) into t (t->len 0: none on this line). */
+void text_reader_word(text_reader *r, token *t);
 
 /* A decimal integer token: digits, with a leading '-' only if allow_negative.
- * Beyond int64: SPF_ERR_OVERFLOW. */
+ * Beyond int64: SPF_ERR_OVERFLOW, "out of range [lo, hi]". */
 spf_status text_reader_int(text_reader *r, const char *what, int allow_negative, int64_t *out);
+
+/* A size or index token: as text_reader_int, non-negative; beyond the int32
+ * indices spforge uses: SPF_ERR_OVERFLOW, "out of range [0, 2147483647]". */
+spf_status text_reader_index(text_reader *r, const char *what, int64_t *out);
 
 /* A finite decimal real token as float32 (correctly rounded); a value beyond
  * the float32 range is SPF_ERR_OVERFLOW. */
@@ -67,10 +71,10 @@ spf_status text_reader_end_line(text_reader *r);
 /* After optional empty lines: the end of the file, else "expected <what>". */
 spf_status text_reader_end_file(text_reader *r, int comment, const char *what);
 
-/* "expected <what>, got <token>" for a token of len bytes from
- * text_reader_word, or, when len is 0, for what comes next (end of line, end
+/* "expected <what>, got <token>" for a token from text_reader_word (quoted by
+ * token_quote), or, when it is empty, for what comes next (end of line, end
  * of file, a separator). A read error becomes SPF_ERR_IO. */
-spf_status text_reader_fail_got(text_reader *r, const char *what, const char *tok, size_t len);
+spf_status text_reader_fail_got(text_reader *r, const char *what, const token *t);
 
 /* Record "<path>:<line>: <message>" (the current line) and return st. */
 spf_status text_reader_fail(text_reader *r, spf_status st, const char *fmt, ...)

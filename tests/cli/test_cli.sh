@@ -101,6 +101,43 @@ else
   check "--backend gpu on a GPU machine runs and passes its check" [ "$rc" -eq 0 ]
 fi
 
+# ---- inputs that are not regular files: refused at once (a hang is the failure:
+# timeout ends it with 124), as the matrix and as the values file
+printf '#!/bin/sh\nexec timeout 20 "%s" "$@"\n' "$cli" >"$tmp/cli_timeout"
+chmod +x "$tmp/cli_timeout"
+cli_plain=$cli
+cli="$tmp/cli_timeout"
+mkfifo "$tmp/fifo.mtx" "$tmp/fifo.npy"
+mkdir "$tmp/folder.smtx"
+ln -s /dev/zero "$tmp/zero.mtx"
+ln -s /dev/null "$tmp/null.npy"
+for f in fifo.mtx folder.smtx zero.mtx null.npy; do
+  expect_rc 1 "nonreg_$f" stat "$tmp/$f"
+  stderr_has "nonreg_$f" "expected a regular file"
+done
+for f in fifo.npy null.npy; do
+  expect_rc 1 "nonreg_values_$f" stat "$tmp/k_2_4.smtx" --values "$tmp/$f"
+  stderr_has "nonreg_values_$f" "values file: $tmp/$f: is a"
+done
+expect_rc 1 nonreg_values_zero run "$tmp/k_2_4.smtx" --n 2 --values /dev/zero
+stderr_has nonreg_values_zero "/dev/zero: is a character device, expected a regular file"
+cli=$cli_plain
+
+# ---- the read limit: a tiny file declaring a huge shape is refused before
+# allocating; --max-read-bytes and $SPFORGE_READ_MAX_BYTES lower and raise it
+printf '%%%%MatrixMarket matrix coordinate real general\n2147483647 1 0\n' >"$tmp/huge_rows.mtx"
+expect_rc 1 huge_rows stat "$tmp/huge_rows.mtx"
+stderr_has huge_rows "needs 17179869184 bytes, which would exceed the read limit of 4294967296 bytes"
+expect_rc 1 limit_low stat "$tmp/a.mtx" --max-read-bytes 1000
+stderr_has limit_low "a.mtx: reading the shape and entries the header declares needs"
+stderr_has limit_low "exceed the read limit of 1000 bytes"
+SPFORGE_READ_MAX_BYTES=1000 expect_rc 1 limit_env stat "$tmp/a.mtx"
+stderr_has limit_env "exceed the read limit of 1000 bytes"
+SPFORGE_READ_MAX_BYTES=1000 expect_rc 0 limit_raised stat "$tmp/a.mtx" --max-read-bytes 100000000
+SPFORGE_READ_MAX_BYTES=1000 expect_rc 0 limit_off convert "$tmp/a.mtx" "$tmp/limit.smtx" --max-read-bytes -1
+expect_rc 2 limit_bad stat "$tmp/a.mtx" --max-read-bytes 4G
+stderr_has limit_bad "--max-read-bytes: expected an integer, got '4G'"
+
 # ---- usage errors: exit 2, the option is named
 expect_rc 2 no_out gen
 expect_rc 2 no_n run
@@ -118,7 +155,21 @@ stderr_has bogus "--bogus"
 expect_rc 2 no_value gen "$tmp/x.mtx" --rows
 stderr_has no_value "--rows"
 expect_rc 2 bad_n run --n 0
-stderr_has bad_n "--n"
+stderr_has bad_n "--n: out of range [1, 2147483647], got '0'"
+# integers: exact bounds; "out of range" for a valid integer, even beyond int64
+expect_rc 2 big_n run --n 99999999999
+stderr_has big_n "--n: out of range [1, 2147483647], got '99999999999'"
+expect_rc 2 huge_n run --n 99999999999999999999999
+stderr_has huge_n "--n: out of range [1, 2147483647], got '99999999999999999999999'"
+expect_rc 2 text_n run --n 12x
+stderr_has text_n "--n: expected an integer, got '12x'"
+expect_rc 2 big_threads run --n 4 --threads 5000
+stderr_has big_threads "--threads: out of range [0, 4096], got '5000'"
+expect_rc 2 big_rows gen "$tmp/x.mtx" --rows 2147483648
+stderr_has big_rows "--rows: out of range [1, 2147483647], got '2147483648'"
+expect_rc 2 big_seed stat "$tmp/a.mtx" --seed 99999999999999999999999
+stderr_has big_seed "--seed: out of range [0, 18446744073709551615]"
+stderr_has bad_sparsity "--sparsity: out of range [0, 1), got '1.5'"
 expect_rc 2 extra stat "$tmp/a.mtx" "$tmp/b.smtx"
 check "usage errors write nothing to stdout" [ ! -s "$tmp/bogus.out" ]
 

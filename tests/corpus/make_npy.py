@@ -71,6 +71,13 @@ def main():
                  "'shape': (3, x), }") + f32)
     write("npy_not_dict.npy", header("<f4", (3, 4), dict_text="['<f4', False, (3, 4)]") + f32)
     write("npy_huge_dim.npy", header("<f4", (3000000000, 2)) + f32)
+    # strings longer than any dtype or key: reported as what they are, quoted and cut
+    write("npy_long_descr.npy", header("<f4" + "x" * 60, (3, 4)) + f32)
+    write("npy_long_key.npy",
+          header("<f4", (3, 4), dict_text="{'descr': '<f4', 'fortran_order': False, "
+                 "'shape" + "x" * 60 + "': (3, 4), }") + f32)
+    # a header of a few bytes declaring 2^31 - 1 empty rows: 16 GiB of row offsets
+    write("npy_huge_rows.npy", header("<f4", (2147483647, 0)))
     nan = flat(MATRIX)
     nan[2] = float("nan")
     write("npy_nan.npy", header("<f4", (3, 4)) + data("<f", nan))

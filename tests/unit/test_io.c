@@ -5,6 +5,8 @@
 
 #include "check.h"
 
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmp_dir[4096];
@@ -384,6 +386,148 @@ static void test_allocation_failures(void)
     }
 }
 
+/* The read limit: lowered by the option or $SPFORGE_READ_MAX_BYTES, raised
+ * by either, off when negative; a tiny file declaring a huge shape is
+ * refused by default before anything is allocated. */
+static void test_read_limit(void)
+{
+    unsetenv("SPFORGE_READ_MAX_BYTES");
+    spf_read_options o;
+    spf_read_options_init(&o);
+    CHECK(o.max_bytes == 0);
+    spf_matrix *a = (spf_matrix *)1;
+    const char *huge[] = {"huge_rows.mtx", "npy_huge_rows.npy"};
+    for (int f = 0; f < 2; f++) {
+        CHECK_STATUS(spf_matrix_read(corpus(huge[f]), NULL, &a), SPF_ERR_OUT_OF_MEMORY);
+        CHECK_DETAIL("needs 17179869184 bytes, which would exceed the read limit of 4294967296");
+        CHECK(a == NULL);
+    }
+    o.max_bytes = 10;
+    CHECK_STATUS(spf_matrix_read(corpus("good_general.mtx"), &o, &a), SPF_ERR_OUT_OF_MEMORY);
+    CHECK_DETAIL("good_general.mtx: reading the shape and entries the header declares needs ");
+    CHECK_DETAIL("would exceed the read limit of 10 bytes");
+    CHECK_STATUS(spf_matrix_read(corpus("good.smtx"), &o, &a), SPF_ERR_OUT_OF_MEMORY);
+    CHECK_STATUS(spf_matrix_read(corpus("good_f32.npy"), &o, &a), SPF_ERR_OUT_OF_MEMORY);
+    o.max_bytes = 1 << 20;
+    CHECK_STATUS(spf_matrix_read(corpus("huge_rows.mtx"), &o, &a), SPF_ERR_OUT_OF_MEMORY);
+    CHECK_DETAIL("would exceed the read limit of 1048576 bytes");
+
+    CHECK(setenv("SPFORGE_READ_MAX_BYTES", "10", 1) == 0);
+    CHECK_STATUS(spf_matrix_read(corpus("good_general.mtx"), NULL, &a), SPF_ERR_OUT_OF_MEMORY);
+    CHECK_DETAIL("would exceed the read limit of 10 bytes");
+    spf_matrix *b = read_ok(corpus("good_general.mtx"), &o); /* the option beats the variable */
+    spf_matrix_free(b);
+    o.max_bytes = -1;
+    b = read_ok(corpus("good_general.mtx"), &o);
+    spf_matrix_free(b);
+    CHECK(setenv("SPFORGE_READ_MAX_BYTES", "1000000", 1) == 0);
+    b = read_ok(corpus("good_general.mtx"), NULL);
+    spf_matrix_free(b);
+    CHECK(setenv("SPFORGE_READ_MAX_BYTES", "-1", 1) == 0);
+    b = read_ok(corpus("good_f32.npy"), NULL);
+    spf_matrix_free(b);
+    CHECK(setenv("SPFORGE_READ_MAX_BYTES", "4k", 1) == 0);
+    CHECK_STATUS(spf_matrix_read(corpus("good_general.mtx"), NULL, &a), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("$SPFORGE_READ_MAX_BYTES: expected an integer byte count");
+    unsetenv("SPFORGE_READ_MAX_BYTES");
+}
+
+/* A FIFO (no writer: opening it for reading would block), a folder and the
+ * devices are refused at once, as a matrix and as a values file. A hang is
+ * the failure: the alarm in main ends the test. */
+static void test_non_regular_inputs(void)
+{
+    char fifo_mtx[8192], fifo_npy[8192], dir_smtx[8192]; /* join's buffers rotate */
+    snprintf(fifo_mtx, sizeof fifo_mtx, "%s", tmp_path("fifo.mtx"));
+    snprintf(fifo_npy, sizeof fifo_npy, "%s", tmp_path("fifo.npy"));
+    snprintf(dir_smtx, sizeof dir_smtx, "%s", tmp_path("folder.smtx"));
+    unlink(fifo_mtx);
+    unlink(fifo_npy);
+    CHECK(mkfifo(fifo_mtx, 0600) == 0 && mkfifo(fifo_npy, 0600) == 0);
+    CHECK(mkdir(dir_smtx, 0700) == 0 || errno == EEXIST);
+    spf_read_options o;
+    spf_read_options_init(&o);
+    spf_matrix *a = (spf_matrix *)1;
+    CHECK_STATUS(spf_matrix_read(fifo_mtx, NULL, &a), SPF_ERR_IO);
+    CHECK_DETAIL("fifo.mtx: is a FIFO, expected a regular file");
+    CHECK_STATUS(spf_matrix_read(dir_smtx, NULL, &a), SPF_ERR_IO);
+    CHECK_DETAIL("folder.smtx: is a folder, expected a regular file");
+    const spf_format formats[] = {SPF_FORMAT_MTX, SPF_FORMAT_SMTX, SPF_FORMAT_NPY};
+    for (int f = 0; f < 3; f++) {
+        o.format = formats[f];
+        CHECK_STATUS(spf_matrix_read("/dev/null", &o, &a), SPF_ERR_IO);
+        CHECK_DETAIL("/dev/null: is a character device, expected a regular file");
+        CHECK_STATUS(spf_matrix_read("/dev/zero", &o, &a), SPF_ERR_IO);
+        CHECK_DETAIL("/dev/zero: is a character device");
+    }
+    CHECK(a == NULL);
+    o.format = SPF_FORMAT_AUTO;
+    const char *values[] = {fifo_npy, dir_smtx, "/dev/zero", "/dev/null"};
+    for (int v = 0; v < 4; v++) {
+        o.values_path = values[v];
+        CHECK_STATUS(spf_matrix_read(corpus("good.smtx"), &o, &a), SPF_ERR_IO);
+        CHECK_DETAIL("good.smtx: values file: ");
+        CHECK_DETAIL(", expected a regular file");
+    }
+    unlink(fifo_mtx);
+    unlink(fifo_npy);
+    rmdir(dir_smtx);
+}
+
+/* A path near PATH_MAX (nested folders): the detail still says where (the
+ * line or byte) and what was expected; the path loses its middle. */
+static void test_long_paths(void)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", tmp_dir);
+    char name[201];
+    memset(name, 'd', 200);
+    name[200] = '\0';
+    while (strlen(dir) + 202 + 40 < sizeof dir) {
+        strcat(dir, "/");
+        strcat(dir, name);
+        CHECK(mkdir(dir, 0700) == 0 || errno == EEXIST);
+    }
+    char mtx[8192], smtx[8192], npy[8192];
+    snprintf(mtx, sizeof mtx, "%s/bad.mtx", dir);
+    snprintf(smtx, sizeof smtx, "%s/ok.smtx", dir);
+    snprintf(npy, sizeof npy, "%s/bad.npy", dir);
+    CHECK(strlen(mtx) > 3000);
+    FILE *f = fopen(mtx, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 oops\n2 2 1\n", f);
+        fclose(f);
+    }
+    f = fopen(smtx, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("2, 2, 1\n0 1 1\n0\n", f);
+        fclose(f);
+    }
+    f = fopen(npy, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("\x93NUMPX", f);
+        fclose(f);
+    }
+    spf_matrix *a = (spf_matrix *)1;
+    CHECK_STATUS(spf_matrix_read(mtx, NULL, &a), SPF_ERR_PARSE);
+    CHECK_DETAIL("/bad.mtx:3: expected value, got 'oops'");
+    CHECK_DETAIL("...");
+    CHECK(strncmp(spf_last_error(), tmp_dir, strlen(tmp_dir)) == 0);
+    spf_read_options o;
+    spf_read_options_init(&o);
+    o.values_path = npy;
+    CHECK_STATUS(spf_matrix_read(smtx, &o, &a), SPF_ERR_PARSE);
+    CHECK_DETAIL("/ok.smtx: values file: ");
+    CHECK_DETAIL("/bad.npy: byte 0: expected the .npy magic");
+    mtx[strlen(mtx) - 7] = 'X'; /* a file that does not exist */
+    CHECK_STATUS(spf_matrix_read(mtx, NULL, &a), SPF_ERR_IO);
+    CHECK_DETAIL("/Xad.mtx: cannot open for reading: No such file");
+    CHECK(a == NULL);
+}
+
 int main(void)
 {
     const char *src = getenv("SPF_SOURCE_DIR"), *build = getenv("SPF_BUILD_DIR");
@@ -400,5 +544,10 @@ int main(void)
     test_pattern_values_seeded();
     test_errors_and_atomic_write();
     test_allocation_failures();
+    alarm(60); /* a read that blocks on a FIFO would hang: fail instead */
+    test_non_regular_inputs();
+    alarm(0);
+    test_read_limit();
+    test_long_paths();
     return check_report();
 }

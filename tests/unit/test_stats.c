@@ -72,6 +72,47 @@ static void test_stats_empty(void)
     spf_matrix_free(a);
 }
 
+/* An allocator refusing blocks over 1 MiB: the statistics of a matrix with
+ * few entries must not need memory in proportion to its columns. */
+static void *small_alloc(size_t size, void *user)
+{
+    (void)user;
+    return size > (1u << 20) ? NULL : malloc(size ? size : 1);
+}
+static void *small_realloc(void *p, size_t size, void *user)
+{
+    (void)user;
+    return size > (1u << 20) ? NULL : realloc(p, size ? size : 1);
+}
+static void plain_free(void *p, void *user) { (void)user; free(p); }
+
+static void test_stats_wide(void)
+{
+    const int64_t rp0[] = {0, 0, 0, 0}, rp3[] = {0, 2, 2, 3};
+    const int32_t ci[] = {5, INT32_MAX - 1, 5}; /* column 5 twice: 2 distinct columns */
+    spf_matrix *empty = NULL, *sparse = NULL;
+    CHECK_OK(spf_matrix_create_csr(3, INT32_MAX, 0, rp0, NULL, NULL, 1, &empty));
+    CHECK_OK(spf_matrix_create_csr(3, INT32_MAX, 3, rp3, ci, NULL, 1, &sparse));
+    spf_allocator small = {small_alloc, small_realloc, plain_free, NULL};
+    spf_matrix_stats s0, s3;
+    spf_set_allocator(&small);
+    spf_status st0 = spf_matrix_stats_compute(empty, &s0);
+    spf_status st3 = spf_matrix_stats_compute(sparse, &s3);
+    spf_set_allocator(NULL);
+    CHECK_MSG(st0 == SPF_OK && st3 == SPF_OK, "%d %d: %s", (int)st0, (int)st3, spf_last_error());
+    CHECK_EQ_I64(s0.empty_cols, INT32_MAX);
+    CHECK_EQ_I64(s3.empty_cols, INT32_MAX - 2);
+    spf_matrix_free(empty);
+    spf_matrix_free(sparse);
+
+    /* the same pattern narrow enough for one bit per column: the same count */
+    const int32_t narrow[] = {5, 62, 5};
+    CHECK_OK(spf_matrix_create_csr(3, 64, 3, rp3, narrow, NULL, 1, &sparse));
+    CHECK_OK(spf_matrix_stats_compute(sparse, &s3));
+    CHECK_EQ_I64(s3.empty_cols, 62);
+    spf_matrix_free(sparse);
+}
+
 /* XXH64 test vectors (seed 0) as published with xxHash and its ports. */
 static void test_xxh64_vectors(void)
 {
@@ -198,6 +239,7 @@ int main(void)
 {
     test_stats_small();
     test_stats_empty();
+    test_stats_wide();
     test_xxh64_vectors();
     test_matrix_hashes();
     test_hash_generated();
