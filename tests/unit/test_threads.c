@@ -3,8 +3,8 @@
  * values .npy, .npy), compute their statistics, run the reference (float
  * and double accumulation), create and execute CPU plans on their own
  * matrices and on one shared const matrix, execute one shared plan, write
- * matrices (their own files, and all of them one same file) and fail a
- * read each; every result is compared bit for bit with a single-threaded
+ * matrices (their own files, and all of them one same file), log while
+ * another thread swaps the log callback, and fail a read each; every result is compared bit for bit with a single-threaded
  * run, and each thread's spf_last_error() must name its own failure after
  * every thread has failed. The results are gathered per thread and checked
  * on the main thread (the CHECK counters are not atomic). Built with
@@ -12,9 +12,11 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
+#include "core/log.h"
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 enum { THREADS = 6, ROUNDS = 3, N = 16, INNER_THREADS = 2 };
@@ -139,6 +141,35 @@ typedef struct worker {
 
 static pthread_barrier_t barrier;
 
+/* The log callback swapped between two (function, user) pairs while the
+ * workers log: a callback must always get its own user pointer. */
+static int tag_a, tag_b;
+static atomic_int log_calls, log_torn, log_stop;
+
+static void log_a(spf_log_level level, const char *message, void *user)
+{
+    (void)level, (void)message;
+    atomic_fetch_add(&log_calls, 1);
+    if (user != &tag_a)
+        atomic_fetch_add(&log_torn, 1);
+}
+
+static void log_b(spf_log_level level, const char *message, void *user)
+{
+    (void)level, (void)message;
+    atomic_fetch_add(&log_calls, 1);
+    if (user != &tag_b)
+        atomic_fetch_add(&log_torn, 1);
+}
+
+static void *log_swapper(void *arg)
+{
+    (void)arg;
+    for (int i = 0; !atomic_load(&log_stop); i++)
+        spf_set_log_callback(i % 2 ? log_b : log_a, i % 2 ? &tag_b : &tag_a);
+    return NULL;
+}
+
 /* Count a mismatch; keep the first one's description. */
 static void mismatch(worker *w, const char *what, const char *detail)
 {
@@ -159,6 +190,9 @@ static void *worker_main(void *arg)
     pthread_barrier_wait(&barrier);
     snprintf(w->own_error, sizeof w->own_error, "%s", spf_last_error());
     w->own_error_ok = st == SPF_ERR_IO && none == NULL && strstr(w->own_error, path) != NULL;
+
+    for (int i = 0; i < 2000; i++)
+        log_msg(SPF_LOG_DEBUG, "thread %d, message %d", w->id, i);
 
     int64_t sm = spf_matrix_rows(shared_a);
     float *c = malloc((size_t)(sm * N) * sizeof *c);
@@ -341,6 +375,8 @@ int main(void)
     worker workers[THREADS];
     pthread_t tid[THREADS];
     pthread_barrier_init(&barrier, NULL, THREADS);
+    pthread_t swapper;
+    CHECK(pthread_create(&swapper, NULL, log_swapper, NULL) == 0);
     int started = 0;
     for (int t = 0; t < THREADS; t++) {
         workers[t] = (worker){.id = t};
@@ -350,6 +386,12 @@ int main(void)
     for (int t = 0; t < started; t++)
         pthread_join(tid[t], NULL);
     pthread_barrier_destroy(&barrier);
+    atomic_store(&log_stop, 1);
+    pthread_join(swapper, NULL);
+    spf_set_log_callback(NULL, NULL);
+    CHECK_MSG(atomic_load(&log_torn) == 0 && atomic_load(&log_calls) > 0,
+              "%d of %d log calls got the other callback's user pointer", atomic_load(&log_torn),
+              atomic_load(&log_calls));
 
     for (int t = 0; t < THREADS; t++) {
         CHECK_MSG(workers[t].mismatches == 0, "thread %d: %d mismatches, the first: %s", t,
