@@ -14,6 +14,37 @@
  *
  * Ownership: constructors take an out-pointer, set it to NULL first and hand
  * the caller a handle to free with the matching *_free (which accepts NULL).
+ *
+ * Threads (tests/unit/test_threads.c, tests/gpu/test_threads.c):
+ *   - Calls on different objects may run at once from any threads: reading,
+ *     generating, writing, stats, the reference, spf_plan_create, and so on.
+ *   - Calls that only read an object may share it: any number of threads may
+ *     at once read a const spf_matrix (stats, reference, write, clone,
+ *     spf_plan_create on it) or use one plan (spf_plan_execute,
+ *     spf_plan_get_info, spf_plan_write_tuning_log). spf_plan_execute on one
+ *     plan from several threads, and on several CUDA streams, at once is
+ *     safe: it keeps no state between calls; each call needs its own C (and
+ *     the plan's device current on the calling thread, as for one thread).
+ *   - Freeing an object, or editing a matrix's values in place, must not
+ *     overlap any other call on that object.
+ *   - spf_last_error() is per thread: it reports the last failing call of the
+ *     calling thread, whatever other threads do.
+ *   - spf_set_allocator is process-wide: call it before creating objects
+ *     (see its comment) and while no other thread is inside the library.
+ *     Its functions are called from any thread, the library's worker
+ *     threads included, several at once: they must be thread-safe.
+ *   - spf_set_log_callback is process-wide and may be called at any time; a
+ *     call already logging on another thread may still reach the previous
+ *     callback once. The callback is called from any thread, several at
+ *     once: it must be thread-safe.
+ *   - The library reads environment variables (SPFORGE_CACHE_DIR,
+ *     SPFORGE_RANK_MODEL, SPF_PTXAS, CUDA_HOME, PATH, TMPDIR, HOME) during
+ *     calls: do not setenv / putenv while another thread is inside it.
+ *   - Plans may be created at once with the plan cache on, by threads or
+ *     processes: each compiles in its own temporary folder, and cache
+ *     entries are written under unique temporary names and renamed. A plan
+ *     that times kernels (AUTO, search, exhaustive) measures less well while
+ *     other work shares the GPU.
  */
 #ifndef SPFORGE_H
 #define SPFORGE_H

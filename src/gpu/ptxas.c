@@ -8,6 +8,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "core/parallel.h"
 #include "gpu/timing.h"
 
@@ -163,22 +164,20 @@ int ptxas_cubin_registers(const void *cubin, size_t size)
     return best;
 }
 
-/* The whole of a file into a NUL-terminated buffer (owned by the caller). */
+/* The whole of a file into a NUL-terminated buffer (owned by the caller).
+ * Opened close-on-exec (core/file.h), as every descriptor here is: the
+ * other workers, and other threads' plans, spawn ptxas processes at any
+ * moment, and none of them should inherit this one. */
 static spf_status slurp(const char *path, char **data, size_t *size)
 {
     spf_status status = SPF_OK;
     char *buf = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        FAIL_GOTO(SPF_ERR_IO, "cannot open %s: %s", path, strerror(errno));
-    if (fseek(f, 0, SEEK_END) != 0)
-        FAIL_GOTO(SPF_ERR_IO, "cannot seek %s", path);
-    long len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0)
-        FAIL_GOTO(SPF_ERR_IO, "cannot size %s", path);
+    FILE *f = NULL;
+    int64_t len = 0;
+    TRY(file_open_read(path, &f, &len));
     buf = mem_alloc((size_t)len + 1);
     if (!buf)
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%ld bytes for %s", len, path);
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%lld bytes for %s", (long long)len, path);
     if (fread(buf, 1, (size_t)len, f) != (size_t)len)
         FAIL_GOTO(SPF_ERR_IO, "short read of %s", path);
     buf[len] = '\0';
@@ -192,11 +191,17 @@ fail:
     return status;
 }
 
+/* A new file in the private folder, close-on-exec (see slurp). */
 static spf_status spill(const char *path, const char *text, size_t size)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return FAIL(SPF_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        spf_status st = FAIL(SPF_ERR_IO, "cannot create %s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return st;
+    }
     size_t wrote = fwrite(text, 1, size, f);
     if (fclose(f) != 0 || wrote != size)
         return FAIL(SPF_ERR_IO, "cannot write %s", path);
