@@ -2,6 +2,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "core/file.h"
 #include "plan/rank_features.h"
 
 #include <errno.h>
@@ -374,16 +375,18 @@ spf_status rank_model_read(const char *path, rank_model **out)
     CHECK_ARG(out != NULL);
     *out = NULL;
     CHECK_ARG(path != NULL);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return FAIL(SPF_ERR_IO, "cannot open rank model %s: %s", path, strerror(errno));
+    FILE *f = NULL;
+    int64_t size = 0;
+    spf_status opened = file_open_read(path, &f, &size);
+    if (opened != SPF_OK) {
+        error_prefix("rank model");
+        return opened;
+    }
     /* A model is tens of kilobytes; anything past 64 MiB is not one. */
-    const long max_bytes = 64L << 20;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0)
-        FAIL_GOTO(SPF_ERR_IO, "rank model %s: cannot find its size: %s", path, strerror(errno));
+    const int64_t max_bytes = 64LL << 20;
     if (size > max_bytes)
-        FAIL_GOTO(SPF_ERR_PARSE, "rank model %s: %ld bytes, more than %ld", path, size, max_bytes);
+        FAIL_GOTO(SPF_ERR_PARSE, "rank model %s: %lld bytes, more than %lld", path,
+                  (long long)size, (long long)max_bytes);
     text = mem_alloc((size_t)size + 1);
     if (!text)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "reading rank model %s", path);

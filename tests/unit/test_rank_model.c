@@ -10,6 +10,7 @@
 #include "plan/tiling.h"
 #include "test_util.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,6 +147,20 @@ static void test_malformed(void)
     CHECK_STATUS(rank_model_parse(text, len, "bad", NULL), SPF_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(rank_model_read("/nonexistent/rank_model.txt", &m), SPF_ERR_IO);
     CHECK_DETAIL("/nonexistent/rank_model.txt");
+    /* $SPFORGE_RANK_MODEL naming a FIFO or a folder: refused at once, no
+     * hang (the alarm fails the test if the open blocks) */
+    char dir[] = "/tmp/spf-test-rank-XXXXXX", fifo[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(fifo, sizeof fifo, "%s/model.fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    alarm(30);
+    CHECK_STATUS(rank_model_read(fifo, &m), SPF_ERR_IO);
+    CHECK_DETAIL("is a FIFO, expected a regular file");
+    CHECK_STATUS(rank_model_read(dir, &m), SPF_ERR_IO);
+    CHECK_DETAIL("is a folder, expected a regular file");
+    alarm(0);
+    unlink(fifo);
+    rmdir(dir);
 }
 
 static void test_allocation_failure(void)
