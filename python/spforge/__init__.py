@@ -247,11 +247,15 @@ class Matrix:
 
     @classmethod
     def read(cls, path, seed=1, duplicates="reject", format="auto", values_path=None,
-             npy_sparsity=None):
+             npy_sparsity=None, max_bytes=None):
         """Read .mtx / .smtx / .npy (format from the file name unless given).
+        max_bytes bounds the memory the read may allocate (None: the
+        library's default, $SPFORGE_READ_MAX_BYTES or 4 GiB; negative: no
+        limit); past it spforge.Error with status "out of memory".
         ValueError for a NUL in path or values_path or an unknown choice,
-        TypeError / OverflowError for a seed that is not a uint64,
-        spforge.Error for a file the library refuses."""
+        TypeError / OverflowError for a seed that is not a uint64 or a
+        max_bytes that is not an int64, spforge.Error for a file the
+        library refuses."""
         options = _capi.ReadOptions()
         lib().spf_read_options_init(ctypes.byref(options))
         options.format = _choice(_FORMATS, format, "format")
@@ -261,6 +265,8 @@ class Matrix:
             options.values_path = _path(values_path, "values_path")
         if npy_sparsity is not None:
             _field(options, "npy_sparsity", npy_sparsity)
+        if max_bytes is not None:
+            _field(options, "max_bytes", max_bytes)
         return cls._create(lib().spf_matrix_read, _path(path, "path"), ctypes.byref(options))
 
     @classmethod

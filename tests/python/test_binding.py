@@ -326,6 +326,20 @@ class BoundaryTests(unittest.TestCase):
             self.assertIn("NUL", str(ctx.exception))
         self.assertFalse(os.path.exists(path))  # nothing written at the cut name
 
+    def test_read_limit(self):
+        huge = os.path.join(CORPUS, "huge_rows.mtx")  # 2^31 - 1 rows in a few bytes
+        with self.assertRaises(spforge.Error) as ctx:
+            spforge.Matrix.read(huge)
+        self.assertEqual(ctx.exception.name, "out of memory")
+        self.assertIn("read limit", ctx.exception.detail)
+        good = os.path.join(CORPUS, "good_general.mtx")
+        with self.assertRaises(spforge.Error):
+            spforge.Matrix.read(good, max_bytes=8)
+        self.assertEqual(spforge.Matrix.read(good, max_bytes=-1).shape,
+                         spforge.Matrix.read(good).shape)
+        with self.assertRaises(OverflowError):
+            spforge.Matrix.read(good, max_bytes=2 ** 63)
+
     def test_output_sharing_memory_with_an_input(self):
         m, k, n = self.m, self.k, self.n
         buf = array.array("f", random_floats(64, 3))
