@@ -104,17 +104,24 @@ run() {
     -artifact_prefix="$build/findings/$t/" "$@" "$build/corpus/$t"
 }
 
+# One process per input, so every failing one is named, not just the first.
 replay() {
-  local t b files failed=0
+  local t b f log failed=0
   with_tmp
   for t in "${@:-${targets[@]}}"; do
     b=$(binary "$t")
-    files=("$root/tests/fuzz/regressions/$t"/*)
-    [ -e "${files[0]}" ] || continue
-    echo "== replay fuzz_$t: ${#files[@]} inputs"
-    # shellcheck disable=SC2046
-    "$b" "${limits[@]}" $(target_flags "$t") "${files[@]}" >"$build/replay-$t.log" 2>&1 ||
-      { failed=1; tail -n 40 "$build/replay-$t.log"; echo "FAILED: replay of fuzz_$t" >&2; }
+    for f in "$root/tests/fuzz/regressions/$t"/*; do
+      [ -f "$f" ] || continue
+      log=$build/replay-$t-$(basename "$f").log
+      # shellcheck disable=SC2046
+      if "$b" "${limits[@]}" $(target_flags "$t") "$f" >"$log" 2>&1; then
+        echo "== replay fuzz_$t ${f#"$root"/}: ok"
+      else
+        failed=1
+        grep -m 1 -A 12 'ERROR:' "$log" | grep -v '^ *#[0-9]* 0x[0-9a-f]* in \(fuzzer::\|__\)' | head -n 12
+        echo "FAILED: replay fuzz_$t ${f#"$root"/} (log: $log)" >&2
+      fi
+    done
   done
   return $failed
 }
