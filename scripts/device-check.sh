@@ -21,6 +21,7 @@
 #                        invocations separated by ';' run one after another,
 #                        each writing its own results (and tuning logs), so a
 #                        time limit loses only the last
+#                        none: no benchmark (a check of the tests alone)
 #   SPF_SKIP_CPU_TESTS   1: leave the CPU tests to CI (more time for the bench)
 #   SPF_SEARCH_EVAL      a problem list (e.g. bench/search-eval-holdout.txt),
 #                        or 1 for bench/search-eval-problems.txt: after the
@@ -149,6 +150,7 @@ sanitize_gpu() {
 sanitize_gpu
 
 mkdir -p "$results/tuning"
+[ "$bench_args" = none ] && bench_args=""
 IFS=';' read -ra bench_runs <<<"$bench_args"
 for i in "${!bench_runs[@]}"; do
   # shellcheck disable=SC2086

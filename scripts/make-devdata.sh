@@ -14,6 +14,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 src=$root/data
 dest=$root/devdata
 sparsities=${DEVDATA_SPARSITIES:-0.9 0.95}
+# Single files the CPU tests read besides those (test_constraints).
+files="dlmc/rn50/random_pruning/0.9/bottleneck_1_block_group2_1_1.smtx"
 graphs="cerespmm/176bit.mtx cerespmm/G59.mtx cerespmm/cora.mtx cerespmm/citeseer.mtx
         cerespmm/fv2.mtx lagraph/cryg2500.mtx"
 
@@ -42,7 +44,7 @@ for model in rn50 transformer; do
     fi
   done
 done
-for g in $graphs; do
+for g in $graphs $files; do
   if [ -f "$src/$g" ]; then
     mkdir -p "$dest/$(dirname "$g")"
     cp "$src/$g" "$dest/$g"

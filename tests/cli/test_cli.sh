@@ -66,7 +66,10 @@ expect_rc 0 run_default run --n 64 --json
 check "run --json parses" parses run_default
 json_true run_default "d['default_input'] and d['stats']['rows'] == 768 and d['stats']['cols'] == 768" "default input shape"
 json_true run_default "d['stats']['nnz'] == 768 * 77" "default input is uniform at 0.9"
-json_true run_default "d['relative_error'] <= 1e-6 and d['passed'] and d['backend'] == 'cpu'" "default run error"
+# --backend auto: a GPU plan where there is a device, else the CPU reference
+backend=cpu
+grep -q '"available":true' <("$cli" info --json) && backend=gpu
+json_true run_default "d['relative_error'] <= 1e-6 and d['passed'] and d['backend'] == '$backend'" "default run error"
 json_true run_default "d['time_ms_median'] > 0 and d['gflops'] > 0 and d['repeat'] == 5" "run timing"
 expect_rc 0 run_text run --n 33 --repeat 2
 check "run text names the default input" grep -q "embedded default: uniform 768x768, sparsity 0.9, seed 1" "$tmp/run_text.out"
