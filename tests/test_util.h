@@ -134,4 +134,24 @@ static inline void file_spit(const char *path, const unsigned char *buf, size_t 
     CHECK_MSG(ok, "cannot write %zu bytes to %s", size, path);
 }
 
+
+/* A 1-D float32 .npy of n values (a values file for an .smtx pattern),
+ * written by hand: the library writes 2-D arrays only. */
+static inline void write_values_npy(const char *path, const float *v, int64_t n)
+{
+    char dict[128];
+    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': "
+                       "(%lld,), }", (long long)n);
+    int header = 128 - 10;
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)header, 0};
+    fwrite(pre, 1, 10, f);
+    fprintf(f, "%s%*s\n", dict, header - len - 1, "");
+    fwrite(v, sizeof *v, (size_t)n, f); /* the test hosts are little-endian */
+    CHECK(fclose(f) == 0);
+}
+
 #endif

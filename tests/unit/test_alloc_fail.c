@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
+#include "test_util.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -268,24 +269,6 @@ static void sweep(const scenario *s)
 }
 
 /* --------------------------------------------------------------- cases */
-
-/* A 1-D float32 .npy of n values (a values file for an .smtx pattern). */
-static void write_values_npy(const char *path, const float *v, int64_t n)
-{
-    char dict[128];
-    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': "
-                       "(%lld,), }", (long long)n);
-    int header = 128 - 10;
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)header, 0};
-    fwrite(pre, 1, 10, f);
-    fprintf(f, "%s%*s\n", dict, header - len - 1, "");
-    fwrite(v, sizeof *v, (size_t)n, f); /* the test hosts are little-endian */
-    CHECK(fclose(f) == 0);
-}
 
 static spf_matrix *read_clean(const char *path, const spf_read_options *o)
 {

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "check.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <sys/stat.h>
@@ -94,24 +95,6 @@ static void test_roundtrip_mtx_npy(void)
         spf_matrix_free(b);
         spf_matrix_free(c);
     }
-}
-
-/* 1-D float32 .npy of n values, written by hand (the library writes 2-D). */
-static void write_values_npy(const char *path, const float *v, int64_t n)
-{
-    char dict[128];
-    int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': "
-                       "(%lld,), }", (long long)n);
-    int header = 128 - 10;
-    FILE *f = fopen(path, "wb");
-    CHECK(f != NULL);
-    if (!f)
-        return;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)header, 0};
-    fwrite(pre, 1, 10, f);
-    fprintf(f, "%s%*s\n", dict, header - len - 1, "");
-    fwrite(v, sizeof *v, (size_t)n, f); /* the test hosts are little-endian */
-    fclose(f);
 }
 
 static void test_roundtrip_smtx(void)
