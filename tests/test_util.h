@@ -7,7 +7,10 @@
 #include "check.h"
 #include "core/rng.h"
 
+#include <dirent.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #ifdef SPF_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -152,6 +155,21 @@ static inline void write_values_npy(const char *path, const float *v, int64_t n)
     fprintf(f, "%s%*s\n", dict, header - len - 1, "");
     fwrite(v, sizeof *v, (size_t)n, f); /* the test hosts are little-endian */
     CHECK(fclose(f) == 0);
+}
+
+
+/* Entries of a folder other than . and .. (-1 if it cannot be opened):
+ * tests check that a failed write leaves no temporary file behind. */
+static inline int dir_entry_count(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
 }
 
 #endif

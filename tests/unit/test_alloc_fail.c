@@ -111,20 +111,6 @@ static void join(char *out, size_t cap, const char *dir, const char *name)
     CHECK(snprintf(out, cap, "%s/%s", dir, name) < (int)cap);
 }
 
-/* The files in work_dir, which holds only what the test put there: a
- * failed write must leave no temporary file behind. */
-static int work_dir_entries(void)
-{
-    DIR *d = opendir(work_dir);
-    int n = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    closedir(d);
-    return n;
-}
-
 static int same_matrix(const spf_matrix *a, const spf_matrix *b)
 {
     int64_t rows = spf_matrix_rows(a), nnz = spf_matrix_nnz(a);
@@ -211,11 +197,11 @@ static spf_status run_plan(const scenario *s, int *equal)
 static spf_status run_write(const scenario *s, int *equal)
 {
     unlink(s->path);
-    int before = work_dir_entries();
+    int before = dir_entry_count(work_dir);
     spf_status st = spf_matrix_write(s->a, s->path, s->format);
     if (st != SPF_OK) {
         /* nothing under the target name, no temporary file beside it */
-        *equal = access(s->path, F_OK) != 0 && work_dir_entries() == before;
+        *equal = access(s->path, F_OK) != 0 && dir_entry_count(work_dir) == before;
         return st;
     }
     FILE *f = fopen(s->path, "rb");

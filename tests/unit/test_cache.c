@@ -96,19 +96,6 @@ static int entries_equal(const cache_entry *x, const cache_entry *y)
 }
 
 /* Files in dir (temporaries included). */
-static int count_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int count = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *de; (de = readdir(d));)
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            count++;
-    closedir(d);
-    return count;
-}
-
 /* Load must be a miss that warned once, naming the file and `reason`. */
 static void expect_miss(const char *dir, const cache_key *k, const char *path, const char *reason,
                         const char *what)
@@ -282,7 +269,7 @@ static void test_round_trip(void)
     CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
     CHECK_OK(cache_entry_path(dir, &k, path, sizeof path));
     CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
-    CHECK(count_files(dir) == 1);
+    CHECK(dir_entry_count(dir) == 1);
 
     for (int rep = 0; rep < 2; rep++) {
         CHECK(cache_load(dir, &k, &got, &found) == SPF_OK && found == 1);
@@ -299,7 +286,7 @@ static void test_round_trip(void)
     CHECK_OK(cache_load(dir, &kg, &got, &found));
     CHECK(found == 1 && entries_equal(&g, &got) && got.payload == NULL);
     cache_entry_release(&got);
-    CHECK(count_files(dir) == 2);
+    CHECK(dir_entry_count(dir) == 2);
 
     /* entries the store refuses */
     cache_entry bad = e;
@@ -307,7 +294,7 @@ static void test_round_trip(void)
     CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
     bad = e, bad.strategy = SPF_STRATEGY_CPU;
     CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
-    CHECK(count_files(dir) == 2);
+    CHECK(dir_entry_count(dir) == 2);
     free(e.payload);
     spf_matrix_free(a);
 }
@@ -440,7 +427,7 @@ static void test_replace(void)
     int found = 0;
     CHECK_OK(cache_store(dir, &k, &e1));
     CHECK_OK(cache_store(dir, &k, &e2));
-    CHECK(count_files(dir) == 1);
+    CHECK(dir_entry_count(dir) == 1);
     CHECK_OK(cache_load(dir, &k, &got, &found));
     CHECK(found == 1 && entries_equal(&e2, &got) && !entries_equal(&e1, &got));
     cache_entry_release(&got);
@@ -458,7 +445,7 @@ static void test_replace(void)
         CHECK_DETAIL("temporary file");
         CHECK(chmod(dir, 0700) == 0);
     }
-    CHECK(count_files(dir) == 2);
+    CHECK(dir_entry_count(dir) == 2);
     CHECK_OK(cache_load(dir, &k, &got, &found));
     CHECK(found == 1 && entries_equal(&e2, &got));
     cache_entry_release(&got);
@@ -506,7 +493,7 @@ static void test_allocation_failures(void)
     spf_status s = cache_store(dir, &k2, &e);
     spf_set_allocator(NULL);
     CHECK(s == SPF_ERR_OUT_OF_MEMORY);
-    CHECK(count_files(dir) == 1);
+    CHECK(dir_entry_count(dir) == 1);
     free(e.payload);
     spf_matrix_free(a);
 }
@@ -544,7 +531,7 @@ static void test_trust(void)
         CHECK_MSG(strstr(last_warning, "the folder") != NULL, "%s: \"%s\"", what, last_warning);
         CHECK_STATUS(cache_store(dir, &k2, &e), SPF_ERR_IO);
         CHECK_DETAIL("writable by");
-        CHECK_MSG(count_files(dir) == 1, "%s: a store wrote into it", what);
+        CHECK_MSG(dir_entry_count(dir) == 1, "%s: a store wrote into it", what);
     }
     CHECK(chmod(dir, 0700) == 0);
     expect_hit(dir, &k, &e, "folder made private again");
@@ -579,7 +566,7 @@ static void test_trust(void)
     expect_miss(link, &k, link_path, "symbolic link", "linked folder");
     CHECK_STATUS(cache_store(link, &k2, &e), SPF_ERR_IO);
     CHECK_DETAIL("symbolic link");
-    CHECK(count_files(dir) == 1);
+    CHECK(dir_entry_count(dir) == 1);
     free(e.payload);
     spf_matrix_free(a);
 }
@@ -614,7 +601,7 @@ static void test_special_files(void)
     CHECK_DETAIL("rename");
     struct stat st;
     CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
-    CHECK(count_files(dir) == 1); /* no temporary file left */
+    CHECK(dir_entry_count(dir) == 1); /* no temporary file left */
     CHECK(rmdir(path) == 0);
     free(e.payload);
     spf_matrix_free(a);
@@ -701,7 +688,7 @@ static void test_stale_temps(void)
     CHECK_MSG(!file_exists(stale), "the stale temporary file is still there");
     CHECK_MSG(file_exists(fresh), "a store in progress lost its temporary file");
     CHECK_MSG(file_exists(other), "a file not of the cache was removed");
-    CHECK(count_files(dir) == 3);
+    CHECK(dir_entry_count(dir) == 3);
     free(e.payload);
     spf_matrix_free(a);
 }
@@ -750,14 +737,14 @@ static void test_eviction(void)
     CHECK(setenv("SPFORGE_CACHE_MAX_BYTES", "100", 1) == 0);
     CHECK_STATUS(cache_store(dir, &k[1], &e), SPF_ERR_UNSUPPORTED);
     CHECK_DETAIL("SPFORGE_CACHE_MAX_BYTES");
-    CHECK(count_files(dir) == 4);
+    CHECK(dir_entry_count(dir) == 4);
 
     /* not a number: the default, with a warning */
     int warned = warnings;
     CHECK(setenv("SPFORGE_CACHE_MAX_BYTES", "2GB", 1) == 0);
     CHECK_OK(cache_store(dir, &k[1], &e));
     CHECK(warnings == warned + 1 && strstr(last_warning, "SPFORGE_CACHE_MAX_BYTES"));
-    CHECK(count_files(dir) == 5);
+    CHECK(dir_entry_count(dir) == 5);
     CHECK(unsetenv("SPFORGE_CACHE_MAX_BYTES") == 0);
     free(e.payload);
     free(big.payload);

@@ -290,18 +290,6 @@ static void job_baseline(job *j, uint64_t seed)
     CHECK_MSG(err < 1e-6, "%s: plan against the double reference: %g", j->path, err);
 }
 
-static int work_dir_entries(void)
-{
-    DIR *d = opendir(work_dir);
-    int n = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    closedir(d);
-    return n;
-}
-
 int main(void)
 {
     const char *src = getenv("SPF_SOURCE_DIR"), *build = getenv("SPF_BUILD_DIR");
@@ -354,7 +342,7 @@ int main(void)
     shared_c = malloc((size_t)(m * N) * sizeof *shared_c);
     spf_fill_uniform(shared_b, k * N, 7);
     CHECK_OK(spf_plan_execute(plan, shared_b, shared_c, NULL, NULL));
-    int files_before = work_dir_entries();
+    int files_before = dir_entry_count(work_dir);
 
     worker workers[THREADS];
     pthread_t tid[THREADS];
@@ -391,8 +379,8 @@ int main(void)
     CHECK_OK(spf_matrix_read(path, NULL, &back));
     CHECK(back && same_matrix(back, big));
     spf_matrix_free(back);
-    CHECK_MSG(work_dir_entries() == files_before + 1, "%d files in %s, expected %d",
-              work_dir_entries(), work_dir, files_before + 1);
+    CHECK_MSG(dir_entry_count(work_dir) == files_before + 1, "%d files in %s, expected %d",
+              dir_entry_count(work_dir), work_dir, files_before + 1);
     printf("%d threads × %d rounds × %d files, one shared plan: all results bit-identical to "
            "the single-threaded run\n", THREADS, ROUNDS, job_count);
 
