@@ -12,6 +12,13 @@
 
 #include <stddef.h>
 
+/* The read limit (spf_read_options.max_bytes) of the reader targets: far
+ * below libFuzzer's -malloc_limit_mb, so a header declaring a shape that
+ * needs more is refused by the library's limit, which is what gets fuzzed,
+ * instead of tripping the fuzzer's own (a 59-byte .mtx of 10^8 empty rows
+ * is legitimately 800 MB under the default 4 GiB limit). */
+enum { FUZZ_READ_MAX_BYTES = 64 << 20 };
+
 /* The process's private folder (made on first call). */
 const char *fuzz_dir(void);
 

@@ -42,6 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *path = fuzz_write("input." FUZZ_EXT, data, size);
     spf_read_options ro;
     spf_read_options_init(&ro);
+    ro.max_bytes = FUZZ_READ_MAX_BYTES;
     spf_status st;
     check_read(path, &ro, &st);
     if (st == SPF_ERR_INVALID_MATRIX) {

@@ -30,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     spf_read_options ro;
     spf_read_options_init(&ro);
+    ro.max_bytes = FUZZ_READ_MAX_BYTES;
     ro.values_path = values;
     spf_matrix *a = NULL;
     spf_status st = spf_matrix_read(pattern, &ro, &a);
