@@ -222,8 +222,8 @@ SPF_API void spf_read_options_init(spf_read_options *options);
  *
  * Memory: a read allocates the matrix, 8·(rows + 1) + 8·nnz bytes, and while
  * it reads, .mtx: 24 bytes per entry (a symmetric file's stored entries
- * count twice) and 4 per stored entry of a pattern file; .npy: the dense array as float32,
- * 4·rows·cols; .smtx: nothing more. Each reader computes this from the
+ * count twice) and 4 per stored entry of a pattern file; .npy: the dense
+ * array as float32, 4·rows·cols; .smtx: nothing more. Each reader computes this from the
  * header (for .npy, the CSR part again once nnz is known) and checks it
  * against the read limit (max_bytes) before allocating: beyond it the read
  * fails with SPF_ERR_OUT_OF_MEMORY, "... would exceed the read limit of N
@@ -234,8 +234,11 @@ SPF_API spf_status spf_matrix_read(const char *path, const spf_read_options *opt
 
 /* Write a matrix: .mtx (real general, 1-based, values to 9 significant
  * digits, so float32 survives the round trip), .smtx (pattern only) or .npy
- * (dense float32). The file is written to a temporary name and renamed, so
- * a failed write never leaves a partial file under the target name. */
+ * (dense float32). The file is written to a temporary file created
+ * exclusively in the target's folder (never through a symbolic link, a name
+ * unique to the call, so threads and processes writing one path do not mix
+ * their bytes), synced and renamed over the target: a failed write leaves
+ * the target as it was and no temporary file behind. */
 SPF_API spf_status spf_matrix_write(const spf_matrix *a, const char *path, spf_format format);
 
 /* ----------------------------------------------------------- generators */
