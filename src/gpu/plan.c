@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/matrix.h"
+#include "core/overlap.h"
 #include "gpu/dtype.h"
 #include "gpu/timing.h"
 #include "plan/cache.h"
@@ -339,32 +340,13 @@ fail:
     return status;
 }
 
-/* 1 if the byte ranges [x, x + nx) and [y, y + ny) share a byte; written
- * without x + nx, which a wild pointer could wrap. */
-static int ranges_overlap(const void *x, uint64_t nx, const void *y, uint64_t ny)
-{
-    uintptr_t a = (uintptr_t)x, b = (uintptr_t)y;
-    return nx && ny && (a >= b ? a - b < ny : b - a < nx);
-}
-
 /* Every strategy (the CPU reference included) reads B and bias while it
- * writes C, so a C that overlaps either gives wrong numbers without an
- * error. Device pointers share one address space (UVA), so the same test
- * holds for GPU plans. */
+ * writes C (core/overlap.h). */
 static spf_status check_disjoint(const spf_plan *p, const void *b, const void *c, const float *bias)
 {
     uint64_t es = dtype_size(p->dtype); /* m, k, n < 2^31: the sizes below fit */
-    uint64_t b_bytes = (uint64_t)(p->k * p->n) * es, c_bytes = (uint64_t)(p->m * p->n) * es;
-    uint64_t bias_bytes = (uint64_t)p->m * sizeof *bias;
-    if (ranges_overlap(c, c_bytes, b, b_bytes))
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "c (%p, %llu bytes) overlaps b (%p, %llu bytes): "
-                    "C must not share memory with its inputs", c, (unsigned long long)c_bytes, b,
-                    (unsigned long long)b_bytes);
-    if (bias && ranges_overlap(c, c_bytes, bias, bias_bytes))
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "c (%p, %llu bytes) overlaps bias (%p, %llu bytes): "
-                    "C must not share memory with its inputs", c, (unsigned long long)c_bytes,
-                    (const void *)bias, (unsigned long long)bias_bytes);
-    return SPF_OK;
+    return output_disjoint("spf_plan_execute", c, (uint64_t)(p->m * p->n) * es, b,
+                           (uint64_t)(p->k * p->n) * es, bias, (uint64_t)p->m * sizeof *bias);
 }
 
 spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const float *bias,

@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/matrix.h"
+#include "core/overlap.h"
 #include "core/parallel.h"
 
 #include <math.h>
@@ -55,10 +56,11 @@ DEFINE_SPMM_ROWS(spmm_rows_f32, float, float)
 DEFINE_SPMM_ROWS(spmm_rows_f64_to_f32, double, float)
 DEFINE_SPMM_ROWS(spmm_rows_f64, double, double)
 
-/* Shared by both public entry points: argument checks, scratch, threads. */
+/* Shared by both public entry points: argument checks, scratch, threads.
+ * c holds elements of c_size bytes, the scratch of acc_size. */
 static spf_status spmm_run(const char *func, const spf_matrix *a, int64_t n, const float *b,
-                           void *c, const float *bias, int relu, int threads, size_t acc_size,
-                           parallel_body body)
+                           void *c, size_t c_size, const float *bias, int relu, int threads,
+                           size_t acc_size, parallel_body body)
 {
     if (!a || n < 1 || threads < 0)
         return error_set(SPF_ERR_INVALID_ARGUMENT, func, "invalid argument: %s",
@@ -73,6 +75,11 @@ static spf_status spmm_run(const char *func, const spf_matrix *a, int64_t n, con
     if ((!b && a->cols > 0) || (!c && a->rows > 0))
         return error_set(SPF_ERR_INVALID_ARGUMENT, func, "invalid argument: %s is NULL",
                          !b && a->cols > 0 ? "b" : "c");
+    spf_status status = output_disjoint(func, c, (uint64_t)(a->rows * n) * c_size, b,
+                                        (uint64_t)(a->cols * n) * sizeof(float), bias,
+                                        (uint64_t)a->rows * sizeof(float));
+    if (status != SPF_OK)
+        return status;
     if (a->rows == 0)
         return SPF_OK;
     int workers = parallel_workers(a->rows, ROWS_PER_GRAIN, threads);
@@ -81,7 +88,7 @@ static spf_status spmm_run(const char *func, const spf_matrix *a, int64_t n, con
         return error_set(SPF_ERR_OUT_OF_MEMORY, func, "accumulators for %d threads x n = %lld",
                          workers, (long long)n);
     spmm_job job = {a, n, b, bias, c, scratch, relu};
-    spf_status status = parallel_for(a->rows, ROWS_PER_GRAIN, workers, body, &job);
+    status = parallel_for(a->rows, ROWS_PER_GRAIN, workers, body, &job);
     mem_free(scratch);
     return status;
 }
@@ -91,10 +98,11 @@ spf_status spf_reference_spmm(const spf_matrix *a, int64_t n, const float *b, fl
 {
     error_clear();
     if (accumulate == SPF_ACCUMULATE_F32)
-        return spmm_run(__func__, a, n, b, c, bias, relu, threads, sizeof(float), spmm_rows_f32);
+        return spmm_run(__func__, a, n, b, c, sizeof(float), bias, relu, threads, sizeof(float),
+                        spmm_rows_f32);
     if (accumulate == SPF_ACCUMULATE_F64)
-        return spmm_run(__func__, a, n, b, c, bias, relu, threads, sizeof(double),
-                        spmm_rows_f64_to_f32);
+        return spmm_run(__func__, a, n, b, c, sizeof(float), bias, relu, threads,
+                        sizeof(double), spmm_rows_f64_to_f32);
     return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown accumulation %d", (int)accumulate);
 }
 
@@ -102,7 +110,8 @@ spf_status spf_reference_spmm_f64(const spf_matrix *a, int64_t n, const float *b
                                   const float *bias, int relu, int threads)
 {
     error_clear();
-    return spmm_run(__func__, a, n, b, c, bias, relu, threads, sizeof(double), spmm_rows_f64);
+    return spmm_run(__func__, a, n, b, c, sizeof(double), bias, relu, threads, sizeof(double),
+                    spmm_rows_f64);
 }
 
 double spf_relative_error(const float *c, const double *ref, int64_t count)

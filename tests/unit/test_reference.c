@@ -230,6 +230,34 @@ static void test_errors(void)
     spf_matrix_free(a);
 }
 
+/* C sharing memory with B or bias is refused before anything is written:
+ * the product would read what it had already overwritten. */
+static void test_overlapping_buffers(void)
+{
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 8, 8, 0.5, 5);
+    float buf[8 * 4 + 8 * 4 + 8];
+    double c64[8 * 4];
+    spf_fill_uniform(buf, 8 * 4 + 8 * 4 + 8, 2);
+    float before[sizeof buf / sizeof *buf];
+    memcpy(before, buf, sizeof buf);
+    float *b = buf, *bias = buf + 64;
+    CHECK_STATUS(spf_reference_spmm(a, 4, b, b, NULL, 0, SPF_ACCUMULATE_F32, 1),
+                 SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("overlaps b");
+    CHECK_STATUS(spf_reference_spmm(a, 4, b, b + 31, NULL, 0, SPF_ACCUMULATE_F64, 1),
+                 SPF_ERR_INVALID_ARGUMENT); /* one shared element at B's end */
+    CHECK_STATUS(spf_reference_spmm(a, 4, b, buf + 33, bias, 0, SPF_ACCUMULATE_F32, 1),
+                 SPF_ERR_INVALID_ARGUMENT); /* C's last element is bias[0] */
+    CHECK_DETAIL("overlaps bias");
+    CHECK_STATUS(spf_reference_spmm_f64(a, 4, b, (double *)(void *)(b + 30), NULL, 0, 1),
+                 SPF_ERR_INVALID_ARGUMENT);
+    CHECK(memcmp(before, buf, sizeof buf) == 0); /* nothing written */
+    /* adjacent buffers are fine */
+    CHECK_OK(spf_reference_spmm(a, 4, b, buf + 32, bias, 0, SPF_ACCUMULATE_F32, 1));
+    CHECK_OK(spf_reference_spmm_f64(a, 4, b, c64, b, 0, 1)); /* bias may overlap B */
+    spf_matrix_free(a);
+}
+
 int main(void)
 {
     test_shapes();
@@ -238,5 +266,6 @@ int main(void)
     test_threads_identical();
     test_relative_error();
     test_errors();
+    test_overlapping_buffers();
     return check_report();
 }
