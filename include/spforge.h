@@ -285,7 +285,8 @@ typedef enum spf_accumulate { SPF_ACCUMULATE_F32 = 0, SPF_ACCUMULATE_F64 = 1 } s
  *   bias: M floats or NULL
  *   threads: worker threads, 0 = all online cores
  * Accumulation is in float or double as asked; the sum runs over a row's
- * nonzeros in column order. */
+ * nonzeros in column order. c must not overlap b or bias:
+ * SPF_ERR_INVALID_ARGUMENT, nothing written. */
 SPF_API spf_status spf_reference_spmm(const spf_matrix *a, int64_t n, const float *b, float *c,
                                       const float *bias, int relu, spf_accumulate accumulate,
                                       int threads);
