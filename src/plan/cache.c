@@ -677,7 +677,12 @@ static spf_status read_entry(int dfd, const char *name, const cache_key *key, in
     if (file_open_regular_at(dfd, name, name, fd, &st) != SPF_OK) {
         struct stat link;
         *absent = fstatat(dfd, name, &link, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
-        status = rejected(rj, "%s", spf_last_error());
+        /* the warning names the path already: keep the detail after "<name>: " */
+        const char *why = spf_last_error();
+        size_t len = strlen(name);
+        if (strncmp(why, name, len) == 0 && strncmp(why + len, ": ", 2) == 0)
+            why += len + 2;
+        status = rejected(rj, "%s", why);
         error_clear();
         return status;
     }
