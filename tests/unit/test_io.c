@@ -511,6 +511,77 @@ static void test_long_paths(void)
     CHECK(a == NULL);
 }
 
+/* spf_matrix_write never writes through a link, whatever name an attacker
+ * can predict, and works for names and paths as long as the system allows
+ * (core/file.h); success leaves no temporary file beside the target. */
+static void test_write_safety(void)
+{
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 6, 5, 0.5, 9);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", tmp_path("write-safety"));
+    CHECK(mkdir(dir, 0700) == 0 || errno == EEXIST);
+    char victim[8192], target[8192], planted[8192 + 32];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(target, sizeof target, "%s/out.mtx", dir);
+    const unsigned char precious[] = "precious data";
+    file_spit(victim, precious, sizeof precious);
+    /* a link at the temporary name a per-process scheme would use, and one
+     * at the target: neither may lead the write into the victim */
+    snprintf(planted, sizeof planted, "%s.tmp.%ld", target, (long)getpid());
+    unlink(planted);
+    unlink(target);
+    CHECK(symlink(victim, planted) == 0);
+    CHECK(symlink(victim, target) == 0);
+    int entries = dir_entry_count(dir);
+    CHECK_OK(spf_matrix_write(a, target, SPF_FORMAT_AUTO));
+    size_t size = 0;
+    unsigned char *kept = file_slurp(victim, &size);
+    CHECK(kept && size == sizeof precious && memcmp(kept, precious, size) == 0);
+    free(kept);
+    struct stat st;
+    CHECK(lstat(target, &st) == 0 && S_ISREG(st.st_mode)); /* the link itself replaced */
+    spf_matrix *b = read_ok(target, NULL);
+    CHECK(b && same_pattern(a, b));
+    spf_matrix_free(b);
+    CHECK(dir_entry_count(dir) == entries); /* no temporary file left */
+    unlink(planted);
+
+    /* a file name of NAME_MAX bytes, and a path just under PATH_MAX */
+    char name[256];
+    memset(name, 'n', 251);
+    memcpy(name + 251, ".mtx", 5);
+    CHECK_OK(spf_matrix_write(a, join(dir, name), SPF_FORMAT_AUTO));
+    b = read_ok(join(dir, name), NULL);
+    CHECK(b && same_pattern(a, b));
+    spf_matrix_free(b);
+    char deep[4096];
+    snprintf(deep, sizeof deep, "%s", dir);
+    memset(name, 'p', 200);
+    name[200] = '\0';
+    while (strlen(deep) + 201 + 220 < 4090) {
+        strcat(deep, "/");
+        strcat(deep, name);
+        CHECK(mkdir(deep, 0700) == 0 || errno == EEXIST);
+    }
+    size_t pad = 4090 - strlen(deep) - 1 - 4; /* "/" + base + ".npy": 4090 bytes */
+    char *longest = malloc(4096);
+    CHECK(longest != NULL && pad > 0 && pad < 250);
+    if (longest) {
+        int n = snprintf(longest, 4096, "%s/%.*s.npy", deep, (int)pad,
+                         "qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"
+                         "qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"
+                         "qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq"
+                         "qqqqqqqqqqqqqqqqqqqqqqqqq");
+        CHECK(n == 4090);
+        CHECK_OK(spf_matrix_write(a, longest, SPF_FORMAT_AUTO));
+        b = read_ok(longest, NULL);
+        CHECK(b && same_pattern(a, b));
+        spf_matrix_free(b);
+        free(longest);
+    }
+    spf_matrix_free(a);
+}
+
 int main(void)
 {
     const char *src = getenv("SPF_SOURCE_DIR"), *build = getenv("SPF_BUILD_DIR");
@@ -532,5 +603,6 @@ int main(void)
     alarm(0);
     test_read_limit();
     test_long_paths();
+    test_write_safety();
     return check_report();
 }
