@@ -443,6 +443,91 @@ class NumpyBoundaryTests(unittest.TestCase):
                 plan.execute(shared[:k * n], shared[k * n - 1:k * n - 1 + m * n])
 
 
+class MirrorTests(unittest.TestCase):
+    """The ctypes mirrors of _capi.py against include/spforge.h: the same
+    fields in the same order with the same C types (parsed from the
+    header), and the same size as the C compiler gives each struct
+    (spf_struct_sizes), so a field added to the header and not to the
+    binding fails here instead of shifting every field after it."""
+
+    MIRRORS = {"spf_read_options": "ReadOptions", "spf_gen_options": "GenOptions",
+               "spf_matrix_stats": "MatrixStats", "spf_device_info": "DeviceInfo",
+               "spf_kernel_config": "KernelConfig", "spf_plan_options": "PlanOptions",
+               "spf_search_info": "SearchInfo", "spf_plan_info": "PlanInfo"}
+    SCALARS = {"int": "i32", "int32_t": "i32", "int64_t": "i64", "uint64_t": "u64",
+               "double": "f64"}
+
+    @classmethod
+    def setUpClass(cls):
+        import re
+        with open(os.path.join(SOURCE_DIR, "include", "spforge.h")) as f:
+            text = re.sub(r"/\*.*?\*/", " ", f.read(), flags=re.S)
+        cls.enums = set(re.findall(r"typedef enum (spf_\w+) \{", text))
+        cls.structs = {name: body for name, body in
+                       re.findall(r"typedef struct (spf_\w+) \{(.*?)\} \1;", text, flags=re.S)}
+
+    def describe_c(self, base, declarator):
+        """'i32', 'char[256]', 'ptr(KernelConfig)', 'KernelConfig', ... of one C field."""
+        import re
+        m = re.fullmatch(r"(\**)\s*(\w+)\s*(?:\[(\d+)\])?", declarator.strip())
+        self.assertIsNotNone(m, "cannot parse declarator %r" % declarator)
+        stars, name, length = m.groups()
+        if base == "char" and stars:
+            kind = "char*"
+        elif base == "char":
+            kind = "char[%s]" % length
+        elif base in self.enums:
+            kind = "i32"  # C enums are int-sized (_capi.c_enum)
+        elif base in self.MIRRORS:
+            kind = ("ptr(%s)" if stars else "%s") % self.MIRRORS[base]
+        else:
+            self.assertIn(base, self.SCALARS, "field %s: no mirror type for C type %s" % (name, base))
+            kind = self.SCALARS[base]
+        return name, kind
+
+    @staticmethod
+    def describe_ctypes(ctype):
+        import ctypes
+        names = {ctypes.c_int32: "i32", ctypes.c_int64: "i64", ctypes.c_uint64: "u64",
+                 ctypes.c_double: "f64", ctypes.c_char_p: "char*"}
+        if ctype in names:
+            return names[ctype]
+        if getattr(ctype, "_type_", None) is ctypes.c_char and hasattr(ctype, "_length_"):
+            return "char[%d]" % ctype._length_
+        if hasattr(ctype, "contents"):
+            return "ptr(%s)" % ctype._type_.__name__
+        return ctype.__name__
+
+    def test_fields_match_the_header(self):
+        import ctypes
+        from spforge import _capi
+        for c_name, py_name in self.MIRRORS.items():
+            self.assertIn(c_name, self.structs, "no struct %s in spforge.h" % c_name)
+            want = []
+            for decl in self.structs[c_name].split(";"):
+                decl = " ".join(decl.split()).replace("const ", "")
+                if not decl:
+                    continue
+                base, _, rest = decl.partition(" ")
+                want += [self.describe_c(base, d) for d in rest.split(",")]
+            got = [(name, self.describe_ctypes(t)) for name, t in getattr(_capi, py_name)._fields_]
+            self.assertEqual(got, want, "%s mirrors %s" % (py_name, c_name))
+        self.assertEqual(ctypes.sizeof(ctypes.c_int), 4)
+
+    def test_sizes_match_the_compiler(self):
+        import ctypes
+        from spforge import _capi
+        tool = os.environ.get("SPF_STRUCT_SIZES")
+        if not tool:
+            self.skipTest("SPF_STRUCT_SIZES not set (run through ctest)")
+        lines = subprocess.run([tool], check=True, capture_output=True, text=True).stdout.split()
+        sizes = dict(zip(lines[::2], map(int, lines[1::2])))
+        self.assertEqual(set(sizes), set(self.MIRRORS))
+        for c_name, py_name in self.MIRRORS.items():
+            self.assertEqual(ctypes.sizeof(getattr(_capi, py_name)), sizes[c_name],
+                             "sizeof %s vs %s" % (py_name, c_name))
+
+
 def main():
     try:
         spforge.version()
