@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #include "gpu/dtype.h"
+#include "gpu/selfcheck.h"
 
 #include <stdint.h>
 #include <unistd.h>
@@ -335,6 +336,63 @@ static void test_budget(void)
     spf_matrix_free(a);
 }
 
+/* A layer whose reference would cost more than SELFCHECK_FULL_MACS: the
+ * self-check covers a sample of rows (gpu/selfcheck.h). The plans still
+ * match the full reference, computed here, at an odd N with bias + ReLU;
+ * and a kernel that writes a wrong value into the last row (always in the
+ * sample) or leaves any output unwritten (NaN) fails the check. */
+typedef struct corrupt_launch {
+    spf_plan *plan;
+    int64_t row, n; /* row < 0: no corruption */
+    float value;
+} corrupt_launch;
+
+static spf_status launch_corrupt(void *ctx, const void *b, void *c, const float *bias, void *st)
+{
+    corrupt_launch *l = ctx;
+    spf_status status = spf_plan_execute(l->plan, b, c, bias, st);
+    if (status == SPF_OK && l->row >= 0 && cudaStreamSynchronize((cudaStream_t)st) == cudaSuccess)
+        CUDA_OK(cudaMemcpy((float *)c + l->row * l->n + l->n / 2, &l->value, sizeof l->value,
+                           cudaMemcpyHostToDevice));
+    return status;
+}
+
+static void test_sampled_selfcheck(void)
+{
+    spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 3001, 2048, 0.5, 25);
+    const int64_t n = 127;
+    CHECK((double)spf_matrix_nnz(a) * n > SELFCHECK_FULL_MACS);
+    spf_plan_options o = options(SPF_STRATEGY_GENERIC, SPF_DTYPE_F32, 1, 1);
+    spf_plan_info info = check_plan("large sampled generic", a, n, &o, SPF_STRATEGY_GENERIC, 0);
+    printf("large sampled generic: self-check %.3f s\n", info.verify_s);
+    o = options(SPF_STRATEGY_GENERIC, SPF_DTYPE_BF16, 0, 0);
+    check_plan("large sampled generic bf16", a, 3, &o, SPF_STRATEGY_GENERIC, 0);
+
+    o = options(SPF_STRATEGY_GENERIC, SPF_DTYPE_F32, 1, 1);
+    spf_plan *p = NULL;
+    selfcheck check;
+    CHECK_OK(spf_plan_create(a, n, &o, &p));
+    CHECK_OK(selfcheck_prepare(a, n, SPF_DTYPE_F32, 1, 1, 0, &check));
+    CHECK(check.rows != NULL && check.rows_checked > SELFCHECK_STRATA / 2 &&
+          check.rows_checked <= SELFCHECK_STRATA + 2 && check.rows[0] == 0 &&
+          check.rows[check.rows_checked - 1] == spf_matrix_rows(a) - 1);
+    corrupt_launch l = {p, -1, n, 0.0f};
+    double err = 0;
+    CHECK_OK(selfcheck_measure(&check, launch_corrupt, &l, &err));
+    CHECK_MSG(err <= selfcheck_tolerance(SPF_DTYPE_F32, 0), "the plan failed its check: %g", err);
+    l.row = spf_matrix_rows(a) - 1;
+    l.value = 1e4f;
+    CHECK_OK(selfcheck_measure(&check, launch_corrupt, &l, &err));
+    CHECK_MSG(err > selfcheck_tolerance(SPF_DTYPE_F32, 0), "a wrong last row passed: %g", err);
+    l.row = check.rows[1] + 1 < check.rows[2] ? check.rows[1] + 1 : 1; /* not sampled */
+    l.value = NAN;
+    CHECK_OK(selfcheck_measure(&check, launch_corrupt, &l, &err));
+    CHECK_MSG(isinf(err), "an unwritten (NaN) output outside the sample passed: %g", err);
+    selfcheck_release(&check);
+    spf_plan_free(p);
+    spf_matrix_free(a);
+}
+
 /* Small cases for compute-sanitizer memcheck. */
 static void test_quick(void)
 {
@@ -398,6 +456,7 @@ int main(int argc, char **argv)
             test_dtypes_and_graphs();
             test_dlmc();
             test_budget();
+            test_sampled_selfcheck();
         }
         if (strcmp(part, "main") != 0)
             test_exhaustive();
