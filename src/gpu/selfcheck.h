@@ -10,7 +10,10 @@
  * rows instead, every column of each: the first and last row (ragged
  * edges) and one random row in each of SELFCHECK_STRATA equal bands, so a
  * wrong band of tiles, a wrong N tail or a wrong K split is caught; every
- * output of C is still checked to be written (no poison left). */
+ * output of C is still checked to be written (no poison left). What a
+ * sample can miss is an error confined to unsampled rows (a generated
+ * kernel's code is per row): the generator itself is checked row by row
+ * on the PTX interpreter in CI (tests/unit/test_unrolled_emulate.c). */
 #ifndef SPF_GPU_SELFCHECK_H
 #define SPF_GPU_SELFCHECK_H
 
