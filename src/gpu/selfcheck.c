@@ -4,7 +4,6 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/matrix.h"
-#include "core/parallel.h"
 #include "core/rng.h"
 #include "gpu/dtype.h"
 
@@ -38,34 +37,6 @@ static spf_status host_alloc(void **p, int64_t count, size_t elem)
     if (!*p)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "%lld elements of %zu bytes", (long long)count, elem);
     return SPF_OK;
-}
-
-/* Random values for the check's operands, uniform in [-1, 1]: chunks of
- * FILL_CHUNK values, chunk c drawn from seed + c, on all host threads (one
- * stream of K·N values took a large layer's plan a tenth of a second). */
-enum { FILL_CHUNK = 1 << 20 };
-
-typedef struct fill_job {
-    float *data;
-    int64_t count;
-    uint64_t seed;
-} fill_job;
-
-static spf_status fill_chunks(void *ctx, int64_t begin, int64_t end, int worker)
-{
-    const fill_job *j = ctx;
-    (void)worker;
-    for (int64_t c = begin; c < end; c++) {
-        int64_t at = c * FILL_CHUNK, len = j->count - at < FILL_CHUNK ? j->count - at : FILL_CHUNK;
-        spf_fill_uniform(j->data + at, len, j->seed + (uint64_t)c);
-    }
-    return SPF_OK;
-}
-
-static spf_status fill_random(float *data, int64_t count, uint64_t seed, int threads)
-{
-    fill_job j = {data, count, seed};
-    return parallel_for((count + FILL_CHUNK - 1) / FILL_CHUNK, 1, threads, fill_chunks, &j);
 }
 
 /* The rows to check (selfcheck.h): all when the reference is cheap, else
@@ -144,7 +115,7 @@ spf_status selfcheck_prepare(const spf_matrix *a, int64_t n, spf_dtype dtype, in
 
     TRY(host_alloc((void **)&b32, k * n, sizeof *b32));
     TRY(host_alloc(&b_raw, k * n, es));
-    TRY(fill_random(b32, k * n, SELFCHECK_SEED, threads));
+    spf_fill_uniform(b32, k * n, SELFCHECK_SEED);
     /* The reference sees B as the kernel does, after rounding to dtype, so
      * the check measures the kernel's arithmetic and C's storage only. */
     dtype_from_float(dtype, b32, b_raw, k * n);
