@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "gpu/cuda_check.h"
-#include "gpu/generic.h"
+#include "strategy/generic/generic.h"
 
 #include <stdio.h>
 #include <stdlib.h>

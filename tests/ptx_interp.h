@@ -12,7 +12,7 @@
 
 #include "test_util.h"
 
-#include "codegen/program.h"
+#include "gpu/program.h"
 
 #include <ctype.h>
 #include <stdint.h>

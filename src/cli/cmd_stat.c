@@ -2,8 +2,8 @@
  * with --tiles M1 also its A_tiles' statistics without and with LO-SpMM
  * Algorithm 1 row reordering (plan/reorder.h) and the reorder time. */
 #include "cli/cli.h"
-#include "plan/reorder.h"
-#include "plan/tile_stats.h"
+#include "strategy/unrolled/reorder.h"
+#include "strategy/unrolled/tile_stats.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 #include "cli/cli.h"
 
 #include "gpu/host_run.h"
-#include "gpu/search.h"
+#include "strategy/unrolled/search.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #ifndef SPF_GPU_JIT_H
 #define SPF_GPU_JIT_H
 
-#include "codegen/program.h"
+#include "gpu/program.h"
 #include "gpu/ptxas.h"
 
 /* One program assembled (or handed over as PTX when there is no ptxas). */
@@ -79,7 +79,7 @@ spf_status jit_launch(const jit_module *m, const void *b, void *c, const float *
 
 /* Launch m's kernel with an explicit geometry, dynamic shared memory per
  * block and kernel parameters (params: one pointer per argument, as
- * cudaLaunchKernel takes them) on `stream`: a proxy (codegen/proxy.h) runs
+ * cudaLaunchKernel takes them) on `stream`: a proxy (strategy/unrolled/proxy.h) runs
  * with each candidate's grid, block and shared memory. Beyond 48 KB the
  * module must have been loaded with at least shared_bytes. No allocation,
  * no synchronization. */

@@ -6,7 +6,7 @@
 #ifndef SPF_GPU_PTXAS_H
 #define SPF_GPU_PTXAS_H
 
-#include "codegen/program.h"
+#include "gpu/program.h"
 
 #include <stddef.h>
 

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/matrix.h"
 #include "core/rng.h"
-#include "gpu/dtype.h"
+#include "core/dtype.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 #include "plan/rank_features.h"
 
 #include "core/error.h"
-#include "gpu/dtype.h"
-#include "plan/constraints.h"
-#include "plan/tile_stats.h"
+#include "core/dtype.h"
+#include "strategy/unrolled/constraints.h"
+#include "strategy/unrolled/tile_stats.h"
 
 #include <assert.h>
 #include <math.h>

@@ -14,7 +14,7 @@
 #ifndef SPF_PLAN_RANK_FEATURES_H
 #define SPF_PLAN_RANK_FEATURES_H
 
-#include "plan/tiling.h"
+#include "strategy/unrolled/tiling.h"
 #include "spforge.h"
 
 #include <stdint.h>

@@ -12,7 +12,7 @@
 
 #include "core/half.h"
 #include "core/rng.h"
-#include "gpu/generic.h"
+#include "strategy/generic/generic.h"
 
 #include <stdint.h>
 

@@ -9,7 +9,7 @@
 
 #include "test_util.h"
 
-#include "gpu/dtype.h"
+#include "core/dtype.h"
 #include "gpu/selfcheck.h"
 
 #include <stdint.h>

@@ -17,10 +17,10 @@
 int main(void) { SKIP("no CUDA device: built without CUDA"); }
 #else
 
-#include "gpu/proxy_eval.h"
-#include "gpu/tuner.h"
-#include "plan/row_orders.h"
-#include "plan/tiling.h"
+#include "strategy/unrolled/proxy_eval.h"
+#include "strategy/unrolled/tuner.h"
+#include "strategy/unrolled/row_orders.h"
+#include "strategy/unrolled/tiling.h"
 
 #include <cuda_runtime_api.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 #include "test_util.h"
 
 #include "plan_error.h"
-#include "gpu/search.h"
+#include "strategy/unrolled/search.h"
 
 #include <stdlib.h>
 #include <unistd.h>

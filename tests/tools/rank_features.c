@@ -12,7 +12,7 @@
  * identity order (the logs so far come from tuning without reordering). */
 #include "plan/rank_features.h"
 
-#include "codegen/schedule.h"
+#include "strategy/unrolled/schedule.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,9 +4,9 @@
  * the sparsert20 shapes at 0.9 and on DLMC layers (when extracted). */
 #include "test_util.h"
 
-#include "codegen/schedule.h"
-#include "plan/constraints.h"
-#include "plan/tiling.h"
+#include "strategy/unrolled/schedule.h"
+#include "strategy/unrolled/constraints.h"
+#include "strategy/unrolled/tiling.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 
 #include "test_util.h"
 
-#include "codegen/unrolled.h"
+#include "strategy/unrolled/unrolled.h"
 #include "core/rng.h"
 #include "gpu/jit.h"
 

@@ -4,7 +4,7 @@
  * host fp16 / bf16 conversions the GPU self-check relies on. */
 #include "test_util.h"
 
-#include "gpu/dtype.h"
+#include "core/dtype.h"
 
 #include <stdint.h>
 

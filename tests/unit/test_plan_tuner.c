@@ -6,9 +6,9 @@
 
 #include "test_util.h"
 
-#include "codegen/schedule.h"
+#include "strategy/unrolled/schedule.h"
 #include "core/alloc.h"
-#include "gpu/tuner.h"
+#include "strategy/unrolled/tuner.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -12,11 +12,11 @@
 
 #include "test_util.h"
 
-#include "codegen/proxy.h"
-#include "codegen/schedule.h"
-#include "codegen/unrolled.h"
+#include "strategy/unrolled/proxy.h"
+#include "strategy/unrolled/schedule.h"
+#include "strategy/unrolled/unrolled.h"
 #include "gpu/jit.h"
-#include "plan/constraints.h"
+#include "strategy/unrolled/constraints.h"
 
 #include <stdint.h>
 #include <time.h>

@@ -9,7 +9,7 @@
 
 #include "test_util.h"
 
-#include "codegen/proxy.h"
+#include "strategy/unrolled/proxy.h"
 #include "ptx_interp.h"
 
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * under allocation failure. */
 #include "check.h"
 
-#include "codegen/ptx.h"
+#include "strategy/unrolled/ptx.h"
 #include "core/alloc.h"
 
 static int contains(const ptx_buf *b, const char *s) { return b->data && strstr(b->data, s) != NULL; }

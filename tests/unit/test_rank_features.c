@@ -2,9 +2,9 @@
  * computed by hand on a small matrix, and against a brute-force recount of
  * the tiles on generated matrices. */
 #include "check.h"
-#include "plan/constraints.h"
+#include "strategy/unrolled/constraints.h"
 #include "plan/rank_features.h"
-#include "plan/row_orders.h"
+#include "strategy/unrolled/row_orders.h"
 #include "test_util.h"
 
 /* 7×6 with two empty rows:

@@ -7,7 +7,7 @@
 #include "check.h"
 #include "plan/rank_features.h"
 #include "plan/rank_model.h"
-#include "plan/tiling.h"
+#include "strategy/unrolled/tiling.h"
 #include "test_util.h"
 
 #include <sys/stat.h>

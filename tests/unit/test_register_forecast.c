@@ -8,11 +8,11 @@
  * when no ptxas is installed. */
 #include "test_util.h"
 
-#include "codegen/schedule.h"
-#include "codegen/unrolled.h"
+#include "strategy/unrolled/schedule.h"
+#include "strategy/unrolled/unrolled.h"
 #include "core/rng.h"
 #include "gpu/ptxas.h"
-#include "plan/constraints.h"
+#include "strategy/unrolled/constraints.h"
 
 #include <stdint.h>
 #include <stdlib.h>

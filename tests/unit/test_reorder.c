@@ -9,11 +9,11 @@
 #define _POSIX_C_SOURCE 200809L /* popen */
 #include "test_util.h"
 
-#include "codegen/schedule.h"
+#include "strategy/unrolled/schedule.h"
 #include "core/matrix.h"
 #include "core/rng.h"
-#include "plan/reorder.h"
-#include "plan/tile_stats.h"
+#include "strategy/unrolled/reorder.h"
+#include "strategy/unrolled/tile_stats.h"
 
 #include <stdint.h>
 

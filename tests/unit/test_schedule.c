@@ -4,7 +4,7 @@
  * all-empty tiles, every v / ksplit / prefetch, bias and ReLU. */
 #include "test_util.h"
 
-#include "codegen/schedule.h"
+#include "strategy/unrolled/schedule.h"
 #include "core/rng.h"
 
 #include <stdint.h>

@@ -4,9 +4,9 @@
  * on the order of each m1 (tiling.h's tile_problem.orders). */
 #include "test_util.h"
 
-#include "plan/reorder.h"
-#include "plan/row_orders.h"
-#include "plan/tiling.h"
+#include "strategy/unrolled/reorder.h"
+#include "strategy/unrolled/row_orders.h"
+#include "strategy/unrolled/tiling.h"
 
 #include <stdlib.h>
 #include <string.h>

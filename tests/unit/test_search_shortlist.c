@@ -7,8 +7,8 @@
 
 #include "test_util.h"
 
-#include "gpu/search.h"
-#include "plan/constraints.h"
+#include "strategy/unrolled/search.h"
+#include "strategy/unrolled/constraints.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -11,8 +11,8 @@
 
 #include "test_util.h"
 
-#include "codegen/schedule.h"
-#include "codegen/unrolled.h"
+#include "strategy/unrolled/schedule.h"
+#include "strategy/unrolled/unrolled.h"
 #include "ptx_interp.h"
 
 #include <stdint.h>

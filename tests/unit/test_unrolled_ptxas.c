@@ -9,8 +9,8 @@
 
 #include "test_util.h"
 
-#include "codegen/schedule.h"
-#include "codegen/unrolled.h"
+#include "strategy/unrolled/schedule.h"
+#include "strategy/unrolled/unrolled.h"
 #include "gpu/ptxas.h"
 
 #include <stdint.h>

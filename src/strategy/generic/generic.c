@@ -1,0 +1,217 @@
+/* Host side of the generic CSR kernel (strategy S2): the device copy of A
+ * with its row swizzle, the choice of launch shape, and the int32 bounds the
+ * kernel relies on. The kernel is src/strategy/generic/kernels/csr_generic.cu. */
+#include "strategy/generic/generic.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/matrix.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifdef SPF_HAVE_CUDA
+#include "gpu/cuda_check.h"
+
+/* Sputnik's row swizzle (Gale et al., SC'20): rows in order of
+ * decreasing length, ties in row order. A counting sort keyed by length,
+ * O(rows + longest row). */
+static spf_status row_order_build(const spf_matrix *a, int32_t *order)
+{
+    int64_t longest = 0;
+    for (int64_t r = 0; r < a->rows; ++r) {
+        int64_t len = a->row_ptr[r + 1] - a->row_ptr[r];
+        if (len > longest)
+            longest = len;
+    }
+    int64_t *start = mem_calloc((size_t)longest + 2, sizeof *start);
+    if (!start)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "row swizzle: %lld counters", (long long)longest + 2);
+    /* Bucket longest - len holds rows of length len, so bucket 0 comes first. */
+    for (int64_t r = 0; r < a->rows; ++r)
+        start[longest - (a->row_ptr[r + 1] - a->row_ptr[r]) + 1]++;
+    for (int64_t i = 1; i <= longest + 1; ++i)
+        start[i] += start[i - 1];
+    for (int64_t r = 0; r < a->rows; ++r)
+        order[start[longest - (a->row_ptr[r + 1] - a->row_ptr[r])]++] = (int32_t)r;
+    mem_free(start);
+    return SPF_OK;
+}
+
+static spf_status device_present(void)
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+        (void)cudaGetLastError();
+        return FAIL(SPF_ERR_NO_DEVICE, "no CUDA device (%s)",
+                    err != cudaSuccess ? cudaGetErrorString(err) : "none present");
+    }
+    return SPF_OK;
+}
+
+static spf_status upload(void **dst, const void *src, size_t count, size_t elem)
+{
+    /* One element at least, so an empty matrix still gets valid pointers. */
+    size_t bytes = (count ? count : 1) * elem;
+    spf_status st = CUDA_CHECK(cudaMalloc(dst, bytes));
+    if (st == SPF_OK && count)
+        st = CUDA_CHECK(cudaMemcpy(*dst, src, count * elem, cudaMemcpyHostToDevice));
+    return st;
+}
+
+spf_status generic_csr_upload(const spf_matrix *a, generic_csr *out)
+{
+    CHECK_ARG(out != NULL);
+    memset(out, 0, sizeof *out);
+    CHECK_ARG(a != NULL);
+    if (a->nnz > INT32_MAX)
+        return FAIL(SPF_ERR_OVERFLOW, "nnz %lld exceeds the generic kernel's int32 offsets",
+                    (long long)a->nnz);
+
+    spf_status status = SPF_OK;
+    int32_t *row_ptr = NULL, *order = NULL;
+    TRY(device_present());
+    row_ptr = mem_alloc_array((size_t)a->rows + 1, sizeof *row_ptr);
+    order = mem_alloc_array(a->rows ? (size_t)a->rows : 1, sizeof *order);
+    if (!row_ptr || !order)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "host staging for %lld rows", (long long)a->rows);
+    for (int64_t r = 0; r <= a->rows; ++r)
+        row_ptr[r] = (int32_t)a->row_ptr[r];
+    TRY(row_order_build(a, order));
+
+    out->rows = (int32_t)a->rows;
+    out->cols = (int32_t)a->cols;
+    out->nnz = (int32_t)a->nnz;
+    TRY(upload((void **)&out->row_ptr, row_ptr, (size_t)a->rows + 1, sizeof *row_ptr));
+    TRY(upload((void **)&out->col_idx, a->col_idx, (size_t)a->nnz, sizeof *a->col_idx));
+    TRY(upload((void **)&out->values, a->values, (size_t)a->nnz, sizeof *a->values));
+    TRY(upload((void **)&out->row_order, order, (size_t)a->rows, sizeof *order));
+    mem_free(row_ptr);
+    mem_free(order);
+    return SPF_OK;
+fail:
+    mem_free(row_ptr);
+    mem_free(order);
+    generic_csr_release(out);
+    return status;
+}
+
+void generic_csr_release(generic_csr *g)
+{
+    if (!g)
+        return;
+    cuda_free_quiet(g->row_ptr);
+    cuda_free_quiet(g->col_idx);
+    cuda_free_quiet(g->values);
+    cuda_free_quiet(g->row_order);
+    (void)cudaGetLastError();
+    memset(g, 0, sizeof *g);
+}
+
+#else /* no CUDA toolkit at build time */
+
+spf_status generic_csr_upload(const spf_matrix *a, generic_csr *out)
+{
+    CHECK_ARG(out != NULL);
+    memset(out, 0, sizeof *out);
+    CHECK_ARG(a != NULL);
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+void generic_csr_release(generic_csr *g)
+{
+    if (g)
+        memset(g, 0, sizeof *g);
+}
+
+spf_status generic_csr_dispatch(const generic_csr *g, const generic_launch *l, const void *b,
+                                void *c, const float *bias, int relu, void *stream)
+{
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+#endif
+
+static size_t dtype_bytes(spf_dtype dtype)
+{
+    return dtype == SPF_DTYPE_F32 ? 4 : 2;
+}
+
+/* Row splitting: a thread walks its share of a row as a chain of dependent
+ * load batches, and only many threads in flight hide that latency. While
+ * the launch has fewer threads than about one H100 / H200 holds resident
+ * (132 SMs × 2048 = 270 k; 2^18 here) and a row's share stays at least
+ * SPLIT_MIN_SHARE nonzeros long, double the sub-warps per row, up to a
+ * block. */
+enum { SPLIT_TARGET_THREADS = 1 << 18, SPLIT_MIN_SHARE = 16, SPLIT_BLOCK = 128 };
+
+static int row_split(const generic_csr *g, int64_t threads_per_row, int subwarp)
+{
+    if (g->rows == 0)
+        return 1;
+    int64_t threads = (int64_t)g->rows * threads_per_row;
+    double mean_len = (double)g->nnz / (double)g->rows;
+    int split = 1;
+    while (subwarp * split * 2 <= SPLIT_BLOCK && mean_len / (split * 2) >= SPLIT_MIN_SHARE &&
+           threads * split < SPLIT_TARGET_THREADS)
+        split *= 2;
+    return split;
+}
+
+spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
+                                 const void *c, generic_launch *out)
+{
+    CHECK_ARG(g != NULL && out != NULL && b != NULL && c != NULL);
+    CHECK_ARG(n >= 1);
+    CHECK_ARG(dtype == SPF_DTYPE_F32 || dtype == SPF_DTYPE_F16 || dtype == SPF_DTYPE_BF16);
+    /* The kernel forms element offsets col·N into B and row·N into C in int32. */
+    if (n > INT32_MAX || (int64_t)g->cols * n > INT32_MAX || (int64_t)g->rows * n > INT32_MAX)
+        return FAIL(SPF_ERR_OVERFLOW,
+                    "%d×%d matrix with N = %lld: B or C has 2^31 elements or more (int32 offsets)",
+                    g->rows, g->cols, (long long)n);
+    /* Widest vector that N and both buffers' alignment allow (Sputnik's vector
+     * memory instructions). */
+    int vec = 4;
+    uintptr_t addr = (uintptr_t)b | (uintptr_t)c;
+    while (vec > 1 && (n % vec != 0 || addr % ((uintptr_t)vec * dtype_bytes(dtype)) != 0))
+        vec /= 2;
+    /* Sputnik's subwarp tiling: as few threads per row as cover the columns,
+     * from 4 (so a small N does not idle most of a warp) up to a warp. */
+    int64_t vectors = (n + vec - 1) / vec;
+    int subwarp = 4;
+    while (subwarp < 32 && subwarp < vectors)
+        subwarp *= 2;
+    int64_t column_tiles = (vectors + subwarp - 1) / subwarp;
+    if (column_tiles > 65535)
+        return FAIL(SPF_ERR_OVERFLOW, "N = %lld needs more than 65535 column tiles", (long long)n);
+    out->n = (int32_t)n;
+    out->dtype = dtype;
+    out->vec = vec;
+    out->subwarp = subwarp;
+    out->split = row_split(g, column_tiles * subwarp, subwarp);
+    return SPF_OK;
+}
+
+void generic_launch_name(const generic_launch *l, char *buf, size_t size)
+{
+    static const char *const names[] = {"f32", "f16", "bf16"};
+    if (l->split > 1)
+        snprintf(buf, size, "generic_%s_v%d_sw%d_rs%d", names[l->dtype], l->vec, l->subwarp,
+                 l->split);
+    else
+        snprintf(buf, size, "generic_%s_v%d_sw%d", names[l->dtype], l->vec, l->subwarp);
+}
+
+spf_status generic_csr_launch(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
+                              void *c, const float *bias, int relu, void *stream)
+{
+    generic_launch l;
+    spf_status st = generic_launch_choose(g, n, dtype, b, c, &l);
+    if (st != SPF_OK)
+        return st;
+    if (g->rows == 0)
+        return SPF_OK;
+    return generic_csr_dispatch(g, &l, b, c, bias, relu, stream);
+}

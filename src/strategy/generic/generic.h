@@ -1,0 +1,64 @@
+/* The precompiled generic CSR SpMM kernel (strategy S2): Sputnik-class
+ * row-split kernel for any matrix, compiled by nvcc at build time for sm_80
+ * and sm_90 (src/strategy/generic/kernels/csr_generic.cu). C-callable. */
+#ifndef SPF_STRATEGY_GENERIC_GENERIC_H
+#define SPF_STRATEGY_GENERIC_GENERIC_H
+
+#include "spforge.h"
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Device-resident CSR copy of A, plus the row order used for load balance
+ * (rows sorted by length, "row swizzle"). */
+typedef struct generic_csr {
+    int32_t rows, cols, nnz;
+    int32_t *row_ptr;    /* device, rows + 1 (int32: plans need nnz < 2^31) */
+    int32_t *col_idx;    /* device, nnz                                     */
+    float *values;       /* device, nnz                                     */
+    int32_t *row_order;  /* device, rows: the swizzle                       */
+} generic_csr;
+
+/* Upload a (host) matrix; frees nothing on failure (the struct is zeroed). */
+spf_status generic_csr_upload(const spf_matrix *a, generic_csr *out);
+void generic_csr_release(generic_csr *g);
+
+/* C = A·B (+bias, relu) for n columns, dtype storage of B and C, on stream.
+ * No allocation, no synchronization. */
+spf_status generic_csr_launch(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
+                              void *c, const float *bias, int relu, void *stream);
+
+/* The launch shape chosen for one (n, dtype, B and C addresses): V elements
+ * of B per vector load (4, 2 or 1: as N and the buffers' alignment allow),
+ * the sub-warp width SW (4 .. 32 threads per row; narrow for small N) and
+ * the row split RS (sub-warps sharing one row; > 1 for few, long rows). */
+typedef struct generic_launch {
+    int32_t n;
+    spf_dtype dtype;
+    int vec;     /* V                                           */
+    int subwarp; /* SW                                          */
+    int split;   /* RS: a power of two, SW · RS ≤ 128 (a block) */
+} generic_launch;
+
+/* Choose the launch shape and check every int32 bound the kernel relies on
+ * (K·N and M·N element offsets, the grid size). */
+spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
+                                 const void *c, generic_launch *out);
+
+/* A name for the chosen shape, e.g. "generic_f32_v4_sw32", with "_rs4" for a
+ * row split (bench and plan info). */
+void generic_launch_name(const generic_launch *l, char *buf, size_t size);
+
+/* The kernel launch itself (src/strategy/generic/kernels/csr_generic.cu), after
+ * generic_launch_choose; generic_csr_launch is the two together. */
+spf_status generic_csr_dispatch(const generic_csr *g, const generic_launch *l, const void *b,
+                                void *c, const float *bias, int relu, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

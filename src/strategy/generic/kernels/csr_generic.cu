@@ -1,0 +1,297 @@
+/* The generic CSR SpMM kernel (strategy S2), after Sputnik (Gale et al.,
+ * "Sparse GPU Kernels for Deep Learning", SC'20), by the names that paper
+ * gives its techniques:
+ *   - 1-D tiling, row split: a sub-warp of SW threads owns one row of A and
+ *     a tile of SW·V columns of C; a block of 128 threads holds 128/SW rows;
+ *   - A's row is staged through shared memory in chunks of 32 nonzeros,
+ *     loaded cooperatively by the sub-warp, column indices scaled once to
+ *     element offsets into B;
+ *   - vector memory instructions: V = 4, 2 or 1 elements of B and C per
+ *     thread (float4 / float2 / scalar for fp32) as N and alignment allow;
+ *   - subwarp tiling for small N: SW ∈ {4, 8, 16, 32};
+ *   - row splitting (beyond Sputnik) for few, long rows: RS sub-warps of a
+ *     block share one row, each takes a contiguous 1/RS of its nonzeros, and
+ *     the parts are summed through shared memory. A thread's loads form a
+ *     dependent chain per batch, so with too few threads in flight to hide
+ *     the latency (small N, few rows: DLMC ResNet-50 stage 4 at N = 49 ran
+ *     at half cuSPARSE's speed) a shorter chain per thread is the fix;
+ *   - row swizzle load balancing: blocks take rows in order of decreasing
+ *     length (g->row_order), so the long rows start first and the short
+ *     ones fill the tail.
+ * fp32 accumulation for every storage type; bias and ReLU in the epilogue.
+ * The host side (choice of V and SW, argument and int32 checks) lives in
+ * src/gpu/generic.c; this file only instantiates and launches. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "gpu/cuda_check.h"
+#include "strategy/generic/generic.h"
+
+namespace {
+
+constexpr int kThreads = 128; /* per block                                  */
+constexpr int kChunk = 32;    /* nonzeros of a row staged per round trip    */
+constexpr int kBatch = 8;     /* B loads in flight per thread               */
+/* Blocks per SM the register budget must allow: 8 × 128 threads leaves 64
+ * registers a thread, room for kBatch float4 loads in flight (without the
+ * bound ptxas held the kernel to 32-40 registers and spilled). */
+constexpr int kMinBlocks = 8;
+
+/* Load V consecutive elements of B (read-only path) as floats; store V
+ * floats to C in the storage type. p is aligned to V elements. */
+template <typename T, int V> struct vec_io;
+
+template <> struct vec_io<float, 4> {
+    static __device__ __forceinline__ void load(const float *p, float *f)
+    {
+        float4 v = __ldg(reinterpret_cast<const float4 *>(p));
+        f[0] = v.x, f[1] = v.y, f[2] = v.z, f[3] = v.w;
+    }
+    static __device__ __forceinline__ void store(float *p, const float *f)
+    {
+        *reinterpret_cast<float4 *>(p) = make_float4(f[0], f[1], f[2], f[3]);
+    }
+};
+template <> struct vec_io<float, 2> {
+    static __device__ __forceinline__ void load(const float *p, float *f)
+    {
+        float2 v = __ldg(reinterpret_cast<const float2 *>(p));
+        f[0] = v.x, f[1] = v.y;
+    }
+    static __device__ __forceinline__ void store(float *p, const float *f)
+    {
+        *reinterpret_cast<float2 *>(p) = make_float2(f[0], f[1]);
+    }
+};
+template <> struct vec_io<float, 1> {
+    static __device__ __forceinline__ void load(const float *p, float *f) { f[0] = __ldg(p); }
+    static __device__ __forceinline__ void store(float *p, const float *f) { *p = f[0]; }
+};
+
+/* 16-bit storage: pairs travel as one 32-bit word (__half2 /
+ * __nv_bfloat162), four as one 64-bit word. */
+template <typename T> struct pair_of;
+template <> struct pair_of<__half> {
+    using type = __half2;
+    static __device__ __forceinline__ float2 to_float2(type v) { return __half22float2(v); }
+    static __device__ __forceinline__ type from_floats(float a, float b)
+    {
+        return __floats2half2_rn(a, b);
+    }
+    static __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+    static __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+};
+template <> struct pair_of<__nv_bfloat16> {
+    using type = __nv_bfloat162;
+    static __device__ __forceinline__ float2 to_float2(type v) { return __bfloat1622float2(v); }
+    static __device__ __forceinline__ type from_floats(float a, float b)
+    {
+        return __floats2bfloat162_rn(a, b);
+    }
+    static __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static __device__ __forceinline__ __nv_bfloat16 from_float(float v)
+    {
+        return __float2bfloat16_rn(v);
+    }
+};
+
+template <typename T, int V> struct vec_io {
+    using P = pair_of<T>;
+    using pair = typename P::type;
+    static __device__ __forceinline__ void load(const T *p, float *f)
+    {
+        if constexpr (V == 4) {
+            uint2 raw = __ldg(reinterpret_cast<const uint2 *>(p));
+            float2 lo = P::to_float2(*reinterpret_cast<const pair *>(&raw.x));
+            float2 hi = P::to_float2(*reinterpret_cast<const pair *>(&raw.y));
+            f[0] = lo.x, f[1] = lo.y, f[2] = hi.x, f[3] = hi.y;
+        } else if constexpr (V == 2) {
+            unsigned raw = __ldg(reinterpret_cast<const unsigned *>(p));
+            float2 v = P::to_float2(*reinterpret_cast<const pair *>(&raw));
+            f[0] = v.x, f[1] = v.y;
+        } else {
+            unsigned short raw = __ldg(reinterpret_cast<const unsigned short *>(p));
+            f[0] = P::to_float(*reinterpret_cast<const T *>(&raw));
+        }
+    }
+    static __device__ __forceinline__ void store(T *p, const float *f)
+    {
+        if constexpr (V == 4) {
+            pair lo = P::from_floats(f[0], f[1]), hi = P::from_floats(f[2], f[3]);
+            uint2 raw;
+            raw.x = *reinterpret_cast<const unsigned *>(&lo);
+            raw.y = *reinterpret_cast<const unsigned *>(&hi);
+            *reinterpret_cast<uint2 *>(p) = raw;
+        } else if constexpr (V == 2) {
+            *reinterpret_cast<pair *>(p) = P::from_floats(f[0], f[1]);
+        } else {
+            *p = P::from_float(f[0]);
+        }
+    }
+};
+
+/* SPLIT instantiates the row-split path; its split (RS) is then a launch
+ * argument, a power of two with SW · RS ≤ kThreads. Without SPLIT split is
+ * 1 and the kernel is the plain row-per-sub-warp one: the split path's
+ * bookkeeping cost that one 12-14 % on DLMC ResNet-50 stage 4 at N = 392
+ * (H200), so it stays out of it. */
+template <typename T, int V, int SW, bool SPLIT>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    csr_generic_kernel(int rows, int n, int split_arg, const int *__restrict__ row_ptr,
+                       const int *__restrict__ col_idx, const float *__restrict__ values,
+                       const int *__restrict__ row_order, const T *__restrict__ b,
+                       T *__restrict__ c, const float *__restrict__ bias, int relu)
+{
+    constexpr int kSubwarps = kThreads / SW;
+    __shared__ float s_val[kSubwarps][kChunk];
+    __shared__ int s_off[kSubwarps][kChunk];
+
+    const int split = SPLIT ? split_arg : 1;
+    const int sub = threadIdx.x / SW, lane = threadIdx.x % SW;
+    const int part = sub % split;
+    const int slot = blockIdx.x * (kSubwarps / split) + sub / split;
+    /* The whole sub-warp leaves together, so the masks below stay exact;
+     * with a split every thread must reach the block barrier instead. */
+    if (!SPLIT && slot >= rows)
+        return;
+    const bool has_row = slot < rows;
+    const unsigned mask =
+        SW == 32 ? 0xffffffffu : ((1u << SW) - 1u) << ((threadIdx.x & 31) / SW * SW);
+    const int row = has_row ? row_order[slot] : 0;
+    const int col = (blockIdx.y * SW + lane) * V;
+    /* N is a multiple of V, so a thread's vector is wholly in or out. */
+    const bool active = has_row && col < n;
+
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+        acc[j] = 0.0f;
+
+    /* This part's contiguous share of the row's nonzeros. */
+    const int row_begin = has_row ? row_ptr[row] : 0, row_end = has_row ? row_ptr[row + 1] : 0;
+    const int share = (row_end - row_begin + split - 1) / split;
+    const int begin = min(row_end, row_begin + part * share);
+    const int end = min(row_end, begin + share);
+    for (int base = begin; base < end; base += kChunk) {
+        const int len = min(kChunk, end - base);
+        for (int k = lane; k < len; k += SW) {
+            s_val[sub][k] = values[base + k];
+            s_off[sub][k] = col_idx[base + k] * n; /* host checked K·N < 2^31 */
+        }
+        __syncwarp(mask);
+        if (active) {
+            const T *bcol = b + col;
+            /* B loads issue in batches of kBatch ahead of the FMAs that
+             * consume them (memory-level parallelism per thread); the last
+             * batch of a short chunk is predicated, which keeps rows shorter
+             * than a chunk (most DNN rows at 0.9 sparsity) on the same path. */
+#pragma unroll 1
+            for (int k0 = 0; k0 < len; k0 += kBatch) {
+                float bv[kBatch][V];
+#pragma unroll
+                for (int k = 0; k < kBatch; ++k) {
+                    if (k0 + k < len) {
+                        vec_io<T, V>::load(bcol + s_off[sub][k0 + k], bv[k]);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < V; ++j)
+                            bv[k][j] = 0.0f;
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < kBatch; ++k) {
+                    const float a = k0 + k < len ? s_val[sub][k0 + k] : 0.0f;
+#pragma unroll
+                    for (int j = 0; j < V; ++j)
+                        acc[j] = fmaf(a, bv[k][j], acc[j]);
+                }
+            }
+        }
+        /* The next chunk overwrites the staging buffer. */
+        __syncwarp(mask);
+    }
+
+    if constexpr (SPLIT) {
+        __shared__ float s_part[kThreads][V]; /* the parts' sums */
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+            s_part[threadIdx.x][j] = acc[j];
+        __syncthreads();
+        /* The first part of each row sums the others: the sub-warps of a row
+         * are consecutive, so part p of this lane sits p · SW threads on. */
+        if (part != 0)
+            return;
+        for (int p = 1; p < split; ++p)
+#pragma unroll
+            for (int j = 0; j < V; ++j)
+                acc[j] += s_part[threadIdx.x + p * SW][j];
+    }
+    if (!active)
+        return;
+    const float add = bias ? bias[row] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+        float v = acc[j] + add;
+        acc[j] = relu ? fmaxf(v, 0.0f) : v;
+    }
+    vec_io<T, V>::store(c + row * n + col, acc); /* host checked M·N < 2^31 */
+}
+
+template <typename T, int V, int SW>
+spf_status launch_typed(const generic_csr *g, const generic_launch *l, const void *b, void *c,
+                        const float *bias, int relu, cudaStream_t stream)
+{
+    const int split = l->split;
+    if (split < 1 || split * SW > kThreads || (split & (split - 1)) != 0)
+        return FAIL(SPF_ERR_INTERNAL, "row split %d with sub-warps of %d", split, SW);
+    const int rows_per_block = kThreads / SW / split;
+    const dim3 grid((unsigned)((g->rows + rows_per_block - 1) / rows_per_block),
+                    (unsigned)((l->n + SW * V - 1) / (SW * V)));
+    auto kernel =
+        split > 1 ? csr_generic_kernel<T, V, SW, true> : csr_generic_kernel<T, V, SW, false>;
+    kernel<<<grid, kThreads, 0, stream>>>(g->rows, l->n, split, g->row_ptr, g->col_idx, g->values,
+                                          g->row_order, static_cast<const T *>(b),
+                                          static_cast<T *>(c), bias, relu);
+    return CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int V>
+spf_status launch_vec(const generic_csr *g, const generic_launch *l, const void *b, void *c,
+                      const float *bias, int relu, cudaStream_t stream)
+{
+    switch (l->subwarp) {
+    case 4: return launch_typed<T, V, 4>(g, l, b, c, bias, relu, stream);
+    case 8: return launch_typed<T, V, 8>(g, l, b, c, bias, relu, stream);
+    case 16: return launch_typed<T, V, 16>(g, l, b, c, bias, relu, stream);
+    case 32: return launch_typed<T, V, 32>(g, l, b, c, bias, relu, stream);
+    default: return FAIL(SPF_ERR_INTERNAL, "unsupported sub-warp width %d", l->subwarp);
+    }
+}
+
+template <typename T>
+spf_status launch_dtype(const generic_csr *g, const generic_launch *l, const void *b, void *c,
+                        const float *bias, int relu, cudaStream_t stream)
+{
+    switch (l->vec) {
+    case 4: return launch_vec<T, 4>(g, l, b, c, bias, relu, stream);
+    case 2: return launch_vec<T, 2>(g, l, b, c, bias, relu, stream);
+    case 1: return launch_vec<T, 1>(g, l, b, c, bias, relu, stream);
+    default: return FAIL(SPF_ERR_INTERNAL, "unsupported vector width %d", l->vec);
+    }
+}
+
+} // namespace
+
+extern "C" spf_status generic_csr_dispatch(const generic_csr *g, const generic_launch *l,
+                                           const void *b, void *c, const float *bias, int relu,
+                                           void *stream)
+{
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    switch (l->dtype) {
+    case SPF_DTYPE_F32: return launch_dtype<float>(g, l, b, c, bias, relu, s);
+    case SPF_DTYPE_F16: return launch_dtype<__half>(g, l, b, c, bias, relu, s);
+    case SPF_DTYPE_BF16: return launch_dtype<__nv_bfloat16>(g, l, b, c, bias, relu, s);
+    }
+    return FAIL(SPF_ERR_INTERNAL, "unknown dtype %d", (int)l->dtype);
+}
