@@ -4,7 +4,9 @@
  *
  * This is the one public header. Conventions (see docs in the repository):
  *   A is M×K sparse (CSR, int32 column indices, int64 sizes), B is K×N dense
- *   row-major, C = A·B (+ bias per row, + ReLU) is M×N dense row-major.
+ *   row-major, C = A·B (+ bias per row, + ReLU) is M×N dense row-major; a
+ *   plan may instead take B as N×K and give C as N×M (spf_layout: X and Y of
+ *   a Linear layer Y = X·Wᵀ with W = A, as torch holds them).
  *
  * Every fallible call returns an spf_status (0 = success, negative = error;
  * values are stable). On error, spf_last_error() gives a per-thread detail
@@ -324,16 +326,50 @@ SPF_API spf_status spf_device_query(int device, spf_device_info *out);
 
 /* ---------------------------------------------------------------- plans */
 
-/* Storage type of B and C (A's values are always held in fp32). Accumulation
- * is fp32 unless SPF_PLAN_F16X2_ACCUMULATE is asked for (fp16 only). */
+/* Storage type of B and C; A is held in the plan as its strategy needs
+ * (fp32 values, immediates, or dense in the storage type). */
 typedef enum spf_dtype { SPF_DTYPE_F32 = 0, SPF_DTYPE_F16 = 1, SPF_DTYPE_BF16 = 2 } spf_dtype;
 
+/* "f32", "f16", "bf16" ("?" for an unknown value); from_name also takes
+ * numpy's and torch's "float32", "float16", "bfloat16". */
+SPF_API const char *spf_dtype_name(spf_dtype dtype);
+SPF_API spf_status spf_dtype_from_name(const char *name, spf_dtype *out);
+
+/* How the arithmetic may run, as torch users know it. The self-check's
+ * tolerance follows the dtype and the math mode (BENCHMARKS.md). */
+typedef enum spf_math {
+    SPF_MATH_DEFAULT = 0, /* exact fp32 arithmetic for F32; fp32 accumulation for F16 / BF16   */
+    SPF_MATH_TF32 = 1,    /* F32 only: TF32 tensor cores allowed where a strategy has them
+                             (torch.backends.cuda.matmul.allow_tf32 = True)                   */
+    SPF_MATH_F16X2 = 2    /* F16 only: accumulate in fp16 (faster, less accurate)              */
+} spf_math;
+
+/* "default", "tf32", "f16x2". */
+SPF_API const char *spf_math_name(spf_math math);
+SPF_API spf_status spf_math_from_name(const char *name, spf_math *out);
+
+/* Where N is in B and C (row-major both ways). N_LAST: B is K×N and C is
+ * M×N. N_FIRST: B is N×K and C is N×M — X and Y of Y = X·Wᵀ (W = A), the
+ * way a Linear layer is called, so no transpose is needed around a call. */
+typedef enum spf_layout { SPF_LAYOUT_N_LAST = 0, SPF_LAYOUT_N_FIRST = 1 } spf_layout;
+
+/* "n_last", "n_first" (from_name also takes "kn" / "mn" and "nk" / "nm"). */
+SPF_API const char *spf_layout_name(spf_layout layout);
+SPF_API spf_status spf_layout_from_name(const char *name, spf_layout *out);
+
+/* The execution strategies (src/strategy/<name>/). Values are stable. */
 typedef enum spf_strategy {
-    SPF_STRATEGY_AUTO = 0,     /* the planner decides                                        */
-    SPF_STRATEGY_UNROLLED = 1, /* S1: generated code, A values as immediates (LO-SpMM/SparseRT) */
-    SPF_STRATEGY_GENERIC = 2,  /* S2: precompiled generic CSR kernel, any matrix               */
-    SPF_STRATEGY_CPU = 3       /* the CPU reference (no GPU)                                   */
+    SPF_STRATEGY_AUTO = 0,     /* the planner decides: never slower than DENSE when allowed    */
+    SPF_STRATEGY_UNROLLED = 1, /* generated code, A values as immediates (LO-SpMM / SparseRT)  */
+    SPF_STRATEGY_GENERIC = 2,  /* precompiled CSR kernel on CUDA cores, any matrix             */
+    SPF_STRATEGY_CPU = 3,      /* the CPU reference on host buffers (no GPU)                   */
+    SPF_STRATEGY_DENSE = 4     /* A expanded to dense, cuBLASLt (loaded at run time)           */
 } spf_strategy;
+
+/* "auto", "unrolled", "generic", "cpu", "dense" ("?" for an unknown
+ * value): the one list the CLI, the binding, the bench and the tests use. */
+SPF_API const char *spf_strategy_name(spf_strategy strategy);
+SPF_API spf_status spf_strategy_from_name(const char *name, spf_strategy *out);
 
 /* One configuration of the generated kernel (LO-SpMM §3.1 hierarchical 2-D
  * tiling; SparseRT §3.4 K split). Its name encodes it, e.g.
@@ -355,10 +391,19 @@ typedef struct spf_kernel_config {
  * combinations that are invalid for N. */
 typedef enum spf_tune_space { SPF_TUNE_SPACE_COMPACT = 0, SPF_TUNE_SPACE_FULL = 1 } spf_tune_space;
 
+/* A growable struct: spf_plan_options_init sets size to the size this
+ * header declares, and the library reads only the fields that size covers
+ * (fields added later keep their defaults for a caller built earlier). */
 typedef struct spf_plan_options {
+    uint32_t size;             /* sizeof(spf_plan_options), set by spf_plan_options_init */
     spf_strategy strategy;     /* default AUTO                                           */
     spf_dtype dtype;           /* default F32                                            */
-    int f16x2_accumulate;      /* fp16 only: accumulate in f16x2 (faster, less accurate) */
+    spf_math math;             /* default DEFAULT (exact)                                */
+    spf_layout b_layout;       /* default N_LAST: B is K×N                               */
+    spf_layout c_layout;       /* default N_LAST: C is M×N                               */
+    int dense;                 /* 1 (default): AUTO may choose the DENSE strategy, and
+                                  times it as the floor; 0 forbids it (for a user whose
+                                  reason to prune is memory: DENSE holds M×K values)     */
     int bias;                  /* the kernel adds bias[row]                              */
     int relu;                  /* the kernel applies max(., 0) last                      */
     int device;                /* CUDA device ordinal, default 0                         */
@@ -402,6 +447,12 @@ typedef struct spf_plan_options {
 
 SPF_API void spf_plan_options_init(spf_plan_options *options);
 
+/* The unrolled strategy's configuration by name, e.g. "m32_n64_v1_p2_k4"
+ * (the form of spf_plan_info.config); name_size ≥ 48 always suffices. */
+SPF_API spf_status spf_kernel_config_name(const spf_kernel_config *config, char *name,
+                                          size_t name_size);
+SPF_API spf_status spf_kernel_config_from_name(const char *name, spf_kernel_config *out);
+
 /* A compiled, ready-to-run SpMM for one matrix, one N and one dtype. */
 typedef struct spf_plan spf_plan;
 
@@ -411,8 +462,9 @@ SPF_API spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_pla
                                    spf_plan **out);
 
 /* Run the plan on `stream` (a cudaStream_t, NULL for the default stream).
- *   b:    device buffer, K×n row-major of the plan's dtype, caller-owned
- *   c:    device buffer, M×n row-major of the plan's dtype, caller-owned, overwritten
+ *   b:    device buffer, K×n (N_FIRST: n×K) row-major of the plan's dtype, caller-owned
+ *   c:    device buffer, M×n (N_FIRST: n×M) row-major of the plan's dtype, caller-owned,
+ *         overwritten
  *   bias: device buffer of M float32 (plans made with bias), else NULL
  * c must not overlap b or bias (by their byte ranges above; the same
  * buffer included): SPF_ERR_INVALID_ARGUMENT, since the product would read
@@ -442,9 +494,37 @@ typedef struct spf_search_info {
     double total_s;           /* the whole search                                 */
 } spf_search_info;
 
-typedef struct spf_plan_info {
+/* What became of one strategy in the planner (spf_plan_info.candidates). */
+typedef enum spf_candidate_outcome {
+    SPF_CANDIDATE_CHOSEN = 0,   /* built, timed (under AUTO) and kept                 */
+    SPF_CANDIDATE_SLOWER = 1,   /* built and timed, slower than the chosen one        */
+    SPF_CANDIDATE_REFUSED = 2,  /* the strategy does not support the problem: detail
+                                   says why                                           */
+    SPF_CANDIDATE_SKIPPED = 3,  /* supported, not built: its estimate was far behind  */
+    SPF_CANDIDATE_FAILED = 4    /* its build failed (over the code budget, a compile
+                                   error): detail says why                            */
+} spf_candidate_outcome;
+
+typedef struct spf_candidate {
     spf_strategy strategy;
-    spf_kernel_config config; /* meaningful for UNROLLED                         */
+    spf_candidate_outcome outcome;
+    double estimate_us;       /* the planner's cost estimate (0 if none)          */
+    double kernel_us;         /* measured median (0 if not timed)                 */
+    char detail[160];         /* the kernel's name when built, else the reason    */
+} spf_candidate;
+
+#define SPF_MAX_CANDIDATES 8
+
+/* A growable struct: set size = sizeof(spf_plan_info) before
+ * spf_plan_get_info, which fills only the fields that size covers. */
+typedef struct spf_plan_info {
+    uint32_t size;            /* set by the caller: sizeof(spf_plan_info)         */
+    spf_strategy strategy;    /* the strategy that runs (never AUTO)              */
+    spf_dtype dtype;
+    spf_math math;
+    spf_layout b_layout, c_layout;
+    char config[64];          /* the strategy's configuration by name (UNROLLED:
+                                 spf_kernel_config_from_name reads it back)       */
     char kernel_name[128];
     int registers;            /* per thread, from the compiler (0 if unknown)     */
     int64_t code_bytes;       /* size of the generated PTX                        */
@@ -454,6 +534,10 @@ typedef struct spf_plan_info {
     double verify_error;      /* relative error of the self-check (-1 if skipped) */
     spf_search_info search;   /* the low-cost search, when one ran                */
     int from_cache;           /* 1: loaded from the plan cache, nothing compiled  */
+    int64_t device_bytes;     /* device memory the plan holds (DENSE: M×K values) */
+    double plan_s;            /* wall time of spf_plan_create                     */
+    int candidate_count;      /* the strategies the planner considered, in order  */
+    spf_candidate candidates[SPF_MAX_CANDIDATES];
 } spf_plan_info;
 
 SPF_API spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out);

@@ -12,13 +12,6 @@
 
 enum { SELFCHECK_SEED = 0x5e1fc4ec };
 
-double selfcheck_tolerance(spf_dtype dtype, int f16x2_accumulate)
-{
-    if (dtype == SPF_DTYPE_F32)
-        return 1e-5;
-    return f16x2_accumulate ? 5e-2 : 1e-2;
-}
-
 #ifdef SPF_HAVE_CUDA
 #include "gpu/cuda_check.h"
 
@@ -99,18 +92,21 @@ fail:
     return status;
 }
 
-spf_status selfcheck_prepare(const spf_matrix *a, int64_t n, spf_dtype dtype, int bias, int relu,
-                             int threads, selfcheck *out)
+spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out)
 {
     spf_status status = SPF_OK;
     float *b32 = NULL, *bias32 = NULL;
-    void *b_raw = NULL;
+    void *b_raw = NULL, *b_upload = NULL;
     memset(out, 0, sizeof *out);
-    int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
+    const spf_matrix *a = p->a;
+    int64_t m = p->m, k = p->k, n = p->n;
+    spf_dtype dtype = p->dtype;
+    int bias = p->bias, relu = p->relu;
     if ((k && n > INT64_MAX / k) || (m && n > INT64_MAX / m))
         return FAIL(SPF_ERR_OVERFLOW, "%lld × %lld × %lld operands", (long long)m, (long long)k,
                     (long long)n);
     out->m = m, out->k = k, out->n = n, out->dtype = dtype;
+    out->b_layout = p->b_layout, out->c_layout = p->c_layout;
     size_t es = dtype_size(dtype);
 
     TRY(host_alloc((void **)&b32, k * n, sizeof *b32));
@@ -132,11 +128,20 @@ spf_status selfcheck_prepare(const spf_matrix *a, int64_t n, spf_dtype dtype, in
     TRY(reference_rows(a, n, b32, bias32, relu, threads, out));
     TRY(host_alloc(&out->c_host, m * n, es));
     TRY(host_alloc((void **)&out->c_f32, m * n, sizeof(float)));
+    if (p->c_layout == SPF_LAYOUT_N_FIRST)
+        TRY(host_alloc((void **)&out->c_tmp, m * n, sizeof(float)));
     TRY(device_alloc(&out->b, k * n, es));
     TRY(device_alloc(&out->c, m * n, es));
-    TRY(CUDA_CHECK(cudaMemcpy(out->b, b_raw, (size_t)(k * n) * es, cudaMemcpyHostToDevice)));
+    b_upload = b_raw;
+    if (p->b_layout == SPF_LAYOUT_N_FIRST) { /* B as the kernel takes it: n × k */
+        TRY(host_alloc(&b_upload, k * n, es));
+        array_transpose(b_raw, b_upload, k, n, es);
+    }
+    TRY(CUDA_CHECK(cudaMemcpy(out->b, b_upload, (size_t)(k * n) * es, cudaMemcpyHostToDevice)));
 fail:
     mem_free(b32);
+    if (b_upload != b_raw)
+        mem_free(b_upload);
     mem_free(b_raw);
     mem_free(bias32);
     if (status != SPF_OK)
@@ -153,7 +158,12 @@ spf_status selfcheck_measure(selfcheck *s, selfcheck_launch_fn fn, void *ctx, do
     TRY(fn(ctx, s->b, s->c, s->bias, NULL));
     TRY(CUDA_CHECK(cudaStreamSynchronize(NULL)));
     TRY(CUDA_CHECK(cudaMemcpy(s->c_host, s->c, bytes, cudaMemcpyDeviceToHost)));
-    dtype_to_float(s->dtype, s->c_host, s->c_f32, s->m * s->n);
+    if (s->c_tmp) { /* an n × m C, read as m × n */
+        dtype_to_float(s->dtype, s->c_host, s->c_tmp, s->m * s->n);
+        array_transpose(s->c_tmp, s->c_f32, s->n, s->m, sizeof(float));
+    } else {
+        dtype_to_float(s->dtype, s->c_host, s->c_f32, s->m * s->n);
+    }
     /* every output written (the NaN poison gone), then the rows checked
      * gathered to the front, in place (they ascend), against the reference */
     for (int64_t i = 0; i < s->m * s->n; i++)
@@ -179,15 +189,15 @@ void selfcheck_release(selfcheck *s)
     mem_free(s->ref);
     mem_free(s->c_host);
     mem_free(s->c_f32);
+    mem_free(s->c_tmp);
     memset(s, 0, sizeof *s);
 }
 
 #else
 
-spf_status selfcheck_prepare(const spf_matrix *a, int64_t n, spf_dtype dtype, int bias, int relu,
-                             int threads, selfcheck *out)
+spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out)
 {
-    (void)a, (void)n, (void)dtype, (void)bias, (void)relu, (void)threads;
+    (void)p, (void)threads;
     memset(out, 0, sizeof *out);
     return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
 }

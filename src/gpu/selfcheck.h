@@ -17,6 +17,7 @@
 #ifndef SPF_GPU_SELFCHECK_H
 #define SPF_GPU_SELFCHECK_H
 
+#include "plan/problem.h"
 #include "spforge.h"
 
 /* Reference work (multiply-adds, nnz·n) up to which every row is checked,
@@ -30,25 +31,24 @@ typedef spf_status (*selfcheck_launch_fn)(void *ctx, const void *b, void *c, con
 typedef struct selfcheck {
     int64_t m, k, n;
     spf_dtype dtype;
-    void *b;      /* device, k × n of dtype: random values in [-1, 1]          */
-    void *c;      /* device, m × n of dtype                                     */
+    spf_layout b_layout, c_layout;
+    void *b;      /* device, k × n (N_FIRST: n × k) of dtype: random in [-1, 1] */
+    void *c;      /* device, m × n (N_FIRST: n × m) of dtype                    */
     float *bias;  /* device, m float32, or NULL for a plan without bias         */
     int64_t rows_checked; /* rows of C compared with the reference (m if all) */
     int64_t *rows;  /* host, rows_checked ascending: which, or NULL for all      */
     double *ref;  /* host, rows_checked × n: the reference on B as rounded      */
-    void *c_host; /* host, m × n of dtype: the download                         */
-    float *c_f32; /* host, m × n: the download as float                         */
+    void *c_host; /* host, m × n of dtype: the download, in C's layout           */
+    float *c_f32; /* host, m × n: the download as float, m × n                   */
+    float *c_tmp; /* host, n × m: the download as float before the transpose of
+                     an N_FIRST C, else NULL                                     */
 } selfcheck;
 
-/* Relative Frobenius error allowed (BENCHMARKS.md): 1e-5 for fp32, 1e-2
- * for fp16 / bf16 storage; f16x2 accumulation is allowed 5e-2 (it rounds
- * every partial sum to 11 bits; its measured error is in the GPU tests). */
-double selfcheck_tolerance(spf_dtype dtype, int f16x2_accumulate);
-
-/* Allocate and fill the buffers on the current device and compute the
- * reference (threads host threads, 0 = all cores). out is zeroed first. */
-spf_status selfcheck_prepare(const spf_matrix *a, int64_t n, spf_dtype dtype, int bias, int relu,
-                             int threads, selfcheck *out);
+/* Allocate and fill the buffers of problem p (its matrix, n, dtype,
+ * layouts, bias and ReLU) on the current device and compute the reference
+ * (threads host threads, 0 = all cores). out is zeroed first. The
+ * tolerance of a result is dtype_tolerance (core/dtype.h). */
+spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out);
 
 /* Poison C, launch once, synchronize, download and compare: *error is the
  * relative error over the rows checked (+inf if any output of C is NaN or

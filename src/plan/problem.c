@@ -1,0 +1,33 @@
+#include "plan/problem.h"
+
+#include "core/dtype.h"
+#include "core/matrix.h"
+
+#include <stdio.h>
+
+problem problem_make(const spf_matrix *a, int64_t n, const spf_plan_options *o)
+{
+    return (problem){.a = a, .m = a->rows, .k = a->cols, .n = n, .dtype = o->dtype,
+                     .math = o->math, .b_layout = o->b_layout, .c_layout = o->c_layout,
+                     .bias = o->bias, .relu = o->relu};
+}
+
+operand_strides problem_b_strides(const problem *p)
+{
+    return p->b_layout == SPF_LAYOUT_N_LAST ? (operand_strides){p->n, 1}
+                                            : (operand_strides){1, p->k};
+}
+
+operand_strides problem_c_strides(const problem *p)
+{
+    return p->c_layout == SPF_LAYOUT_N_LAST ? (operand_strides){p->n, 1}
+                                            : (operand_strides){1, p->m};
+}
+
+void problem_describe(const problem *p, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%lld×%lld at n = %lld, %s (math %s), B %s, C %s%s%s", (long long)p->m,
+             (long long)p->k, (long long)p->n, dtype_name(p->dtype), spf_math_name(p->math),
+             spf_layout_name(p->b_layout), spf_layout_name(p->c_layout), p->bias ? ", bias" : "",
+             p->relu ? ", relu" : "");
+}
