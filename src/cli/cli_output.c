@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -183,3 +184,25 @@ void cli_print_candidates(const spf_plan_info *i)
         printf("  %s\n", d->detail);
     }
 }
+
+/* names[i] = name(i) for i = 0, 1, ... until name says "?" (or cap - 1). */
+static const char *const *names_of(const char **names, int cap, const char *(*name)(int))
+{
+    if (!names[0])
+        for (int i = 0; i < cap - 1 && strcmp(name(i), "?") != 0; i++)
+            names[i] = name(i);
+    return names;
+}
+
+static const char *strategy_name(int i) { return spf_strategy_name((spf_strategy)i); }
+static const char *dtype_name(int i) { return spf_dtype_name((spf_dtype)i); }
+static const char *math_name(int i) { return spf_math_name((spf_math)i); }
+static const char *layout_name(int i) { return spf_layout_name((spf_layout)i); }
+
+/* Filled on first use from the main thread (the CLI is single-threaded). */
+static const char *strategy_list[16], *dtype_list[8], *math_list[8], *layout_list[4];
+
+const char *const *cli_strategy_names(void) { return names_of(strategy_list, 16, strategy_name); }
+const char *const *cli_dtype_names(void) { return names_of(dtype_list, 8, dtype_name); }
+const char *const *cli_math_names(void) { return names_of(math_list, 8, math_name); }
+const char *const *cli_layout_names(void) { return names_of(layout_list, 4, layout_name); }
