@@ -113,13 +113,7 @@ static void json_row(json_writer *w, const bench_env *env, const bench_row *r)
         const spf_plan_info *i = &r->plan;
         json_object_begin(w, "plan");
         json_string(w, "kernel", i->kernel_name);
-        json_object_begin(w, "config");
-        json_int(w, "m1", i->config.m1);
-        json_int(w, "n1", i->config.n1);
-        json_int(w, "v", i->config.v);
-        json_int(w, "prefetch", i->config.prefetch);
-        json_int(w, "ksplit", i->config.ksplit);
-        json_object_end(w);
+        json_string(w, "config", i->config);
         json_int(w, "registers", i->registers);
         json_int(w, "code_bytes", i->code_bytes);
         json_int(w, "configs_tried", i->configs_tried);

@@ -67,7 +67,7 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
     fprintf(stderr, "  plan %s%s: %.2f s\n", strategy == SPF_STRATEGY_GENERIC ? "generic" : "auto",
             exhaustive ? " (exhaustive)" : opt.search ? " (search)" : "", *wall_s);
     if (st == SPF_OK)
-        st = spf_plan_get_info(plan, info);
+        info->size = sizeof *info, st = spf_plan_get_info(plan, info);
     if (st != SPF_OK) {
         result_error(res, st, "spf_plan_create");
         spf_plan_free(plan);
