@@ -144,6 +144,12 @@ template <typename T, int V> struct vec_io {
     }
 };
 
+/* The lanes of this thread's sub-warp of SW, for __syncwarp / shuffles. */
+template <int SW> __device__ __forceinline__ unsigned subwarp_mask()
+{
+    return SW == 32 ? 0xffffffffu : ((1u << SW) - 1u) << ((threadIdx.x & 31) / SW * SW);
+}
+
 /* SPLIT instantiates the row-split path; its split (RS) is then a launch
  * argument, a power of two with SW · RS ≤ kThreads. Without SPLIT split is
  * 1 and the kernel is the plain row-per-sub-warp one: the split path's
@@ -169,8 +175,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if (!SPLIT && slot >= rows)
         return;
     const bool has_row = slot < rows;
-    const unsigned mask =
-        SW == 32 ? 0xffffffffu : ((1u << SW) - 1u) << ((threadIdx.x & 31) / SW * SW);
+    const unsigned mask = subwarp_mask<SW>();
     const int row = has_row ? row_order[slot] : 0;
     const int col = (blockIdx.y * SW + lane) * V;
     /* N is a multiple of V, so a thread's vector is wholly in or out. */
@@ -276,8 +281,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     /* The whole sub-warp leaves together, so the shuffles' mask stays exact. */
     if (slot >= rows)
         return;
-    const unsigned mask =
-        SW == 32 ? 0xffffffffu : ((1u << SW) - 1u) << ((threadIdx.x & 31) / SW * SW);
+    const unsigned mask = subwarp_mask<SW>();
     const int row = row_order[slot];
     const int j0 = blockIdx.y * V;
     const int cols = min(V, n - j0); /* ≥ 1: the grid has ceil(N / V) tiles */
