@@ -3,6 +3,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/matrix.h"
+#include "ref/spmm.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 typedef struct cpu_state {
     spf_matrix *a;  /* owned copy of the matrix */
     int64_t n;
+    operand_strides bs, cs; /* the layouts of B and C (any: ref/spmm.h) */
     int relu;
     int threads;    /* 0 = all cores            */
 } cpu_state;
@@ -20,10 +22,6 @@ static int cpu_supports(const problem *p, const spf_device_info *dev, const spf_
     (void)dev, (void)o;
     if (p->dtype != SPF_DTYPE_F32) {
         snprintf(reason, cap, "takes float32 host buffers only, not %s", spf_dtype_name(p->dtype));
-        return 0;
-    }
-    if (p->b_layout != SPF_LAYOUT_N_LAST || p->c_layout != SPF_LAYOUT_N_LAST) {
-        snprintf(reason, cap, "takes B as K×N and C as M×N only");
         return 0;
     }
     return 1;
@@ -45,6 +43,8 @@ static spf_status cpu_build(const problem *p, const strategy_env *env, void **st
     if (!s)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a CPU plan");
     s->n = p->n;
+    s->bs = problem_b_strides(p);
+    s->cs = problem_c_strides(p);
     s->relu = p->relu;
     s->threads = env->options->host_threads;
     spf_status st = spf_matrix_clone(p->a, &s->a);
@@ -62,7 +62,8 @@ static spf_status cpu_launch(const void *state, const void *b, void *c, const fl
 {
     (void)stream;
     const cpu_state *s = state;
-    return spf_reference_spmm(s->a, s->n, b, c, bias, s->relu, SPF_ACCUMULATE_F64, s->threads);
+    return reference_spmm_strided(s->a, s->n, b, s->bs, c, s->cs, bias, s->relu,
+                                  SPF_ACCUMULATE_F64, s->threads);
 }
 
 static void cpu_release(void *state)

@@ -37,10 +37,6 @@ static int generic_supports(const problem *p, const spf_device_info *dev,
         snprintf(reason, cap, "accumulates in fp32 only (math f16x2 asked)");
         return 0;
     }
-    if (p->b_layout != SPF_LAYOUT_N_LAST || p->c_layout != SPF_LAYOUT_N_LAST) {
-        snprintf(reason, cap, "takes B as K×N and C as M×N only");
-        return 0;
-    }
     if (p->a->nnz > INT32_MAX || p->k * p->n > INT32_MAX || p->m * p->n > INT32_MAX) {
         snprintf(reason, cap, "nnz, K·N or M·N reach 2^31 (the kernel's int32 offsets)");
         return 0;
@@ -71,7 +67,7 @@ static spf_status generic_build(const problem *p, const strategy_env *env, void 
      * less aligned caller buffers may get narrower vectors. */
     generic_launch l;
     const void *aligned = (const void *)(uintptr_t)256;
-    TRY(generic_launch_choose(&s->csr, p->n, p->dtype, aligned, aligned, &l));
+    TRY(generic_launch_choose(&s->csr, p, aligned, aligned, &l));
     generic_launch_name(&l, info->kernel_name, sizeof info->kernel_name);
     snprintf(info->config, sizeof info->config, "v%d_sw%d_rs%d", l.vec, l.subwarp, l.split);
     info->device_bytes = (int64_t)(p->m + 1) * 4 * 2 + (int64_t)p->a->nnz * 8;
@@ -87,7 +83,7 @@ static spf_status generic_launch_state(const void *state, const void *b, void *c
                                        const float *bias, void *stream)
 {
     const generic_state *s = state;
-    return generic_csr_launch(&s->csr, s->p.n, s->p.dtype, b, c, bias, s->p.relu, stream);
+    return generic_csr_launch(&s->csr, &s->p, b, c, bias, stream);
 }
 
 static void generic_release(void *state)
