@@ -97,6 +97,8 @@ static void usage(FILE *f)
 static int parse_precisions(const char *text, args *a)
 {
     char name[32];
+    if (!*text)
+        return 0;
     for (const char *s = text; *s;) {
         size_t len = strcspn(s, ",");
         if (len == 0 || len >= sizeof name)
@@ -149,6 +151,12 @@ static int parse_args(int argc, char **argv, args *a)
         else if (strcmp(o, "--sparsity") == 0 && has_value) {
             if (!parse_sparsities(argv[++i], a)) {
                 fprintf(stderr, "spforge-bench: bad --sparsity list \"%s\"\n", argv[i]);
+                return 0;
+            }
+        } else if (strcmp(o, "--dtype") == 0 && has_value) {
+            if (!parse_precisions(argv[++i], a)) {
+                fprintf(stderr, "spforge-bench: bad --dtype list \"%s\" (f32, tf32, f16, bf16)\n",
+                        argv[i]);
                 return 0;
             }
         } else if (strcmp(o, "--filter") == 0 && has_value)

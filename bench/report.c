@@ -483,11 +483,13 @@ void report_summary(const char *set, const bench_row *rows, int count)
             if (c != COMP_SPFORGE && g[j].pairs[c])
                 printf(" %s %.2fx (%d)", competitor_names[c], geomean(g[j].log_sum[c], g[j].pairs[c]),
                        g[j].pairs[c]);
-        printf("\n   generic kernel over:");
+        const char *lead = "\n   generic kernel over:";
         for (int c = 0; c < COMP_COUNT; ++c)
-            if (c != COMP_GENERIC && g[j].generic_pairs[c])
-                printf(" %s %.2fx (%d)", competitor_names[c],
+            if (c != COMP_GENERIC && g[j].generic_pairs[c]) {
+                printf("%s %s %.2fx (%d)", lead, competitor_names[c],
                        geomean(g[j].generic_log_sum[c], g[j].generic_pairs[c]), g[j].generic_pairs[c]);
+                lead = "";
+            }
         if (!isnan(g[j].worst_same))
             printf("\n   %s / spforge: worst %.3fx (%s), %d rows below 1x",
                    competitor_names[g[j].prec->cublas], g[j].worst_same, g[j].worst_problem,
