@@ -51,7 +51,7 @@ static spf_status gpu_run(const run_request *q, run_outcome *out)
     double t0 = timing_now_s();
     spf_status st = spf_plan_create(q->a, q->n, &o, &plan);
     double plan_s = timing_now_s() - t0;
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     timing_result t;
     if (st == SPF_OK)
         st = spf_plan_get_info(plan, &info);
