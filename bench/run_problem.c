@@ -45,8 +45,10 @@ static void write_tuning_log(const spf_plan *plan, const char *dir, const char *
 
 /* spforge through its public API in one precision: create the plan (timed
  * as wall time, outside the kernel timing), read its info, then the common
- * measurement on B and C of the plan's dtype. */
-static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operands *o,
+ * measurement on B and C of the plan's dtype. Returns 1 when *info holds
+ * the plan's info (the plan was created, whatever its check and timing
+ * gave). */
+static int run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operands *o,
                         const char *problem, spf_strategy strategy, const precision *prec,
                         int exhaustive, comp_result *res, spf_plan_info *info, double *wall_s)
 {
@@ -79,7 +81,7 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
     if (st != SPF_OK) {
         result_error(res, st, "spf_plan_create");
         spf_plan_free(plan);
-        return;
+        return 0;
     }
     snprintf(res->detail, sizeof res->detail, "%s", info->kernel_name);
     if ((exhaustive || opt.search) && ctx->tuning_dir)
@@ -88,6 +90,7 @@ static void run_spforge(const bench_ctx *ctx, const spf_matrix *a, const operand
     output_desc out = {o->c[prec->dtype], prec->dtype, o->m * o->n};
     measure(ctx, plan_launch, &s, &out, o->ref, dtype_tolerance(prec->dtype, prec->math), res);
     spf_plan_free(plan);
+    return 1;
 }
 
 /* Whether some competitor of p reads B and C in dtype d: fp32 always
@@ -165,31 +168,27 @@ spf_status run_problem(const bench_ctx *ctx, bench_problem *p, bench_row *rows)
     first->fits_l2 = bytes <= ctx->l2_bytes;
     TRY(operands_create(ctx, p, a, &o, &ref));
 
-    /* The vendors once; every row of the problem carries their results. */
+    /* The vendors once, before any plan: every row of the problem carries
+     * their results. */
     if (!p->graph)
         vendor_cublas(ctx, a, &o, first);
     vendor_cusparse(ctx, a, &o, first);
-    for (int i = 1; i < ctx->prec_count; ++i) {
+    for (int i = 1; i < ctx->prec_count; ++i)
         rows[i] = *first;
-        for (int c = 0; c < COMP_FIRST_VENDOR; ++c)
-            memset(&rows[i].r[c], 0, sizeof rows[i].r[c]);
-    }
 
     int tune = ctx->tune && (ctx->tune_max_nnz <= 0 || first->nnz <= ctx->tune_max_nnz);
     for (int i = 0; i < ctx->prec_count; ++i) {
         bench_row *row = &rows[i];
         row->prec = ctx->precs[i];
-        if (!p->graph && ctx->unrolled) {
-            run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_AUTO, row->prec, tune,
-                        &row->r[COMP_SPFORGE], &row->plan, &row->plan_wall_s);
-            row->have_plan = row->r[COMP_SPFORGE].state != RESULT_ERROR;
-        }
+        if (!p->graph && ctx->unrolled)
+            row->have_plan = run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_AUTO, row->prec, tune,
+                                         &row->r[COMP_SPFORGE], &row->plan, &row->plan_wall_s);
         /* The generic kernel runs on CUDA cores: under TF32 it is the f32
          * kernel again, so tf32 rows leave it out. */
         if (row->prec->math != SPF_MATH_TF32) {
             spf_plan_info generic_info;
-            run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_GENERIC, row->prec, 0,
-                        &row->r[COMP_GENERIC], &generic_info, &row->generic_plan_wall_s);
+            (void)run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_GENERIC, row->prec, 0,
+                              &row->r[COMP_GENERIC], &generic_info, &row->generic_plan_wall_s);
         }
     }
 fail:
