@@ -39,10 +39,11 @@ typedef struct args {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: spforge-bench [--set NAME]... [--sparsity LIST] [--dtype LIST]... [--filter TEXT]\n"
-            "                     [--quick] [--no-spforge-tune] [--tune-space S] [--tuning-logs DIR]\n"
-            "                     [--tune-max-nnz X] [--no-unrolled] [--reorder] [--search]\n"
-            "                     [--data DIR] [--out DIR] [--tag TEXT] [--list]\n"
+            "usage: spforge-bench [--set NAME]... [--sparsity LIST] [--dtype LIST]...\n"
+            "                     [--filter TEXT] [--quick] [--no-spforge-tune]\n"
+            "                     [--tune-space S] [--tuning-logs DIR] [--tune-max-nnz X]\n"
+            "                     [--no-unrolled] [--reorder] [--search] [--data DIR]\n"
+            "                     [--out DIR] [--tag TEXT] [--list]\n"
             "  --set NAME         sparsert20 (default), large, dlmc, graphs, rank; repeatable\n"
             "                       sparsert20  SparseRT's 20 layers, sparsity 0.9, 0.95\n"
             "                       large       BERT-base layers at N 4096 and LLM layers at\n"

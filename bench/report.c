@@ -487,7 +487,8 @@ void report_summary(const char *set, const bench_row *rows, int count)
         for (int c = 0; c < COMP_COUNT; ++c)
             if (c != COMP_GENERIC && g[j].generic_pairs[c]) {
                 printf("%s %s %.2fx (%d)", lead, competitor_names[c],
-                       geomean(g[j].generic_log_sum[c], g[j].generic_pairs[c]), g[j].generic_pairs[c]);
+                       geomean(g[j].generic_log_sum[c], g[j].generic_pairs[c]),
+                       g[j].generic_pairs[c]);
                 lead = "";
             }
         if (!isnan(g[j].worst_same))
