@@ -118,11 +118,16 @@ void vendor_cublas(const bench_ctx *ctx, const spf_matrix *a, const operands *o,
         }
         /* CUBLAS_COMPUTE_32F under the handle's default math mode (main.c)
          * keeps fp32 exact; TF32 only where asked for by the compute type. */
-        cublasComputeType_t compute =
-            q->math == SPF_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-        gemm_state g = {ctx->cublas,         (int)o->m,      (int)o->n,
-                        (int)o->k,           cuda_type(q->dtype), compute,
-                        dense[q->dtype],     o->b[q->dtype], o->c[q->dtype]};
+        gemm_state g = {.h = ctx->cublas,
+                        .m = (int)o->m,
+                        .n = (int)o->n,
+                        .k = (int)o->k,
+                        .type = cuda_type(q->dtype),
+                        .compute = q->math == SPF_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                            : CUBLAS_COMPUTE_32F,
+                        .a = dense[q->dtype],
+                        .b = o->b[q->dtype],
+                        .c = o->c[q->dtype]};
         output_desc out = {o->c[q->dtype], q->dtype, o->m * o->n};
         measure(ctx, gemm_launch, &g, &out, o->ref, dtype_tolerance(q->dtype, q->math),
                 &row->r[q->cublas]);
