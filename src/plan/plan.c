@@ -175,10 +175,10 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
 {
     planner_candidate cand[SPF_MAX_CANDIDATES];
     int count = planner_rank(prob, env->device, o, cand);
-    int to_build = 0, kept = -1;
-    for (int i = 0; i < count; i++)
-        to_build += cand[i].build;
-    int timed = to_build > 1 && env->check;
+    int kept = -1;
+    /* AUTO times what it builds, so that its choice is a measurement and
+     * the info says what each candidate took. */
+    int timed = o->strategy == SPF_STRATEGY_AUTO && env->check;
     spf_plan_info kept_info = {0};
     spf_candidate_outcome outcome[SPF_MAX_CANDIDATES];
     double times[SPF_MAX_CANDIDATES] = {0};

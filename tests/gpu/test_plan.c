@@ -115,9 +115,7 @@ static const char *strategy_name(spf_strategy s)
 static spf_plan_info check_plan(const char *label, const spf_matrix *a, int64_t n,
                                 const spf_plan_options *o, int expect_strategy, int graph)
 {
-    spf_plan_info info = {.size = sizeof info};
-    memset(&info, 0, sizeof info);
-    info.strategy = (spf_strategy)-1;
+    spf_plan_info info = {.size = sizeof info, .strategy = (spf_strategy)-1};
     spf_plan *p = NULL;
     printf("%-28s N=%-5lld ...\n", label, (long long)n);
     spf_status st = spf_plan_create(a, n, o, &p);

@@ -109,6 +109,11 @@ static int unrolled_supports(const problem *p, const spf_device_info *dev,
         snprintf(reason, cap, "generates code for B as K×N and C as M×N only");
         return 0;
     }
+    if (f16x2_of(p) && p->n % 2) {
+        snprintf(reason, cap, "f16x2 accumulation works on pairs of columns; N = %lld is odd",
+                 (long long)p->n);
+        return 0;
+    }
     int64_t budget = code_budget(o);
     if (budget > 0 && !o->config) {
         spf_kernel_config cfg = default_config(p->n, f16x2_of(p));
