@@ -1,16 +1,14 @@
-/* spforge-bench: spforge (exhaustive-tuned unrolled plan and the generic
- * kernel) beside cuBLAS fp32 / TF32 / fp16 on the dense matrix and cuSPARSE
- * CSR SpMM, every row checked against the CPU oracle (BENCHMARKS.md).
- *
- *   spforge-bench [--set NAME]... [--sparsity 0.9,0.95] [--filter TEXT]
- *                 [--quick] [--no-spforge-tune] [--no-unrolled] [--data DIR]
- *                 [--out DIR] [--list]
+/* spforge-bench: spforge (the AUTO plan and the generic kernel, in each
+ * precision of --dtype) beside cuBLAS fp32 / TF32 / fp16 / bf16 on the dense
+ * matrix and cuSPARSE CSR SpMM, every row checked against the CPU oracle
+ * (BENCHMARKS.md); usage() lists the options.
  */
 #define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include "bench.h"
 #include "report.h"
 
 #include "gpu/cuda_check.h"
+#include "gpu/timing.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -29,6 +27,8 @@ typedef struct args {
     int set_count;
     double sparsities[MAX_SPARSITIES];
     int sparsity_count;
+    const precision *precs[PRECISION_COUNT];
+    int prec_count;
     const char *filter, *out_dir, *data_dir;
     int quick, tune, unrolled, reorder, search, list;
     spf_tune_space tune_space;
@@ -39,30 +39,86 @@ typedef struct args {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: spforge-bench [--set NAME]... [--sparsity LIST] [--filter TEXT] [--quick]\n"
-            "                     [--no-spforge-tune] [--tune-space S] [--tuning-logs DIR]\n"
-            "                     [--no-unrolled] [--reorder] [--search] [--data DIR] [--out DIR]\n"
-            "                     [--list]\n"
+            "usage: spforge-bench [--set NAME]... [--sparsity LIST] [--dtype LIST]...\n"
+            "                     [--filter TEXT] [--quick] [--no-spforge-tune]\n"
+            "                     [--tune-space S] [--tuning-logs DIR] [--tune-max-nnz X]\n"
+            "                     [--no-unrolled] [--reorder] [--search] [--data DIR]\n"
+            "                     [--out DIR] [--tag TEXT] [--list]\n"
             "  --set NAME         sparsert20 (default), large, dlmc, graphs, rank; repeatable\n"
-            "  --sparsity LIST    comma-separated, e.g. 0.9,0.95 (default: per set)\n"
-            "  --filter TEXT      only problems whose name contains TEXT\n"
+            "                       sparsert20  SparseRT's 20 layers, sparsity 0.9, 0.95\n"
+            "                       large       BERT-base layers at N 4096 and LLM layers at\n"
+            "                                   N 16, 64, 256, 2048; sparsity 0.5, 0.7, 0.9,\n"
+            "                                   0.95, 0.98\n"
+            "                       dlmc        DLMC ResNet-50 (N = H*W x {1, 8}) and\n"
+            "                                   Transformer (N 256, 2048) under DIR/dlmc;\n"
+            "                                   sparsity 0.9, 0.95\n"
+            "                       graphs      DIR's .mtx files at N 32, 128, 256: generic\n"
+            "                                   kernel and cuSPARSE only\n"
+            "                       rank        64 seeded random shapes (rank model training)\n"
+            "  --sparsity LIST    comma-separated, e.g. 0.9,0.95, instead of each set's own\n"
+            "                     (sparsert20, large, dlmc)\n"
+            "  --dtype LIST       comma-separated precisions of the spforge plans, repeatable;\n"
+            "                     each gives one row per problem, beside cuBLAS of the same\n"
+            "                     (default f32):\n"
+            "                       f32   fp32 exact (cuBLAS CUBLAS_COMPUTE_32F)\n"
+            "                       tf32  fp32 data, TF32 math allowed (SPF_MATH_TF32;\n"
+            "                             cuBLAS CUBLAS_COMPUTE_32F_FAST_TF32)\n"
+            "                       f16   fp16 B and C, fp32 accumulation (cuBLAS fp16)\n"
+            "                       bf16  bf16 B and C, fp32 accumulation (cuBLAS bf16)\n"
+            "                     cuBLAS fp32 / TF32 / fp16 and cuSPARSE fp32 run on every\n"
+            "                     dense problem whatever the list, cuBLAS bf16 with bf16\n"
+            "  --filter TEXT      only problems whose name contains TEXT (e.g. \"N=16 \")\n"
             "  --quick            a small subset of each set (the device check)\n"
-            "  --no-spforge-tune  the AUTO plan without exhaustive tuning (default config)\n"
+            "  --no-spforge-tune  the AUTO plan without exhaustive tuning (the planner's\n"
+            "                     own choice: the target runs use this)\n"
             "  --tune-space S     compact (default) or full: the space the tuner walks\n"
             "  --tuning-logs DIR  write every tuned problem's per-configuration CSV there\n"
             "  --tune-max-nnz X   tune only problems with at most X nonzeros; larger ones get\n"
-            "                     the AUTO plan (default config, or generic over the budget)\n"
-            "  --no-unrolled      no unrolled plan at all: the generic kernel and the vendors\n"
-            "                     only (when JIT time would not fit the session)\n"
-            "  --reorder          the spforge plan on rows in LO-SpMM Algorithm 1 order\n"
-            "  --search           the spforge plan by the low-cost search over --tune-space\n"
-            "                     (constraints, rank model, proxies; spforge tune) instead of\n"
-            "                     exhaustive tuning\n"
+            "                     the AUTO plan without tuning\n"
+            "  --no-unrolled      no AUTO plan at all: the generic kernel and the vendors only\n"
+            "                     (when JIT time would not fit the session)\n"
+            "  --reorder          the AUTO plan on rows in LO-SpMM Algorithm 1 order\n"
+            "  --search           the AUTO plan's unrolled kernel by the low-cost search over\n"
+            "                     --tune-space (constraints, rank model, proxies; spforge\n"
+            "                     tune) instead of exhaustive tuning\n"
             "  --data DIR         extracted data folder (default $SPF_DATA_DIR or data)\n"
             "  --out DIR          where <set>-<device>-<yyyymmdd>.{json,csv} go (default .)\n"
             "  --tag TEXT         result files are <set>-TEXT-<device>-<yyyymmdd>.* (runs of one\n"
             "                     set on one day that must not overwrite each other)\n"
-            "  --list             print the selected problems and exit (no device needed)\n");
+            "  --list             print the selected problems and exit (no device needed)\n"
+            "Rows: one per problem and precision; columns: each competitor's median us per\n"
+            "launch and relative error, cublas_same (cuBLAS of the row's precision) and\n"
+            "cublas_same_over_spforge (>= 1: the AUTO plan is at least as fast), the strategy\n"
+            "AUTO chose, its plan time, and t_<strategy>_us for every candidate it timed.\n"
+            "Progress (each problem, each plan's creation time and choice) goes to stderr.\n");
+}
+
+/* --dtype: a comma-separated list added to those before; a precision named
+ * twice runs once. */
+static int parse_precisions(const char *text, args *a)
+{
+    char name[32];
+    if (!*text)
+        return 0;
+    for (const char *s = text; *s;) {
+        size_t len = strcspn(s, ",");
+        if (len == 0 || len >= sizeof name)
+            return 0;
+        memcpy(name, s, len);
+        name[len] = '\0';
+        const precision *q = precision_find(name);
+        if (!q)
+            return 0;
+        int seen = 0;
+        for (int i = 0; i < a->prec_count; ++i)
+            seen |= a->precs[i] == q;
+        if (!seen)
+            a->precs[a->prec_count++] = q; /* at most PRECISION_COUNT distinct ones */
+        s += len;
+        if (*s == ',' && *++s == '\0')
+            return 0;
+    }
+    return 1;
 }
 
 static int parse_sparsities(const char *text, args *a)
@@ -96,6 +152,12 @@ static int parse_args(int argc, char **argv, args *a)
         else if (strcmp(o, "--sparsity") == 0 && has_value) {
             if (!parse_sparsities(argv[++i], a)) {
                 fprintf(stderr, "spforge-bench: bad --sparsity list \"%s\"\n", argv[i]);
+                return 0;
+            }
+        } else if (strcmp(o, "--dtype") == 0 && has_value) {
+            if (!parse_precisions(argv[++i], a)) {
+                fprintf(stderr, "spforge-bench: bad --dtype list \"%s\" (f32, tf32, f16, bf16)\n",
+                        argv[i]);
                 return 0;
             }
         } else if (strcmp(o, "--filter") == 0 && has_value)
@@ -149,6 +211,8 @@ static int parse_args(int argc, char **argv, args *a)
     }
     if (a->set_count == 0)
         a->sets[a->set_count++] = "sparsert20";
+    if (a->prec_count == 0)
+        a->precs[a->prec_count++] = precision_find("f32");
     return 1;
 }
 
@@ -226,7 +290,8 @@ static int print_sets(const args *a)
     return bad;
 }
 
-/* One set: every problem, the files rewritten after each row. */
+/* One set: every problem in every precision, the files rewritten after
+ * each problem. */
 static int run_set(const bench_ctx *ctx, const args *a, const bench_env *env, const char *set)
 {
     bench_problem *problems = NULL;
@@ -234,35 +299,41 @@ static int run_set(const bench_ctx *ctx, const args *a, const bench_env *env, co
     spf_status st = list_problems(a, set, &problems, &count);
     if (st != SPF_OK)
         return 1;
-    bench_row *rows = calloc((size_t)count + 1, sizeof *rows);
+    bench_row *rows = calloc((size_t)count * (size_t)ctx->prec_count + 1, sizeof *rows);
     if (!rows) {
         free(problems);
         return 1;
     }
-    printf("== %s: %d problems\n", set, count);
+    char label[128];
+    snprintf(label, sizeof label, "%s%s%s", set, a->tag ? "-" : "", a->tag ? a->tag : "");
+    printf("== %s: %d problems x %d precisions\n", set, count, ctx->prec_count);
     report_table_header();
     int done = 0;
+    double t0 = timing_now_s();
     for (int i = 0; i < count; ++i) {
-        fprintf(stderr, "[%d/%d] %s\n", i + 1, count, problems[i].name);
+        fprintf(stderr, "[%d/%d] %s (%.0f s into the set)\n", i + 1, count, problems[i].name,
+                timing_now_s() - t0);
         st = run_problem(ctx, &problems[i], &rows[done]);
         if (st != SPF_OK) {
             fprintf(stderr, "spforge-bench: %s: %s\n", problems[i].name, spf_last_error());
             failures++;
             continue;
         }
-        report_table_row(&rows[done]);
-        for (int c = 0; c < COMP_COUNT; ++c)
-            failures += rows[done].r[c].state == RESULT_FAILED;
-        done++;
-        char label[128];
-        snprintf(label, sizeof label, "%s%s%s", set, a->tag ? "-" : "", a->tag ? a->tag : "");
+        /* The vendors' results are the problem's: counted once. */
+        for (int j = 0; j < ctx->prec_count; ++j) {
+            const bench_row *row = &rows[done + j];
+            report_table_row(row);
+            for (int c = 0; c < (j ? COMP_FIRST_VENDOR : COMP_COUNT); ++c)
+                failures += row->r[c].state == RESULT_FAILED;
+        }
+        done += ctx->prec_count;
         if (report_write(a->out_dir, label, env, rows, done) != SPF_OK) {
             fprintf(stderr, "spforge-bench: %s\n", spf_last_error());
             failures++;
         }
     }
     report_summary(set, rows, done);
-    printf("results: %s/%s-%s-%s.{json,csv}\n", a->out_dir, set, env->device_slug, env->ymd);
+    printf("results: %s/%s-%s-%s.{json,csv}\n", a->out_dir, label, env->device_slug, env->ymd);
     free(rows);
     free(problems);
     return failures != 0;
@@ -283,12 +354,19 @@ int main(int argc, char **argv)
     /* Line-buffered even into a log file: a run cut off by a time limit
      * keeps every row it printed. */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    bench_ctx ctx = {.tune = a.tune, .tune_space = a.tune_space, .tuning_dir = a.tuning_dir,
+    bench_ctx ctx = {.prec_count = a.prec_count,
+                     .tune = a.tune, .tune_space = a.tune_space, .tuning_dir = a.tuning_dir,
                      .tune_max_nnz = a.tune_max_nnz,
                      .unrolled = a.unrolled, .reorder = a.reorder, .search = a.search,
                      .l2_bytes = dev.l2_bytes};
+    for (int i = 0; i < a.prec_count; ++i) {
+        ctx.precs[i] = a.precs[i];
+        ctx.need_bf16 |= a.precs[i]->dtype == SPF_DTYPE_BF16;
+    }
     bench_env env;
     env_fill(&dev, argc, argv, a.tune, a.unrolled, &env);
+    env.prec_count = ctx.prec_count;
+    memcpy(env.precs, ctx.precs, sizeof env.precs);
     printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB), driver %d, CUDA runtime %d, cuBLAS %d, "
            "cuSPARSE %d, commit %s\n",
            env.device, env.cc_major, env.cc_minor, env.sm_count, env.l2_bytes >> 20,
@@ -298,6 +376,8 @@ int main(int argc, char **argv)
         cublasCreate(&ctx.cublas) != CUBLAS_STATUS_SUCCESS ||
         cusparseCreate(&ctx.cusparse) != CUSPARSE_STATUS_SUCCESS ||
         cublasSetStream(ctx.cublas, ctx.stream) != CUBLAS_STATUS_SUCCESS ||
+        /* fp32 exact under CUBLAS_COMPUTE_32F: no TF32 unless the compute type asks */
+        cublasSetMathMode(ctx.cublas, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS ||
         cusparseSetStream(ctx.cusparse, ctx.stream) != CUSPARSE_STATUS_SUCCESS) {
         fprintf(stderr, "spforge-bench: cannot create the stream or vendor handles %s\n",
                 spf_last_error());

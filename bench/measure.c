@@ -3,7 +3,7 @@
  * oracle, and time only what passed. */
 #include "bench.h"
 
-#include "core/half.h"
+#include "core/dtype.h"
 #include "gpu/cuda_check.h"
 #include "gpu/timing.h"
 
@@ -12,7 +12,8 @@
 #include <string.h>
 
 const char *const competitor_names[COMP_COUNT] = {
-    "spforge", "spforge_generic", "cublas_fp32", "cublas_tf32", "cublas_fp16", "cusparse",
+    "spforge",     "spforge_generic", "cublas_fp32", "cublas_tf32",
+    "cublas_fp16", "cublas_bf16",     "cusparse",
 };
 
 void result_error(comp_result *res, spf_status st, const char *what)
@@ -28,29 +29,29 @@ static spf_status output_error(const bench_ctx *ctx, const output_desc *out, con
                                double *err)
 {
     spf_status status = SPF_OK;
-    size_t elem = out->dtype == SPF_DTYPE_F32 ? 4 : 2;
+    size_t elem = dtype_size(out->dtype);
     float *host = malloc((size_t)out->count * sizeof *host);
-    uint16_t *narrow = elem == 2 ? malloc((size_t)out->count * elem) : NULL;
-    if (!host || (elem == 2 && !narrow))
+    void *stored = elem == sizeof *host ? (void *)host : malloc((size_t)out->count * elem);
+    if (!host || !stored)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%lld outputs", (long long)out->count);
-    TRY(CUDA_CHECK(cudaMemcpyAsync(elem == 2 ? (void *)narrow : (void *)host, out->c,
-                                   (size_t)out->count * elem, cudaMemcpyDeviceToHost,
-                                   ctx->stream)));
+    TRY(CUDA_CHECK(cudaMemcpyAsync(stored, out->c, (size_t)out->count * elem,
+                                   cudaMemcpyDeviceToHost, ctx->stream)));
     TRY(CUDA_CHECK(cudaStreamSynchronize(ctx->stream)));
-    for (int64_t i = 0; elem == 2 && i < out->count; ++i)
-        host[i] = out->dtype == SPF_DTYPE_F16 ? f16_to_float(narrow[i]) : bf16_to_float(narrow[i]);
+    if (stored != host)
+        dtype_to_float(out->dtype, stored, host, out->count);
     *err = spf_relative_error(host, ref, out->count);
 fail:
+    if (stored != host)
+        free(stored);
     free(host);
-    free(narrow);
     return status;
 }
 
 void measure(const bench_ctx *ctx, launch_fn fn, void *state, const output_desc *out,
              const double *ref, double tol, comp_result *res)
 {
-    size_t elem = out->dtype == SPF_DTYPE_F32 ? 4 : 2;
-    spf_status st = CUDA_CHECK(cudaMemsetAsync(out->c, 0xFF, (size_t)out->count * elem, ctx->stream));
+    spf_status st = CUDA_CHECK(
+        cudaMemsetAsync(out->c, 0xFF, (size_t)out->count * dtype_size(out->dtype), ctx->stream));
     if (st == SPF_OK)
         st = fn(state, ctx->stream);
     if (st == SPF_OK)

@@ -11,31 +11,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define COUNT_OF(array) ((int)(sizeof(array) / sizeof(array)[0]))
+
+enum { SHAPE_MAX_NS = 4 };
+
 typedef struct shape {
     const char *use;
-    int64_t m, k, n;
+    int64_t m, k;
+    int64_t n[SHAPE_MAX_NS]; /* one problem per N; 0 ends a shorter list */
 } shape;
 
 /* SparseRT (paper 004) Table 1: ResNet-50, Transformer and MobileNetV1
  * layers, M×K weights with N = batch × spatial size or tokens. */
 static const shape sparsert20[] = {
-    {"RN50", 64, 256, 3136},     {"RN50", 256, 64, 3136},     {"RN50", 128, 512, 784},
-    {"RN50", 512, 128, 784},     {"RN50", 256, 1024, 196},    {"RN50", 1024, 256, 196},
-    {"RN50", 512, 2048, 49},     {"RN50", 2048, 512, 49},     {"NLP", 2048, 512, 256},
-    {"NLP", 512, 2048, 256},     {"NLP", 512, 512, 256},      {"MbNetV1", 64, 32, 12544},
-    {"MbNetV1", 128, 64, 3136},  {"MbNetV1", 128, 128, 3136}, {"MbNetV1", 256, 128, 784},
-    {"MbNetV1", 256, 256, 784},  {"MbNetV1", 512, 256, 196},  {"MbNetV1", 512, 512, 196},
-    {"MbNetV1", 1024, 512, 49},  {"MbNetV1", 1024, 1024, 49},
+    {"RN50", 64, 256, {3136}},     {"RN50", 256, 64, {3136}},     {"RN50", 128, 512, {784}},
+    {"RN50", 512, 128, {784}},     {"RN50", 256, 1024, {196}},    {"RN50", 1024, 256, {196}},
+    {"RN50", 512, 2048, {49}},     {"RN50", 2048, 512, {49}},     {"NLP", 2048, 512, {256}},
+    {"NLP", 512, 2048, {256}},     {"NLP", 512, 512, {256}},      {"MbNetV1", 64, 32, {12544}},
+    {"MbNetV1", 128, 64, {3136}},  {"MbNetV1", 128, 128, {3136}}, {"MbNetV1", 256, 128, {784}},
+    {"MbNetV1", 256, 256, {784}},  {"MbNetV1", 512, 256, {196}},  {"MbNetV1", 512, 512, {196}},
+    {"MbNetV1", 1024, 512, {49}},  {"MbNetV1", 1024, 1024, {49}},
 };
 /* --quick: one shape of each kind (a 1×1 conv, a long-K conv, NLP, MobileNet). */
 static const int sparsert20_quick[] = {0, 4, 8, 13};
 
+/* BENCHMARKS.md: BERT-base FFN and attention at N = 4096 tokens; LLM layers
+ * from decode (N = 16 tokens) to prefill (N = 2048). */
+#define LLM_NS {16, 64, 256, 2048}
 static const shape large[] = {
-    {"BERT", 768, 768, 4096},  {"BERT", 3072, 768, 4096},  {"BERT", 768, 3072, 4096},
-    {"LLM", 4096, 4096, 2048}, {"LLM", 11008, 4096, 2048}, {"LLM", 4096, 11008, 2048},
+    {"BERT", 768, 768, {4096}},    {"BERT", 3072, 768, {4096}},  {"BERT", 768, 3072, {4096}},
+    {"LLM", 4096, 4096, LLM_NS},   {"LLM", 11008, 4096, LLM_NS}, {"LLM", 4096, 11008, LLM_NS},
 };
-/* --quick: the two smaller BERT layers (the LLM layers' tuning takes minutes). */
-static const int large_quick[] = {0, 1};
+/* --quick: the two smaller BERT layers and LLM 4096×4096 at its first N
+ * (decode; the large layers' plans and references take the longest). */
+static const int large_quick[] = {0, 1, 3};
 
 static const double sparsert20_sparsities[] = {0.9, 0.95};
 static const double large_sparsities[] = {0.5, 0.7, 0.9, 0.95, 0.98};
@@ -88,6 +97,8 @@ static void sparsities_of(const bench_selection *sel, const double *defaults, in
     }
 }
 
+/* Sparsity outermost, then shapes, then each shape's N (--quick: its
+ * first N only). */
 static spf_status add_shapes(plist *l, const char *set, const shape *shapes, int nshapes,
                              const int *quick, int nquick, const double *defaults, int ndefaults)
 {
@@ -98,15 +109,19 @@ static spf_status add_shapes(plist *l, const char *set, const shape *shapes, int
         for (int i = 0; i < nshapes; ++i) {
             if (l->sel->quick && !in_list(quick, nquick, i))
                 continue;
-            bench_problem p = {.m = shapes[i].m, .k = shapes[i].k, .n = shapes[i].n,
-                               .sparsity = sp[s]};
-            snprintf(p.set, sizeof p.set, "%s", set);
-            snprintf(p.use, sizeof p.use, "%s", shapes[i].use);
-            snprintf(p.name, sizeof p.name, "%s %lldx%lld N=%lld s%g", shapes[i].use,
-                     (long long)p.m, (long long)p.k, (long long)p.n, sp[s]);
-            spf_status st = plist_add(l, &p);
-            if (st != SPF_OK)
-                return st;
+            for (int j = 0; j < SHAPE_MAX_NS && shapes[i].n[j] > 0; ++j) {
+                if (l->sel->quick && j > 0)
+                    break;
+                bench_problem p = {.m = shapes[i].m, .k = shapes[i].k, .n = shapes[i].n[j],
+                                   .sparsity = sp[s]};
+                snprintf(p.set, sizeof p.set, "%s", set);
+                snprintf(p.use, sizeof p.use, "%s", shapes[i].use);
+                snprintf(p.name, sizeof p.name, "%s %lldx%lld N=%lld s%g", shapes[i].use,
+                         (long long)p.m, (long long)p.k, (long long)p.n, sp[s]);
+                spf_status st = plist_add(l, &p);
+                if (st != SPF_OK)
+                    return st;
+            }
         }
     return SPF_OK;
 }
@@ -217,7 +232,7 @@ static spf_status add_dlmc(plist *l)
     static const int64_t transformer_ns[] = {256, 2048};
     const double *sp;
     int nsp, found = 0;
-    sparsities_of(l->sel, dlmc_sparsities, 2, &sp, &nsp);
+    sparsities_of(l->sel, dlmc_sparsities, COUNT_OF(dlmc_sparsities), &sp, &nsp);
     for (int s = 0; s < nsp; ++s) {
         spf_status st = add_dlmc_dir(l, "rn50", sp[s], NULL, 0, &found);
         if (st == SPF_OK)
@@ -307,9 +322,12 @@ spf_status problems_list(const char *set, const bench_selection *sel, bench_prob
     *out = NULL;
     *count = 0;
     if (strcmp(set, "sparsert20") == 0)
-        st = add_shapes(&l, set, sparsert20, 20, sparsert20_quick, 4, sparsert20_sparsities, 2);
+        st = add_shapes(&l, set, sparsert20, COUNT_OF(sparsert20), sparsert20_quick,
+                        COUNT_OF(sparsert20_quick), sparsert20_sparsities,
+                        COUNT_OF(sparsert20_sparsities));
     else if (strcmp(set, "large") == 0)
-        st = add_shapes(&l, set, large, 6, large_quick, 2, large_sparsities, 5);
+        st = add_shapes(&l, set, large, COUNT_OF(large), large_quick, COUNT_OF(large_quick),
+                        large_sparsities, COUNT_OF(large_sparsities));
     else if (strcmp(set, "dlmc") == 0)
         st = add_dlmc(&l);
     else if (strcmp(set, "graphs") == 0)

@@ -2,7 +2,8 @@
  *   sparsert20  the 20 SpMM shapes of SparseRT (paper 004) Table 1, uniform
  *               random pruning (default sparsity 0.9 and 0.95);
  *   large       BERT-base FFN / attention (N = 4096) and LLM layers
- *               (N = 2048), sparsity 0.5 .. 0.98;
+ *               (N ∈ {16, 64, 256, 2048}: decode to prefill), sparsity
+ *               0.5, 0.7, 0.9, 0.95, 0.98;
  *   dlmc        the real DLMC weights under data/dlmc: ResNet-50 with N =
  *               H·W × {1, 8}, Transformer with N ∈ {256, 2048};
  *   graphs      the Matrix Market files under data/ with N ∈ {32, 128, 256}

@@ -1,7 +1,8 @@
 /* Results of spforge-bench: JSON and CSV files per problem set
  * (<set>-<device>-<yyyymmdd>.{json,csv}, rewritten after every problem so an
- * interrupted run keeps what it measured), a compact table on stdout and
- * geomean speedups of spforge over each competitor. */
+ * interrupted run keeps what it measured; one row per problem and
+ * precision), a compact table on stdout and geomean speedups of spforge
+ * over each competitor per sparsity and precision. */
 #ifndef SPF_BENCH_REPORT_H
 #define SPF_BENCH_REPORT_H
 
@@ -18,6 +19,8 @@ typedef struct bench_env {
     char ymd[16];          /* yyyymmdd, for file names                        */
     char command[1024];
     int tune, unrolled;
+    const precision *precs[PRECISION_COUNT]; /* --dtype, in run order      */
+    int prec_count;
 } bench_env;
 
 spf_status report_write(const char *dir, const char *set, const bench_env *env,
@@ -25,7 +28,9 @@ spf_status report_write(const char *dir, const char *set, const bench_env *env,
 
 void report_table_header(void);
 void report_table_row(const bench_row *row);
-/* Geomean speedups of spforge (tuned, and generic) per sparsity. */
+/* Per sparsity and precision: geomean speedups of spforge (AUTO, and
+ * generic), and the AUTO plan against cuBLAS of its precision row by row
+ * (geomean, worst row, rows where cuBLAS was faster). */
 void report_summary(const char *set, const bench_row *rows, int count);
 
 #endif

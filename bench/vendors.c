@@ -1,10 +1,10 @@
-/* The vendor competitors: cuBLAS on the dense matrix (fp32, TF32, fp16) and
+/* The vendor competitors: cuBLAS on the dense matrix (fp32, TF32, fp16, bf16) and
  * cuSPARSE CSR SpMM (best algorithm). Handles, descriptors, buffers and
  * cusparseSpMM_preprocess are set up before timing, as for our plans. */
 #include "bench.h"
 
 #include "core/error.h"
-#include "core/half.h"
+#include "core/dtype.h"
 #include "gpu/cuda_check.h"
 #include "strategy/generic/generic.h"
 
@@ -52,7 +52,26 @@ static spf_status gemm_launch(void *state, void *stream)
                                      g->type, g->n, g->compute, CUBLAS_GEMM_DEFAULT));
 }
 
-static spf_status dense_upload(const spf_matrix *a, float **a32, void **a16)
+static cudaDataType cuda_type(spf_dtype dtype)
+{
+    switch (dtype) {
+    case SPF_DTYPE_F16: return CUDA_R_16F;
+    case SPF_DTYPE_BF16: return CUDA_R_16BF;
+    case SPF_DTYPE_F32: break;
+    }
+    return CUDA_R_32F;
+}
+
+/* The cuBLAS run of a precision happens for every dense problem, bf16's
+ * only when a bf16 precision was asked for (its B and C are staged then). */
+static int cublas_runs(const bench_ctx *ctx, const precision *q)
+{
+    return q->dtype != SPF_DTYPE_BF16 || ctx->need_bf16;
+}
+
+/* The dense A (M×K row-major, zeros filled in) on the device in each dtype
+ * a cuBLAS run reads. */
+static spf_status dense_upload(const bench_ctx *ctx, const spf_matrix *a, void *dense[DTYPE_COUNT])
 {
     spf_status status = SPF_OK;
     int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
@@ -60,46 +79,61 @@ static spf_status dense_upload(const spf_matrix *a, float **a32, void **a16)
     const int32_t *ci = spf_matrix_col_idx(a);
     const float *v = spf_matrix_values(a);
     float *host = calloc((size_t)(m * k), sizeof *host);
-    uint16_t *half = malloc((size_t)(m * k) * sizeof *half);
-    if (!host || !half)
+    uint16_t *narrow = malloc((size_t)(m * k) * sizeof *narrow);
+    if (!host || !narrow)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "dense %lldx%lld", (long long)m, (long long)k);
     for (int64_t r = 0; r < m; ++r)
         for (int64_t j = rp[r]; j < rp[r + 1]; ++j)
             host[r * k + ci[j]] = v[j];
-    for (int64_t i = 0; i < m * k; ++i)
-        half[i] = f16_from_float(host[i]);
-    TRY(CUDA_CHECK(cudaMalloc((void **)a32, (size_t)(m * k) * sizeof *host)));
-    TRY(CUDA_CHECK(cudaMalloc(a16, (size_t)(m * k) * sizeof *half)));
-    TRY(CUDA_CHECK(cudaMemcpy(*a32, host, (size_t)(m * k) * sizeof *host, cudaMemcpyHostToDevice)));
-    TRY(CUDA_CHECK(cudaMemcpy(*a16, half, (size_t)(m * k) * sizeof *half, cudaMemcpyHostToDevice)));
+    for (int i = 0; i < PRECISION_COUNT; ++i) {
+        spf_dtype d = precisions[i].dtype;
+        if (!cublas_runs(ctx, &precisions[i]) || dense[d])
+            continue;
+        const void *src = host;
+        if (d != SPF_DTYPE_F32) {
+            dtype_from_float(d, host, narrow, m * k);
+            src = narrow;
+        }
+        size_t bytes = (size_t)(m * k) * dtype_size(d);
+        TRY(CUDA_CHECK(cudaMalloc(&dense[d], bytes)));
+        TRY(CUDA_CHECK(cudaMemcpy(dense[d], src, bytes, cudaMemcpyHostToDevice)));
+    }
 fail:
     free(host);
-    free(half);
+    free(narrow);
     return status;
 }
 
 void vendor_cublas(const bench_ctx *ctx, const spf_matrix *a, const operands *o, bench_row *row)
 {
-    float *a32 = NULL;
-    void *a16 = NULL;
-    spf_status st = dense_upload(a, &a32, &a16);
-    if (st != SPF_OK) {
-        for (int c = COMP_CUBLAS_F32; c <= COMP_CUBLAS_F16; ++c)
-            result_error(&row->r[c], st, "dense upload");
-    } else {
-        gemm_state g = {ctx->cublas, (int)o->m, (int)o->n, (int)o->k, CUDA_R_32F,
-                        CUBLAS_COMPUTE_32F, a32, o->b32, o->c32};
-        output_desc out32 = {o->c32, SPF_DTYPE_F32, o->m * o->n};
-        measure(ctx, gemm_launch, &g, &out32, o->ref, TOL_F32, &row->r[COMP_CUBLAS_F32]);
-        g.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
-        measure(ctx, gemm_launch, &g, &out32, o->ref, TOL_TF32, &row->r[COMP_CUBLAS_TF32]);
-        gemm_state h = {ctx->cublas, (int)o->m, (int)o->n, (int)o->k, CUDA_R_16F,
-                        CUBLAS_COMPUTE_32F, a16, o->b16, o->c16};
-        output_desc out16 = {o->c16, SPF_DTYPE_F16, o->m * o->n};
-        measure(ctx, gemm_launch, &h, &out16, o->ref, TOL_F16, &row->r[COMP_CUBLAS_F16]);
+    void *dense[DTYPE_COUNT] = {0};
+    spf_status st = dense_upload(ctx, a, dense);
+    for (int i = 0; i < PRECISION_COUNT; ++i) {
+        const precision *q = &precisions[i];
+        if (!cublas_runs(ctx, q))
+            continue;
+        if (st != SPF_OK) {
+            result_error(&row->r[q->cublas], st, "dense upload");
+            continue;
+        }
+        /* CUBLAS_COMPUTE_32F under the handle's default math mode (main.c)
+         * keeps fp32 exact; TF32 only where asked for by the compute type. */
+        gemm_state g = {.h = ctx->cublas,
+                        .m = (int)o->m,
+                        .n = (int)o->n,
+                        .k = (int)o->k,
+                        .type = cuda_type(q->dtype),
+                        .compute = q->math == SPF_MATH_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                            : CUBLAS_COMPUTE_32F,
+                        .a = dense[q->dtype],
+                        .b = o->b[q->dtype],
+                        .c = o->c[q->dtype]};
+        output_desc out = {o->c[q->dtype], q->dtype, o->m * o->n};
+        measure(ctx, gemm_launch, &g, &out, o->ref, dtype_tolerance(q->dtype, q->math),
+                &row->r[q->cublas]);
     }
-    (void)cudaFree(a32);
-    (void)cudaFree(a16);
+    for (int d = 0; d < DTYPE_COUNT; ++d)
+        (void)cudaFree(dense[d]);
 }
 
 /* -------------------------------------------------------------- cuSPARSE */
@@ -134,9 +168,9 @@ static void spmm_try(const bench_ctx *ctx, const generic_csr *g, const operands 
     TRY(CUSPARSE_CHECK(cusparseCreateCsr(&s.a, g->rows, g->cols, g->nnz, g->row_ptr, g->col_idx,
                                          g->values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
                                          CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F)));
-    TRY(CUSPARSE_CHECK(cusparseCreateDnMat(&s.b, o->k, o->n, o->n, o->b32, CUDA_R_32F,
+    TRY(CUSPARSE_CHECK(cusparseCreateDnMat(&s.b, o->k, o->n, o->n, o->b[SPF_DTYPE_F32], CUDA_R_32F,
                                            CUSPARSE_ORDER_ROW)));
-    TRY(CUSPARSE_CHECK(cusparseCreateDnMat(&s.c, o->m, o->n, o->n, o->c32, CUDA_R_32F,
+    TRY(CUSPARSE_CHECK(cusparseCreateDnMat(&s.c, o->m, o->n, o->n, o->c[SPF_DTYPE_F32], CUDA_R_32F,
                                            CUSPARSE_ORDER_ROW)));
     TRY(CUSPARSE_CHECK(cusparseSpMM_bufferSize(s.h, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                                CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s.a, s.b,
@@ -149,8 +183,9 @@ static void spmm_try(const bench_ctx *ctx, const generic_csr *g, const operands 
                                                    s.b, &beta, s.c, CUDA_R_32F, alg, s.buffer);
     if (pre != CUSPARSE_STATUS_NOT_SUPPORTED)
         TRY(CUSPARSE_CHECK(pre));
-    output_desc out = {o->c32, SPF_DTYPE_F32, o->m * o->n};
-    measure(ctx, spmm_launch, &s, &out, o->ref, TOL_F32, res);
+    output_desc out = {o->c[SPF_DTYPE_F32], SPF_DTYPE_F32, o->m * o->n};
+    measure(ctx, spmm_launch, &s, &out, o->ref, dtype_tolerance(SPF_DTYPE_F32, SPF_MATH_DEFAULT),
+            res);
 fail:
     if (status != SPF_OK)
         result_error(res, status, "setup");

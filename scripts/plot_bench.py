@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Speedup plot of a spforge-bench result file (bench/results/*.json).
 
-For every problem: the speedup of spforge (the unrolled plan) and of the
-generic kernel over cuSPARSE (best algorithm) and over cuBLAS fp32, as
-grouped bars on a log axis, geomeans in the legend; 1x is marked. Rows where a competitor failed its check or did
-not run have no bar (a failed row is never plotted as a time).
+For every row (a problem in one precision of --dtype): the speedup of
+spforge (the AUTO plan) over cuBLAS of the row's own dtype and math mode
+(the row's "cublas_same"), and of spforge and the generic kernel over
+cuSPARSE (best algorithm) and over cuBLAS fp32, as grouped bars on a log
+axis, geomeans in the legend; 1x is marked. Rows where a competitor failed
+its check or did not run have no bar (a failed row is never plotted as a
+time). Files from before --dtype (no "dtype" field) are f32 rows.
 
     python3 scripts/plot_bench.py bench/results/sparsert20-nvidia-h200-20261122.json
     python3 scripts/plot_bench.py a.json b.json -o speedups.png
@@ -18,7 +21,9 @@ import math
 import os
 import sys
 
+SAME = "cublas_same"  # stands for the row's own cuBLAS competitor
 SERIES = [  # (label, numerator competitor, denominator competitor)
+    ("spforge vs cuBLAS same dtype", SAME, "spforge"),
     ("spforge vs cuSPARSE", "cusparse", "spforge"),
     ("spforge vs cuBLAS fp32", "cublas_fp32", "spforge"),
     ("generic vs cuSPARSE", "cusparse", "spforge_generic"),
@@ -27,6 +32,8 @@ SERIES = [  # (label, numerator competitor, denominator competitor)
 
 
 def time_of(row, name):
+    if name == SAME:
+        name = row.get("cublas_same", "cublas_fp32")
     r = row.get("results", {}).get(name)
     if not r or r.get("state") != "ok" or not r.get("us"):
         return None
@@ -70,11 +77,13 @@ def plot(results, path):
     ax.set_yscale("log")
     ax.set_ylabel("speedup (competitor time / our time)")
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([r["problem"] for r in rows], rotation=75, ha="right", fontsize=7)
+    dtypes = {r.get("dtype", "f32") for r in rows}
+    labels = [r["problem"] + (f" {r.get('dtype', 'f32')}" if len(dtypes) > 1 else "") for r in rows]
+    ax.set_xticklabels(labels, rotation=75, ha="right", fontsize=7)
     doc = results[0]
     sets = ", ".join(sorted({d["set"] for d in results}))
-    ax.set_title(f"spforge-bench {sets} on {doc['device']} ({doc['date'][:10]}, "
-                 f"commit {doc['commit']})")
+    ax.set_title(f"spforge-bench {sets} ({', '.join(sorted(dtypes))}) on {doc['device']} "
+                 f"({doc['date'][:10]}, commit {doc['commit']})")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
     fig.savefig(path, dpi=120)

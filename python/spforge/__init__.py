@@ -34,9 +34,8 @@ _DUPLICATES = {"reject": 0, "sum": 1}
 _FORMATS = {"auto": 0, "mtx": 1, "smtx": 2, "npy": 3}
 _GENERATORS = {"uniform": 0, "magnitude": 1, "column_vector": 2, "vnm": 3, "rmat": 4}
 _ACCUMULATE = {"f32": 0, "f64": 1}
-_STRATEGIES = {"auto": 0, "unrolled": 1, "generic": 2, "cpu": 3}
-_DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
 _DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+_OUTCOMES = ("chosen", "slower", "refused", "skipped", "failed")
 _TUNE_SPACES = {"compact": 0, "full": 1}
 _CONFIG_FIELDS = ("m1", "n1", "v", "prefetch", "ksplit")
 
@@ -64,6 +63,23 @@ def _choice(table, value, what):
         return table[value]
     except KeyError:
         raise ValueError("unknown %s %r (one of: %s)" % (what, value, ", ".join(table))) from None
+
+
+def _named(kind, value):
+    """The library's enum value of a name (spf_<kind>_from_name: the one
+    name list of the C API, the CLI and the bench). ValueError naming the
+    choices for an unknown name, TypeError for a non-string."""
+    if not isinstance(value, str):
+        raise TypeError("%s: expected a name (str), got %r" % (kind, value))
+    out = _capi.c_enum()
+    status = getattr(lib(), "spf_%s_from_name" % kind)(value.encode(), ctypes.byref(out))
+    if status != 0:
+        raise ValueError(lib().spf_last_error().decode("utf-8", "replace"))
+    return out.value
+
+
+def _name(kind, value):
+    return getattr(lib(), "spf_%s_name" % kind)(value).decode()
 
 
 def _int(value, what, ctype):
@@ -449,15 +465,19 @@ class Plan:
 
     def __init__(self, matrix, n, strategy="auto", dtype="f32", bias=False, relu=False,
                  device=0, verify=True, exhaustive=False, tune_space="compact", config=None,
-                 host_threads=0, reorder=False, f16x2_accumulate=False, search=False,
-                 search_top_k=0, search_proxies=True, cache=True):
+                 host_threads=0, reorder=False, math="default", b_layout="n_last",
+                 c_layout="n_last", dense=True, search=False, search_top_k=0,
+                 search_proxies=True, cache=True):
         self._lib = lib()
         self._handle = None
         options = _capi.PlanOptions()
         lib().spf_plan_options_init(ctypes.byref(options))
-        options.strategy = _choice(_STRATEGIES, strategy, "strategy")
-        options.dtype = _choice(_DTYPES, dtype, "dtype")
-        for name, value in (("f16x2_accumulate", f16x2_accumulate), ("bias", bias),
+        options.strategy = _named("strategy", strategy)
+        options.dtype = _named("dtype", dtype)
+        options.math = _named("math", math)
+        options.b_layout = _named("layout", b_layout)
+        options.c_layout = _named("layout", c_layout)
+        for name, value in (("dense", dense), ("bias", bias),
                             ("relu", relu), ("verify", verify), ("exhaustive", exhaustive),
                             ("reorder", reorder), ("search", search),
                             ("search_proxies", search_proxies), ("cache", cache)):
@@ -480,8 +500,9 @@ class Plan:
                                      ctypes.byref(out)))
         self._handle = out
         self.shape = matrix.shape
-        self.n, self.dtype, self.has_bias = n, dtype, bool(options.bias)
-        self.strategy = self.info()["strategy"]
+        self.n, self.has_bias = n, bool(options.bias)
+        info = self.info()
+        self.strategy, self.dtype = info["strategy"], info["dtype"]
 
     def execute(self, b, c, bias=None, stream=0):
         """Run C = A·B (+ bias) on stream (an int, 0 for the default).
@@ -512,12 +533,24 @@ class Plan:
         _check(lib().spf_plan_execute(self._ptr(), *args, stream or None))
 
     def info(self):
+        """The plan's spf_plan_info as a dict: names for the enums, the
+        strategy's configuration by name, the planner's candidates as a list
+        of dicts (strategy, outcome, estimate_us, kernel_us, detail)."""
         i = _capi.PlanInfo()
+        i.size = ctypes.sizeof(i)
         _check(lib().spf_plan_get_info(self._ptr(), ctypes.byref(i)))
-        out = {name: getattr(i, name) for name, _ in i._fields_}
-        out["strategy"] = next(k for k, v in _STRATEGIES.items() if v == i.strategy)
-        out["config"] = {f: getattr(i.config, f) for f in _CONFIG_FIELDS}
+        out = {name: getattr(i, name) for name, _ in i._fields_ if name != "size"}
+        for kind, name in (("strategy", "strategy"), ("dtype", "dtype"), ("math", "math"),
+                           ("layout", "b_layout"), ("layout", "c_layout")):
+            out[name] = _name(kind, getattr(i, name))
+        out["config"] = i.config.decode("utf-8", "replace")
         out["kernel_name"] = i.kernel_name.decode("utf-8", "replace")
+        out["candidates"] = [{"strategy": _name("strategy", c.strategy),
+                              "outcome": _OUTCOMES[c.outcome], "estimate_us": c.estimate_us,
+                              "kernel_us": c.kernel_us,
+                              "detail": c.detail.decode("utf-8", "replace")}
+                             for c in i.candidates[:i.candidate_count]]
+        del out["candidate_count"]
         out["search"] = {name: getattr(i.search, name) for name, _ in i.search._fields_}
         out["from_cache"] = bool(i.from_cache)
         return out

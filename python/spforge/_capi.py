@@ -45,7 +45,8 @@ class KernelConfig(ctypes.Structure):
 
 
 class PlanOptions(ctypes.Structure):
-    _fields_ = [("strategy", c_enum), ("dtype", c_enum), ("f16x2_accumulate", c_int),
+    _fields_ = [("size", ctypes.c_uint32), ("strategy", c_enum), ("dtype", c_enum),
+                ("math", c_enum), ("b_layout", c_enum), ("c_layout", c_enum), ("dense", c_int),
                 ("bias", c_int), ("relu", c_int), ("device", c_int), ("verify", c_int),
                 ("exhaustive", c_int), ("tune_space", c_enum),
                 ("config", ctypes.POINTER(KernelConfig)), ("host_threads", c_int),
@@ -62,14 +63,25 @@ class SearchInfo(ctypes.Structure):
                 ("selfcheck_s", c_double), ("total_s", c_double)]
 
 
+MAX_CANDIDATES = 8  # SPF_MAX_CANDIDATES
+
+
+class Candidate(ctypes.Structure):
+    _fields_ = [("strategy", c_enum), ("outcome", c_enum), ("estimate_us", c_double),
+                ("kernel_us", c_double), ("detail", ctypes.c_char * 160)]
+
+
 class PlanInfo(ctypes.Structure):
-    _fields_ = [("strategy", c_enum), ("config", KernelConfig),
-                ("kernel_name", ctypes.c_char * 128), ("registers", c_int),
-                ("code_bytes", c_int64), ("configs_tried", c_int),
+    _fields_ = [("size", ctypes.c_uint32), ("strategy", c_enum), ("dtype", c_enum),
+                ("math", c_enum), ("b_layout", c_enum), ("c_layout", c_enum),
+                ("config", ctypes.c_char * 64), ("kernel_name", ctypes.c_char * 128),
+                ("registers", c_int), ("code_bytes", c_int64), ("configs_tried", c_int),
                 ("generate_s", c_double), ("compile_s", c_double), ("link_s", c_double),
                 ("load_s", c_double), ("tune_s", c_double), ("verify_s", c_double),
                 ("kernel_us", c_double), ("verify_error", c_double),
-                ("search", SearchInfo), ("from_cache", c_int)]
+                ("search", SearchInfo), ("from_cache", c_int), ("device_bytes", c_int64),
+                ("plan_s", c_double), ("candidate_count", c_int),
+                ("candidates", Candidate * MAX_CANDIDATES)]
 
 
 _P = ctypes.POINTER
@@ -104,6 +116,14 @@ _SIGNATURES = {
     "spf_plan_execute": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
     "spf_plan_get_info": (c_int, [c_void_p, _P(PlanInfo)]),
     "spf_plan_free": (None, [c_void_p]),
+    "spf_strategy_name": (c_char_p, [c_enum]),
+    "spf_strategy_from_name": (c_int, [c_char_p, _P(c_enum)]),
+    "spf_dtype_name": (c_char_p, [c_enum]),
+    "spf_dtype_from_name": (c_int, [c_char_p, _P(c_enum)]),
+    "spf_math_name": (c_char_p, [c_enum]),
+    "spf_math_from_name": (c_int, [c_char_p, _P(c_enum)]),
+    "spf_layout_name": (c_char_p, [c_enum]),
+    "spf_layout_from_name": (c_int, [c_char_p, _P(c_enum)]),
 }
 
 

@@ -106,6 +106,23 @@ int cli_host_cores(void);
 /* One line about the device, or "no CUDA device: <reason> — using the CPU
  * reference"; and the same as a JSON object under key. */
 void cli_print_device(const spf_device_info *d);
+
+/* A plan's strategy, kernel, configuration and the planner's candidates
+ * (what was considered, timed with what result, refused and why). */
+void cli_json_plan(json_writer *w, const char *key, const spf_plan_info *info);
+void cli_print_candidates(const spf_plan_info *info);
+
+/* NULL-terminated name lists for CLI_CHOICE, indexed by the enum value,
+ * from the library's own lists (spf_strategy_name, spf_dtype_name,
+ * spf_math_name, spf_layout_name). */
+const char *const *cli_strategy_names(void);
+const char *const *cli_dtype_names(void);
+const char *const *cli_math_names(void);
+const char *const *cli_layout_names(void);
+
+/* The outcome of a planner candidate: "chosen", "slower", "refused",
+ * "skipped", "failed". */
+const char *cli_outcome_name(spf_candidate_outcome outcome);
 void cli_json_device(json_writer *w, const char *key, const spf_device_info *d);
 
 /* The pattern statistics as indented text lines, and as a JSON object. */

@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -133,3 +134,75 @@ int cli_json_end(const cli_context *ctx, json_writer *w)
     mem_free(text);
     return CLI_EXIT_OK;
 }
+
+const char *cli_outcome_name(spf_candidate_outcome outcome)
+{
+    static const char *const names[] = {"chosen", "slower", "refused", "skipped", "failed"};
+    return (unsigned)outcome < sizeof names / sizeof names[0] ? names[outcome] : "?";
+}
+
+void cli_json_plan(json_writer *w, const char *key, const spf_plan_info *i)
+{
+    json_object_begin(w, key);
+    json_string(w, "strategy", spf_strategy_name(i->strategy));
+    json_string(w, "kernel", i->kernel_name);
+    json_string(w, "config", i->config);
+    json_string(w, "dtype", spf_dtype_name(i->dtype));
+    json_string(w, "math", spf_math_name(i->math));
+    json_string(w, "b_layout", spf_layout_name(i->b_layout));
+    json_string(w, "c_layout", spf_layout_name(i->c_layout));
+    json_int(w, "registers", i->registers);
+    json_int(w, "device_bytes", i->device_bytes);
+    json_double(w, "kernel_us", i->kernel_us);
+    json_double(w, "verify_error", i->verify_error);
+    json_double(w, "plan_s", i->plan_s);
+    json_bool(w, "from_cache", i->from_cache);
+    json_array_begin(w, "candidates");
+    for (int c = 0; c < i->candidate_count; c++) {
+        const spf_candidate *d = &i->candidates[c];
+        json_object_begin(w, NULL);
+        json_string(w, "strategy", spf_strategy_name(d->strategy));
+        json_string(w, "outcome", cli_outcome_name(d->outcome));
+        json_double(w, "estimate_us", d->estimate_us);
+        json_double(w, "kernel_us", d->kernel_us);
+        json_string(w, "detail", d->detail);
+        json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_end(w);
+}
+
+void cli_print_candidates(const spf_plan_info *i)
+{
+    for (int c = 0; c < i->candidate_count; c++) {
+        const spf_candidate *d = &i->candidates[c];
+        printf("candidate  %-9s %-8s", spf_strategy_name(d->strategy), cli_outcome_name(d->outcome));
+        if (d->kernel_us > 0)
+            printf(" %10.2f us", d->kernel_us);
+        else if (d->estimate_us > 0)
+            printf(" (est. %.1f us)", d->estimate_us);
+        printf("  %s\n", d->detail);
+    }
+}
+
+/* names[i] = name(i) for i = 0, 1, ... until name says "?" (or cap - 1). */
+static const char *const *names_of(const char **names, int cap, const char *(*name)(int))
+{
+    if (!names[0])
+        for (int i = 0; i < cap - 1 && strcmp(name(i), "?") != 0; i++)
+            names[i] = name(i);
+    return names;
+}
+
+static const char *strategy_name(int i) { return spf_strategy_name((spf_strategy)i); }
+static const char *dtype_name(int i) { return spf_dtype_name((spf_dtype)i); }
+static const char *math_name(int i) { return spf_math_name((spf_math)i); }
+static const char *layout_name(int i) { return spf_layout_name((spf_layout)i); }
+
+/* Filled on first use from the main thread (the CLI is single-threaded). */
+static const char *strategy_list[16], *dtype_list[8], *math_list[8], *layout_list[4];
+
+const char *const *cli_strategy_names(void) { return names_of(strategy_list, 16, strategy_name); }
+const char *const *cli_dtype_names(void) { return names_of(dtype_list, 8, dtype_name); }
+const char *const *cli_math_names(void) { return names_of(math_list, 8, math_name); }
+const char *const *cli_layout_names(void) { return names_of(layout_list, 4, layout_name); }

@@ -2,12 +2,11 @@
  * repeats and checked against the double-accumulated CPU reference. */
 #include "cli/cli.h"
 #include "cli/run_backend.h"
+#include "core/dtype.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
 
 /* count elements of size bytes, or NULL when the product overflows. */
 static void *alloc_array(int64_t count, size_t size)
@@ -15,6 +14,21 @@ static void *alloc_array(int64_t count, size_t size)
     if (count < 0 || (uint64_t)count > SIZE_MAX / size)
         return NULL;
     return malloc(count ? (size_t)count * size : 1);
+}
+
+/* count floats rounded to dtype and back (as dtype_from_float rounds);
+ * 0 when out of memory. */
+static int round_to_dtype(spf_dtype dtype, float *x, int64_t count)
+{
+    if (dtype == SPF_DTYPE_F32)
+        return 1;
+    uint16_t *tmp = alloc_array(count, sizeof *tmp);
+    if (!tmp)
+        return 0;
+    dtype_from_float(dtype, x, tmp, count);
+    dtype_to_float(dtype, tmp, x, count);
+    free(tmp);
+    return 1;
 }
 
 /* The embedded default input: a seeded synthetic pruned layer. */
@@ -33,10 +47,25 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     cli_read_args_init(&ra);
     int64_t n = 0, threads = 0, repeat = 5;
     uint64_t seed = 1;
-    int dtype = 0, backend_choice = BACKEND_AUTO, bias = 0, relu = 0;
+    int dtype = 0, math = 0, b_layout = 0, c_layout = 0, strategy = 0, no_dense = 0;
+    int backend_choice = BACKEND_AUTO, bias = 0, relu = 0;
+    const char *const *dtype_names = cli_dtype_names();
     const cli_option options[] = {
         {"n", CLI_INT, &n, "N", "columns of B and C (required)", NULL, 1, INT32_MAX, 0},
-        {"dtype", CLI_CHOICE, &dtype, "f32", "storage type of B and C (only f32 for now)", dtype_names, 0, 0, 0},
+        {"dtype", CLI_CHOICE, &dtype, "f32|f16|bf16",
+         "storage type of B and C (default f32; GPU backend for f16 and bf16)", dtype_names, 0, 0, 0},
+        {"math", CLI_CHOICE, &math, "default|tf32|f16x2",
+         "default: exact fp32 (fp32 accumulation for f16 / bf16); tf32: TF32 tensor cores "
+         "allowed (f32); f16x2: fp16 accumulation (f16)", cli_math_names(), 0, 0, 0},
+        {"strategy", CLI_CHOICE, &strategy, "NAME",
+         "the GPU plan's strategy: auto (default: the planner times its candidates and keeps the "
+         "fastest, never slower than dense), unrolled, generic, dense", cli_strategy_names(), 0, 0, 0},
+        {"no-dense", CLI_FLAG, &no_dense, NULL,
+         "AUTO may not use the dense strategy (it holds A as M×K dense values)", NULL, 0, 0, 0},
+        {"b-layout", CLI_CHOICE, &b_layout, "n_last|n_first",
+         "B as K×N (n_last, default) or N×K (n_first: X of Y = X·Wᵀ)", cli_layout_names(), 0, 0, 0},
+        {"c-layout", CLI_CHOICE, &c_layout, "n_last|n_first",
+         "C as M×N (n_last, default) or N×M (n_first)", cli_layout_names(), 0, 0, 0},
         {"bias", CLI_FLAG, &bias, NULL, "add a bias per row (uniform in [-1, 1])", NULL, 0, 0, 0},
         {"relu", CLI_FLAG, &relu, NULL, "apply max(., 0) last", NULL, 0, 0, 0},
         {"threads", CLI_INT, &threads, "T", "host threads, 0 = all cores (default 0)", NULL, 0, 4096, 0},
@@ -52,9 +81,8 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         return rc;
     if (n == 0)
         return cli_usage_error(&ctx, "--n is required (the number of columns of B)");
-    if (dtype != 0)
-        return cli_fail(&ctx, SPF_ERR_UNSUPPORTED, "--dtype %s: only f32 runs in spforge %s",
-                        dtype_names[dtype], spf_version());
+    if (strategy == SPF_STRATEGY_CPU)
+        return cli_usage_error(&ctx, "--strategy cpu: the CPU reference is --backend cpu");
 
     spf_device_info dev;
     spf_status st = spf_device_query(0, &dev);
@@ -64,6 +92,14 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     const run_backend *backend = run_backend_select(backend_choice, &dev, &st, why, sizeof why);
     if (!backend)
         return cli_fail(&ctx, st, "%s", why);
+    int gpu_options = dtype || math || b_layout || c_layout || strategy || no_dense;
+    if (backend_choice == BACKEND_CPU && gpu_options)
+        return cli_usage_error(&ctx, "--dtype, --math, --strategy, --no-dense and the layouts "
+                                     "shape a GPU plan, not --backend cpu");
+    if (backend_choice != BACKEND_GPU && gpu_options && !dev.available)
+        return cli_fail(&ctx, SPF_ERR_NO_DEVICE,
+                        "--dtype, --math, --strategy, --no-dense and the layouts shape a GPU plan, "
+                        "and there is no usable CUDA device (%s)", dev.reason);
 
     spf_matrix *a = NULL;
     float *b = NULL, *c = NULL, *bias_v = NULL;
@@ -99,10 +135,23 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         goto done;
     }
     spf_fill_uniform(b, kn, seed);
+    /* B as the kernel sees it, rounded to the dtype, for the reference too. */
+    if (!round_to_dtype((spf_dtype)dtype, b, kn)) {
+        rc = cli_fail(&ctx, SPF_ERR_OUT_OF_MEMORY, "B of %" PRId64 " elements in %s", kn,
+                      dtype_names[dtype]);
+        goto done;
+    }
     if (bias_v)
         spf_fill_uniform(bias_v, m, seed + 1); /* a stream apart from B's */
 
-    run_request req = {a, n, b, c, bias_v, relu, (int)threads, (int)repeat};
+    run_request req = {a, n, b, c, bias_v, relu, (int)threads, (int)repeat, {0}};
+    spf_plan_options_init(&req.plan);
+    req.plan.strategy = (spf_strategy)strategy;
+    req.plan.dtype = (spf_dtype)dtype;
+    req.plan.math = (spf_math)math;
+    req.plan.b_layout = (spf_layout)b_layout;
+    req.plan.c_layout = (spf_layout)c_layout;
+    req.plan.dense = !no_dense;
     run_outcome out;
     st = backend->run(&req, &out);
     if (st != SPF_OK) {
@@ -118,7 +167,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         goto done;
     }
     double error = spf_relative_error(c, ref, mn);
-    int passed = error <= backend->tolerance; /* NaN and +inf fail too */
+    int passed = error <= out.tolerance; /* NaN and +inf fail too */
 
     if (ctx.json) {
         json_writer w;
@@ -130,6 +179,8 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         json_string(&w, "backend_description", backend->description);
         json_string(&w, "kernel", out.detail);
         json_string(&w, "timing", out.timing);
+        if (out.have_plan)
+            cli_json_plan(&w, "plan", &out.plan);
         cli_json_stats(&w, "stats", &s);
         json_int(&w, "n", n);
         json_string(&w, "dtype", dtype_names[dtype]);
@@ -142,7 +193,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         json_double(&w, "time_ms_min", 1e3 * out.min_s);
         json_double(&w, "gflops", gflops);
         json_double(&w, "relative_error", error);
-        json_double(&w, "tolerance", backend->tolerance);
+        json_double(&w, "tolerance", out.tolerance);
         json_bool(&w, "passed", passed);
         rc = cli_json_end(&ctx, &w);
     } else {
@@ -150,6 +201,13 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         cli_print_stats(&s);
         printf("backend    %s: %s\n", backend->name, backend->description);
         printf("kernel     %s\n", out.detail);
+        if (out.have_plan) {
+            printf("plan       %s strategy, %s (math %s, B %s, C %s)\n",
+                   spf_strategy_name(out.plan.strategy), out.plan.config[0] ? out.plan.config : "-",
+                   spf_math_name(out.plan.math), spf_layout_name(out.plan.b_layout),
+                   spf_layout_name(out.plan.c_layout));
+            cli_print_candidates(&out.plan);
+        }
         printf("device     ");
         cli_print_device(&dev);
         printf("problem    C = A*B%s%s, N = %" PRId64 ", %s, B%s uniform in [-1, 1] from seed %" PRIu64 "\n",
@@ -159,12 +217,12 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
                out.timing);
         printf("throughput %.2f GFLOP/s (2*nnz*N)\n", gflops);
         printf("error      %.3g relative to the double-accumulated reference (tolerance %g): %s\n", error,
-               backend->tolerance, passed ? "ok" : "FAILED");
+               out.tolerance, passed ? "ok" : "FAILED");
         rc = CLI_EXIT_OK;
     }
     if (rc == CLI_EXIT_OK && !passed)
-        rc = cli_fail(&ctx, SPF_ERR_VERIFY, "%s: relative error %.3g exceeds the f32 tolerance %g", input,
-                      error, backend->tolerance);
+        rc = cli_fail(&ctx, SPF_ERR_VERIFY, "%s: relative error %.3g exceeds the %s tolerance %g",
+                      input, error, dtype_names[dtype], out.tolerance);
 done:
     spf_matrix_free(a);
     free(b);

@@ -28,31 +28,7 @@ static void progress(spf_log_level level, const char *message, void *user)
 
 static void print_config(const spf_plan_info *p)
 {
-    if (p->strategy != SPF_STRATEGY_UNROLLED) {
-        printf("%s (the generic CSR kernel)", p->kernel_name);
-        return;
-    }
-    const spf_kernel_config *c = &p->config;
-    printf("%s (m1 %d, n1 %d, v %d, prefetch %d, ksplit %d)", p->kernel_name, (int)c->m1,
-           (int)c->n1, (int)c->v, (int)c->prefetch, (int)c->ksplit);
-}
-
-static void json_config(json_writer *w, const char *key, const spf_plan_info *p)
-{
-    json_object_begin(w, key);
-    json_string(w, "kernel", p->kernel_name);
-    json_string(w, "strategy", p->strategy == SPF_STRATEGY_UNROLLED ? "unrolled" : "generic");
-    if (p->strategy == SPF_STRATEGY_UNROLLED) {
-        json_int(w, "m1", p->config.m1);
-        json_int(w, "n1", p->config.n1);
-        json_int(w, "v", p->config.v);
-        json_int(w, "prefetch", p->config.prefetch);
-        json_int(w, "ksplit", p->config.ksplit);
-        json_int(w, "registers", p->registers);
-    }
-    json_double(w, "kernel_us", p->kernel_us);
-    json_double(w, "verify_error", p->verify_error);
-    json_object_end(w);
+    printf("%s (%s strategy, %s)", p->kernel_name, spf_strategy_name(p->strategy), p->config);
 }
 
 /* The stage counts (a cache hit ran no stage); the evaluated candidates
@@ -112,7 +88,7 @@ static spf_status build_plan(const spf_matrix *a, int64_t n, const spf_plan_opti
     *wall_s = cli_now() - t0;
     *cpu_s = cli_cpu_s() - c0;
     if (st == SPF_OK)
-        st = spf_plan_get_info(*out, info);
+        info->size = sizeof *info, st = spf_plan_get_info(*out, info);
     return st;
 }
 
@@ -257,7 +233,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     o.search_proxies = !no_proxies;
     o.cache = !no_cache;
     spf_set_log_callback(progress, &quiet);
-    spf_plan_info info, oinfo;
+    spf_plan_info info = {.size = sizeof info}, oinfo = {.size = sizeof oinfo};
     double wall_s = 0, oracle_s = 0, cpu_s = 0, oracle_cpu_s = 0;
     st = build_plan(a, n, &o, &info, &wall_s, &cpu_s, &plan);
     if (st == SPF_OK && log_path) {
@@ -312,7 +288,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
         json_bool(&w, "from_cache", info.from_cache);
         if (!info.from_cache)
             json_search(&w, si);
-        json_config(&w, "chosen", &info);
+        cli_json_plan(&w, "chosen", &info);
         json_double(&w, "wall_s", wall_s);
         json_double(&w, "cpu_s", cpu_s);
         if (exhaustive) {
@@ -320,7 +296,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
             json_int(&w, "configs_tried", oinfo.configs_tried);
             json_double(&w, "wall_s", oracle_s);
             json_double(&w, "cpu_s", oracle_cpu_s);
-            json_config(&w, "best", &oinfo);
+            cli_json_plan(&w, "best", &oinfo);
             json_double(&w, "loss", loss);
             json_double(&w, "loss_build_timings", build_loss);
             json_bool(&w, "retimed", oracle_us > 0);

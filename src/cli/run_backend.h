@@ -20,18 +20,21 @@ typedef struct run_request {
     float *c;
     const float *bias;
     int relu, threads, repeat;
+    spf_plan_options plan;  /* the GPU backend's plan (bias, relu, threads set from above) */
 } run_request;
 
 typedef struct run_outcome {
     double median_s, min_s; /* per run: wall time (CPU) or kernel time (GPU) */
     const char *timing;     /* what the times measure                       */
     char detail[256];       /* the kernel chosen and how long the plan took */
+    double tolerance;       /* relative error allowed against the f64 reference */
+    int have_plan;          /* the GPU backend: plan holds its info         */
+    spf_plan_info plan;
 } run_outcome;
 
 typedef struct run_backend {
     const char *name;        /* "cpu"                                      */
     const char *description; /* one line for the output                    */
-    double tolerance;        /* relative error allowed against the f64 reference */
     spf_status (*run)(const run_request *req, run_outcome *out);
 } run_backend;
 

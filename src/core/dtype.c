@@ -126,7 +126,7 @@ spf_status spf_dtype_from_name(const char *name, spf_dtype *out)
 {
     error_clear();
     CHECK_ARG(out != NULL);
-    int i;
+    int i = 0;
     spf_status st = from_name("dtype", name, dtype_names, COUNT(dtype_names), &i);
     if (st == SPF_OK)
         *out = (spf_dtype)i;
@@ -142,7 +142,7 @@ spf_status spf_math_from_name(const char *name, spf_math *out)
 {
     error_clear();
     CHECK_ARG(out != NULL);
-    int i;
+    int i = 0;
     spf_status st = from_name("math mode", name, math_names, COUNT(math_names), &i);
     if (st == SPF_OK)
         *out = (spf_math)i;
@@ -159,7 +159,7 @@ spf_status spf_layout_from_name(const char *name, spf_layout *out)
 {
     error_clear();
     CHECK_ARG(out != NULL);
-    int i;
+    int i = 0;
     spf_status st = from_name("layout", name, layout_names, COUNT(layout_names), &i);
     if (st == SPF_OK)
         *out = (spf_layout)i;

@@ -34,8 +34,8 @@ static const unsigned char MAGIC[8] = {'S', 'P', 'F', 'P', 'L', 'A', 'N', 0};
 static const uint64_t NAME_SEED = 0x53504643414b0001ULL;
 static const uint64_t TRAILER_SEED = 0x535046434b530001ULL;
 
-/* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 12 i32 | 5 i32 */
-enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 12 * 4 + 5 * 4 };
+/* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 15 i32 | 5 i32 */
+enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 15 * 4 + 5 * 4 };
 /* magic | version | key size, the fixed prefix (those and the key), and
  * the XXH64 trailer */
 enum { HEADER_BYTES = 8 + 4 + 4, PREFIX_BYTES = HEADER_BYTES + KEY_BYTES, TRAILER_BYTES = 8 };
@@ -83,6 +83,14 @@ static void put_f64(writer *w, double v)
     put_u64(w, bits);
 }
 
+/* A NUL-terminated string of a fixed-size field: its length, its bytes. */
+static void put_string(writer *w, const char *text)
+{
+    size_t len = strlen(text);
+    put_u32(w, (uint32_t)len);
+    put_bytes(w, text, len);
+}
+
 static void put_config(writer *w, const spf_kernel_config *c)
 {
     put_i32(w, c->m1);
@@ -115,9 +123,10 @@ static void put_key(writer *w, const cache_key *k)
     put_i64(w, k->k);
     put_i64(w, k->n);
     put_i64(w, k->nnz);
-    const int32_t ints[] = {k->dtype,      k->f16x2,        k->bias,           k->relu,
-                            k->sm,         k->strategy,     k->exhaustive,     k->tune_space,
-                            k->search,     k->search_top_k, k->search_proxies, k->reorder};
+    const int32_t ints[] = {k->dtype,      k->math,         k->b_layout,       k->c_layout,
+                            k->bias,       k->relu,         k->sm,             k->strategy,
+                            k->dense,      k->exhaustive,   k->tune_space,     k->search,
+                            k->search_top_k, k->search_proxies, k->reorder};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         put_i32(w, ints[i]);
     put_config(w, &k->forced);
@@ -137,23 +146,26 @@ static void put_entry(writer *w, const cache_key *k, const cache_entry *e)
     put_u32(w, CACHE_FORMAT_VERSION);
     put_u32(w, KEY_BYTES);
     put_key(w, k);
+    const spf_plan_info *i = &e->info;
     put_i32(w, (int32_t)e->strategy);
-    put_config(w, &e->config);
-    put_i32(w, e->registers);
-    for (int i = 0; i < 3; i++)
-        put_u32(w, e->grid[i]);
-    for (int i = 0; i < 3; i++)
-        put_u32(w, e->block[i]);
-    put_u32(w, e->shared_bytes);
-    put_i32(w, e->configs_tried);
-    put_i64(w, e->code_bytes);
-    put_f64(w, e->kernel_us);
-    put_f64(w, e->tune_s);
-    put_f64(w, e->verify_error);
-    put_search(w, &e->search);
-    size_t name_len = strlen(e->kernel_name);
-    put_u32(w, (uint32_t)name_len);
-    put_bytes(w, e->kernel_name, name_len);
+    put_string(w, i->config);
+    put_string(w, i->kernel_name);
+    put_i32(w, i->registers);
+    put_i32(w, i->configs_tried);
+    put_i64(w, i->code_bytes);
+    put_i64(w, i->device_bytes);
+    put_f64(w, i->kernel_us);
+    put_f64(w, i->tune_s);
+    put_f64(w, i->verify_error);
+    put_search(w, &i->search);
+    put_i32(w, i->candidate_count);
+    for (int c = 0; c < i->candidate_count; c++) {
+        put_i32(w, (int32_t)i->candidates[c].strategy);
+        put_i32(w, (int32_t)i->candidates[c].outcome);
+        put_f64(w, i->candidates[c].estimate_us);
+        put_f64(w, i->candidates[c].kernel_us);
+        put_string(w, i->candidates[c].detail);
+    }
     put_u64(w, (uint64_t)e->payload_size);
     put_bytes(w, e->payload, e->payload_size);
 }
@@ -206,13 +218,22 @@ static double get_f64(reader *r)
     return v;
 }
 
-static void get_config(reader *r, spf_kernel_config *c)
+/* put_string's field into buf (cap bytes, NUL included); 0 when it does
+ * not fit. A truncated file leaves r->ok 0 and buf empty. */
+static int get_string(reader *r, char *buf, size_t cap)
 {
-    c->m1 = get_i32(r);
-    c->n1 = get_i32(r);
-    c->v = get_i32(r);
-    c->prefetch = get_i32(r);
-    c->ksplit = get_i32(r);
+    uint32_t len = get_u32(r);
+    buf[0] = 0;
+    if (!r->ok)
+        return 1;
+    if (len >= cap)
+        return 0;
+    const unsigned char *text = take(r, len);
+    if (text) {
+        memcpy(buf, text, len);
+        buf[len] = 0;
+    }
+    return 1;
 }
 
 static void get_search(reader *r, spf_search_info *s)
@@ -249,26 +270,31 @@ static spf_status rejected(reject *rj, const char *fmt, ...)
  * rejects the file; SPF_ERR_OUT_OF_MEMORY is an error. */
 static spf_status decode_body(reader *r, cache_entry *e, reject *rj)
 {
+    spf_plan_info *i = &e->info;
     e->strategy = (spf_strategy)get_i32(r);
-    get_config(r, &e->config);
-    e->registers = get_i32(r);
-    for (int i = 0; i < 3; i++)
-        e->grid[i] = get_u32(r);
-    for (int i = 0; i < 3; i++)
-        e->block[i] = get_u32(r);
-    e->shared_bytes = get_u32(r);
-    e->configs_tried = get_i32(r);
-    e->code_bytes = get_i64(r);
-    e->kernel_us = get_f64(r);
-    e->tune_s = get_f64(r);
-    e->verify_error = get_f64(r);
-    get_search(r, &e->search);
-    uint32_t name_len = get_u32(r);
-    if (r->ok && name_len >= sizeof e->kernel_name)
-        return rejected(rj, "kernel name of %u bytes", name_len);
-    const unsigned char *name = take(r, name_len);
-    if (name)
-        memcpy(e->kernel_name, name, name_len);
+    if (!get_string(r, i->config, sizeof i->config) ||
+        !get_string(r, i->kernel_name, sizeof i->kernel_name))
+        return rejected(rj, "a configuration or kernel name too long");
+    i->registers = get_i32(r);
+    i->configs_tried = get_i32(r);
+    i->code_bytes = get_i64(r);
+    i->device_bytes = get_i64(r);
+    i->kernel_us = get_f64(r);
+    i->tune_s = get_f64(r);
+    i->verify_error = get_f64(r);
+    get_search(r, &i->search);
+    i->candidate_count = get_i32(r);
+    if (r->ok && (i->candidate_count < 0 || i->candidate_count > SPF_MAX_CANDIDATES))
+        return rejected(rj, "%d candidates", i->candidate_count);
+    for (int c = 0; r->ok && c < i->candidate_count; c++) {
+        spf_candidate *d = &i->candidates[c];
+        d->strategy = (spf_strategy)get_i32(r);
+        d->outcome = (spf_candidate_outcome)get_i32(r);
+        d->estimate_us = get_f64(r);
+        d->kernel_us = get_f64(r);
+        if (!get_string(r, d->detail, sizeof d->detail))
+            return rejected(rj, "a candidate's detail too long");
+    }
     uint64_t payload = get_u64(r);
     if (r->ok && payload > r->left)
         return rejected(rj, "payload of %llu bytes beyond the end of the file",
@@ -285,10 +311,6 @@ static spf_status decode_body(reader *r, cache_entry *e, reject *rj)
         return rejected(rj, "truncated inside the fields");
     if (r->left)
         return rejected(rj, "%zu bytes after the payload", r->left);
-    if (e->strategy != SPF_STRATEGY_UNROLLED && e->strategy != SPF_STRATEGY_GENERIC)
-        return rejected(rj, "strategy %d", (int)e->strategy);
-    if (e->strategy == SPF_STRATEGY_UNROLLED && (!e->payload_size || !e->kernel_name[0]))
-        return rejected(rj, "an unrolled kernel without its image or entry name");
     return SPF_OK;
 }
 
@@ -336,7 +358,10 @@ spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options
     out->values_hash = matrix_values_hash(a);
     out->m = a->rows, out->k = a->cols, out->n = n, out->nnz = a->nnz;
     out->dtype = (int32_t)o->dtype;
-    out->f16x2 = o->f16x2_accumulate;
+    out->math = (int32_t)o->math;
+    out->b_layout = (int32_t)o->b_layout;
+    out->c_layout = (int32_t)o->c_layout;
+    out->dense = o->dense;
     out->bias = o->bias;
     out->relu = o->relu;
     out->sm = sm;
@@ -588,15 +613,18 @@ fail:
 
 static spf_status check_entry(const cache_key *key, const cache_entry *e)
 {
-    if (e->strategy != SPF_STRATEGY_UNROLLED && e->strategy != SPF_STRATEGY_GENERIC)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "strategy %d: only UNROLLED and GENERIC plans are cached",
-                    (int)e->strategy);
-    if (memchr(e->kernel_name, 0, sizeof e->kernel_name) == NULL)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "kernel name not terminated");
+    (void)key;
+    const spf_plan_info *i = &e->info;
+    if (memchr(i->kernel_name, 0, sizeof i->kernel_name) == NULL ||
+        memchr(i->config, 0, sizeof i->config) == NULL)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "kernel or configuration name not terminated");
+    if (i->candidate_count < 0 || i->candidate_count > SPF_MAX_CANDIDATES)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "%d candidates", i->candidate_count);
+    for (int c = 0; c < i->candidate_count; c++)
+        if (memchr(i->candidates[c].detail, 0, sizeof i->candidates[c].detail) == NULL)
+            return FAIL(SPF_ERR_INVALID_ARGUMENT, "candidate %d's detail not terminated", c);
     if (e->payload_size && !e->payload)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "payload of %zu bytes without data", e->payload_size);
-    if (e->strategy == SPF_STRATEGY_UNROLLED && (!e->payload_size || !e->kernel_name[0]))
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "an unrolled kernel needs its image and entry name");
     return SPF_OK;
 }
 

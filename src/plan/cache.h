@@ -84,7 +84,7 @@
 /* Bumped whenever the layout above or the meaning of a field changes; it
  * is part of the key too, so entries of an older format get other file
  * names and are simply not found. */
-#define CACHE_FORMAT_VERSION 3u
+#define CACHE_FORMAT_VERSION 4u
 
 /* The largest entry file loaded or stored. Unrolled kernels carry their
  * values as immediates, so the cubin grows with the nonzeros: the largest
@@ -108,9 +108,10 @@ typedef struct cache_key {
     uint64_t pattern_hash;     /* matrix_pattern_hash (core/hash.h)     */
     uint64_t values_hash;      /* matrix_values_hash: values are code   */
     int64_t m, k, n, nnz;
-    int32_t dtype, f16x2, bias, relu;
+    int32_t dtype, math, b_layout, c_layout, bias, relu;
     int32_t sm;                /* device arch: cc_major * 10 + cc_minor */
-    int32_t strategy;          /* as requested: AUTO, UNROLLED, GENERIC */
+    int32_t strategy;          /* as requested: AUTO or one strategy    */
+    int32_t dense;             /* AUTO may choose DENSE                 */
     int32_t exhaustive;
     int32_t tune_space;        /* 0 unless exhaustive or search          */
     int32_t search;            /* the low-cost search (LO-SpMM §3-5)     */
@@ -132,18 +133,11 @@ spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options
  * may point payload at a buffer it owns. A reordered kernel needs no row
  * order here: the order is built into its code. */
 typedef struct cache_entry {
-    spf_strategy strategy;     /* UNROLLED or GENERIC                        */
-    spf_kernel_config config;  /* meaningful for UNROLLED                    */
-    char kernel_name[128];     /* the entry to look up in the payload        */
-    int32_t registers;
-    uint32_t grid[3], block[3];
-    uint32_t shared_bytes;     /* dynamic shared memory per block            */
-    int32_t configs_tried;
-    int64_t code_bytes;        /* size of the generated PTX                  */
-    double kernel_us, tune_s;  /* measured when built (0 if not measured)    */
-    double verify_error;       /* self-check when built (-1 if skipped)      */
-    spf_search_info search;    /* the low-cost search that found it, if any  */
-    unsigned char *payload;    /* the linked cubin; NULL for GENERIC         */
+    spf_strategy strategy;     /* the row (strategy/strategy.h) that built it   */
+    spf_plan_info info;        /* as built: names, registers, code bytes,
+                                  timings, self-check, search, candidates      */
+    unsigned char *payload;    /* the strategy's encoding (its encode / decode),
+                                  NULL when it needs none                      */
     size_t payload_size;
 } cache_entry;
 

@@ -1,22 +1,26 @@
-/* The plan object (DESIGN.md decision 7): one handle over the strategies —
- * the CPU reference, the generic CSR kernel (S2) and the generated unrolled
- * kernel (S1), forced, ranked, searched or exhaustively tuned — each
- * self-checked against the CPU reference when built (decision 6), kept in
- * the plan cache (decision 5) and executed on the caller's stream without
- * allocating or synchronizing. The build steps of GPU plans are in
- * plan_build.c. */
-#include "plan/plan_internal.h"
-
-#include "strategy/unrolled/schedule.h"
+/* The plan object (DESIGN.md decision 7): one handle over the strategy
+ * table. spf_plan_create checks the request, asks the planner for the
+ * candidates, builds the ones it names (all of them timed under AUTO, the
+ * fastest kept), self-checks the kept one against the CPU reference
+ * (decision 6) and keeps it in the plan cache (decision 5);
+ * spf_plan_execute launches it on the caller's stream without allocating
+ * or synchronizing. Nothing here switches on which strategy it holds. */
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/matrix.h"
 #include "core/overlap.h"
-#include "core/dtype.h"
+#include "gpu/selfcheck.h"
 #include "gpu/timing.h"
 #include "plan/cache.h"
+#include "plan/planner.h"
+#include "plan/problem.h"
+#include "strategy/strategy.h"
+#include "strategy/unrolled/schedule.h"
+#include "strategy/unrolled/tuner.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,37 +28,75 @@
 #include "gpu/cuda_check.h"
 #endif
 
+struct spf_plan {
+    const strategy *s;   /* the row that built it (never AUTO)             */
+    void *state;         /* s's own state                                  */
+    problem shape;       /* the problem, its matrix pointer cleared        */
+    int device;          /* device plans run on this device only           */
+    spf_plan_info info;
+    tune_log log;        /* exhaustive tuning and the search only          */
+};
+
 void spf_plan_options_init(spf_plan_options *options)
 {
     if (!options)
         return;
     memset(options, 0, sizeof *options);
+    options->size = sizeof *options;
     options->strategy = SPF_STRATEGY_AUTO;
     options->dtype = SPF_DTYPE_F32;
+    options->math = SPF_MATH_DEFAULT;
+    options->b_layout = SPF_LAYOUT_N_LAST;
+    options->c_layout = SPF_LAYOUT_N_LAST;
+    options->dense = 1;
     options->verify = 1;
-    options->device = 0;
-    options->config = NULL;
     options->tune_space = SPF_TUNE_SPACE_COMPACT;
     options->search_proxies = 1;
     options->cache = 1;
+}
+
+/* The caller's options over the defaults: a caller built against an
+ * earlier header passes a smaller size, and the fields it does not know
+ * keep their defaults. The oldest layout is this one (size covers all). */
+static spf_status options_read(const spf_plan_options *in, spf_plan_options *out)
+{
+    spf_plan_options_init(out);
+    if (!in)
+        return SPF_OK;
+    if (in->size != sizeof *in)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "options.size = %u, expected %zu: initialize the options with "
+                    "spf_plan_options_init",
+                    in->size, sizeof *in);
+    memcpy(out, in, in->size);
+    return SPF_OK;
 }
 
 static int is_flag(int x) { return x == 0 || x == 1; }
 
 static spf_status check_options(int64_t n, const spf_plan_options *o)
 {
+    char why[160];
     if (n < 1 || n > INT32_MAX)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "n = %lld: must be in 1 .. 2^31 - 1", (long long)n);
-    if (o->strategy < SPF_STRATEGY_AUTO || o->strategy > SPF_STRATEGY_CPU)
+    if (o->strategy != SPF_STRATEGY_AUTO && !strategy_find(o->strategy))
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown strategy %d", (int)o->strategy);
-    if (o->dtype < SPF_DTYPE_F32 || o->dtype > SPF_DTYPE_BF16)
+    if (!dtype_valid(o->dtype))
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown dtype %d", (int)o->dtype);
-    if (!is_flag(o->f16x2_accumulate) || !is_flag(o->bias) || !is_flag(o->relu) ||
-        !is_flag(o->verify) || !is_flag(o->exhaustive) || !is_flag(o->reorder) ||
-        !is_flag(o->search) || !is_flag(o->search_proxies) || !is_flag(o->cache))
+    if (!math_valid(o->math))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown math mode %d", (int)o->math);
+    if (!math_fits(o->math, o->dtype, why, sizeof why))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "%s", why);
+    if ((o->b_layout != SPF_LAYOUT_N_LAST && o->b_layout != SPF_LAYOUT_N_FIRST) ||
+        (o->c_layout != SPF_LAYOUT_N_LAST && o->c_layout != SPF_LAYOUT_N_FIRST))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown layout: b_layout %d, c_layout %d",
+                    (int)o->b_layout, (int)o->c_layout);
+    if (!is_flag(o->dense) || !is_flag(o->bias) || !is_flag(o->relu) || !is_flag(o->verify) ||
+        !is_flag(o->exhaustive) || !is_flag(o->reorder) || !is_flag(o->search) ||
+        !is_flag(o->search_proxies) || !is_flag(o->cache))
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
-                    "f16x2_accumulate, bias, relu, verify, exhaustive, reorder, search, "
-                    "search_proxies and cache must be 0 or 1");
+                    "dense, bias, relu, verify, exhaustive, reorder, search, search_proxies and "
+                    "cache must be 0 or 1");
     if (o->search_top_k < 0)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "search_top_k = %d: must be ≥ 0", o->search_top_k);
     if (o->tune_space != SPF_TUNE_SPACE_COMPACT && o->tune_space != SPF_TUNE_SPACE_FULL)
@@ -62,8 +104,8 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
     if (o->device < 0 || o->host_threads < 0)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "device %d, host_threads %d: must be ≥ 0", o->device,
                     o->host_threads);
-    if (o->f16x2_accumulate && o->dtype != SPF_DTYPE_F16)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "f16x2 accumulation needs dtype F16");
+    /* The unrolled strategy's own options: with AUTO they shape its
+     * candidate, and the others are built beside it as always. */
     int unrolled = o->strategy == SPF_STRATEGY_AUTO || o->strategy == SPF_STRATEGY_UNROLLED;
     if ((o->config || o->exhaustive) && !unrolled)
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
@@ -80,58 +122,165 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
         error_prefix("config");
         return SPF_ERR_INVALID_ARGUMENT;
     }
-    if (o->strategy == SPF_STRATEGY_CPU && o->dtype != SPF_DTYPE_F32)
-        return FAIL(SPF_ERR_UNSUPPORTED, "the CPU strategy takes float32 buffers only (dtype F32)");
-    if (o->strategy == SPF_STRATEGY_GENERIC && o->f16x2_accumulate)
-        return FAIL(SPF_ERR_UNSUPPORTED, "f16x2 accumulation exists in the UNROLLED strategy only");
     return SPF_OK;
 }
 
-/* ------------------------------------------------------------ GPU plans */
-
-#ifdef SPF_HAVE_CUDA
-
-static spf_status launch_plan(void *ctx, const void *b, void *c, const float *bias, void *stream)
+static void plan_release_state(spf_plan *p)
 {
-    return plan_gpu_launch(ctx, b, c, bias, stream);
+    if (p->s && p->state)
+        p->s->release(p->state);
+    p->state = NULL;
 }
 
-/* Where a GPU plan is looked up and stored (plan/cache.h): dir is "" when
- * the cache is off for this plan. */
+/* ------------------------------------------------- building candidates */
+
+/* Time one built state on the self-check's buffers (gpu/timing.c). */
+typedef struct timed_state {
+    const strategy *s;
+    const void *state;
+    const selfcheck *check;
+} timed_state;
+
+static spf_status launch_timed(void *ctx, void *stream)
+{
+    const timed_state *t = ctx;
+    return t->s->launch(t->state, t->check->b, t->check->c, t->check->bias, stream);
+}
+
+static spf_status time_state(const strategy *s, const void *state, const selfcheck *check,
+                             double *us)
+{
+    timed_state t = {s, state, check};
+    timing_result r;
+    spf_status st = timing_measure(launch_timed, &t, NULL, NULL, &r);
+    if (st == SPF_OK)
+        *us = r.median_us;
+    return st;
+}
+
+/* A build failure that means "not this candidate" under AUTO: the next
+ * one is tried. Anything else (a CUDA error, a broken invariant) fails. */
+static int candidate_failure(spf_status st)
+{
+    return st == SPF_ERR_UNSUPPORTED || st == SPF_ERR_COMPILE || st == SPF_ERR_OVERFLOW ||
+           st == SPF_ERR_OUT_OF_MEMORY;
+}
+
+/* DESIGN.md decision 7: build the candidates the planner names; with more
+ * than one, time each on the self-check's buffers and keep the fastest
+ * (the others are released as soon as they lose). The plan's info gets
+ * the kept one's build info and every candidate's outcome. */
+static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_options *o,
+                             const strategy_env *env)
+{
+    planner_candidate cand[SPF_MAX_CANDIDATES];
+    int count = planner_rank(prob, env->device, o, cand);
+    int to_build = 0, kept = -1;
+    for (int i = 0; i < count; i++)
+        to_build += cand[i].build;
+    int timed = to_build > 1 && env->check;
+    spf_plan_info kept_info = {0};
+    spf_candidate_outcome outcome[SPF_MAX_CANDIDATES];
+    double times[SPF_MAX_CANDIDATES] = {0};
+    char details[SPF_MAX_CANDIDATES][sizeof((spf_candidate *)0)->detail];
+    spf_status last_failure = SPF_OK;
+
+    for (int i = 0; i < count; i++) {
+        planner_candidate *c = &cand[i];
+        snprintf(details[i], sizeof details[i], "%s", c->reason);
+        outcome[i] = !c->supported ? SPF_CANDIDATE_REFUSED : SPF_CANDIDATE_SKIPPED;
+        if (!c->build)
+            continue;
+        spf_plan_info info = {.verify_error = -1.0};
+        void *state = NULL;
+        spf_status st = c->s->build(prob, env, &state, &info);
+        if (st != SPF_OK) {
+            if (!candidate_failure(st) || o->strategy != SPF_STRATEGY_AUTO)
+                return st;
+            snprintf(details[i], sizeof details[i], "%.159s", spf_last_error());
+            log_msg(SPF_LOG_INFO, "plan: %s failed: %s", c->s->name, details[i]);
+            outcome[i] = SPF_CANDIDATE_FAILED;
+            last_failure = st;
+            error_clear();
+            continue;
+        }
+        snprintf(details[i], sizeof details[i], "%s", info.kernel_name);
+        double us = info.kernel_us;
+        if (timed && !(us > 0)) {
+            st = time_state(c->s, state, env->check, &us);
+            if (st != SPF_OK) {
+                c->s->release(state);
+                return st;
+            }
+        }
+        times[i] = us;
+        outcome[i] = SPF_CANDIDATE_SLOWER;
+        if (kept < 0 || us < times[kept]) {
+            if (kept >= 0)
+                log_msg(SPF_LOG_INFO, "plan: %s %.2f us beats %s at %.2f us", c->s->name, us,
+                        cand[kept].s->name, times[kept]);
+            plan_release_state(p);
+            p->s = c->s;
+            p->state = state;
+            kept = i, kept_info = info;
+        } else {
+            c->s->release(state);
+        }
+    }
+    if (kept < 0) {
+        char text[2048];
+        size_t used = 0;
+        problem_describe(prob, text, sizeof text);
+        used = strlen(text);
+        for (int i = 0; i < count && used < sizeof text; i++) {
+            snprintf(text + used, sizeof text - used, "; %s: %.159s", cand[i].s->name,
+                     details[i]);
+            used = strlen(text);
+        }
+        return FAIL(last_failure != SPF_OK ? last_failure : SPF_ERR_UNSUPPORTED,
+                    "no strategy could be built for %s", text);
+    }
+    outcome[kept] = SPF_CANDIDATE_CHOSEN;
+    p->info = kept_info;
+    p->info.kernel_us = times[kept];
+    for (int i = 0; i < count; i++) {
+        spf_candidate *d = &p->info.candidates[p->info.candidate_count++];
+        d->strategy = cand[i].s->id;
+        d->outcome = outcome[i];
+        d->estimate_us = cand[i].estimate_us;
+        d->kernel_us = times[i];
+        memcpy(d->detail, details[i], sizeof d->detail);
+    }
+    return SPF_OK;
+}
+
+/* ------------------------------------------------------- the plan cache */
+
+/* Where a device plan is looked up and stored (plan/cache.h): dir is ""
+ * when the cache is off for this plan. */
 typedef struct cache_slot {
     char dir[4096];
     cache_key key;
 } cache_slot;
 
-static void release_gpu(spf_plan *p);
-
-/* The plan rebuilt from a cache entry: the kernel loaded, the info of the
- * build that stored it restored. SPF_ERR_PARSE for an entry that does not
- * fit the request. */
-static spf_status plan_from_entry(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
-                                  const cache_entry *e)
+/* The plan rebuilt from a cache entry by its strategy's decode, the info of
+ * the build that stored it restored. SPF_ERR_PARSE for an entry that does
+ * not fit the request. */
+static spf_status plan_from_entry(spf_plan *p, const problem *prob, const spf_plan_options *o,
+                                  const strategy_env *env, const cache_entry *e)
 {
-    spf_status status = SPF_OK;
-    if (o->strategy != SPF_STRATEGY_AUTO && o->strategy != e->strategy)
-        return FAIL(SPF_ERR_PARSE, "a plan of strategy %d stored for a request of strategy %d",
-                    (int)e->strategy, (int)o->strategy);
-    if (e->strategy == SPF_STRATEGY_GENERIC)
-        TRY(plan_build_generic(p, a));
-    else
-        TRY(jit_module_load_image(e->payload, e->payload_size, e->kernel_name, e->grid, e->block,
-                                  e->shared_bytes, &p->module, NULL));
-    p->strategy = e->strategy;
-    p->info.config = e->config;
-    snprintf(p->info.kernel_name, sizeof p->info.kernel_name, "%s", e->kernel_name);
-    p->info.registers = e->registers;
-    p->info.code_bytes = e->code_bytes;
-    p->info.configs_tried = e->configs_tried;
-    p->info.kernel_us = e->kernel_us;
-    p->info.tune_s = e->tune_s;
-    p->info.verify_error = e->verify_error;
-    p->info.search = e->search;
-fail:
-    return status;
+    const strategy *s = strategy_find(e->strategy);
+    if (!s || !s->decode)
+        return FAIL(SPF_ERR_PARSE, "an entry of strategy %d, which is not cached", (int)e->strategy);
+    if (o->strategy != SPF_STRATEGY_AUTO && o->strategy != s->id)
+        return FAIL(SPF_ERR_PARSE, "a plan of strategy %s stored for a request of strategy %s",
+                    s->name, spf_strategy_name(o->strategy));
+    spf_status st = s->decode(prob, env, &e->info, e->payload, e->payload_size, &p->state);
+    if (st != SPF_OK)
+        return st;
+    p->s = s;
+    p->info = e->info;
+    return SPF_OK;
 }
 
 /* DESIGN.md decision 5: the plan of this request from the on-disk cache,
@@ -139,8 +288,8 @@ fail:
  * stored); 1 on a hit. The cache can cost a miss, never a plan: an entry
  * that cannot be used is logged and rebuilt (and overwritten by
  * cache_save), and a folder that cannot be named turns it off. */
-static int cache_lookup(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
-                        const spf_device_info *dev, cache_slot *slot)
+static int cache_lookup(spf_plan *p, const problem *prob, const spf_plan_options *o,
+                        const strategy_env *env, cache_slot *slot)
 {
     cache_entry e = {0};
     int found = 0;
@@ -150,7 +299,8 @@ static int cache_lookup(spf_plan *p, const spf_matrix *a, const spf_plan_options
         return 0;
     spf_status st = cache_dir_default(slot->dir, sizeof slot->dir);
     if (st == SPF_OK && slot->dir[0])
-        st = cache_key_make(a, p->n, o, dev->cc_major * 10 + dev->cc_minor, &slot->key);
+        st = cache_key_make(prob->a, prob->n, o, env->device->cc_major * 10 + env->device->cc_minor,
+                            &slot->key);
     if (st != SPF_OK) {
         log_msg(SPF_LOG_WARN, "plan cache: off for this plan: %s", spf_last_error());
         slot->dir[0] = 0;
@@ -158,10 +308,11 @@ static int cache_lookup(spf_plan *p, const spf_matrix *a, const spf_plan_options
     if (slot->dir[0])
         st = cache_load(slot->dir, &slot->key, &e, &found);
     if (st == SPF_OK && found)
-        st = plan_from_entry(p, a, o, &e);
+        st = plan_from_entry(p, prob, o, env, &e);
     if (st != SPF_OK && slot->dir[0]) {
         log_msg(SPF_LOG_WARN, "plan cache: entry not used, building the plan: %s", spf_last_error());
-        release_gpu(p);
+        plan_release_state(p);
+        p->s = NULL;
         p->info = (spf_plan_info){.verify_error = -1.0};
         found = 0;
     }
@@ -179,68 +330,76 @@ static int cache_lookup(spf_plan *p, const spf_matrix *a, const spf_plan_options
  * costs the next create a build, not this one its plan. */
 static void cache_save(const spf_plan *p, const spf_plan_options *o, const cache_slot *slot)
 {
-    if (!slot->dir[0] || !o->verify || !(p->info.verify_error >= 0))
+    if (!slot->dir[0] || !o->verify || !(p->info.verify_error >= 0) || !p->s->encode)
         return;
-    cache_entry e = {.strategy = p->strategy,
-                     .config = p->info.config,
-                     .registers = p->info.registers,
-                     .configs_tried = p->info.configs_tried,
-                     .code_bytes = p->info.code_bytes,
-                     .kernel_us = p->info.kernel_us,
-                     .tune_s = p->info.tune_s,
-                     .verify_error = p->info.verify_error,
-                     .search = p->info.search};
-    snprintf(e.kernel_name, sizeof e.kernel_name, "%s", p->info.kernel_name);
-    if (p->strategy == SPF_STRATEGY_UNROLLED) {
-        memcpy(e.grid, p->module.grid, sizeof e.grid);
-        memcpy(e.block, p->module.block, sizeof e.block);
-        e.shared_bytes = p->module.shared_bytes;
-        e.payload = p->module.image; /* borrowed */
-        e.payload_size = p->module.image_size;
-    }
-    if (cache_store(slot->dir, &slot->key, &e) != SPF_OK) {
+    cache_entry e = {.strategy = p->s->id, .info = p->info};
+    spf_status st = p->s->encode(p->state, &e.payload, &e.payload_size);
+    if (st == SPF_OK)
+        st = cache_store(slot->dir, &slot->key, &e);
+    if (st != SPF_OK) {
         log_msg(SPF_LOG_WARN, "plan cache: %s not stored: %s", p->info.kernel_name,
                 spf_last_error());
         error_clear();
     }
+    mem_free(e.payload);
 }
 
-/* Build the plan's kernel and check it against the CPU reference
- * (DESIGN.md decision 6). */
-static spf_status build_checked(spf_plan *p, const spf_matrix *a, const spf_plan_options *o,
-                                const spf_device_info *dev)
+/* ------------------------------------------------------------ the build */
+
+static spf_status launch_plan(void *ctx, const void *b, void *c, const float *bias, void *stream)
+{
+    const spf_plan *p = ctx;
+    return p->s->launch(p->state, b, c, bias, stream);
+}
+
+/* The self-check's buffers are needed to verify, to tune, and to time
+ * more than one candidate. */
+static int needs_buffers(const spf_plan_options *o)
+{
+    return o->verify || o->exhaustive || o->search || o->strategy == SPF_STRATEGY_AUTO;
+}
+
+/* Build through the planner and check the kept kernel against the CPU
+ * reference (DESIGN.md decision 6). */
+static spf_status build_checked(spf_plan *p, const problem *prob, const spf_plan_options *o,
+                                strategy_env *env)
 {
     spf_status status = SPF_OK;
     selfcheck check = {0};
     double t0 = timing_now_s();
-    if (o->verify || o->exhaustive)
-        TRY(selfcheck_prepare(a, p->n, p->dtype, p->bias, p->relu, o->host_threads, &check));
+    if (needs_buffers(o)) {
+        TRY(selfcheck_prepare(prob, o->host_threads, &check));
+        env->check = &check;
+    }
     double prepare_s = timing_now_s() - t0;
-    TRY(plan_build_strategy(p, a, o, dev, &check));
-
-    if (o->verify && p->info.verify_error < 0) { /* the tuner checked its pick already */
+    TRY(build_best(p, prob, o, env));
+    if (o->verify && p->info.verify_error < 0) { /* a tuner checked its pick already */
         t0 = timing_now_s();
         TRY(selfcheck_measure(&check, launch_plan, p, &p->info.verify_error));
         p->info.verify_s = prepare_s + (timing_now_s() - t0);
-        double tolerance = selfcheck_tolerance(p->dtype, o->f16x2_accumulate);
+        double tolerance = dtype_tolerance(prob->dtype, prob->math);
         if (!(p->info.verify_error <= tolerance))
             FAIL_GOTO(SPF_ERR_VERIFY,
                       "%s on a %lld×%lld matrix, N = %lld: relative error %.3g against the CPU "
                       "reference, over the tolerance %.0e",
-                      p->info.kernel_name, (long long)p->m, (long long)p->k, (long long)p->n,
-                      p->info.verify_error, tolerance);
+                      p->info.kernel_name, (long long)prob->m, (long long)prob->k,
+                      (long long)prob->n, p->info.verify_error, tolerance);
     }
 fail:
+    env->check = NULL;
     selfcheck_release(&check);
     return status;
 }
 
-static spf_status create_gpu(spf_plan *p, const spf_matrix *a, const spf_plan_options *o)
+#ifdef SPF_HAVE_CUDA
+
+static spf_status create_on_device(spf_plan *p, const problem *prob, const spf_plan_options *o)
 {
     spf_status status = SPF_OK;
     int previous = -1;
     cache_slot slot;
     spf_device_info dev;
+    strategy_env env = {.options = o, .device = &dev, .log = &p->log};
     TRY(spf_device_query(o->device, &dev));
     if (!dev.available)
         FAIL_GOTO(SPF_ERR_NO_DEVICE,
@@ -250,8 +409,8 @@ static spf_status create_gpu(spf_plan *p, const spf_matrix *a, const spf_plan_op
     TRY(CUDA_CHECK(cudaSetDevice(o->device)));
     /* The driver linker works in the current context: make it exist. */
     TRY(CUDA_CHECK(cudaFree(NULL)));
-    if (!cache_lookup(p, a, o, &dev, &slot)) {
-        TRY(build_checked(p, a, o, &dev));
+    if (!cache_lookup(p, prob, o, &env, &slot)) {
+        TRY(build_checked(p, prob, o, &env));
         cache_save(p, o, &slot);
     }
 fail:
@@ -260,44 +419,32 @@ fail:
     return status;
 }
 
-static spf_status execute_gpu(const spf_plan *p, const void *b, void *c, const float *bias,
-                              void *stream)
+static spf_status device_current(const spf_plan *p)
 {
     int current;
     spf_status st = CUDA_CHECK(cudaGetDevice(&current));
-    if (st != SPF_OK)
-        return st;
-    if (current != p->device)
+    if (st == SPF_OK && current != p->device)
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
                     "the plan was built on device %d but device %d is current", p->device, current);
-    return plan_gpu_launch(p, b, c, bias, stream);
-}
-
-static void release_gpu(spf_plan *p)
-{
-    jit_module_release(&p->module);
-    generic_csr_release(&p->generic);
+    return st;
 }
 
 #else /* !SPF_HAVE_CUDA */
 
-static spf_status create_gpu(spf_plan *p, const spf_matrix *a, const spf_plan_options *o)
+static spf_status create_on_device(spf_plan *p, const problem *prob, const spf_plan_options *o)
 {
-    (void)p, (void)a;
+    (void)p, (void)prob;
     return FAIL(SPF_ERR_NO_DEVICE,
                 "device %d: spforge was built without CUDA; SPF_STRATEGY_CPU runs the CPU "
                 "reference on host buffers instead",
                 o->device);
 }
 
-static spf_status execute_gpu(const spf_plan *p, const void *b, void *c, const float *bias,
-                              void *stream)
+static spf_status device_current(const spf_plan *p)
 {
-    (void)p, (void)b, (void)c, (void)bias, (void)stream;
+    (void)p;
     return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
 }
-
-static void release_gpu(spf_plan *p) { (void)p; }
 
 #endif
 
@@ -308,31 +455,37 @@ spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_option
 {
     spf_status status = SPF_OK;
     spf_plan *p = NULL;
+    spf_plan_options o;
     error_clear();
+    double t0 = timing_now_s();
     CHECK_ARG(out != NULL);
     *out = NULL;
     CHECK_ARG(a != NULL);
-    spf_plan_options defaults;
-    spf_plan_options_init(&defaults);
-    const spf_plan_options *o = options ? options : &defaults;
-    TRY(check_options(n, o));
+    TRY(options_read(options, &o));
+    TRY(check_options(n, &o));
 
     p = mem_calloc(1, sizeof *p);
     if (!p)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "a plan");
-    p->dtype = o->dtype;
-    p->m = a->rows, p->k = a->cols, p->n = n;
-    p->bias = o->bias, p->relu = o->relu;
-    p->device = o->device;
+    problem prob = problem_make(a, n, &o);
+    p->device = o.device;
     p->info.verify_error = -1.0;
-    if (o->strategy == SPF_STRATEGY_CPU) {
-        TRY(cpu_plan_create(a, n, o->relu, o->host_threads, &p->cpu));
-        p->strategy = SPF_STRATEGY_CPU;
-        snprintf(p->info.kernel_name, sizeof p->info.kernel_name, "cpu_reference_f64");
+    const strategy *forced = strategy_find(o.strategy);
+    if (forced && !forced->on_device) {
+        strategy_env env = {.options = &o};
+        TRY(build_best(p, &prob, &o, &env));
     } else {
-        TRY(create_gpu(p, a, o));
+        TRY(create_on_device(p, &prob, &o));
     }
-    p->info.strategy = p->strategy;
+    p->shape = prob;
+    p->shape.a = NULL;
+    p->info.size = sizeof p->info;
+    p->info.strategy = p->s->id;
+    p->info.dtype = prob.dtype;
+    p->info.math = prob.math;
+    p->info.b_layout = prob.b_layout;
+    p->info.c_layout = prob.c_layout;
+    p->info.plan_s = timing_now_s() - t0;
     *out = p;
     p = NULL;
 fail:
@@ -344,9 +497,10 @@ fail:
  * writes C (core/overlap.h). */
 static spf_status check_disjoint(const spf_plan *p, const void *b, const void *c, const float *bias)
 {
-    uint64_t es = dtype_size(p->dtype); /* m, k, n < 2^31: the sizes below fit */
-    return output_disjoint("spf_plan_execute", c, (uint64_t)(p->m * p->n) * es, b,
-                           (uint64_t)(p->k * p->n) * es, bias, (uint64_t)p->m * sizeof *bias);
+    const problem *s = &p->shape;
+    uint64_t es = dtype_size(s->dtype); /* m, k, n < 2^31: the sizes below fit */
+    return output_disjoint("spf_plan_execute", c, (uint64_t)(s->m * s->n) * es, b,
+                           (uint64_t)(s->k * s->n) * es, bias, (uint64_t)s->m * sizeof *bias);
 }
 
 spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const float *bias,
@@ -355,23 +509,27 @@ spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const 
     error_clear();
     CHECK_ARG(plan != NULL);
     CHECK_ARG(b != NULL && c != NULL);
-    if (plan->bias && !bias)
+    if (plan->shape.bias && !bias)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "the plan adds a bias: bias must not be NULL");
-    if (!plan->bias && bias)
+    if (!plan->shape.bias && bias)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "the plan was made without bias: pass NULL");
     spf_status st = check_disjoint(plan, b, c, bias);
+    if (st == SPF_OK && plan->s->on_device)
+        st = device_current(plan);
     if (st != SPF_OK)
         return st;
-    if (plan->strategy == SPF_STRATEGY_CPU)
-        return cpu_plan_execute(&plan->cpu, b, c, bias);
-    return execute_gpu(plan, b, c, bias, stream);
+    return plan->s->launch(plan->state, b, c, bias, stream);
 }
 
 spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out)
 {
     error_clear();
     CHECK_ARG(plan != NULL && out != NULL);
-    *out = plan->info;
+    if (out->size != sizeof *out)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "info.size = %u, expected %zu: set info.size = sizeof(spf_plan_info) first",
+                    out->size, sizeof *out);
+    memcpy(out, &plan->info, out->size);
     return SPF_OK;
 }
 
@@ -393,8 +551,7 @@ void spf_plan_free(spf_plan *plan)
 {
     if (!plan)
         return;
-    cpu_plan_release(&plan->cpu);
-    release_gpu(plan);
+    plan_release_state(plan);
     tune_log_free(&plan->log);
     mem_free(plan);
 }

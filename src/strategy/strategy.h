@@ -8,7 +8,8 @@
  *
  * Adding a strategy: a value in spf_strategy (include/spforge.h), a folder
  * src/strategy/<name>/ whose C file defines `const strategy strategy_<name>`
- * (and kernels/*.cu, compiled by nvcc when CUDA is there), and its row in
+ * (and its kernels/ folder of .cu files, compiled by nvcc when CUDA is
+ * there), and its row in
  * table.c. */
 #ifndef SPF_STRATEGY_STRATEGY_H
 #define SPF_STRATEGY_STRATEGY_H
@@ -38,6 +39,9 @@ typedef struct strategy {
     const char *name;  /* spf_strategy_name: lower case, one word            */
     int on_device;     /* 1: launches on a CUDA stream with device buffers;
                           0: runs on the host with host buffers (cpu)         */
+    int floor;         /* 1: AUTO builds and times it whenever it is supported,
+                          whatever the estimates say: the dense computation a
+                          plan must never be slower than (DESIGN.md 7)        */
 
     /* 1 when the strategy can compute p on dev (NULL: no device) under o;
      * else 0 with a reason a user can read in reason (never empty). */

@@ -94,14 +94,28 @@ stderr_has junk "junk.smtx"
 expect_rc 1 empty convert "$tmp/empty.mtx" "$tmp/out.smtx"
 stderr_has empty "empty.mtx"
 check "a failed convert leaves no output" [ ! -e "$tmp/out.smtx" ]
-expect_rc 1 dtype run --n 8 --dtype f16
-stderr_has dtype "only f32"
+expect_rc 2 cpu_dtype run --n 8 --dtype f16 --backend cpu
+stderr_has cpu_dtype "shape a GPU plan, not --backend cpu"
+expect_rc 2 strategy_cpu run --n 8 --strategy cpu
+stderr_has strategy_cpu "--backend cpu"
+expect_rc 2 bad_math run --n 8 --math fast
+stderr_has bad_math "default|tf32|f16x2"
 run_cli gpu run --n 8 --backend gpu
 if grep -q '"available":false' <("$cli" info --json); then
   check "--backend gpu without a GPU exits 1" [ "$rc" -eq 1 ]
   stderr_has gpu "no usable CUDA device"
+  expect_rc 1 dtype run --n 8 --dtype f16
+  stderr_has dtype "shape a GPU plan"
 else
   check "--backend gpu on a GPU machine runs and passes its check" [ "$rc" -eq 0 ]
+  # every dtype, math mode and layout through AUTO, checked against the reference
+  for args in "--dtype f16" "--dtype bf16 --bias --relu" "--math tf32" \
+              "--dtype f16 --math f16x2" "--b-layout n_first --c-layout n_first --bias" \
+              "--b-layout n_first" "--c-layout n_first --dtype bf16" "--no-dense"; do
+    run_cli gpu_opts run --n 49 $args --json
+    check "run $args passes its check" [ "$rc" -eq 0 ]
+    check "run $args names its candidates" grep -q '"candidates":\[{' "$tmp/gpu_opts.out"
+  done
 fi
 
 # ---- inputs that are not regular files: refused at once (a hang is the failure:

@@ -20,56 +20,76 @@
 #include <cuda_runtime_api.h>
 #endif
 
+/* The problem generic_launch_choose reads: n, dtype and the layouts. */
+#define PROBLEM(n_, dtype_) (&(problem){.n = (n_), .dtype = (dtype_)})
+
 static void test_launch_choose(void)
 {
     static float buf[64] __attribute__((aligned(16)));
     generic_csr g = {.rows = 100, .cols = 50};
     generic_launch l;
-    CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK_OK(generic_launch_choose(&g, PROBLEM(256, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.vec == 4 && l.subwarp == 32);
-    CHECK_OK(generic_launch_choose(&g, 3, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK_OK(generic_launch_choose(&g, PROBLEM(3, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.vec == 1 && l.subwarp == 4);
-    CHECK_OK(generic_launch_choose(&g, 49, SPF_DTYPE_BF16, buf, buf, &l));
+    CHECK_OK(generic_launch_choose(&g, PROBLEM(49, SPF_DTYPE_BF16), buf, buf, &l));
     CHECK(l.vec == 1 && l.subwarp == 32);
-    CHECK_OK(generic_launch_choose(&g, 6, SPF_DTYPE_F16, buf, buf, &l));
+    CHECK_OK(generic_launch_choose(&g, PROBLEM(6, SPF_DTYPE_F16), buf, buf, &l));
     CHECK(l.vec == 2 && l.subwarp == 4);
-    CHECK_OK(generic_launch_choose(&g, 40, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK_OK(generic_launch_choose(&g, PROBLEM(40, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.vec == 4 && l.subwarp == 16);
     CHECK(l.split == 1); /* no nonzeros: nothing to split */
     /* Row split: few long rows (DLMC ResNet-50 stage 4, N = 49: 512 rows of
      * ~205) take four warps a row; a dense-layer vector (N = 1) eight
      * sub-warps of 4, where a share would drop under 16 nonzeros at 16. */
     generic_csr few_long = {.rows = 512, .cols = 2048, .nnz = 512 * 205};
-    CHECK_OK(generic_launch_choose(&few_long, 49, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK_OK(generic_launch_choose(&few_long, PROBLEM(49, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.subwarp == 32 && l.split == 4);
     generic_csr vector_rows = {.rows = 1000, .cols = 2048, .nnz = 1000 * 205};
-    CHECK_OK(generic_launch_choose(&vector_rows, 1, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK_OK(generic_launch_choose(&vector_rows, PROBLEM(1, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.subwarp == 4 && l.split == 8);
     /* Enough threads already (4096 rows × 64 columns): no split. */
     generic_csr many = {.rows = 4096, .cols = 1024, .nnz = 4096 * 100};
-    CHECK_OK(generic_launch_choose(&many, 256, SPF_DTYPE_F32, buf, buf, &l));
+    CHECK_OK(generic_launch_choose(&many, PROBLEM(256, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.split == 1);
     /* Alignment narrows the vector: 4 bytes off is scalar for fp32 and a
      * pair for 16-bit types; 8 bytes off is a float2. */
-    CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F32, buf + 1, buf, &l));
+    CHECK_OK(generic_launch_choose(&g, PROBLEM(256, SPF_DTYPE_F32), buf + 1, buf, &l));
     CHECK(l.vec == 1);
-    CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F32, buf, buf + 2, &l));
+    CHECK_OK(generic_launch_choose(&g, PROBLEM(256, SPF_DTYPE_F32), buf, buf + 2, &l));
     CHECK(l.vec == 2);
-    CHECK_OK(generic_launch_choose(&g, 256, SPF_DTYPE_F16, buf + 1, buf, &l));
+    CHECK_OK(generic_launch_choose(&g, PROBLEM(256, SPF_DTYPE_F16), buf + 1, buf, &l));
     CHECK(l.vec == 2);
     char name[64];
     generic_launch_name(&l, name, sizeof name);
     CHECK(strcmp(name, "generic_f16_v2_sw32") == 0);
 
-    CHECK_STATUS(generic_launch_choose(&g, 0, SPF_DTYPE_F32, buf, buf, &l),
+    /* B as N×K: lanes over a row's nonzeros, V columns a thread, no split;
+     * C as N×M stores element by element, so only B's alignment counts. */
+    problem nk = {.n = 49, .dtype = SPF_DTYPE_F32, .b_layout = SPF_LAYOUT_N_FIRST,
+                  .c_layout = SPF_LAYOUT_N_FIRST};
+    CHECK_OK(generic_launch_choose(&few_long, &nk, buf, buf, &l));
+    CHECK(l.vec == 4 && l.subwarp == 32 && l.split == 1);
+    generic_launch_name(&l, name, sizeof name);
+    CHECK(strcmp(name, "generic_f32_v4_sw32_bnk_cnm") == 0);
+    nk.n = 3;
+    CHECK_OK(generic_launch_choose(&g, &nk, buf, buf, &l));
+    CHECK(l.vec == 2 && l.subwarp == 4 && l.split == 1);
+    problem cnm = {.n = 256, .dtype = SPF_DTYPE_F32, .c_layout = SPF_LAYOUT_N_FIRST};
+    CHECK_OK(generic_launch_choose(&g, &cnm, buf, buf + 1, &l));
+    CHECK(l.vec == 4);
+    generic_launch_name(&l, name, sizeof name);
+    CHECK(strcmp(name, "generic_f32_v4_sw32_cnm") == 0);
+
+    CHECK_STATUS(generic_launch_choose(&g, PROBLEM(0, SPF_DTYPE_F32), buf, buf, &l),
                  SPF_ERR_INVALID_ARGUMENT);
-    CHECK_STATUS(generic_launch_choose(&g, 8, (spf_dtype)7, buf, buf, &l),
+    CHECK_STATUS(generic_launch_choose(&g, PROBLEM(8, (spf_dtype)7), buf, buf, &l),
                  SPF_ERR_INVALID_ARGUMENT);
     generic_csr tall = {.rows = 100000, .cols = 10};
-    CHECK_STATUS(generic_launch_choose(&tall, 30000, SPF_DTYPE_F32, buf, buf, &l), SPF_ERR_OVERFLOW);
+    CHECK_STATUS(generic_launch_choose(&tall, PROBLEM(30000, SPF_DTYPE_F32), buf, buf, &l), SPF_ERR_OVERFLOW);
     CHECK_DETAIL("int32");
     generic_csr wide = {.rows = 10, .cols = 3000000};
-    CHECK_STATUS(generic_launch_choose(&wide, 1000, SPF_DTYPE_F32, buf, buf, &l), SPF_ERR_OVERFLOW);
+    CHECK_STATUS(generic_launch_choose(&wide, PROBLEM(1000, SPF_DTYPE_F32), buf, buf, &l), SPF_ERR_OVERFLOW);
 }
 
 #ifdef SPF_HAVE_CUDA
@@ -202,7 +222,7 @@ static void run_case(const char *label, const spf_matrix *a, const generic_csr *
      * kernel failed to write shows as an infinite error. */
     CUDA_OK(cudaMemset(cd, 0xFF, (size_t)(m * n + offset + 1) * eb));
     generic_launch l;
-    CHECK_OK(generic_launch_choose(g, n, t, bd + offset * eb, cd + offset * eb, &l));
+    CHECK_OK(generic_launch_choose(g, PROBLEM(n, t), bd + offset * eb, cd + offset * eb, &l));
     if (split > 0 && l.subwarp * split <= 128)
         l.split = split;
     if (g->rows > 0)

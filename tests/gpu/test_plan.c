@@ -23,12 +23,7 @@ int main(void) { SKIP("no CUDA device: built without CUDA"); }
 
 static cudaStream_t stream;
 
-static double tolerance(const spf_plan_options *o)
-{
-    if (o->dtype == SPF_DTYPE_F32)
-        return 1e-5;
-    return o->f16x2_accumulate ? 5e-2 : 1e-2;
-}
+static double tolerance(const spf_plan_options *o) { return dtype_tolerance(o->dtype, o->math); }
 
 /* Run the plan once on fresh random inputs (another seed than the plan's
  * self-check) with C poisoned, directly or through a captured graph, and
@@ -120,7 +115,7 @@ static const char *strategy_name(spf_strategy s)
 static spf_plan_info check_plan(const char *label, const spf_matrix *a, int64_t n,
                                 const spf_plan_options *o, int expect_strategy, int graph)
 {
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     memset(&info, 0, sizeof info);
     info.strategy = (spf_strategy)-1;
     spf_plan *p = NULL;
@@ -179,7 +174,7 @@ static void test_random_all_n(void)
     for (int i = 0; i < 6; i++) {
         int64_t n = all_n[i];
         int epi = i % 2;
-        spf_plan_info info;
+        spf_plan_info info = {.size = sizeof info};
         spf_plan_options o = options(SPF_STRATEGY_AUTO, SPF_DTYPE_F32, epi, epi);
         info = check_plan("random70x64 auto", a, n, &o, EXPECT_GPU_KERNEL, 0);
         CHECK_MSG(info.kernel_us > 0, "AUTO chose by a measurement: kernel_us %g", info.kernel_us);
@@ -188,7 +183,9 @@ static void test_random_all_n(void)
         o = options(SPF_STRATEGY_UNROLLED, SPF_DTYPE_F32, !epi, !epi);
         o.config = &cfg;
         info = check_plan("random70x64 forced", a, n, &o, SPF_STRATEGY_UNROLLED, 0);
-        CHECK(info.config.m1 == cfg.m1 && info.config.ksplit == cfg.ksplit);
+        spf_kernel_config got;
+        CHECK_OK(spf_kernel_config_from_name(info.config, &got));
+        CHECK(memcmp(&got, &cfg, sizeof got) == 0);
         o = options(SPF_STRATEGY_GENERIC, SPF_DTYPE_F32, epi, epi);
         check_plan("random70x64 generic", a, n, &o, SPF_STRATEGY_GENERIC, 0);
     }
@@ -216,7 +213,7 @@ static void test_dtypes_and_graphs(void)
         check_plan("uniform257x512", a, 256, &o, SPF_STRATEGY_GENERIC, 0);
     }
     spf_plan_options o = options(SPF_STRATEGY_UNROLLED, SPF_DTYPE_F16, 0, 0);
-    o.f16x2_accumulate = 1;
+    o.math = SPF_MATH_F16X2;
     spf_plan_info info = check_plan("uniform257x512 f16x2", a, 256, &o, SPF_STRATEGY_UNROLLED, 0);
     printf("f16x2 accumulation: self-check relative error %.3e (K = 512, 51 nonzeros per row)\n",
            info.verify_error);
@@ -282,7 +279,7 @@ static void test_exhaustive(void)
         spf_matrix_free(a);
         return;
     }
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     CHECK_OK(spf_plan_get_info(p, &info));
     printf("exhaustive 40x48 N=64: %d configurations in %.2f s, best %s at %.2f us, error %.2e\n",
            info.configs_tried, info.tune_s, info.kernel_name, info.kernel_us, info.verify_error);
@@ -372,18 +369,19 @@ static void test_sampled_selfcheck(void)
     spf_plan *p = NULL;
     selfcheck check;
     CHECK_OK(spf_plan_create(a, n, &o, &p));
-    CHECK_OK(selfcheck_prepare(a, n, SPF_DTYPE_F32, 1, 1, 0, &check));
+    problem prob = problem_make(a, n, &o);
+    CHECK_OK(selfcheck_prepare(&prob, 0, &check));
     CHECK(check.rows != NULL && check.rows_checked > SELFCHECK_STRATA / 2 &&
           check.rows_checked <= SELFCHECK_STRATA + 2 && check.rows[0] == 0 &&
           check.rows[check.rows_checked - 1] == spf_matrix_rows(a) - 1);
     corrupt_launch l = {p, -1, n, 0.0f};
     double err = 0;
     CHECK_OK(selfcheck_measure(&check, launch_corrupt, &l, &err));
-    CHECK_MSG(err <= selfcheck_tolerance(SPF_DTYPE_F32, 0), "the plan failed its check: %g", err);
+    CHECK_MSG(err <= dtype_tolerance(SPF_DTYPE_F32, SPF_MATH_DEFAULT), "the plan failed its check: %g", err);
     l.row = spf_matrix_rows(a) - 1;
     l.value = 1e4f;
     CHECK_OK(selfcheck_measure(&check, launch_corrupt, &l, &err));
-    CHECK_MSG(err > selfcheck_tolerance(SPF_DTYPE_F32, 0), "a wrong last row passed: %g", err);
+    CHECK_MSG(err > dtype_tolerance(SPF_DTYPE_F32, SPF_MATH_DEFAULT), "a wrong last row passed: %g", err);
     l.row = check.rows[1] + 1 < check.rows[2] ? check.rows[1] + 1 : 1; /* not sampled */
     l.value = NAN;
     CHECK_OK(selfcheck_measure(&check, launch_corrupt, &l, &err));

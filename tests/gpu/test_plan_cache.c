@@ -99,6 +99,7 @@ static spf_plan *create(const char *label, const spf_matrix *a, int64_t n, const
     CHECK_MSG(st == SPF_OK, "%s: %s: %s", label, spf_status_string(st), spf_last_error());
     if (!p)
         return NULL;
+    info->size = sizeof *info;
     CHECK_OK(spf_plan_get_info(p, info));
     double err = plan_product_error(p, a, n, o, &next_seed);
     printf("%-30s N=%-4lld %-40s from_cache %d %9.2f ms (compile %.3f s, load %.4f s) err %.2e\n",
@@ -125,7 +126,7 @@ static double create_once(const char *label, const spf_matrix *a, int64_t n,
 static void check_hit(const char *label, const spf_matrix *a, int64_t n, const spf_plan_options *o,
                       const spf_plan_info *built)
 {
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     char what[96];
     snprintf(what, sizeof what, "%s again", label);
     double ms = create_once(what, a, n, o, 1, &info);
@@ -152,7 +153,7 @@ static void test_hit(spf_strategy s, const char *name)
     use_dir(name, dir);
     spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 96, 128, 0.9, 31);
     spf_plan_options o = options(s);
-    spf_plan_info built, info;
+    spf_plan_info built = {.size = sizeof built}, info = {.size = sizeof info};
     int before = warnings;
     snprintf(label, sizeof label, "%s first", name);
     create_once(label, a, 64, &o, 0, &built);
@@ -209,7 +210,7 @@ static void test_damaged(spf_strategy s, const char *name)
     use_dir(name, dir);
     spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 70, 64, 0.9, 33);
     spf_plan_options o = options(s);
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     create_once(name, a, 40, &o, 0, &info);
     create_once(name, a, 41, &o, 0, &info);
     entry_path(a, 40, &o, dir, path, sizeof path);
@@ -302,7 +303,7 @@ static void test_untrusted(void)
     use_dir("untrusted", dir);
     spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 64, 96, 0.9, 35);
     spf_plan_options o = options(SPF_STRATEGY_UNROLLED);
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     create_once("private folder", a, 64, &o, 0, &info);
     entry_path(a, 64, &o, dir, path, sizeof path);
     CHECK_MSG(file_exists(path), "no cache entry %s", path);
@@ -326,7 +327,7 @@ static void test_tuned(void)
     spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 40, 48, 0.9, 23);
     spf_plan_options o = options(SPF_STRATEGY_UNROLLED);
     o.exhaustive = 1;
-    spf_plan_info built, info;
+    spf_plan_info built = {.size = sizeof built}, info = {.size = sizeof info};
     double ms;
     create_once("tuned first", a, 64, &o, 0, &built);
     CHECK(built.configs_tried > 20 && built.tune_s > 0.0 && built.kernel_us > 0.0);

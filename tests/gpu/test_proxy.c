@@ -58,14 +58,14 @@ static double spearman(const double *x, const double *y, int n)
     return sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0.0;
 }
 
-typedef struct problem {
+typedef struct proxy_case {
     const char *name;
     const char *dlmc; /* a DLMC pattern under the data folder, or NULL: random */
     int64_t m, k;
     double sparsity;
     int64_t n;
     int bias, relu, reorder;
-} problem;
+} proxy_case;
 
 /* The guard bytes before and after C that are no longer POISON. */
 static long guard_damage(const unsigned char *base, size_t c_bytes)
@@ -116,7 +116,7 @@ static int run_proxies(const proxy_request *base, const spf_kernel_config *confi
     return ok;
 }
 
-static void run_problem(const problem *p)
+static void run_problem(const proxy_case *p)
 {
     int64_t m = p->m, k = p->k;
     spf_matrix *a = p->dlmc ? data_case_matrix(p->dlmc, &m, &k)
@@ -135,7 +135,9 @@ static void run_problem(const problem *p)
     CHECK_OK(tile_space_create(p->n, SPF_TUNE_SPACE_COMPACT, &space));
     if (p->reorder)
         CHECK_OK(row_orders_create(a, space.configs, space.count, 0, &orders));
-    CHECK_OK(selfcheck_prepare(a, p->n, SPF_DTYPE_F32, p->bias, p->relu, 0, &sc));
+    problem prob = {.a = a, .m = spf_matrix_rows(a), .k = spf_matrix_cols(a), .n = p->n,
+                    .dtype = SPF_DTYPE_F32, .bias = p->bias, .relu = p->relu};
+    CHECK_OK(selfcheck_prepare(&prob, 0, &sc));
     if (!sc.b)
         goto done;
 
@@ -219,7 +221,7 @@ int main(int argc, char **argv)
     if (spf_device_query(0, &dev) != SPF_OK || !dev.available)
         SKIP("no CUDA device: %s", dev.reason);
     int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
-    static const problem problems[] = {
+    static const proxy_case problems[] = {
         {"uniform 512×512 at 0.9, bias + ReLU", NULL, 512, 512, 0.9, 256, 1, 1, 0},
         {"DLMC transformer k 0.9",
          "dlmc/transformer/magnitude_pruning/0.9/body_encoder_layer_0_self_attention_"

@@ -49,7 +49,7 @@ static double check_search(const char *label, const spf_matrix *a, int64_t n,
               spf_last_error());
     if (!p)
         return 0;
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     CHECK_OK(spf_plan_get_info(p, &info));
     const spf_search_info *s = &info.search;
     int k = o->search_top_k ? o->search_top_k : SEARCH_DEFAULT_TOP_K;
@@ -114,7 +114,7 @@ static void check_oracle(const char *label, const spf_matrix *a, int64_t n,
     CHECK_MSG(st == SPF_OK, "%s oracle: %s: %s", label, spf_status_string(st), spf_last_error());
     if (!p)
         return;
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     CHECK_OK(spf_plan_get_info(p, &info));
     CHECK(plan_product_error(p, a, n, &o, &next_seed) <= 1e-5);
     /* The tuner's timings of one kernel vary by a few percent run to run. */
@@ -158,7 +158,7 @@ static void test_auto(void)
     spf_plan *p = NULL;
     CHECK_OK(spf_plan_create(a, 256, &o, &p));
     if (p) {
-        spf_plan_info info;
+        spf_plan_info info = {.size = sizeof info};
         CHECK_OK(spf_plan_get_info(p, &info));
         CHECK(info.strategy == SPF_STRATEGY_UNROLLED || info.strategy == SPF_STRATEGY_GENERIC);
         CHECK(info.search.after_rank >= 1 && info.kernel_us > 0);

@@ -118,7 +118,7 @@ static void *create_main(void *arg)
     pthread_barrier_wait(&barrier); /* the creates overlap */
     if (spf_plan_create(w->a, N, &o, &p) != SPF_OK)
         fail(w, "spf_plan_create", spf_last_error());
-    else if (spf_plan_get_info(p, &w->info) != SPF_OK)
+    else if ((w->info.size = sizeof w->info, spf_plan_get_info(p, &w->info)) != SPF_OK)
         fail(w, "spf_plan_get_info", spf_last_error());
     if (p && stream)
         run_checked(w, p, w->a, w->bias_relu, stream, 500 + (uint64_t)w->id);
@@ -139,7 +139,7 @@ static void *execute_main(void *arg)
     pthread_barrier_wait(&barrier);
     for (int r = 0; ok && r < ROUNDS; r++) {
         run_checked(w, w->plan, w->a, w->bias_relu, stream, 1000 + 100 * (uint64_t)w->id + (uint64_t)r);
-        spf_plan_info info;
+        spf_plan_info info = {.size = sizeof info};
         if (spf_plan_get_info(w->plan, &info) != SPF_OK)
             fail(w, "spf_plan_get_info", spf_last_error());
     }
@@ -224,7 +224,7 @@ static void test_shared_plan(spf_strategy strategy)
     CHECK_OK(spf_plan_create(a, N, &o, &p));
     if (p) {
         worker workers[THREADS];
-        spf_plan_info info;
+        spf_plan_info info = {.size = sizeof info};
         CHECK_OK(spf_plan_get_info(p, &info));
         for (int t = 0; t < THREADS; t++)
             workers[t] = (worker){.id = t, .a = a, .plan = p, .strategy = strategy, .bias_relu = 1,

@@ -453,9 +453,10 @@ class MirrorTests(unittest.TestCase):
     MIRRORS = {"spf_read_options": "ReadOptions", "spf_gen_options": "GenOptions",
                "spf_matrix_stats": "MatrixStats", "spf_device_info": "DeviceInfo",
                "spf_kernel_config": "KernelConfig", "spf_plan_options": "PlanOptions",
-               "spf_search_info": "SearchInfo", "spf_plan_info": "PlanInfo"}
-    SCALARS = {"int": "i32", "int32_t": "i32", "int64_t": "i64", "uint64_t": "u64",
-               "double": "f64"}
+               "spf_search_info": "SearchInfo", "spf_candidate": "Candidate",
+               "spf_plan_info": "PlanInfo"}
+    SCALARS = {"int": "i32", "int32_t": "i32", "uint32_t": "u32", "int64_t": "i64",
+               "uint64_t": "u64", "double": "f64"}
 
     @classmethod
     def setUpClass(cls):
@@ -465,13 +466,15 @@ class MirrorTests(unittest.TestCase):
         cls.enums = set(re.findall(r"typedef enum (spf_\w+) \{", text))
         cls.structs = {name: body for name, body in
                        re.findall(r"typedef struct (spf_\w+) \{(.*?)\} \1;", text, flags=re.S)}
+        cls.defines = dict(re.findall(r"#define (SPF_\w+) (\d+)\n", text))
 
     def describe_c(self, base, declarator):
         """'i32', 'char[256]', 'ptr(KernelConfig)', 'KernelConfig', ... of one C field."""
         import re
-        m = re.fullmatch(r"(\**)\s*(\w+)\s*(?:\[(\d+)\])?", declarator.strip())
+        m = re.fullmatch(r"(\**)\s*(\w+)\s*(?:\[(\w+)\])?", declarator.strip())
         self.assertIsNotNone(m, "cannot parse declarator %r" % declarator)
         stars, name, length = m.groups()
+        length = self.defines.get(length, length)
         if base == "char" and stars:
             kind = "char*"
         elif base == "char":
@@ -480,6 +483,8 @@ class MirrorTests(unittest.TestCase):
             kind = "i32"  # C enums are int-sized (_capi.c_enum)
         elif base in self.MIRRORS:
             kind = ("ptr(%s)" if stars else "%s") % self.MIRRORS[base]
+            if length:
+                kind += "[%s]" % length
         else:
             self.assertIn(base, self.SCALARS, "field %s: no mirror type for C type %s" % (name, base))
             kind = self.SCALARS[base]
@@ -488,12 +493,14 @@ class MirrorTests(unittest.TestCase):
     @staticmethod
     def describe_ctypes(ctype):
         import ctypes
-        names = {ctypes.c_int32: "i32", ctypes.c_int64: "i64", ctypes.c_uint64: "u64",
-                 ctypes.c_double: "f64", ctypes.c_char_p: "char*"}
+        names = {ctypes.c_int32: "i32", ctypes.c_uint32: "u32", ctypes.c_int64: "i64",
+                 ctypes.c_uint64: "u64", ctypes.c_double: "f64", ctypes.c_char_p: "char*"}
         if ctype in names:
             return names[ctype]
         if getattr(ctype, "_type_", None) is ctypes.c_char and hasattr(ctype, "_length_"):
             return "char[%d]" % ctype._length_
+        if hasattr(ctype, "_length_"):
+            return "%s[%d]" % (ctype._type_.__name__, ctype._length_)
         if hasattr(ctype, "contents"):
             return "ptr(%s)" % ctype._type_.__name__
         return ctype.__name__

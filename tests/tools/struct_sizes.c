@@ -17,6 +17,7 @@ int main(void)
     SIZE(spf_kernel_config);
     SIZE(spf_plan_options);
     SIZE(spf_search_info);
+    SIZE(spf_candidate);
     SIZE(spf_plan_info);
     return 0;
 }

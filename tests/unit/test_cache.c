@@ -61,38 +61,54 @@ static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
 static cache_entry sample_entry(size_t bytes, uint32_t seed)
 {
     cache_entry e = {.strategy = SPF_STRATEGY_UNROLLED,
-                     .config = {8, 64, 2, 2, 4},
-                     .registers = 40,
-                     .grid = {3, 2, 1},
-                     .block = {128, 1, 1},
-                     .shared_bytes = 4096,
-                     .configs_tried = 7,
-                     .code_bytes = 123456789012LL,
-                     .kernel_us = 12.5 + seed,
-                     .tune_s = 3.25,
-                     .verify_error = 1.5e-7,
-                     .search = {75, 60, 41, 17, 8, 8, 0.002, 0.0125, 0.0001, 0.03, 0.4, 0.001,
-                                0.35, 0.02, 0.875},
+                     .info = {.registers = 40,
+                              .configs_tried = 7,
+                              .code_bytes = 123456789012LL,
+                              .device_bytes = 98765,
+                              .kernel_us = 12.5 + seed,
+                              .tune_s = 3.25,
+                              .verify_error = 1.5e-7,
+                              .search = {75, 60, 41, 17, 8, 8, 0.002, 0.0125, 0.0001, 0.03, 0.4,
+                                         0.001, 0.35, 0.02, 0.875},
+                              .candidate_count = 2,
+                              .candidates = {{SPF_STRATEGY_UNROLLED, SPF_CANDIDATE_CHOSEN, 9.5,
+                                              12.5, "spf_unrolled_f32_m8_n64_v2_p2_k4"},
+                                             {SPF_STRATEGY_GENERIC, SPF_CANDIDATE_SLOWER, 11.0,
+                                              14.25, "generic_f32_v4_sw32"}}},
                      .payload_size = bytes};
-    snprintf(e.kernel_name, sizeof e.kernel_name, "spf_unrolled_f32_m8_n64_v2_p2_k4");
+    snprintf(e.info.kernel_name, sizeof e.info.kernel_name, "spf_unrolled_f32_m8_n64_v2_p2_k4");
+    snprintf(e.info.config, sizeof e.info.config, "m8_n64_v2_p2_k4");
     e.payload = malloc(bytes);
     for (size_t i = 0; i < bytes; i++)
         e.payload[i] = (unsigned char)(lcg(&seed) >> 24);
     return e;
 }
 
-static int entries_equal(const cache_entry *x, const cache_entry *y)
+static int candidates_equal(const spf_plan_info *x, const spf_plan_info *y)
 {
-    return x->strategy == y->strategy && memcmp(&x->config, &y->config, sizeof x->config) == 0 &&
+    if (x->candidate_count != y->candidate_count)
+        return 0;
+    for (int i = 0; i < x->candidate_count; i++) {
+        const spf_candidate *a = &x->candidates[i], *b = &y->candidates[i];
+        if (a->strategy != b->strategy || a->outcome != b->outcome ||
+            a->estimate_us != b->estimate_us || a->kernel_us != b->kernel_us ||
+            strcmp(a->detail, b->detail) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+static int entries_equal(const cache_entry *e, const cache_entry *f)
+{
+    const spf_plan_info *x = &e->info, *y = &f->info;
+    return e->strategy == f->strategy && strcmp(x->config, y->config) == 0 &&
            strcmp(x->kernel_name, y->kernel_name) == 0 && x->registers == y->registers &&
-           memcmp(x->grid, y->grid, sizeof x->grid) == 0 &&
-           memcmp(x->block, y->block, sizeof x->block) == 0 && x->shared_bytes == y->shared_bytes &&
            x->configs_tried == y->configs_tried && x->code_bytes == y->code_bytes &&
-           x->kernel_us == y->kernel_us && x->tune_s == y->tune_s &&
-           x->verify_error == y->verify_error &&
-           memcmp(&x->search, &y->search, sizeof x->search) == 0 &&
-           x->payload_size == y->payload_size &&
-           (x->payload_size == 0 || memcmp(x->payload, y->payload, x->payload_size) == 0);
+           x->device_bytes == y->device_bytes && x->kernel_us == y->kernel_us &&
+           x->tune_s == y->tune_s && x->verify_error == y->verify_error &&
+           memcmp(&x->search, &y->search, sizeof x->search) == 0 && candidates_equal(x, y) &&
+           e->payload_size == f->payload_size &&
+           (e->payload_size == 0 || memcmp(e->payload, f->payload, e->payload_size) == 0);
 }
 
 /* Files in dir (temporaries included). */
@@ -189,7 +205,7 @@ static void test_key(void)
         switch (change) {
         case 0: n = 65; break;
         case 1: q.dtype = SPF_DTYPE_F16; break;
-        case 2: q.dtype = SPF_DTYPE_F16, q.f16x2_accumulate = 1; break;
+        case 2: q.dtype = SPF_DTYPE_F16, q.math = SPF_MATH_F16X2; break;
         case 3: q.bias = 1; break;
         case 4: q.relu = 1; break;
         case 5: sm = 80; break;
@@ -279,8 +295,9 @@ static void test_round_trip(void)
     CHECK(warnings == before);
 
     /* a generic entry: no payload */
-    cache_entry g = {.strategy = SPF_STRATEGY_GENERIC, .kernel_us = 7.75, .verify_error = 2e-7};
-    snprintf(g.kernel_name, sizeof g.kernel_name, "spf_generic_csr_f32_v4");
+    cache_entry g = {.strategy = SPF_STRATEGY_GENERIC,
+                     .info = {.kernel_us = 7.75, .verify_error = 2e-7}};
+    snprintf(g.info.kernel_name, sizeof g.info.kernel_name, "spf_generic_csr_f32_v4");
     cache_key kg = key_of(a, 33, 90);
     CHECK_OK(cache_store(dir, &kg, &g));
     CHECK_OK(cache_load(dir, &kg, &got, &found));
@@ -290,9 +307,11 @@ static void test_round_trip(void)
 
     /* entries the store refuses */
     cache_entry bad = e;
-    bad.payload_size = 0;
+    bad.payload = NULL;
     CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
-    bad = e, bad.strategy = SPF_STRATEGY_CPU;
+    bad = e, bad.info.candidate_count = SPF_MAX_CANDIDATES + 1;
+    CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
+    bad = e, memset(bad.info.config, 'x', sizeof bad.info.config);
     CHECK_STATUS(cache_store(dir, &k, &bad), SPF_ERR_INVALID_ARGUMENT);
     CHECK(dir_entry_count(dir) == 2);
     free(e.payload);
@@ -367,10 +386,13 @@ static void test_damage(void)
 
     /* Validly sealed files with one hostile length: the decoder's own
      * checks, not the checksum, must catch them, before allocating. Fields
-     * are found from the end: ... | u32 name length | name | u64 payload
-     * bytes | payload | u64 trailer. */
+     * are found from the end: ... | i32 candidate count | candidates (i32
+     * strategy, i32 outcome, f64 estimate, f64 time, u32 detail length,
+     * detail) | u64 payload bytes | payload | u64 trailer. */
     size_t payload_at = size - 8 - e.payload_size - 8;
-    size_t name_at = payload_at - strlen(e.kernel_name) - 4;
+    const spf_plan_info *ei = &e.info;
+    size_t detail_at = payload_at - strlen(ei->candidates[1].detail) - 4;
+    size_t count_at = detail_at - 24 - strlen(ei->candidates[0].detail) - 4 - 24 - 4;
     struct {
         size_t at;
         uint64_t value;
@@ -380,10 +402,10 @@ static void test_damage(void)
         {payload_at, (uint64_t)1 << 62, 8, "payload"},
         {payload_at, e.payload_size + 1, 8, "payload"},
         {payload_at, e.payload_size - 1, 8, "after the payload"},
-        {name_at, 200, 4, "kernel name"},
-        {name_at, 0xffffffffu, 4, "kernel name"},
-        /* strategy CPU: 188 bytes of fixed fields, strategy .. search info, precede the name */
-        {name_at - 188, 3, 4, "strategy"},
+        {detail_at, 200, 4, "detail too long"},
+        {detail_at, 0xffffffffu, 4, "detail too long"},
+        {count_at, SPF_MAX_CANDIDATES + 1, 4, "candidates"},
+        {count_at, 0x80000000u, 4, "candidates"},
     };
     for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
         memcpy(bad, good, size);

@@ -15,7 +15,9 @@ static void test_options_init(void)
     spf_plan_options_init(&o);
     CHECK(o.strategy == SPF_STRATEGY_AUTO && o.dtype == SPF_DTYPE_F32);
     CHECK(o.verify == 1 && o.device == 0 && o.exhaustive == 0 && o.config == NULL);
-    CHECK(o.bias == 0 && o.relu == 0 && o.f16x2_accumulate == 0 && o.host_threads == 0);
+    CHECK(o.bias == 0 && o.relu == 0 && o.math == SPF_MATH_DEFAULT && o.host_threads == 0);
+    CHECK(o.size == sizeof o && o.dense == 1 && o.b_layout == SPF_LAYOUT_N_LAST &&
+          o.c_layout == SPF_LAYOUT_N_LAST);
     spf_plan_options_init(NULL); /* harmless */
 }
 
@@ -55,7 +57,7 @@ static void test_cpu_plan(void)
         zeros += c[i] == 0.0f;
     CHECK_MSG(zeros > 0 && zeros < m * n, "ReLU should zero some but not all: %d", zeros);
 
-    spf_plan_info info;
+    spf_plan_info info = {.size = sizeof info};
     CHECK_OK(spf_plan_get_info(p, &info));
     CHECK(info.strategy == SPF_STRATEGY_CPU);
     CHECK(strcmp(info.kernel_name, "cpu_reference_f64") == 0);
@@ -158,7 +160,7 @@ static void test_bad_options(void)
         int64_t n;
         spf_plan_options o;
         spf_status expect;
-    } cases[16];
+    } cases[24];
     int count = 0;
     spf_plan_options base;
     spf_plan_options_init(&base);
@@ -180,7 +182,13 @@ static void test_bad_options(void)
     CASE("verify flag", 4, o->verify = -1, SPF_ERR_INVALID_ARGUMENT);
     CASE("device", 4, o->device = -1, SPF_ERR_INVALID_ARGUMENT);
     CASE("threads", 4, o->host_threads = -3, SPF_ERR_INVALID_ARGUMENT);
-    CASE("f16x2 with f32", 4, o->f16x2_accumulate = 1, SPF_ERR_INVALID_ARGUMENT);
+    CASE("f16x2 with f32", 4, o->math = SPF_MATH_F16X2, SPF_ERR_INVALID_ARGUMENT);
+    CASE("tf32 with bf16", 4, (o->dtype = SPF_DTYPE_BF16, o->math = SPF_MATH_TF32),
+         SPF_ERR_INVALID_ARGUMENT);
+    CASE("math", 4, o->math = (spf_math)5, SPF_ERR_INVALID_ARGUMENT);
+    CASE("layout", 4, o->c_layout = (spf_layout)2, SPF_ERR_INVALID_ARGUMENT);
+    CASE("dense flag", 4, o->dense = 2, SPF_ERR_INVALID_ARGUMENT);
+    CASE("options size", 4, o->size = 8, SPF_ERR_INVALID_ARGUMENT);
     CASE("config with CPU", 4, o->config = &good, SPF_ERR_INVALID_ARGUMENT);
     CASE("exhaustive with CPU", 4, o->exhaustive = 1, SPF_ERR_INVALID_ARGUMENT);
     CASE("config and exhaustive", 4,
@@ -189,8 +197,7 @@ static void test_bad_options(void)
     CASE("invalid config", 4, (o->strategy = SPF_STRATEGY_UNROLLED, o->config = &bad_v),
          SPF_ERR_INVALID_ARGUMENT);
     CASE("CPU with f16", 4, o->dtype = SPF_DTYPE_F16, SPF_ERR_UNSUPPORTED);
-    CASE("generic f16x2", 4,
-         (o->strategy = SPF_STRATEGY_GENERIC, o->dtype = SPF_DTYPE_F16, o->f16x2_accumulate = 1),
+    CASE("CPU with f16x2", 4, (o->dtype = SPF_DTYPE_F16, o->math = SPF_MATH_F16X2),
          SPF_ERR_UNSUPPORTED);
 #undef CASE
     for (int i = 0; i < count; i++) {
@@ -200,7 +207,7 @@ static void test_bad_options(void)
                   spf_last_error());
         CHECK_MSG(spf_last_error()[0] != '\0', "%s: no detail", cases[i].what);
     }
-    CHECK_DETAIL("UNROLLED strategy only"); /* the last case says what would work */
+    CHECK_DETAIL("cpu: takes float32"); /* the last case names the strategy and why */
     spf_plan *p = (spf_plan *)1;
     CHECK_STATUS(spf_plan_create(NULL, 4, &base, &p), SPF_ERR_INVALID_ARGUMENT);
     CHECK(p == NULL);

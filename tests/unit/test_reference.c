@@ -1,7 +1,12 @@
 /* The CPU reference SpMM against a naive dense triple loop in double, on
  * odd and degenerate shapes; accumulation accuracy; bias and ReLU; thread
- * count independence; spf_relative_error; argument errors. */
+ * count independence; every layout of B and C (the strided form the cpu
+ * strategy runs) bit for bit against the N_LAST result; spf_relative_error;
+ * argument errors. */
 #include "test_util.h"
+
+#include "core/dtype.h"
+#include "ref/spmm.h"
 
 /* C = dense(A)·B (+ bias) (ReLU), every product and sum in double. */
 static double *naive_spmm(const spf_matrix *a, int64_t n, const float *b, const float *bias, int relu)
@@ -198,6 +203,74 @@ static void test_relative_error(void)
     CHECK(isinf(spf_relative_error(NULL, ref, 3)));
 }
 
+/* Every (B, C) layout through the strided reference: each element sums the
+ * same products in the same order, so C read back in its layout has the
+ * bits of the N_LAST result, for both accumulations and any thread count. */
+static void check_layouts(const spf_matrix *a, int64_t n, int with_bias, int relu, uint64_t seed)
+{
+    int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
+    float *b = malloc((size_t)(k * n) * sizeof *b + 1);
+    float *bt = malloc((size_t)(k * n) * sizeof *bt + 1);
+    float *bias = malloc((size_t)m * sizeof *bias + 1);
+    float *want = malloc((size_t)(m * n) * sizeof *want + 1);
+    float *c = malloc((size_t)(m * n) * sizeof *c + 1);
+    float *got = malloc((size_t)(m * n) * sizeof *got + 1);
+    spf_fill_uniform(b, k * n, seed);
+    spf_fill_uniform(bias, m, seed + 1);
+    array_transpose(b, bt, k, n, sizeof *b); /* B as n×k */
+    const float *bp = with_bias ? bias : NULL;
+    for (int acc = SPF_ACCUMULATE_F32; acc <= SPF_ACCUMULATE_F64; acc++) {
+        CHECK_OK(spf_reference_spmm(a, n, b, want, bp, relu, (spf_accumulate)acc, 1));
+        for (int bl = SPF_LAYOUT_N_LAST; bl <= SPF_LAYOUT_N_FIRST; bl++)
+            for (int cl = SPF_LAYOUT_N_LAST; cl <= SPF_LAYOUT_N_FIRST; cl++) {
+                problem p = {.a = a, .m = m, .k = k, .n = n, .b_layout = (spf_layout)bl,
+                             .c_layout = (spf_layout)cl};
+                for (int64_t i = 0; i < m * n; i++)
+                    c[i] = NAN; /* an element left unwritten fails the comparison */
+                CHECK_OK(reference_spmm_strided(a, n, bl == SPF_LAYOUT_N_LAST ? b : bt,
+                                                problem_b_strides(&p), c, problem_c_strides(&p),
+                                                bp, relu, (spf_accumulate)acc, 1 + bl + cl));
+                if (cl == SPF_LAYOUT_N_FIRST)
+                    array_transpose(c, got, n, m, sizeof *c); /* back to m×n */
+                else
+                    memcpy(got, c, (size_t)(m * n) * sizeof *c);
+                CHECK_MSG(!memcmp(got, want, (size_t)(m * n) * sizeof *got),
+                          "%lldx%lld n=%lld acc=%d B %s C %s: differs from the N_LAST result",
+                          (long long)m, (long long)k, (long long)n, acc, spf_layout_name(bl),
+                          spf_layout_name(cl));
+            }
+    }
+    free(b);
+    free(bt);
+    free(bias);
+    free(want);
+    free(c);
+    free(got);
+}
+
+static void test_layouts(void)
+{
+    static const struct { int64_t m, k, n; double s; } cases[] = {
+        {37, 53, 1, 0.5},  {37, 53, 3, 0.8},  {130, 257, 49, 0.9}, {1, 1000, 127, 0.9},
+        {1000, 3, 3, 0.4}, {17, 1, 5, 0.0},   {1, 1, 1, 0.0},      {64, 97, 300, 0.95},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, cases[i].m, cases[i].k, cases[i].s, 40 + i);
+        check_layouts(a, cases[i].n, (int)(i % 2), (int)(i % 3 != 1), 400 + i);
+        spf_matrix_free(a);
+    }
+    /* Empty rows (R-MAT leaves many) and a matrix without nonzeros: C is
+     * the bias, after ReLU, in every layout. */
+    spf_matrix *a = gen_matrix(SPF_GEN_RMAT, 64, 48, 0.95, 2);
+    check_layouts(a, 49, 1, 1, 9);
+    check_layouts(a, 127, 0, 0, 10);
+    spf_matrix_free(a);
+    const int64_t rp7[] = {0, 0, 0, 0, 0, 0, 0, 0};
+    CHECK_OK(spf_matrix_create_csr(7, 9, 0, rp7, NULL, NULL, 1, &a));
+    check_layouts(a, 3, 1, 1, 11);
+    spf_matrix_free(a);
+}
+
 static int fail_alloc;
 static void *maybe_alloc(size_t n, void *u) { (void)u; return fail_alloc ? NULL : malloc(n ? n : 1); }
 static void *plain_realloc(void *p, size_t n, void *u) { (void)u; return realloc(p, n ? n : 1); }
@@ -264,6 +337,7 @@ int main(void)
     test_f32_accuracy();
     test_bias_relu();
     test_threads_identical();
+    test_layouts();
     test_relative_error();
     test_errors();
     test_overlapping_buffers();

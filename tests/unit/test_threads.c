@@ -229,7 +229,7 @@ static void *worker_main(void *arg)
         else if (memcmp(c, shared_c, (size_t)(sm * N) * sizeof *c) != 0)
             mismatch(w, "plan on the shared matrix", "C differs from the single-threaded run");
         spf_plan_free(p);
-        spf_plan_info info;
+        spf_plan_info info = {.size = sizeof info};
         if (spf_plan_get_info(shared_plan, &info) != SPF_OK || info.strategy != SPF_STRATEGY_CPU)
             mismatch(w, "spf_plan_get_info on the shared plan", spf_last_error());
 

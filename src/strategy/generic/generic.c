@@ -160,58 +160,88 @@ static int row_split(const generic_csr *g, int64_t threads_per_row, int subwarp)
     return split;
 }
 
-spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
+/* B N_FIRST: the lanes of a sub-warp share a row's nonzeros, so as few
+ * lanes as cover an average row, from 4 up to a warp (cuSPARSE's CSR-vector
+ * rule); V columns of C per thread, each a register accumulator. */
+static void shape_n_first(const generic_csr *g, int64_t n, generic_launch *out)
+{
+    double mean_len = g->rows ? (double)g->nnz / (double)g->rows : 0.0;
+    int subwarp = 4;
+    while (subwarp < 32 && subwarp < mean_len)
+        subwarp *= 2;
+    out->vec = n >= 4 ? 4 : n >= 2 ? 2 : 1;
+    out->subwarp = subwarp;
+    out->split = 1;
+}
+
+spf_status generic_launch_choose(const generic_csr *g, const problem *p, const void *b,
                                  const void *c, generic_launch *out)
 {
-    CHECK_ARG(g != NULL && out != NULL && b != NULL && c != NULL);
+    CHECK_ARG(g != NULL && p != NULL && out != NULL && b != NULL && c != NULL);
+    const int64_t n = p->n;
+    const spf_dtype dtype = p->dtype;
     CHECK_ARG(n >= 1);
     CHECK_ARG(dtype == SPF_DTYPE_F32 || dtype == SPF_DTYPE_F16 || dtype == SPF_DTYPE_BF16);
-    /* The kernel forms element offsets col·N into B and row·N into C in int32. */
+    CHECK_ARG(p->b_layout == SPF_LAYOUT_N_LAST || p->b_layout == SPF_LAYOUT_N_FIRST);
+    CHECK_ARG(p->c_layout == SPF_LAYOUT_N_LAST || p->c_layout == SPF_LAYOUT_N_FIRST);
+    /* The kernel forms element offsets col·N or j·K into B and row·N or
+     * j·M into C in int32: both below K·N and M·N. */
     if (n > INT32_MAX || (int64_t)g->cols * n > INT32_MAX || (int64_t)g->rows * n > INT32_MAX)
         return FAIL(SPF_ERR_OVERFLOW,
                     "%d×%d matrix with N = %lld: B or C has 2^31 elements or more (int32 offsets)",
                     g->rows, g->cols, (long long)n);
-    /* Widest vector that N and both buffers' alignment allow (Sputnik's vector
-     * memory instructions). */
-    int vec = 4;
-    uintptr_t addr = (uintptr_t)b | (uintptr_t)c;
-    while (vec > 1 && (n % vec != 0 || addr % ((uintptr_t)vec * dtype_bytes(dtype)) != 0))
-        vec /= 2;
-    /* Sputnik's subwarp tiling: as few threads per row as cover the columns,
-     * from 4 (so a small N does not idle most of a warp) up to a warp. */
-    int64_t vectors = (n + vec - 1) / vec;
-    int subwarp = 4;
-    while (subwarp < 32 && subwarp < vectors)
-        subwarp *= 2;
-    int64_t column_tiles = (vectors + subwarp - 1) / subwarp;
-    if (column_tiles > 65535)
-        return FAIL(SPF_ERR_OVERFLOW, "N = %lld needs more than 65535 column tiles", (long long)n);
     out->n = (int32_t)n;
     out->dtype = dtype;
-    out->vec = vec;
-    out->subwarp = subwarp;
-    out->split = row_split(g, column_tiles * subwarp, subwarp);
+    out->b_layout = p->b_layout;
+    out->c_layout = p->c_layout;
+    int64_t column_tiles;
+    if (p->b_layout == SPF_LAYOUT_N_FIRST) {
+        shape_n_first(g, n, out);
+        column_tiles = (n + out->vec - 1) / out->vec;
+    } else {
+        /* Widest vector that N and the buffers' alignment allow (Sputnik's
+         * vector memory instructions); C as N×M is written element by
+         * element, so only an M×N C constrains it. */
+        int vec = 4;
+        uintptr_t addr = (uintptr_t)b | (p->c_layout == SPF_LAYOUT_N_LAST ? (uintptr_t)c : 0);
+        while (vec > 1 && (n % vec != 0 || addr % ((uintptr_t)vec * dtype_bytes(dtype)) != 0))
+            vec /= 2;
+        /* Sputnik's subwarp tiling: as few threads per row as cover the
+         * columns, from 4 (so a small N does not idle most of a warp) up to
+         * a warp. */
+        int64_t vectors = (n + vec - 1) / vec;
+        int subwarp = 4;
+        while (subwarp < 32 && subwarp < vectors)
+            subwarp *= 2;
+        column_tiles = (vectors + subwarp - 1) / subwarp;
+        out->vec = vec;
+        out->subwarp = subwarp;
+        out->split = row_split(g, column_tiles * subwarp, subwarp);
+    }
+    if (column_tiles > 65535)
+        return FAIL(SPF_ERR_OVERFLOW, "N = %lld needs more than 65535 column tiles", (long long)n);
     return SPF_OK;
 }
 
 void generic_launch_name(const generic_launch *l, char *buf, size_t size)
 {
     static const char *const names[] = {"f32", "f16", "bf16"};
+    char split[16] = "";
     if (l->split > 1)
-        snprintf(buf, size, "generic_%s_v%d_sw%d_rs%d", names[l->dtype], l->vec, l->subwarp,
-                 l->split);
-    else
-        snprintf(buf, size, "generic_%s_v%d_sw%d", names[l->dtype], l->vec, l->subwarp);
+        snprintf(split, sizeof split, "_rs%d", l->split);
+    snprintf(buf, size, "generic_%s_v%d_sw%d%s%s%s", names[l->dtype], l->vec, l->subwarp, split,
+             l->b_layout == SPF_LAYOUT_N_FIRST ? "_bnk" : "",
+             l->c_layout == SPF_LAYOUT_N_FIRST ? "_cnm" : "");
 }
 
-spf_status generic_csr_launch(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
-                              void *c, const float *bias, int relu, void *stream)
+spf_status generic_csr_launch(const generic_csr *g, const problem *p, const void *b, void *c,
+                              const float *bias, void *stream)
 {
     generic_launch l;
-    spf_status st = generic_launch_choose(g, n, dtype, b, c, &l);
+    spf_status st = generic_launch_choose(g, p, b, c, &l);
     if (st != SPF_OK)
         return st;
     if (g->rows == 0)
         return SPF_OK;
-    return generic_csr_dispatch(g, &l, b, c, bias, relu, stream);
+    return generic_csr_dispatch(g, &l, b, c, bias, p->relu, stream);
 }

@@ -4,6 +4,7 @@
 #ifndef SPF_STRATEGY_GENERIC_GENERIC_H
 #define SPF_STRATEGY_GENERIC_GENERIC_H
 
+#include "plan/problem.h"
 #include "spforge.h"
 
 #include <stddef.h>
@@ -26,30 +27,38 @@ typedef struct generic_csr {
 spf_status generic_csr_upload(const spf_matrix *a, generic_csr *out);
 void generic_csr_release(generic_csr *g);
 
-/* C = A·B (+bias, relu) for n columns, dtype storage of B and C, on stream.
- * No allocation, no synchronization. */
-spf_status generic_csr_launch(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
-                              void *c, const float *bias, int relu, void *stream);
+/* C = A·B (+bias[row] when bias is not NULL, ReLU when p->relu) for p's n,
+ * dtype and layouts (p->a is not read), on stream. No allocation, no
+ * synchronization. */
+spf_status generic_csr_launch(const generic_csr *g, const problem *p, const void *b, void *c,
+                              const float *bias, void *stream);
 
-/* The launch shape chosen for one (n, dtype, B and C addresses): V elements
- * of B per vector load (4, 2 or 1: as N and the buffers' alignment allow),
- * the sub-warp width SW (4 .. 32 threads per row; narrow for small N) and
- * the row split RS (sub-warps sharing one row; > 1 for few, long rows). */
+/* The launch shape chosen for one (problem, B and C addresses).
+ * B N_LAST (K×N): V elements of B per vector load along N (4, 2 or 1: as N
+ * and the buffers' alignment allow), the sub-warp width SW (4 .. 32
+ * threads per row; narrow for small N) and the row split RS (sub-warps
+ * sharing one row; > 1 for few, long rows).
+ * B N_FIRST (N×K): the sub-warp's lanes share a row's nonzeros instead, so
+ * SW follows the mean row length, V is the columns of C a thread
+ * accumulates (4, 2 or 1) and RS is 1 (the lanes already split a row). */
 typedef struct generic_launch {
     int32_t n;
     spf_dtype dtype;
+    spf_layout b_layout, c_layout;
     int vec;     /* V                                           */
     int subwarp; /* SW                                          */
     int split;   /* RS: a power of two, SW · RS ≤ 128 (a block) */
 } generic_launch;
 
 /* Choose the launch shape and check every int32 bound the kernel relies on
- * (K·N and M·N element offsets, the grid size). */
-spf_status generic_launch_choose(const generic_csr *g, int64_t n, spf_dtype dtype, const void *b,
+ * (K·N and M·N element offsets in either layout, the grid size). g's shape
+ * is the one that counts (p->m and p->k are not read). */
+spf_status generic_launch_choose(const generic_csr *g, const problem *p, const void *b,
                                  const void *c, generic_launch *out);
 
 /* A name for the chosen shape, e.g. "generic_f32_v4_sw32", with "_rs4" for a
- * row split (bench and plan info). */
+ * row split and "_bnk" / "_cnm" for B as N×K / C as N×M (bench and plan
+ * info). */
 void generic_launch_name(const generic_launch *l, char *buf, size_t size);
 
 /* The kernel launch itself (src/strategy/generic/kernels/csr_generic.cu), after

@@ -106,7 +106,7 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
     }
 
     t0 = timing_now_s();
-    tile_problem problem = {q->a, q->n, NULL, q->reorder ? &out->orders : NULL};
+    tile_problem tiles = {q->a, q->n, NULL, q->reorder ? &out->orders : NULL};
     constraint_options co;
     constraint_options_init(&co);
     co.dtype = q->dtype; /* f16x2 accumulation needs F16, which forecasts it */
@@ -115,7 +115,7 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
     if (q->sm_count > 0)
         co.sm_count = q->sm_count;
     int counts[CONSTRAINT_STAGES];
-    TRY(space_reduce(&problem, &co, &space, counts));
+    TRY(space_reduce(&tiles, &co, &space, counts));
     info->space = counts[CONSTRAINT_STAGE_SPACE];
     info->after_register = counts[CONSTRAINT_STAGE_REGISTER];
     info->after_utilization = counts[CONSTRAINT_STAGE_UTILIZATION];
@@ -125,7 +125,7 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
                                     sizeof *out->features);
     if (!out->features)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "features of %d candidates", space.count);
-    TRY(tune_features(&problem, q->dtype, space.configs, space.count, out->features));
+    TRY(tune_features(&tiles, q->dtype, space.configs, space.count, out->features));
     out->configs = space.configs;
     out->count = drop_unsummarized(space.configs, out->features, space.count);
     space = (tile_space){0};

@@ -164,7 +164,8 @@ static spf_status launch_timed(void *ctx, void *stream)
  * 1 when it passed (row->outcome TUNE_OK, kernel_us set). */
 static int check_and_time(const tune_request *q, launch_ctx *l, tune_row *row)
 {
-    double tolerance = selfcheck_tolerance(q->dtype, q->f16x2_accumulate);
+    double tolerance =
+        dtype_tolerance(q->dtype, q->f16x2_accumulate ? SPF_MATH_F16X2 : SPF_MATH_DEFAULT);
     double t0 = timing_now_s();
     spf_status st = selfcheck_measure(q->check, launch_module, l, &row->verify_error);
     row->check_s = timing_now_s() - t0;
@@ -332,8 +333,8 @@ spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
     if (!log->rows || !features)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%d tuning rows", count);
     log->count = count;
-    tile_problem problem = {q->a, q->n, NULL, orders};
-    TRY(tune_features(&problem, q->dtype, configs, count, features));
+    tile_problem tiles = {q->a, q->n, NULL, orders};
+    TRY(tune_features(&tiles, q->dtype, configs, count, features));
     for (int i = 0; i < count; i++) {
         tune_row_init(&log->rows[i], &configs[i], q->dtype, q->f16x2_accumulate);
         memcpy(log->rows[i].features, features + (size_t)i * RANK_FEATURE_COUNT,

@@ -19,8 +19,21 @@
  *     length (g->row_order), so the long rows start first and the short
  *     ones fill the tail.
  * fp32 accumulation for every storage type; bias and ReLU in the epilogue.
+ *
+ * Layouts (spf_layout): the kernel above reads B as K×N. C as N×M (CNM) is
+ * the same kernel storing each of its V columns as one element at
+ * c[j·M + row]: stores of a sub-warp are strided by M, which costs M·N
+ * scattered stores once, against nnz·N loads of B. B as N×K (X of a Linear
+ * layer) gets a kernel of its own, csr_generic_bnk_kernel: there the
+ * elements of one column j of B are a contiguous row of X, so lanes over N
+ * would read addresses K apart; instead the lanes of a sub-warp take a
+ * row's nonzeros (coalesced col_idx / values, and gathers from one row of X
+ * that stay within a few sectors at DNN sparsities, column indices being
+ * sorted), each accumulating V columns of C, then sum across the sub-warp
+ * by shuffles (the CSR-vector scheme of Bell & Garland, SC'09).
+ *
  * The host side (choice of V and SW, argument and int32 checks) lives in
- * src/gpu/generic.c; this file only instantiates and launches. */
+ * src/strategy/generic/generic.c; this file only instantiates and launches. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -131,12 +144,18 @@ template <typename T, int V> struct vec_io {
     }
 };
 
+/* The lanes of this thread's sub-warp of SW, for __syncwarp / shuffles. */
+template <int SW> __device__ __forceinline__ unsigned subwarp_mask()
+{
+    return SW == 32 ? 0xffffffffu : ((1u << SW) - 1u) << ((threadIdx.x & 31) / SW * SW);
+}
+
 /* SPLIT instantiates the row-split path; its split (RS) is then a launch
  * argument, a power of two with SW · RS ≤ kThreads. Without SPLIT split is
  * 1 and the kernel is the plain row-per-sub-warp one: the split path's
  * bookkeeping cost that one 12-14 % on DLMC ResNet-50 stage 4 at N = 392
- * (H200), so it stays out of it. */
-template <typename T, int V, int SW, bool SPLIT>
+ * (H200), so it stays out of it. CNM: C is N×M (only the store differs). */
+template <typename T, int V, int SW, bool SPLIT, bool CNM>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     csr_generic_kernel(int rows, int n, int split_arg, const int *__restrict__ row_ptr,
                        const int *__restrict__ col_idx, const float *__restrict__ values,
@@ -156,8 +175,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if (!SPLIT && slot >= rows)
         return;
     const bool has_row = slot < rows;
-    const unsigned mask =
-        SW == 32 ? 0xffffffffu : ((1u << SW) - 1u) << ((threadIdx.x & 31) / SW * SW);
+    const unsigned mask = subwarp_mask<SW>();
     const int row = has_row ? row_order[slot] : 0;
     const int col = (blockIdx.y * SW + lane) * V;
     /* N is a multiple of V, so a thread's vector is wholly in or out. */
@@ -235,7 +253,77 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         float v = acc[j] + add;
         acc[j] = relu ? fmaxf(v, 0.0f) : v;
     }
-    vec_io<T, V>::store(c + row * n + col, acc); /* host checked M·N < 2^31 */
+    /* host checked M·N < 2^31 */
+    if constexpr (CNM) {
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+            vec_io<T, 1>::store(c + (col + j) * rows + row, &acc[j]);
+    } else {
+        vec_io<T, V>::store(c + row * n + col, acc);
+    }
+}
+
+/* B N×K (see the top of the file): sub-warp `sub` owns one row of A and V
+ * consecutive columns j0 .. j0 + V - 1 of C (blockIdx.y); lane l takes the
+ * row's nonzeros l, l + SW, ... and gathers b[j·K + col] for each of its V
+ * columns, so each of its loads is independent of the others (unrolled for
+ * loads in flight). A row's nonzeros are already spread over the lanes, so
+ * there is no row split; the row swizzle still orders the rows. */
+template <typename T, int V, int SW, bool CNM>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
+    csr_generic_bnk_kernel(int rows, int k, int n, const int *__restrict__ row_ptr,
+                           const int *__restrict__ col_idx, const float *__restrict__ values,
+                           const int *__restrict__ row_order, const T *__restrict__ b,
+                           T *__restrict__ c, const float *__restrict__ bias, int relu)
+{
+    const int sub = threadIdx.x / SW, lane = threadIdx.x % SW;
+    const int slot = blockIdx.x * (kThreads / SW) + sub;
+    /* The whole sub-warp leaves together, so the shuffles' mask stays exact. */
+    if (slot >= rows)
+        return;
+    const unsigned mask = subwarp_mask<SW>();
+    const int row = row_order[slot];
+    const int j0 = blockIdx.y * V;
+    const int cols = min(V, n - j0); /* ≥ 1: the grid has ceil(N / V) tiles */
+    const T *bj = b + j0 * k;        /* host checked K·N < 2^31 */
+
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+        acc[j] = 0.0f;
+    const int end = row_ptr[row + 1];
+#pragma unroll 4
+    for (int q = row_ptr[row] + lane; q < end; q += SW) {
+        const float a = values[q];
+        const int kk = col_idx[q];
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            if (j < cols) {
+                float bv;
+                vec_io<T, 1>::load(bj + j * k + kk, &bv);
+                acc[j] = fmaf(a, bv, acc[j]);
+            }
+        }
+    }
+    /* Butterfly sum: every lane ends with the sub-warp's totals. */
+#pragma unroll
+    for (int off = SW / 2; off > 0; off /= 2)
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+            acc[j] += __shfl_xor_sync(mask, acc[j], off, SW);
+    /* Lane j stores column j0 + j (V ≤ 4 ≤ SW), picked without indexing
+     * the register array dynamically. */
+    float v = acc[0];
+#pragma unroll
+    for (int j = 1; j < V; ++j)
+        if (lane == j)
+            v = acc[j];
+    if (lane >= cols)
+        return;
+    v += bias ? bias[row] : 0.0f;
+    v = relu ? fmaxf(v, 0.0f) : v;
+    const int j = j0 + lane;
+    vec_io<T, 1>::store(CNM ? c + j * rows + row : c + row * n + j, &v); /* M·N < 2^31 */
 }
 
 template <typename T, int V, int SW>
@@ -248,12 +336,40 @@ spf_status launch_typed(const generic_csr *g, const generic_launch *l, const voi
     const int rows_per_block = kThreads / SW / split;
     const dim3 grid((unsigned)((g->rows + rows_per_block - 1) / rows_per_block),
                     (unsigned)((l->n + SW * V - 1) / (SW * V)));
-    auto kernel =
-        split > 1 ? csr_generic_kernel<T, V, SW, true> : csr_generic_kernel<T, V, SW, false>;
+    const bool cnm = l->c_layout == SPF_LAYOUT_N_FIRST;
+    auto kernel = split > 1 ? (cnm ? csr_generic_kernel<T, V, SW, true, true>
+                                   : csr_generic_kernel<T, V, SW, true, false>)
+                            : (cnm ? csr_generic_kernel<T, V, SW, false, true>
+                                   : csr_generic_kernel<T, V, SW, false, false>);
     kernel<<<grid, kThreads, 0, stream>>>(g->rows, l->n, split, g->row_ptr, g->col_idx, g->values,
                                           g->row_order, static_cast<const T *>(b),
                                           static_cast<T *>(c), bias, relu);
     return CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int V, int SW>
+spf_status launch_bnk(const generic_csr *g, const generic_launch *l, const void *b, void *c,
+                      const float *bias, int relu, cudaStream_t stream)
+{
+    if (l->split != 1)
+        return FAIL(SPF_ERR_INTERNAL, "row split %d with B as N×K", l->split);
+    const int rows_per_block = kThreads / SW;
+    const dim3 grid((unsigned)((g->rows + rows_per_block - 1) / rows_per_block),
+                    (unsigned)((l->n + V - 1) / V));
+    auto kernel = l->c_layout == SPF_LAYOUT_N_FIRST ? csr_generic_bnk_kernel<T, V, SW, true>
+                                                    : csr_generic_bnk_kernel<T, V, SW, false>;
+    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->cols, l->n, g->row_ptr, g->col_idx,
+                                          g->values, g->row_order, static_cast<const T *>(b),
+                                          static_cast<T *>(c), bias, relu);
+    return CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int V, int SW>
+spf_status launch_layout(const generic_csr *g, const generic_launch *l, const void *b, void *c,
+                         const float *bias, int relu, cudaStream_t stream)
+{
+    return l->b_layout == SPF_LAYOUT_N_FIRST ? launch_bnk<T, V, SW>(g, l, b, c, bias, relu, stream)
+                                             : launch_typed<T, V, SW>(g, l, b, c, bias, relu, stream);
 }
 
 template <typename T, int V>
@@ -261,10 +377,10 @@ spf_status launch_vec(const generic_csr *g, const generic_launch *l, const void 
                       const float *bias, int relu, cudaStream_t stream)
 {
     switch (l->subwarp) {
-    case 4: return launch_typed<T, V, 4>(g, l, b, c, bias, relu, stream);
-    case 8: return launch_typed<T, V, 8>(g, l, b, c, bias, relu, stream);
-    case 16: return launch_typed<T, V, 16>(g, l, b, c, bias, relu, stream);
-    case 32: return launch_typed<T, V, 32>(g, l, b, c, bias, relu, stream);
+    case 4: return launch_layout<T, V, 4>(g, l, b, c, bias, relu, stream);
+    case 8: return launch_layout<T, V, 8>(g, l, b, c, bias, relu, stream);
+    case 16: return launch_layout<T, V, 16>(g, l, b, c, bias, relu, stream);
+    case 32: return launch_layout<T, V, 32>(g, l, b, c, bias, relu, stream);
     default: return FAIL(SPF_ERR_INTERNAL, "unsupported sub-warp width %d", l->subwarp);
     }
 }

@@ -1,0 +1,58 @@
+#include "plan/planner.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int by_estimate(const void *pa, const void *pb)
+{
+    const planner_candidate *a = pa, *b = pb;
+    if (a->supported != b->supported)
+        return b->supported - a->supported;
+    if (!a->supported)
+        return 0;
+    return (a->estimate_us > b->estimate_us) - (a->estimate_us < b->estimate_us);
+}
+
+int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
+                 planner_candidate *out)
+{
+    int count = 0;
+    for (int i = 0; i < strategy_count && count < SPF_MAX_CANDIDATES; i++) {
+        const strategy *s = strategy_table[i];
+        int wanted = o->strategy == SPF_STRATEGY_AUTO ? s->on_device : o->strategy == s->id;
+        if (!wanted)
+            continue;
+        planner_candidate *c = &out[count++];
+        memset(c, 0, sizeof *c);
+        c->s = s;
+        c->supported = s->supports(p, dev, o, c->reason, sizeof c->reason);
+        if (c->supported)
+            c->estimate_us = s->estimate_us(p, dev);
+        else if (!c->reason[0])
+            snprintf(c->reason, sizeof c->reason, "not supported");
+    }
+    /* Insertion sort: stable, and the list is a handful long. */
+    for (int i = 1; i < count; i++)
+        for (int j = i; j > 0 && by_estimate(&out[j - 1], &out[j]) > 0; j--) {
+            planner_candidate t = out[j];
+            out[j] = out[j - 1];
+            out[j - 1] = t;
+        }
+    int built = 0;
+    double best = count && out[0].supported ? out[0].estimate_us : 0;
+    for (int i = 0; i < count && out[i].supported; i++) {
+        planner_candidate *c = &out[i];
+        if (c->s->floor || (c->estimate_us <= PLANNER_SLACK * best && built < PLANNER_BUILD_MAX)) {
+            c->build = 1;
+            built++;
+        } else if (c->estimate_us > PLANNER_SLACK * best) {
+            snprintf(c->reason, sizeof c->reason,
+                     "estimated %.1f us, over %.0f× the best estimate (%.1f us)", c->estimate_us,
+                     PLANNER_SLACK, best);
+        } else {
+            snprintf(c->reason, sizeof c->reason, "estimated %.1f us; %d faster ones built",
+                     c->estimate_us, PLANNER_BUILD_MAX);
+        }
+    }
+    return count;
+}

@@ -1,0 +1,37 @@
+/* The planner (DESIGN.md decision 7), CPU only: from the problem, the
+ * device and the request, the candidates of every strategy in the table
+ * (strategy/strategy.h), those that support the problem ranked by their
+ * cost estimates, and which of them the plan builds and times. The rule
+ * users get: AUTO is never slower than the dense strategy of the same
+ * dtype and math mode, because the floor (dense) is always built and
+ * timed when it is allowed, and the fastest measured candidate is kept. */
+#ifndef SPF_PLAN_PLANNER_H
+#define SPF_PLAN_PLANNER_H
+
+#include "plan/problem.h"
+#include "strategy/strategy.h"
+
+/* Supported candidates whose estimate is over this many times the best
+ * estimate are not built (a floor strategy always is): the estimates are
+ * rooflines, good to a factor of two or three, not to ten. */
+#define PLANNER_SLACK 4.0
+
+/* The most candidates built and timed for one plan. */
+#define PLANNER_BUILD_MAX 4
+
+typedef struct planner_candidate {
+    const strategy *s;
+    int supported;       /* supports() said yes                              */
+    int build;           /* the plan builds (and under AUTO times) it        */
+    double estimate_us;  /* s->estimate_us, for supported candidates         */
+    char reason[160];    /* why not supported, or why not built              */
+} planner_candidate;
+
+/* The candidates of p on dev (NULL: none) under o, into out (room for
+ * SPF_MAX_CANDIDATES): a forced strategy is the one candidate; AUTO
+ * considers every row that runs on a device. Supported ones first, by
+ * estimate, then the refused ones in table order. Returns their count. */
+int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
+                 planner_candidate *out);
+
+#endif

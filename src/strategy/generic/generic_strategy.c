@@ -1,0 +1,130 @@
+/* The generic strategy's row (strategy.h): the precompiled CSR kernel of
+ * generic.h, for any matrix that fits its int32 offsets. */
+#include "strategy/generic/generic.h"
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/matrix.h"
+#include "strategy/strategy.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct generic_state {
+    generic_csr csr;
+    problem p;    /* the matrix pointer is not kept (a->... read at build only) */
+} generic_state;
+
+static int generic_supports(const problem *p, const spf_device_info *dev,
+                            const spf_plan_options *o, char *reason, size_t cap)
+{
+    (void)o;
+#ifndef SPF_HAVE_CUDA
+    (void)p, (void)dev;
+    snprintf(reason, cap, "built without CUDA");
+    return 0;
+#else
+    if (!dev || !dev->available) {
+        snprintf(reason, cap, "no device: %s", dev ? dev->reason : "none");
+        return 0;
+    }
+    if (dev->cc_major < 8) {
+        snprintf(reason, cap, "compiled for compute capability 8.0 and 9.0; the device is %d.%d",
+                 dev->cc_major, dev->cc_minor);
+        return 0;
+    }
+    if (p->math == SPF_MATH_F16X2) {
+        snprintf(reason, cap, "accumulates in fp32 only (math f16x2 asked)");
+        return 0;
+    }
+    if (p->a->nnz > INT32_MAX || p->k * p->n > INT32_MAX || p->m * p->n > INT32_MAX) {
+        snprintf(reason, cap, "nnz, K·N or M·N reach 2^31 (the kernel's int32 offsets)");
+        return 0;
+    }
+    return 1;
+#endif
+}
+
+static double generic_estimate_us(const problem *p, const spf_device_info *dev)
+{
+    (void)dev;
+    return 1.0 + 2.0 * (double)p->a->nnz * (double)p->n / 15e12 * 1e6;
+}
+
+static spf_status generic_build(const problem *p, const strategy_env *env, void **state,
+                                spf_plan_info *info)
+{
+    (void)env;
+    *state = NULL;
+    generic_state *s = mem_calloc(1, sizeof *s);
+    if (!s)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "a generic plan");
+    s->p = *p;
+    s->p.a = NULL;
+    spf_status status = SPF_OK;
+    TRY(generic_csr_upload(p->a, &s->csr));
+    /* The shape as launched on cudaMalloc'd (256-byte aligned) buffers;
+     * less aligned caller buffers may get narrower vectors. */
+    generic_launch l;
+    const void *aligned = (const void *)(uintptr_t)256;
+    TRY(generic_launch_choose(&s->csr, p, aligned, aligned, &l));
+    generic_launch_name(&l, info->kernel_name, sizeof info->kernel_name);
+    snprintf(info->config, sizeof info->config, "v%d_sw%d_rs%d", l.vec, l.subwarp, l.split);
+    info->device_bytes = (int64_t)(p->m + 1) * 4 * 2 + (int64_t)p->a->nnz * 8;
+    *state = s;
+    return SPF_OK;
+fail:
+    generic_csr_release(&s->csr);
+    mem_free(s);
+    return status;
+}
+
+static spf_status generic_launch_state(const void *state, const void *b, void *c,
+                                       const float *bias, void *stream)
+{
+    const generic_state *s = state;
+    return generic_csr_launch(&s->csr, &s->p, b, c, bias, stream);
+}
+
+static void generic_release(void *state)
+{
+    generic_state *s = state;
+    if (!s)
+        return;
+    generic_csr_release(&s->csr);
+    mem_free(s);
+}
+
+/* Nothing is compiled: the entry keeps the plan's info (its timing) and
+ * decode uploads the matrix again. */
+static spf_status generic_encode(const void *state, unsigned char **bytes, size_t *size)
+{
+    (void)state;
+    *bytes = NULL;
+    *size = 0;
+    return SPF_OK;
+}
+
+static spf_status generic_decode(const problem *p, const strategy_env *env,
+                                 const spf_plan_info *stored, const unsigned char *bytes,
+                                 size_t size, void **state)
+{
+    (void)stored, (void)bytes;
+    if (size != 0)
+        return FAIL(SPF_ERR_PARSE, "a generic entry of %zu bytes: expected none", size);
+    spf_plan_info scratch = {0};
+    return generic_build(p, env, state, &scratch);
+}
+
+const strategy strategy_generic = {
+    .id = SPF_STRATEGY_GENERIC,
+    .name = "generic",
+    .on_device = 1,
+    .supports = generic_supports,
+    .estimate_us = generic_estimate_us,
+    .build = generic_build,
+    .launch = generic_launch_state,
+    .release = generic_release,
+    .encode = generic_encode,
+    .decode = generic_decode,
+};
