@@ -376,10 +376,17 @@ static spf_status heuristic(const dense_state *s, cublasLtMatmulHeuristicResult_
     slots o = slots_of(s, NULL);
     cublasStatus_t st = lt->MatmulAlgoGetHeuristic(s->handle, &desc, o.x_desc, o.y_desc, o.d_desc,
                                                    o.d_desc, &pref, HEURISTIC_ALGOS, res, count);
-    if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) {
         *count = 0;
-    else
+    } else {
         TRY(lt_status(lt, st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__, __func__));
+        /* Each result has its own status: keep the usable ones, in order. */
+        int kept = 0;
+        for (int i = 0; i < *count; i++)
+            if (res[i].state == CUBLAS_STATUS_SUCCESS)
+                res[kept++] = res[i];
+        *count = kept;
+    }
 fail:
     return status;
 }
@@ -603,7 +610,12 @@ static int dense_supports(const problem *p, const spf_device_info *dev, const sp
                           char *reason, size_t cap)
 {
     if (!dev || !dev->available) {
-        snprintf(reason, cap, "%s", dev && dev->reason[0] ? dev->reason : "no CUDA device");
+        snprintf(reason, cap, "no device: %s", dev ? dev->reason : "none");
+        return 0;
+    }
+    if (dev->cc_major < 8) { /* the expansion kernel's targets (CMakeLists.txt) */
+        snprintf(reason, cap, "compiled for compute capability 8.0 and 9.0; the device is %d.%d",
+                 dev->cc_major, dev->cc_minor);
         return 0;
     }
     if (!o->dense) {
@@ -621,15 +633,15 @@ static int dense_supports(const problem *p, const spf_device_info *dev, const sp
                  p->m == 0 ? "rows" : "columns");
         return 0;
     }
-    char why[256];
-    if (!cublaslt_get(why, sizeof why)) {
-        snprintf(reason, cap, "unavailable: %s", why);
-        return 0;
-    }
     int64_t bytes = p->m * p->k * (int64_t)dtype_size(p->dtype);
     if (bytes > dev->total_memory / 2) {
         snprintf(reason, cap, "needs %lld MiB for the dense copy of A, over half of the device's "
                  "%lld MiB", (long long)(bytes >> 20), (long long)(dev->total_memory >> 20));
+        return 0;
+    }
+    char why[256];
+    if (!cublaslt_get(why, sizeof why)) {
+        snprintf(reason, cap, "unavailable: %s", why);
         return 0;
     }
     return 1;
@@ -677,6 +689,15 @@ static spf_status dense_decode(const problem *p, const strategy_env *env,
 #endif
 
 const strategy strategy_dense = {
-    SPF_STRATEGY_DENSE, "dense", 1,  dense_supports, dense_estimate_us, dense_build,
-    dense_launch,       dense_release, dense_encode, dense_decode,
+    .id = SPF_STRATEGY_DENSE,
+    .name = "dense",
+    .on_device = 1,
+    .floor = 1,
+    .supports = dense_supports,
+    .estimate_us = dense_estimate_us,
+    .build = dense_build,
+    .launch = dense_launch,
+    .release = dense_release,
+    .encode = dense_encode,
+    .decode = dense_decode,
 };
