@@ -159,9 +159,17 @@ static spf_status lt_status(const cublaslt_api *lt, cublasStatus_t st, const cha
 {
     if (st == CUBLAS_STATUS_SUCCESS)
         return SPF_OK;
-    return error_set(st == CUBLAS_STATUS_NOT_SUPPORTED ? SPF_ERR_UNSUPPORTED : SPF_ERR_CUDA, func,
-                     "%s:%d: %s: cuBLASLt: %s (%d)", file, line, stmt, lt->GetStatusString(st),
-                     (int)st);
+    /* A refusal (not supported, invalid value, architecture mismatch, not
+     * initialized) means "not this candidate" to the planner; a failed
+     * allocation or execution is what it is. */
+    spf_status code = SPF_ERR_UNSUPPORTED;
+    if (st == CUBLAS_STATUS_ALLOC_FAILED)
+        code = SPF_ERR_OUT_OF_MEMORY;
+    else if (st == CUBLAS_STATUS_EXECUTION_FAILED || st == CUBLAS_STATUS_INTERNAL_ERROR ||
+             st == CUBLAS_STATUS_MAPPING_ERROR)
+        code = SPF_ERR_CUDA;
+    return error_set(code, func, "%s:%d: %s: cuBLASLt: %s (%d)", file, line, stmt,
+                     lt->GetStatusString(st), (int)st);
 }
 
 /* A cuBLASLt call through the loaded table, checked like CUDA_CHECK. */
@@ -299,7 +307,14 @@ static spf_status expand_a(const problem *p, dense_state *s)
     spf_status status = SPF_OK;
     void *row_ptr = NULL, *col_idx = NULL, *values = NULL;
     size_t nnz = (size_t)a->nnz;
-    TRY(CUDA_CHECK(cudaMalloc(&s->a, (size_t)(s->m * s->k) * dtype_size(s->dtype))));
+    size_t bytes = (size_t)(s->m * s->k) * dtype_size(s->dtype);
+    cudaError_t err = cudaMalloc(&s->a, bytes);
+    if (err == cudaErrorMemoryAllocation) { /* not this candidate, not a failed plan */
+        (void)cudaGetLastError();
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "dense: %zu MiB for the dense copy of A: %s",
+                  bytes >> 20, cudaGetErrorString(err));
+    }
+    TRY(CUDA_CHECK(err));
     TRY(upload(&row_ptr, a->row_ptr, ((size_t)a->rows + 1) * sizeof *a->row_ptr));
     TRY(upload(&col_idx, a->col_idx, nnz * sizeof *a->col_idx));
     TRY(upload(&values, a->values, nnz * sizeof *a->values));
@@ -633,10 +648,11 @@ static int dense_supports(const problem *p, const spf_device_info *dev, const sp
                  p->m == 0 ? "rows" : "columns");
         return 0;
     }
-    int64_t bytes = p->m * p->k * (int64_t)dtype_size(p->dtype);
-    if (bytes > dev->total_memory / 2) {
-        snprintf(reason, cap, "needs %lld MiB for the dense copy of A, over half of the device's "
-                 "%lld MiB", (long long)(bytes >> 20), (long long)(dev->total_memory >> 20));
+    /* In double: M·K·4 may pass 2^63 (M and K up to 2^31). */
+    double mib = (double)p->m * (double)p->k * (double)dtype_size(p->dtype) / (1 << 20);
+    if (mib > (double)dev->total_memory / 2 / (1 << 20)) {
+        snprintf(reason, cap, "needs %.0f MiB for the dense copy of A, over half of the device's "
+                 "%lld MiB", mib, (long long)(dev->total_memory >> 20));
         return 0;
     }
     char why[256];
