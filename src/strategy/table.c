@@ -7,12 +7,14 @@
 #include <string.h>
 
 extern const strategy strategy_unrolled, strategy_generic, strategy_cpu;
+extern const strategy strategy_dense;
 
 /* The planner lists candidates in this order; AUTO considers the rows that
  * run on a device. */
 const strategy *const strategy_table[] = {
     &strategy_unrolled,
     &strategy_generic,
+    &strategy_dense,
     &strategy_cpu,
 };
 const int strategy_count = (int)(sizeof strategy_table / sizeof strategy_table[0]);
