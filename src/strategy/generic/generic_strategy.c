@@ -3,8 +3,10 @@
 #include "strategy/generic/generic.h"
 
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/matrix.h"
+#include "strategy/roofline.h"
 #include "strategy/strategy.h"
 
 #include <stdint.h>
@@ -45,10 +47,14 @@ static int generic_supports(const problem *p, const spf_device_info *dev,
 #endif
 }
 
+/* The roofline of CUDA-core FMAs over A's CSR arrays, B once and C once
+ * (strategy/roofline.h: optimistic by the same rule as every estimate). */
 static double generic_estimate_us(const problem *p, const spf_device_info *dev)
 {
-    (void)dev;
-    return 1.0 + 2.0 * (double)p->a->nnz * (double)p->n / 15e12 * 1e6;
+    double e = (double)dtype_size(p->dtype), nnz = (double)p->a->nnz, n = (double)p->n;
+    double bytes = nnz * 8 + (double)(p->m + 1) * 4 + ((double)p->k + (double)p->m) * n * e;
+    double peak = roofline_peak_flops(dev, p->dtype, p->math, ROOFLINE_CUDA_CORES);
+    return roofline_us(2 * nnz * n, bytes, peak, roofline_bandwidth(dev), 1);
 }
 
 static spf_status generic_build(const problem *p, const strategy_env *env, void **state,

@@ -6,11 +6,13 @@
 #include "strategy/strategy.h"
 
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/matrix.h"
 #include "gpu/jit.h"
 #include "gpu/timing.h"
+#include "strategy/roofline.h"
 #include "strategy/unrolled/reorder.h"
 #include "strategy/unrolled/schedule.h"
 #include "strategy/unrolled/search.h"
@@ -133,13 +135,14 @@ static int unrolled_supports(const problem *p, const spf_device_info *dev,
 #endif
 }
 
-/* A roofline of CUDA-core FMAs: 2·nnz·N flops at about a quarter of the
- * FP32 peak, as the unrolled kernels ran on the DLMC layers (11.5 TFLOP/s
- * on the H200, DESIGN.md). */
+/* The roofline of CUDA-core FMAs over B once and C once: A's values and
+ * columns are in the instruction stream (strategy/roofline.h). */
 static double unrolled_estimate_us(const problem *p, const spf_device_info *dev)
 {
-    (void)dev;
-    return 3.0 + 2.0 * (double)p->a->nnz * (double)p->n / 12e12 * 1e6;
+    double e = (double)dtype_size(p->dtype), nnz = (double)p->a->nnz, n = (double)p->n;
+    double bytes = ((double)p->k + (double)p->m) * n * e;
+    double peak = roofline_peak_flops(dev, p->dtype, p->math, ROOFLINE_CUDA_CORES);
+    return roofline_us(2 * nnz * n, bytes, peak, roofline_bandwidth(dev), 1);
 }
 
 #ifdef SPF_HAVE_CUDA
