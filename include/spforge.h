@@ -27,6 +27,10 @@
  *     plan from several threads, and on several CUDA streams, at once is
  *     safe: it keeps no state between calls; each call needs its own C (and
  *     the plan's device current on the calling thread, as for one thread).
+ *     A DENSE plan whose cuBLASLt algorithm needs a workspace (its info's
+ *     config names one) keeps one per plan and runs such launches one after
+ *     another on the GPU (an event, no host synchronization); inside a
+ *     stream capture that order is the graph's to keep.
  *   - Freeing an object, or editing a matrix's values in place, must not
  *     overlap any other call on that object.
  *   - spf_last_error() is per thread: it reports the last failing call of the
@@ -469,6 +473,8 @@ SPF_API spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_pla
  * c must not overlap b or bias (by their byte ranges above; the same
  * buffer included): SPF_ERR_INVALID_ARGUMENT, since the product would read
  * what it has already overwritten. b and bias may overlap each other.
+ * DENSE plans need b, c and bias aligned to 16 bytes (cudaMalloc and torch
+ * give 256): SPF_ERR_UNSUPPORTED otherwise.
  * Neither allocates nor synchronizes: the call can be captured in a CUDA
  * graph. For a CPU plan the three buffers are host buffers. */
 SPF_API spf_status spf_plan_execute(const spf_plan *plan, const void *b, void *c, const float *bias,
