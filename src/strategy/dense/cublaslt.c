@@ -36,6 +36,7 @@ static const struct {
     ENTRY(MatmulAlgoGetHeuristic),
     ENTRY(MatmulAlgoCheck),
     ENTRY(MatmulAlgoConfigGetAttribute),
+    ENTRY(MatmulAlgoConfigSetAttribute),
     ENTRY(Matmul),
 };
 #undef ENTRY

@@ -50,6 +50,9 @@ typedef struct cublaslt_api {
     cublasStatus_t (*MatmulAlgoConfigGetAttribute)(const cublasLtMatmulAlgo_t *,
                                                    cublasLtMatmulAlgoConfigAttributes_t, void *,
                                                    size_t, size_t *);
+    cublasStatus_t (*MatmulAlgoConfigSetAttribute)(cublasLtMatmulAlgo_t *,
+                                                   cublasLtMatmulAlgoConfigAttributes_t,
+                                                   const void *, size_t);
     cublasStatus_t (*Matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *,
                              cublasLtMatrixLayout_t, const void *, cublasLtMatrixLayout_t,
                              const void *, const void *, cublasLtMatrixLayout_t, void *,

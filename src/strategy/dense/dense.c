@@ -453,13 +453,13 @@ static spf_status timed_launch(void *ctx, void *stream)
  * always the fastest (on odd N especially). A candidate that fails to run
  * is passed over. */
 static spf_status time_candidates(dense_state *s, const cublasLtMatmulHeuristicResult_t *res,
-                                  int count, const selfcheck *check, int *best, double *best_us,
-                                  int *tried)
+                                  int count, int limit, const selfcheck *check, int *best,
+                                  double *best_us, int *tried)
 {
     spf_status last = SPF_OK;
     *best = -1;
     *tried = 0;
-    for (int i = 0; i < count && i < TIMED_ALGOS; i++) {
+    for (int i = 0; i < count && i < limit; i++) {
         timed_run t = {s, &res[i].algo, check};
         timing_result r;
         spf_status st = timing_measure(timed_launch, &t, NULL, NULL, &r);
@@ -517,17 +517,62 @@ static spf_status workspace_keep(dense_state *s, uint64_t ws_bytes)
     return st == SPF_OK ? workspace_order_init(s) : st;
 }
 
+/* Hopper algorithms with other thread-block cluster shapes than the
+ * heuristic's: on the H100, cuBLAS's own TF32 GEMM of LLM 4096×4096 at
+ * N = 256 ran algorithm 43 with a 1×2×1 cluster and no workspace (40 us,
+ * from CUBLASLT_LOG_LEVEL=5), which the heuristic never offered: its
+ * algorithm 43 came with a 1×7×1 cluster and 32 MiB (89 us), its best
+ * without a workspace was algorithm 21 (60 us). Each of src's first
+ * TIMED_ALGOS in each of these shapes that cuBLASLt accepts
+ * (cublasLtMatmulAlgoCheck, which also gives its workspace) goes to out;
+ * returns how many. */
+static int cluster_variants(const dense_state *s, const cublasLtMatmulHeuristicResult_t *src,
+                            int n, cublasLtMatmulHeuristicResult_t *out, int cap)
+{
+    static const uint16_t shapes[] = {CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_1x2x1,
+                                      CUBLASLT_CLUSTER_SHAPE_2x1x1};
+    cublasLtMatmulDescOpaque_t desc;
+    if (desc_init(s, &desc, (const float *)(uintptr_t)DENSE_ALIGN) != SPF_OK) {
+        error_clear();
+        return 0;
+    }
+    slots o = slots_of(s, NULL);
+    int count = 0;
+    for (int i = 0; i < n && i < TIMED_ALGOS; i++)
+        for (size_t j = 0; j < sizeof shapes / sizeof shapes[0] && count < cap; j++) {
+            cublasLtMatmulHeuristicResult_t v = src[i];
+            uint16_t shape = shapes[j], was = 0;
+            size_t written = 0;
+            if (s->lt->MatmulAlgoConfigGetAttribute(&v.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
+                                                    &was, sizeof was, &written) !=
+                    CUBLAS_STATUS_SUCCESS ||
+                was == shape ||
+                s->lt->MatmulAlgoConfigSetAttribute(&v.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
+                                                    &shape, sizeof shape) !=
+                    CUBLAS_STATUS_SUCCESS ||
+                s->lt->MatmulAlgoCheck(s->handle, &desc, o.x_desc, o.y_desc, o.d_desc, o.d_desc,
+                                       &v.algo, &v) != CUBLAS_STATUS_SUCCESS ||
+                v.workspaceSize > DENSE_WORKSPACE_MAX)
+                continue;
+            out[count++] = v;
+        }
+    return count;
+}
+
 /* The heuristic's algorithms that need a workspace (of up to
- * DENSE_WORKSPACE_MAX), timed with one; the plan keeps the fastest, and a
- * workspace of the size it needs, when it beats *best_us (the best without
- * one) by more than DENSE_WORKSPACE_GAIN. No memory for the trial or no
- * such algorithm: the plan stays without. */
+ * DENSE_WORKSPACE_MAX) and their cluster variants (above), timed with one.
+ * A variant that needs no workspace replaces the plan's algorithm when it
+ * is faster; one that needs a workspace, or an algorithm of the heuristic's,
+ * is kept with a workspace of the size it needs when it beats *best_us
+ * (the best without one) by more than DENSE_WORKSPACE_GAIN. No memory for
+ * the trial or no such algorithm: the plan stays as it was. */
 static spf_status try_workspace(dense_state *s, const selfcheck *check, double *best_us,
                                 int *tried)
 {
-    cublasLtMatmulHeuristicResult_t res[HEURISTIC_ALGOS];
-    int count = 0, kept = 0, best = -1, timed = 0;
-    double us = 0;
+    enum { CAP = HEURISTIC_ALGOS + 3 * TIMED_ALGOS };
+    cublasLtMatmulHeuristicResult_t res[CAP], free_[3 * TIMED_ALGOS];
+    int count = 0, kept = 0, n_free = 0, best = -1, best_free = -1, timed = 0;
+    double us = 0, free_us = 0;
     void *trial = NULL;
     if (cudaMalloc(&trial, DENSE_WORKSPACE_MAX) != cudaSuccess) {
         (void)cudaGetLastError();
@@ -538,12 +583,36 @@ static spf_status try_workspace(dense_state *s, const selfcheck *check, double *
     for (int i = 0; st == SPF_OK && i < count; i++)
         if (res[i].workspaceSize > 0)
             res[kept++] = res[i];
+    if (kept > TIMED_ALGOS)
+        kept = TIMED_ALGOS;
+    if (st == SPF_OK) { /* variants: those needing no workspace apart */
+        cublasLtMatmulHeuristicResult_t v[3 * TIMED_ALGOS];
+        int n = cluster_variants(s, res, kept, v, 3 * TIMED_ALGOS);
+        for (int i = 0; i < n; i++) {
+            if (v[i].workspaceSize == 0)
+                free_[n_free++] = v[i];
+            else
+                res[kept++] = v[i];
+        }
+    }
     s->ws = trial, s->ws_bytes = DENSE_WORKSPACE_MAX;
+    int t = 0;
+    if (st == SPF_OK && n_free && time_candidates(s, free_, n_free, 3 * TIMED_ALGOS, check,
+                                                  &best_free, &free_us, &t) != SPF_OK)
+        error_clear(), best_free = -1;
+    timed += t, t = 0;
     if (st == SPF_OK && kept)
-        st = time_candidates(s, res, kept, check, &best, &us, &timed);
+        st = time_candidates(s, res, kept, CAP, check, &best, &us, &t);
+    timed += t;
     s->ws = NULL, s->ws_bytes = 0;
     cuda_free_quiet(trial);
     *tried += timed;
+    if (best_free >= 0 && free_us < *best_us) {
+        log_msg(SPF_LOG_INFO, "dense: algorithm %d in another cluster shape, %.2f us against "
+                "%.2f us", algo_id(s->lt, &free_[best_free].algo), free_us, *best_us);
+        s->algo = free_[best_free].algo;
+        *best_us = free_us;
+    }
     if (st != SPF_OK) { /* none ran: the algorithms without a workspace stand */
         log_msg(SPF_LOG_INFO, "dense: algorithms with a workspace: %s", spf_last_error());
         error_clear();
@@ -592,7 +661,7 @@ static spf_status dense_build(const problem *p, const strategy_env *env, void **
     if (env->check) {
         double t0 = timing_now_s(), best_us = 0;
         int tried = 0;
-        TRY(time_candidates(s, res, count, env->check, &best, &best_us, &tried));
+        TRY(time_candidates(s, res, count, TIMED_ALGOS, env->check, &best, &best_us, &tried));
         s->algo = res[best].algo;
         TRY(try_workspace(s, env->check, &best_us, &tried));
         info->tune_s = timing_now_s() - t0;
