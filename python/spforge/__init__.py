@@ -503,13 +503,15 @@ class Plan:
         self.n, self.has_bias = n, bool(options.bias)
         info = self.info()
         self.strategy, self.dtype = info["strategy"], info["dtype"]
+        self.b_layout, self.c_layout = info["b_layout"], info["c_layout"]
 
     def execute(self, b, c, bias=None, stream=0):
         """Run C = A·B (+ bias) on stream (an int, 0 for the default).
         GPU plans: b, c, bias are device pointers (ints; TypeError for
         anything else, OverflowError beyond a pointer). CPU plans: host
-        buffers as _buffer takes them; b K×n and c M×n float32 (or flat), c
-        writable, never copied, bias M float32; ValueError when c shares
+        buffers as _buffer takes them; b K×n and c M×n float32 (n×K and n×M
+        in the n_first layouts; or flat), c writable, never copied, bias M
+        float32; ValueError when c shares
         memory with b or bias. ValueError for a bias given to a plan made
         without one or missing from one made with it. spforge.Error for what
         the library refuses (it, too, refuses a c overlapping b or bias)."""
@@ -519,8 +521,10 @@ class Plan:
                              % ("given" if bias is not None else "missing", self.has_bias))
         stream = _int(stream, "stream", ctypes.c_void_p)
         if self.strategy == "cpu":
-            keep = (_buffer(b, "f", "b", (k, self.n))[0],
-                    _buffer(c, "f", "c", (m, self.n), writable=True)[0],
+            b_shape = (k, self.n) if self.b_layout == "n_last" else (self.n, k)
+            c_shape = (m, self.n) if self.c_layout == "n_last" else (self.n, m)
+            keep = (_buffer(b, "f", "b", b_shape)[0],
+                    _buffer(c, "f", "c", c_shape, writable=True)[0],
                     _optional(bias, "f", "bias", (m,)))
             _refuse_overlap(keep[1], (("b", keep[0]), ("bias", keep[2])))
             args = [_address(x) for x in keep]

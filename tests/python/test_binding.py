@@ -163,6 +163,33 @@ class PlanTests(unittest.TestCase):
                     with self.assertRaises(ValueError):  # the plan was made with bias
                         plan.execute(b, c)
 
+    def test_layouts_names_and_candidates(self):
+        m, k, n = 29, 23, 3
+        with spforge.Matrix.generate(rows=m, cols=k, sparsity=0.7, seed=21) as a:
+            b = random_floats(k * n, 5)
+            ref = spforge.reference_spmm(a, b, n, accumulate="f64")
+            bt = array.array("f", (b[kk * n + j] for j in range(n) for kk in range(k)))  # n×K
+            with spforge.Plan(a, n, strategy="cpu", b_layout="n_first", c_layout="nm") as plan:
+                info = plan.info()
+                self.assertEqual((info["b_layout"], info["c_layout"]), ("n_first", "n_first"))
+                self.assertEqual([c["outcome"] for c in info["candidates"]], ["chosen"])
+                self.assertEqual(info["candidates"][0]["strategy"], "cpu")
+                c = array.array("f", [float("nan")]) * (m * n)
+                plan.execute(bt, c)  # C is n×M
+                back = array.array("f", (c[j * m + i] for i in range(m) for j in range(n)))
+                self.assertLessEqual(spforge.relative_error(back, ref), 1e-6)
+        with spforge.Matrix.generate(rows=8, cols=8, sparsity=0.5, seed=2) as a:
+            with self.assertRaises(ValueError) as e:
+                spforge.Plan(a, 4, strategy="fastest")
+            self.assertIn("auto, unrolled, generic", str(e.exception))
+            with self.assertRaises(ValueError):
+                spforge.Plan(a, 4, strategy="cpu", math="fast")
+            with self.assertRaises(TypeError):
+                spforge.Plan(a, 4, strategy="cpu", b_layout=1)
+            with self.assertRaises(spforge.Error) as e:  # TF32 applies to f32 data only
+                spforge.Plan(a, 4, strategy="cpu", dtype="bfloat16", math="tf32")
+            self.assertIn("TF32", e.exception.detail)
+
     def test_plan_info_reports_search_and_cache(self):
         with spforge.Matrix.generate(rows=12, cols=10, sparsity=0.6, seed=5) as a, \
                 spforge.Plan(a, 2, strategy="cpu") as plan:
