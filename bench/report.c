@@ -7,19 +7,14 @@
 #include "core/file.h"
 #include "core/json.h"
 
+#include "plan/info_json.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const char *const state_names[] = {"not_run", "ok", "failed", "error"};
-
-/* Names of spf_candidate_outcome by value (the library has no list). */
-static const char *outcome_name(spf_candidate_outcome o)
-{
-    static const char *const names[] = {"chosen", "slower", "refused", "skipped", "failed"};
-    return (unsigned)o < sizeof names / sizeof names[0] ? names[o] : "?";
-}
 
 /* The strategies a plan may hold are the values 1 .. strategy_end() - 1
  * (AUTO is 0), as spf_strategy_name names them: the CSV's candidate
@@ -131,53 +126,14 @@ static double tflops(const bench_row *r, competitor c)
     return 2.0 * (double)r->nnz * (double)r->problem.n / (r->r[c].us * 1e6);
 }
 
-/* A time the library reports as 0 when there is none, as null. */
-static void json_time(json_writer *w, const char *key, double us)
-{
-    if (us > 0)
-        json_double(w, key, us);
-    else
-        json_null(w, key);
-}
-
 /* The AUTO plan: what spf_plan_get_info says of it, every candidate the
- * planner considered included. */
+ * planner considered included, and the bench's own wall time around
+ * spf_plan_create. */
 static void json_plan(json_writer *w, const bench_row *r)
 {
-    const spf_plan_info *i = &r->plan;
     json_object_begin(w, "plan");
-    json_string(w, "strategy", spf_strategy_name(i->strategy));
-    json_string(w, "dtype", spf_dtype_name(i->dtype));
-    json_string(w, "math", spf_math_name(i->math));
-    json_string(w, "kernel", i->kernel_name);
-    json_string(w, "config", i->config);
-    json_int(w, "registers", i->registers);
-    json_int(w, "code_bytes", i->code_bytes);
-    json_int(w, "configs_tried", i->configs_tried);
-    json_double(w, "generate_s", i->generate_s);
-    json_double(w, "compile_s", i->compile_s);
-    json_double(w, "link_s", i->link_s);
-    json_double(w, "load_s", i->load_s);
-    json_double(w, "tune_s", i->tune_s);
-    json_double(w, "verify_s", i->verify_s);
-    json_time(w, "planner_kernel_us", i->kernel_us);
-    json_double(w, "verify_error", i->verify_error);
-    json_bool(w, "from_cache", i->from_cache);
-    json_int(w, "device_bytes", i->device_bytes);
-    json_double(w, "plan_s", i->plan_s);
+    plan_info_json_fields(w, &r->plan);
     json_double(w, "plan_create_wall_s", r->plan_wall_s);
-    json_array_begin(w, "candidates");
-    for (int c = 0; c < i->candidate_count && c < SPF_MAX_CANDIDATES; ++c) {
-        const spf_candidate *x = &i->candidates[c];
-        json_object_begin(w, NULL);
-        json_string(w, "strategy", spf_strategy_name(x->strategy));
-        json_string(w, "outcome", outcome_name(x->outcome));
-        json_time(w, "estimate_us", x->estimate_us);
-        json_time(w, "kernel_us", x->kernel_us);
-        json_string(w, "detail", x->detail);
-        json_object_end(w);
-    }
-    json_array_end(w);
     json_object_end(w);
 }
 

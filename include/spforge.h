@@ -521,6 +521,10 @@ typedef struct spf_candidate {
 
 #define SPF_MAX_CANDIDATES 8
 
+/* "chosen", "slower", "refused", "skipped", "failed" ("?" for an unknown
+ * value): the names the CLI, the bench and the binding print. */
+SPF_API const char *spf_candidate_outcome_name(spf_candidate_outcome outcome);
+
 /* A growable struct: set size = sizeof(spf_plan_info) before
  * spf_plan_get_info, which fills only the fields that size covers. */
 typedef struct spf_plan_info {

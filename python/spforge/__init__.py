@@ -35,7 +35,6 @@ _FORMATS = {"auto": 0, "mtx": 1, "smtx": 2, "npy": 3}
 _GENERATORS = {"uniform": 0, "magnitude": 1, "column_vector": 2, "vnm": 3, "rmat": 4}
 _ACCUMULATE = {"f32": 0, "f64": 1}
 _DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
-_OUTCOMES = ("chosen", "slower", "refused", "skipped", "failed")
 _TUNE_SPACES = {"compact": 0, "full": 1}
 _CONFIG_FIELDS = ("m1", "n1", "v", "prefetch", "ksplit")
 
@@ -550,7 +549,8 @@ class Plan:
         out["config"] = i.config.decode("utf-8", "replace")
         out["kernel_name"] = i.kernel_name.decode("utf-8", "replace")
         out["candidates"] = [{"strategy": _name("strategy", c.strategy),
-                              "outcome": _OUTCOMES[c.outcome], "estimate_us": c.estimate_us,
+                              "outcome": _name("candidate_outcome", c.outcome),
+                              "estimate_us": c.estimate_us,
                               "kernel_us": c.kernel_us,
                               "detail": c.detail.decode("utf-8", "replace")}
                              for c in i.candidates[:i.candidate_count]]

@@ -124,6 +124,7 @@ _SIGNATURES = {
     "spf_math_from_name": (c_int, [c_char_p, _P(c_enum)]),
     "spf_layout_name": (c_char_p, [c_enum]),
     "spf_layout_from_name": (c_int, [c_char_p, _P(c_enum)]),
+    "spf_candidate_outcome_name": (c_char_p, [c_enum]),
 }
 
 

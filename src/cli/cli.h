@@ -120,9 +120,6 @@ const char *const *cli_dtype_names(void);
 const char *const *cli_math_names(void);
 const char *const *cli_layout_names(void);
 
-/* The outcome of a planner candidate: "chosen", "slower", "refused",
- * "skipped", "failed". */
-const char *cli_outcome_name(spf_candidate_outcome outcome);
 void cli_json_device(json_writer *w, const char *key, const spf_device_info *d);
 
 /* The pattern statistics as indented text lines, and as a JSON object. */

@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 
 #include "core/alloc.h"
+#include "plan/info_json.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -135,40 +136,10 @@ int cli_json_end(const cli_context *ctx, json_writer *w)
     return CLI_EXIT_OK;
 }
 
-const char *cli_outcome_name(spf_candidate_outcome outcome)
-{
-    static const char *const names[] = {"chosen", "slower", "refused", "skipped", "failed"};
-    return (unsigned)outcome < sizeof names / sizeof names[0] ? names[outcome] : "?";
-}
-
 void cli_json_plan(json_writer *w, const char *key, const spf_plan_info *i)
 {
     json_object_begin(w, key);
-    json_string(w, "strategy", spf_strategy_name(i->strategy));
-    json_string(w, "kernel", i->kernel_name);
-    json_string(w, "config", i->config);
-    json_string(w, "dtype", spf_dtype_name(i->dtype));
-    json_string(w, "math", spf_math_name(i->math));
-    json_string(w, "b_layout", spf_layout_name(i->b_layout));
-    json_string(w, "c_layout", spf_layout_name(i->c_layout));
-    json_int(w, "registers", i->registers);
-    json_int(w, "device_bytes", i->device_bytes);
-    json_double(w, "kernel_us", i->kernel_us);
-    json_double(w, "verify_error", i->verify_error);
-    json_double(w, "plan_s", i->plan_s);
-    json_bool(w, "from_cache", i->from_cache);
-    json_array_begin(w, "candidates");
-    for (int c = 0; c < i->candidate_count; c++) {
-        const spf_candidate *d = &i->candidates[c];
-        json_object_begin(w, NULL);
-        json_string(w, "strategy", spf_strategy_name(d->strategy));
-        json_string(w, "outcome", cli_outcome_name(d->outcome));
-        json_double(w, "estimate_us", d->estimate_us);
-        json_double(w, "kernel_us", d->kernel_us);
-        json_string(w, "detail", d->detail);
-        json_object_end(w);
-    }
-    json_array_end(w);
+    plan_info_json_fields(w, i);
     json_object_end(w);
 }
 
@@ -176,7 +147,7 @@ void cli_print_candidates(const spf_plan_info *i)
 {
     for (int c = 0; c < i->candidate_count; c++) {
         const spf_candidate *d = &i->candidates[c];
-        printf("candidate  %-9s %-8s", spf_strategy_name(d->strategy), cli_outcome_name(d->outcome));
+        printf("candidate  %-9s %-8s", spf_strategy_name(d->strategy), spf_candidate_outcome_name(d->outcome));
         if (d->kernel_us > 0)
             printf(" %10.2f us", d->kernel_us);
         else if (d->estimate_us > 0)

@@ -132,6 +132,12 @@ static void plan_release_state(spf_plan *p)
     p->state = NULL;
 }
 
+const char *spf_candidate_outcome_name(spf_candidate_outcome outcome)
+{
+    static const char *const names[] = {"chosen", "slower", "refused", "skipped", "failed"};
+    return (unsigned)outcome < sizeof names / sizeof names[0] ? names[outcome] : "?";
+}
+
 /* ------------------------------------------------- building candidates */
 
 /* Time one built state on the self-check's buffers (gpu/timing.c). */
