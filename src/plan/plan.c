@@ -260,6 +260,8 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
     return SPF_OK;
 }
 
+#ifdef SPF_HAVE_CUDA
+
 /* ------------------------------------------------------- the plan cache */
 
 /* Where a device plan is looked up and stored (plan/cache.h): dir is ""
@@ -396,8 +398,6 @@ fail:
     selfcheck_release(&check);
     return status;
 }
-
-#ifdef SPF_HAVE_CUDA
 
 static spf_status create_on_device(spf_plan *p, const problem *prob, const spf_plan_options *o)
 {
