@@ -152,7 +152,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     req.plan.b_layout = (spf_layout)b_layout;
     req.plan.c_layout = (spf_layout)c_layout;
     req.plan.dense = !no_dense;
-    run_outcome out;
+    run_outcome out = {0};
     st = backend->run(&req, &out);
     if (st != SPF_OK) {
         rc = cli_fail_status(&ctx, st);
