@@ -55,20 +55,29 @@ void spf_plan_options_init(spf_plan_options *options)
     options->cache = 1;
 }
 
+/* The growable structs (spforge.h): their first layout is this version's,
+ * and fields added later go after it, so a caller built against any header
+ * since passes at least these sizes. A size past GROWABLE_MAX is not one
+ * any header gave: the struct was not initialized. */
+enum { OPTIONS_FIRST_SIZE = sizeof(spf_plan_options), INFO_FIRST_SIZE = sizeof(spf_plan_info),
+       GROWABLE_MAX = 1 << 16 };
+
 /* The caller's options over the defaults: a caller built against an
  * earlier header passes a smaller size, and the fields it does not know
- * keep their defaults. The oldest layout is this one (size covers all). */
+ * keep their defaults; one built against a later header passes a larger
+ * size, and the fields this library does not know are not read. */
 static spf_status options_read(const spf_plan_options *in, spf_plan_options *out)
 {
     spf_plan_options_init(out);
     if (!in)
         return SPF_OK;
-    if (in->size != sizeof *in)
+    if (in->size < OPTIONS_FIRST_SIZE || in->size > GROWABLE_MAX)
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
-                    "options.size = %u, expected %zu: initialize the options with "
-                    "spf_plan_options_init",
+                    "options.size = %u: not the size of any spf_plan_options (this library's is "
+                    "%zu): initialize the options with spf_plan_options_init",
                     in->size, sizeof *in);
-    memcpy(out, in, in->size);
+    memcpy(out, in, in->size < sizeof *out ? in->size : sizeof *out);
+    out->size = sizeof *out;
     return SPF_OK;
 }
 
@@ -531,11 +540,15 @@ spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out)
 {
     error_clear();
     CHECK_ARG(plan != NULL && out != NULL);
-    if (out->size != sizeof *out)
+    uint32_t size = out->size;
+    if (size < INFO_FIRST_SIZE || size > GROWABLE_MAX)
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
-                    "info.size = %u, expected %zu: set info.size = sizeof(spf_plan_info) first",
-                    out->size, sizeof *out);
-    memcpy(out, &plan->info, out->size);
+                    "info.size = %u: not the size of any spf_plan_info (this library's is %zu): "
+                    "set info.size = sizeof(spf_plan_info) first",
+                    size, sizeof *out);
+    /* a later header's fields past ours are left as the caller had them */
+    memcpy(out, &plan->info, size < sizeof *out ? size : sizeof *out);
+    out->size = size;
     return SPF_OK;
 }
 

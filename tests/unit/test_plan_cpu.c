@@ -59,7 +59,33 @@ static void test_cpu_plan(void)
 
     spf_plan_info info = {.size = sizeof info};
     CHECK_OK(spf_plan_get_info(p, &info));
-    CHECK(info.strategy == SPF_STRATEGY_CPU);
+    CHECK(info.strategy == SPF_STRATEGY_CPU && info.size == sizeof info);
+    /* growable: a caller built against a later header passes a larger
+     * struct; its fields past ours are left alone */
+    struct {
+        spf_plan_info info;
+        unsigned char later[24];
+    } wide;
+    memset(&wide, 0x7e, sizeof wide);
+    wide.info.size = sizeof wide;
+    CHECK_OK(spf_plan_get_info(p, &wide.info));
+    CHECK(wide.info.size == sizeof wide && wide.info.strategy == SPF_STRATEGY_CPU &&
+          wide.later[0] == 0x7e && wide.later[23] == 0x7e);
+    /* ... and larger options, read up to what this library knows */
+    struct {
+        spf_plan_options o;
+        unsigned char later[24];
+    } wide_options;
+    memset(&wide_options, 0, sizeof wide_options);
+    spf_plan_options_init(&wide_options.o);
+    wide_options.o.size = sizeof wide_options;
+    wide_options.o.strategy = SPF_STRATEGY_CPU;
+    spf_plan *q = NULL;
+    CHECK_OK(spf_plan_create(a, n, &wide_options.o, &q));
+    spf_plan_free(q);
+    spf_plan_info unset = {.size = 0};
+    CHECK_STATUS(spf_plan_get_info(p, &unset), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("set info.size");
     CHECK(strcmp(info.kernel_name, "cpu_reference_f64") == 0);
     CHECK(info.verify_error == -1.0 && info.configs_tried == 0 && info.kernel_us == 0.0);
 
@@ -189,6 +215,7 @@ static void test_bad_options(void)
     CASE("layout", 4, o->c_layout = (spf_layout)2, SPF_ERR_INVALID_ARGUMENT);
     CASE("dense flag", 4, o->dense = 2, SPF_ERR_INVALID_ARGUMENT);
     CASE("options size", 4, o->size = 8, SPF_ERR_INVALID_ARGUMENT);
+    CASE("options not initialized", 4, o->size = 0x5a5a5a5a, SPF_ERR_INVALID_ARGUMENT);
     CASE("config with CPU", 4, o->config = &good, SPF_ERR_INVALID_ARGUMENT);
     CASE("exhaustive with CPU", 4, o->exhaustive = 1, SPF_ERR_INVALID_ARGUMENT);
     CASE("config and exhaustive", 4,
