@@ -76,16 +76,20 @@ static void write_seeds(const char *out)
     cache_entry e;
     memset(&e, 0, sizeof e);
     e.strategy = SPF_STRATEGY_GENERIC;
-    e.grid[0] = 4, e.block[0] = 128;
-    e.verify_error = -1;
+    e.info.verify_error = -1;
     write_seed(out, "generic", &e);
     static unsigned char image[64] = "\x7f" "ELF not a real cubin";
     e.strategy = SPF_STRATEGY_UNROLLED;
-    e.config = (spf_kernel_config){8, 32, 1, 2, 1};
-    snprintf(e.kernel_name, sizeof e.kernel_name, "spf_unrolled_f32_m8_n32_v1_p2_k1");
-    e.registers = 40;
-    e.code_bytes = 12345;
-    e.kernel_us = 3.5;
+    snprintf(e.info.config, sizeof e.info.config, "m8_n32_v1_p2_k1");
+    snprintf(e.info.kernel_name, sizeof e.info.kernel_name, "spf_unrolled_f32_m8_n32_v1_p2_k1");
+    e.info.registers = 40;
+    e.info.code_bytes = 12345;
+    e.info.kernel_us = 3.5;
+    e.info.candidate_count = 2;
+    e.info.candidates[0] = (spf_candidate){SPF_STRATEGY_UNROLLED, SPF_CANDIDATE_CHOSEN, 3.0, 3.5,
+                                           "spf_unrolled_f32_m8_n32_v1_p2_k1"};
+    e.info.candidates[1] = (spf_candidate){SPF_STRATEGY_DENSE, SPF_CANDIDATE_SLOWER, 5.0, 6.25,
+                                           "dense_cublaslt_f32_default_b_n_last_c_n_last"};
     e.payload = image;
     e.payload_size = sizeof image;
     write_seed(out, "unrolled", &e);
@@ -125,8 +129,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st != SPF_OK || (found != 0 && found != 1))
         abort(); /* only invalid arguments and out-of-memory may fail */
     if (found) {
-        if (!memchr(e.kernel_name, 0, sizeof e.kernel_name) || (e.payload_size != 0) != (e.payload != NULL))
+        const spf_plan_info *i = &e.info;
+        if (!memchr(i->kernel_name, 0, sizeof i->kernel_name) ||
+            !memchr(i->config, 0, sizeof i->config) || i->candidate_count < 0 ||
+            i->candidate_count > SPF_MAX_CANDIDATES ||
+            (e.payload_size != 0) != (e.payload != NULL))
             abort();
+        for (int c = 0; c < i->candidate_count; c++)
+            if (!memchr(i->candidates[c].detail, 0, sizeof i->candidates[c].detail))
+                abort();
         if (e.payload_size) /* the whole payload must be ours to read */
             (void)cache_checksum(e.payload, e.payload_size);
     } else if (e.payload != NULL || e.payload_size != 0) {
