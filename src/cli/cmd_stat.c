@@ -2,6 +2,7 @@
  * with --tiles M1 also its A_tiles' statistics without and with LO-SpMM
  * Algorithm 1 row reordering (plan/reorder.h) and the reorder time. */
 #include "cli/cli.h"
+#include "strategy/tc/tc_format.h"
 #include "strategy/unrolled/reorder.h"
 #include "strategy/unrolled/tile_stats.h"
 
@@ -45,11 +46,15 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
     cli_read_args_init(&ra);
     uint64_t seed = 1;
     int64_t m1 = 0;
+    int tc = 0;
     const cli_option options[] = {
         {"seed", CLI_U64, &seed, "S", "seed of the values of pattern-only files (default 1)", NULL, 0, 0, 0},
         {"tiles", CLI_INT, &m1, "M1",
          "also the A_tiles of M1 rows: max / mean non-empty columns per tile and COV_row, in row "
          "order and after LO-SpMM row reordering, and the reorder time", NULL, 1, 1024, 0},
+        {"tc-format", CLI_FLAG, &tc, NULL,
+         "also the tensor-core format with fp16 values (16x16 bitmap tiles): placement, tiles, "
+         "bytes per weight against dense fp16's 2, build time", NULL, 0, 0, 0},
         CLI_READ_OPTIONS(ra),
     };
     cli_context ctx;
@@ -61,6 +66,7 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
     spf_matrix *a = NULL;
     spf_matrix_stats s;
     tile_report tr = {0};
+    tc_format f = {0};
     double t0 = cli_now();
     spf_status st = cli_read_matrix(&ra, seed, path, &a);
     double t1 = cli_now();
@@ -68,6 +74,8 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
         st = spf_matrix_stats_compute(a, &s);
     if (st == SPF_OK && m1 > 0)
         st = tile_report_compute(a, (int)m1, &tr);
+    if (st == SPF_OK && tc)
+        st = tc_format_build(a, SPF_DTYPE_F16, TC_FORMAT_AUTO, 0, &f);
     spf_matrix_free(a);
     if (st != SPF_OK)
         return cli_fail_status(&ctx, st);
@@ -87,6 +95,16 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
             json_double(&w, "reorder_ms", tr.reorder_ms);
             json_object_end(&w);
         }
+        if (tc) {
+            json_object_begin(&w, "tc_format");
+            json_string(&w, "placement", tc_format_mode_name(f.mode));
+            json_int(&w, "tiles", f.tiles);
+            json_int(&w, "bytes", f.bytes);
+            json_double(&w, "bytes_per_weight", tc_format_bytes_per_weight(&f));
+            json_double(&w, "build_ms", 1e3 * f.build_s);
+            json_object_end(&w);
+            tc_format_free(&f);
+        }
         return cli_json_end(&ctx, &w);
     }
     printf("%s (read in %.1f ms)\n", path, 1e3 * (t1 - t0));
@@ -98,6 +116,13 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
         printf("    reordered:  max nnc %lld, mean nnc %.1f, COV_row %.3f (reorder %.1f ms)\n",
                (long long)tr.reordered.max_nnc, tr.reordered.mean_nnc, tr.reordered.cov_row,
                tr.reorder_ms);
+    }
+    if (tc) {
+        printf("  tc format (fp16 values): %s, %lld tiles of 16x16, %lld bytes: %.3f bytes per "
+               "weight (dense fp16 2), built in %.1f ms\n",
+               tc_format_mode_name(f.mode), (long long)f.tiles, (long long)f.bytes,
+               tc_format_bytes_per_weight(&f), 1e3 * f.build_s);
+        tc_format_free(&f);
     }
     return CLI_EXIT_OK;
 }

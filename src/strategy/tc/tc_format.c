@@ -1,0 +1,291 @@
+/* Two passes over the row windows, each in parallel (core/parallel.h):
+ * the first counts each window's tiles both ways (its column indices
+ * sorted), the mode and the offsets follow by prefix sums, the second
+ * fills masks, columns and values. A window's values occupy exactly its
+ * rows' range of the CSR arrays, so the value offsets need no count. */
+#include "strategy/tc/tc_format.h"
+
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/matrix.h"
+#include "core/parallel.h"
+#include "gpu/timing.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { WINDOW_GRAIN = 16 };
+
+const char *tc_format_mode_name(tc_format_mode mode)
+{
+    return mode == TC_FORMAT_BLOCKED ? "blocked" : mode == TC_FORMAT_CONDENSED ? "condensed" : "auto";
+}
+
+void tc_format_free(tc_format *f)
+{
+    if (!f)
+        return;
+    mem_free(f->window_tile);
+    mem_free(f->tile_col);
+    mem_free(f->tile_mask);
+    mem_free(f->tile_value);
+    mem_free(f->values);
+    mem_free(f->window_col);
+    mem_free(f->col_list);
+    memset(f, 0, sizeof *f);
+}
+
+double tc_format_bytes_per_weight(const tc_format *f)
+{
+    double weights = (double)f->rows * (double)f->cols;
+    return weights > 0 ? (double)f->bytes / weights : 0.0;
+}
+
+static int by_int32(const void *pa, const void *pb)
+{
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Shared by both passes. */
+typedef struct build {
+    const spf_matrix *a;
+    tc_format *f;
+    int32_t **scratch;        /* per worker: a window's sorted distinct columns */
+    int64_t *blocked_tiles;   /* pass 1, per window                              */
+    int64_t *distinct;        /* pass 1, per window: distinct columns             */
+} build;
+
+/* The window's distinct columns, ascending, into cols; their count. */
+static int64_t window_columns(const spf_matrix *a, int64_t w, int32_t *cols)
+{
+    int64_t r0 = w * TC_TILE, r1 = r0 + TC_TILE < a->rows ? r0 + TC_TILE : a->rows;
+    int64_t from = a->row_ptr[r0], n = a->row_ptr[r1] - from;
+    memcpy(cols, a->col_idx + from, (size_t)n * sizeof *cols);
+    qsort(cols, (size_t)n, sizeof *cols, by_int32);
+    int64_t d = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (d == 0 || cols[i] != cols[d - 1])
+            cols[d++] = cols[i];
+    return d;
+}
+
+static spf_status count_windows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    build *b = ctx;
+    for (int64_t w = begin; w < end; w++) {
+        int32_t *cols = b->scratch[worker];
+        int64_t d = window_columns(b->a, w, cols), blocks = 0;
+        for (int64_t i = 0; i < d; i++)
+            if (i == 0 || cols[i] / TC_TILE != cols[i - 1] / TC_TILE)
+                blocks++;
+        b->blocked_tiles[w] = blocks;
+        b->distinct[w] = d;
+    }
+    return SPF_OK;
+}
+
+/* The position of c in the ascending list (present by construction). */
+static int64_t position(const int32_t *list, int64_t n, int32_t c)
+{
+    const int32_t *hit = bsearch(&c, list, (size_t)n, sizeof c, by_int32);
+    return hit ? hit - list : -1;
+}
+
+static void store_value(spf_dtype dtype, void *values, int64_t at, float v)
+{
+    dtype_from_float(dtype, &v, (unsigned char *)values + (size_t)at * dtype_size(dtype), 1);
+}
+
+static spf_status fill_windows(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    build *b = ctx;
+    const spf_matrix *a = b->a;
+    tc_format *f = b->f;
+    int condensed = f->mode == TC_FORMAT_CONDENSED;
+    for (int64_t w = begin; w < end; w++) {
+        int32_t *cols = b->scratch[worker];
+        int64_t d = window_columns(a, w, cols);
+        int64_t first = f->window_tile[w], count = f->window_tile[w + 1] - first;
+        /* the tiles' places: BLOCKED the distinct blocks in order (cols
+         * reduced to one entry per block), CONDENSED TC_TILE list entries */
+        if (condensed) {
+            int32_t *list = f->col_list + f->window_col[w];
+            int64_t padded = f->window_col[w + 1] - f->window_col[w];
+            memcpy(list, cols, (size_t)d * sizeof *list);
+            for (int64_t i = d; i < padded; i++)
+                list[i] = 0;
+            for (int64_t t = 0; t < count; t++)
+                f->tile_col[first + t] = (int32_t)(t * TC_TILE);
+        } else {
+            int64_t blocks = 0;
+            for (int64_t i = 0; i < d; i++)
+                if (blocks == 0 || cols[i] / TC_TILE != cols[blocks - 1] / TC_TILE)
+                    cols[blocks++] = cols[i] / TC_TILE * TC_TILE;
+            d = blocks;
+            memcpy(f->tile_col + first, cols, (size_t)count * sizeof *cols);
+        }
+        /* masks, then value offsets by popcount, then values */
+        int64_t r0 = w * TC_TILE, r1 = r0 + TC_TILE < a->rows ? r0 + TC_TILE : a->rows;
+        uint64_t *mask = f->tile_mask + first * TC_QUADRANTS;
+        memset(mask, 0, (size_t)count * TC_QUADRANTS * sizeof *mask);
+        for (int pass = 0; pass < 2; pass++) {
+            for (int64_t r = r0; r < r1; r++)
+                for (int64_t p = a->row_ptr[r]; p < a->row_ptr[r + 1]; p++) {
+                    int32_t c = a->col_idx[p];
+                    int64_t pos = condensed ? position(cols, d, c)
+                                            : position(cols, d, c / TC_TILE * TC_TILE) * TC_TILE +
+                                                  c % TC_TILE;
+                    if (pos < 0)
+                        return FAIL(SPF_ERR_INTERNAL, "tc format: column %d not in window %lld",
+                                    (int)c, (long long)w);
+                    int64_t t = pos / TC_TILE;
+                    int rr = (int)(r - r0), cc = (int)(pos % TC_TILE);
+                    int q = (rr >= 8) + 2 * (cc >= 8), bit = (rr % 8) * 8 + cc % 8;
+                    uint64_t *m = mask + t * TC_QUADRANTS;
+                    if (pass == 0) {
+                        m[q] |= (uint64_t)1 << bit;
+                        continue;
+                    }
+                    int64_t at = f->tile_value[first + t];
+                    for (int k = 0; k < q; k++)
+                        at += __builtin_popcountll(m[k]);
+                    at += __builtin_popcountll(m[q] & (((uint64_t)1 << bit) - 1));
+                    store_value(f->dtype, f->values, at, a->values[p]);
+                }
+            if (pass == 0) { /* this window's values are its rows' CSR range */
+                f->tile_value[first] = a->row_ptr[r0];
+                for (int64_t t = 0; t < count; t++) {
+                    int64_t n = 0;
+                    for (int k = 0; k < TC_QUADRANTS; k++)
+                        n += __builtin_popcountll(mask[t * TC_QUADRANTS + k]);
+                    f->tile_value[first + t + 1] = f->tile_value[first + t] + n;
+                }
+            }
+        }
+    }
+    return SPF_OK;
+}
+
+/* Bytes a kernel reads of a format with these counts (the header). */
+static int64_t format_bytes(int64_t nnz, spf_dtype dtype, int64_t windows, int64_t tiles,
+                            int64_t listed)
+{
+    return nnz * (int64_t)dtype_size(dtype) + tiles * (TC_QUADRANTS * 8 + 8 + 4) +
+           (windows + 1) * 8 + (listed ? listed * 4 + (windows + 1) * 8 : 0);
+}
+
+static int64_t round_up(int64_t x) { return (x + TC_TILE - 1) / TC_TILE * TC_TILE; }
+
+spf_status tc_format_build(const spf_matrix *a, spf_dtype dtype, tc_format_mode mode, int threads,
+                           tc_format *out)
+{
+    CHECK_ARG(out != NULL);
+    memset(out, 0, sizeof *out);
+    CHECK_ARG(a != NULL && dtype_valid(dtype));
+    CHECK_ARG(mode == TC_FORMAT_AUTO || mode == TC_FORMAT_BLOCKED || mode == TC_FORMAT_CONDENSED);
+    if (a->cols > INT32_MAX - TC_TILE)
+        return FAIL(SPF_ERR_OVERFLOW, "tc format: %lld columns: the tiles' int32 column offsets "
+                    "need fewer than 2^31 - %d", (long long)a->cols, TC_TILE);
+    spf_status status = SPF_OK;
+    double t0 = timing_now_s();
+    tc_format *f = out;
+    f->rows = a->rows, f->cols = a->cols, f->nnz = a->nnz, f->dtype = dtype;
+    f->windows = (a->rows + TC_TILE - 1) / TC_TILE;
+    build b = {.a = a, .f = f};
+    int64_t longest = 1;
+    for (int64_t w = 0; w < f->windows; w++) {
+        int64_t r0 = w * TC_TILE, r1 = r0 + TC_TILE < a->rows ? r0 + TC_TILE : a->rows;
+        int64_t n = a->row_ptr[r1] - a->row_ptr[r0];
+        longest = n > longest ? n : longest;
+    }
+    int workers = parallel_workers(f->windows, WINDOW_GRAIN, threads);
+    b.scratch = mem_calloc((size_t)workers, sizeof *b.scratch);
+    b.blocked_tiles = mem_alloc_array((size_t)f->windows + 1, sizeof *b.blocked_tiles);
+    b.distinct = mem_alloc_array((size_t)f->windows + 1, sizeof *b.distinct);
+    f->window_tile = mem_alloc_array((size_t)f->windows + 1, sizeof *f->window_tile);
+    if (!b.scratch || !b.blocked_tiles || !b.distinct || !f->window_tile)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tc format: counts of %lld windows", (long long)f->windows);
+    for (int i = 0; i < workers; i++)
+        if (!(b.scratch[i] = mem_alloc_array((size_t)longest, sizeof *b.scratch[i])))
+            FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tc format: %lld columns of scratch",
+                      (long long)longest);
+    TRY(parallel_for(f->windows, WINDOW_GRAIN, threads, count_windows, &b));
+
+    int64_t blocked = 0, condensed = 0, listed = 0;
+    for (int64_t w = 0; w < f->windows; w++) {
+        blocked += b.blocked_tiles[w];
+        condensed += round_up(b.distinct[w]) / TC_TILE;
+        listed += round_up(b.distinct[w]);
+    }
+    if (mode == TC_FORMAT_AUTO)
+        mode = format_bytes(a->nnz, dtype, f->windows, condensed, listed) <
+                       format_bytes(a->nnz, dtype, f->windows, blocked, 0)
+                   ? TC_FORMAT_CONDENSED
+                   : TC_FORMAT_BLOCKED;
+    f->mode = mode;
+    f->tiles = mode == TC_FORMAT_CONDENSED ? condensed : blocked;
+    f->window_tile[0] = 0;
+    for (int64_t w = 0; w < f->windows; w++)
+        f->window_tile[w + 1] = f->window_tile[w] + (mode == TC_FORMAT_CONDENSED
+                                                         ? round_up(b.distinct[w]) / TC_TILE
+                                                         : b.blocked_tiles[w]);
+    if (mode == TC_FORMAT_CONDENSED) {
+        f->window_col = mem_alloc_array((size_t)f->windows + 1, sizeof *f->window_col);
+        f->col_list = mem_alloc_array((size_t)(listed ? listed : 1), sizeof *f->col_list);
+        if (!f->window_col || !f->col_list)
+            FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tc format: %lld listed columns", (long long)listed);
+        f->window_col[0] = 0;
+        for (int64_t w = 0; w < f->windows; w++)
+            f->window_col[w + 1] = f->window_col[w] + round_up(b.distinct[w]);
+    }
+    size_t tiles = (size_t)(f->tiles ? f->tiles : 1);
+    f->tile_col = mem_alloc_array(tiles, sizeof *f->tile_col);
+    f->tile_mask = mem_alloc_array(tiles * TC_QUADRANTS, sizeof *f->tile_mask);
+    f->tile_value = mem_alloc_array(tiles + 1, sizeof *f->tile_value);
+    f->values = mem_alloc_array((size_t)(a->nnz ? a->nnz : 1), dtype_size(dtype));
+    if (!f->tile_col || !f->tile_mask || !f->tile_value || !f->values)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tc format: %lld tiles, %lld values",
+                  (long long)f->tiles, (long long)a->nnz);
+    f->tile_value[0] = 0;
+    TRY(parallel_for(f->windows, WINDOW_GRAIN, threads, fill_windows, &b));
+    f->tile_value[f->tiles] = a->nnz;
+    f->bytes = format_bytes(a->nnz, dtype, f->windows, f->tiles,
+                            mode == TC_FORMAT_CONDENSED ? listed : 0);
+    f->build_s = timing_now_s() - t0;
+fail:
+    for (int i = 0; b.scratch && i < workers; i++)
+        mem_free(b.scratch[i]);
+    mem_free(b.scratch);
+    mem_free(b.blocked_tiles);
+    mem_free(b.distinct);
+    if (status != SPF_OK)
+        tc_format_free(f);
+    return status;
+}
+
+void tc_format_to_dense(const tc_format *f, float *dense)
+{
+    memset(dense, 0, (size_t)(f->rows * f->cols) * sizeof *dense);
+    for (int64_t w = 0; w < f->windows; w++)
+        for (int64_t t = f->window_tile[w]; t < f->window_tile[w + 1]; t++) {
+            int64_t at = f->tile_value[t];
+            for (int q = 0; q < TC_QUADRANTS; q++)
+                for (int bit = 0; bit < 64; bit++) {
+                    if (!(f->tile_mask[t * TC_QUADRANTS + q] >> bit & 1))
+                        continue;
+                    int64_t r = w * TC_TILE + (q & 1) * 8 + bit / 8;
+                    int64_t place = f->tile_col[t] + (q >> 1) * 8 + bit % 8;
+                    int64_t c = f->mode == TC_FORMAT_CONDENSED
+                                    ? f->col_list[f->window_col[w] + place]
+                                    : place;
+                    float v;
+                    dtype_to_float(f->dtype, (const unsigned char *)f->values +
+                                                 (size_t)at * dtype_size(f->dtype),
+                                   &v, 1);
+                    dense[r * f->cols + c] = v;
+                    at++;
+                }
+        }
+}
