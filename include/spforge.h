@@ -44,8 +44,9 @@
  *     callback once. The callback is called from any thread, several at
  *     once: it must be thread-safe.
  *   - The library reads environment variables (SPFORGE_CACHE_DIR,
- *     SPFORGE_RANK_MODEL, SPF_PTXAS, CUDA_HOME, PATH, TMPDIR, HOME) during
- *     calls: do not setenv / putenv while another thread is inside it.
+ *     SPFORGE_CACHE_MAX_BYTES, SPFORGE_READ_MAX_BYTES, SPFORGE_RANK_MODEL,
+ *     SPF_PTXAS, SPF_CUBLASLT, CUDA_HOME, PATH, TMPDIR, HOME) during calls:
+ *     do not setenv / putenv while another thread is inside it.
  *   - Plans may be created at once with the plan cache on, by threads or
  *     processes: each compiles in its own temporary folder, and cache
  *     entries are written under unique temporary names and renamed. A plan
