@@ -16,21 +16,6 @@ static void *alloc_array(int64_t count, size_t size)
     return malloc(count ? (size_t)count * size : 1);
 }
 
-/* count floats rounded to dtype and back (as dtype_from_float rounds);
- * 0 when out of memory. */
-static int round_to_dtype(spf_dtype dtype, float *x, int64_t count)
-{
-    if (dtype == SPF_DTYPE_F32)
-        return 1;
-    uint16_t *tmp = alloc_array(count, sizeof *tmp);
-    if (!tmp)
-        return 0;
-    dtype_from_float(dtype, x, tmp, count);
-    dtype_to_float(dtype, tmp, x, count);
-    free(tmp);
-    return 1;
-}
-
 /* The embedded default input: a seeded synthetic pruned layer. */
 static spf_status default_input(spf_matrix **a, char *label, size_t cap)
 {
@@ -135,12 +120,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         goto done;
     }
     spf_fill_uniform(b, kn, seed);
-    /* B as the kernel sees it, rounded to the dtype, for the reference too. */
-    if (!round_to_dtype((spf_dtype)dtype, b, kn)) {
-        rc = cli_fail(&ctx, SPF_ERR_OUT_OF_MEMORY, "B of %" PRId64 " elements in %s", kn,
-                      dtype_names[dtype]);
-        goto done;
-    }
+    dtype_round((spf_dtype)dtype, b, kn); /* B as the kernel sees it, for the reference too */
     if (bias_v)
         spf_fill_uniform(bias_v, m, seed + 1); /* a stream apart from B's */
 

@@ -84,6 +84,35 @@ void array_transpose(const void *src, void *dst, int64_t rows, int64_t cols, siz
             memcpy(out + (size_t)(j * rows + i) * elem, in + (size_t)(i * cols + j) * elem, elem);
 }
 
+void dtype_round(spf_dtype dtype, float *x, int64_t count)
+{
+    for (int64_t i = 0; dtype != SPF_DTYPE_F32 && i < count; i++)
+        x[i] = dtype == SPF_DTYPE_F16 ? f16_to_float(f16_from_float(x[i]))
+                                      : bf16_to_float(bf16_from_float(x[i]));
+}
+
+void operand_pack(spf_dtype dtype, spf_layout layout, const float *src, int64_t rows, int64_t cols,
+                  void *dst, void *scratch)
+{
+    if (layout == SPF_LAYOUT_N_LAST) {
+        dtype_from_float(dtype, src, dst, rows * cols);
+        return;
+    }
+    dtype_from_float(dtype, src, scratch, rows * cols);
+    array_transpose(scratch, dst, rows, cols, dtype_size(dtype));
+}
+
+void operand_unpack(spf_dtype dtype, spf_layout layout, const void *src, int64_t rows,
+                    int64_t cols, float *dst, float *scratch)
+{
+    if (layout == SPF_LAYOUT_N_LAST) {
+        dtype_to_float(dtype, src, dst, rows * cols);
+        return;
+    }
+    dtype_to_float(dtype, src, scratch, rows * cols);
+    array_transpose(scratch, dst, cols, rows, sizeof *dst);
+}
+
 /* ------------------------------------------------ the public name lists */
 
 /* The index of name in names[count] (any of its aliases), or -1. */

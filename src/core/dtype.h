@@ -49,6 +49,21 @@ void dtype_to_float(spf_dtype dtype, const void *src, float *dst, int64_t count)
  * elem bytes, both row-major: B and C between the layouts of spf_layout. */
 void array_transpose(const void *src, void *dst, int64_t rows, int64_t cols, size_t elem);
 
+/* count floats rounded to dtype and back in place (what a kernel reads of
+ * them, for a reference that is to see the same). */
+void dtype_round(spf_dtype dtype, float *x, int64_t count);
+
+/* An operand of rows × cols floats (row-major: N last) as a plan takes it:
+ * dtype elements in dst, cols × rows for N_FIRST. scratch holds rows · cols
+ * dtype elements and is used for N_FIRST only (NULL otherwise). */
+void operand_pack(spf_dtype dtype, spf_layout layout, const float *src, int64_t rows, int64_t cols,
+                  void *dst, void *scratch);
+
+/* The inverse, for C as a plan writes it: dtype elements in layout to
+ * rows × cols floats. scratch holds rows · cols floats, for N_FIRST only. */
+void operand_unpack(spf_dtype dtype, spf_layout layout, const void *src, int64_t rows,
+                    int64_t cols, float *dst, float *scratch);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,46 +25,26 @@ static spf_status launch(void *ctx, void *stream)
     return spf_plan_execute(l->plan, l->b, l->c, l->bias, stream);
 }
 
-/* B as the plan takes it: dtype elements, n × k when N_FIRST. */
-static spf_status stage_b(const spf_plan_info *info, int64_t k, int64_t n, const float *b,
-                          void **out)
-{
-    size_t es = dtype_size(info->dtype);
-    void *raw = mem_alloc_array((size_t)(k * n > 0 ? k * n : 1), es);
-    void *t = info->b_layout == SPF_LAYOUT_N_FIRST ? mem_alloc_array((size_t)(k * n > 0 ? k * n : 1), es)
-                                                   : NULL;
-    if (!raw || (info->b_layout == SPF_LAYOUT_N_FIRST && !t)) {
-        mem_free(raw);
-        mem_free(t);
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "staging B: %lld elements", (long long)(k * n));
-    }
-    dtype_from_float(info->dtype, b, raw, k * n);
-    if (t) {
-        array_transpose(raw, t, k, n, es);
-        mem_free(raw);
-        raw = t;
-    }
-    *out = raw;
-    return SPF_OK;
-}
-
 spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, const float *b,
                          float *c, const float *bias, timing_result *timing)
 {
     spf_status status = SPF_OK;
-    void *db = NULL, *dc = NULL, *dbias = NULL, *hb = NULL, *hc = NULL;
+    void *db = NULL, *dc = NULL, *dbias = NULL, *hb = NULL, *hc = NULL, *bt = NULL;
     float *ct = NULL;
     cudaStream_t stream = NULL;
     spf_plan_info info = {.size = sizeof info};
     TRY(spf_plan_get_info(plan, &info));
     size_t es = dtype_size(info.dtype);
     size_t b_bytes = (size_t)(k * n) * es, c_bytes = (size_t)(m * n) * es;
-    TRY(stage_b(&info, k, n, b, &hb));
+    int b_first = info.b_layout == SPF_LAYOUT_N_FIRST, c_first = info.c_layout == SPF_LAYOUT_N_FIRST;
+    hb = mem_alloc(b_bytes ? b_bytes : 1);
+    bt = b_first ? mem_alloc(b_bytes ? b_bytes : 1) : NULL;
     hc = mem_alloc(c_bytes ? c_bytes : 1);
-    ct = info.c_layout == SPF_LAYOUT_N_FIRST ? mem_alloc_array((size_t)(m * n > 0 ? m * n : 1), 4)
-                                             : NULL;
-    if (!hc || (info.c_layout == SPF_LAYOUT_N_FIRST && !ct))
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "staging C: %lld elements", (long long)(m * n));
+    ct = c_first ? mem_alloc_array((size_t)(m * n > 0 ? m * n : 1), sizeof *ct) : NULL;
+    if (!hb || !hc || (b_first && !bt) || (c_first && !ct))
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "staging B and C: %lld and %lld elements",
+                  (long long)(k * n), (long long)(m * n));
+    operand_pack(info.dtype, info.b_layout, b, k, n, hb, bt);
     TRY(CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
     TRY(CUDA_CHECK(cudaMalloc(&db, b_bytes ? b_bytes : 1)));
     TRY(CUDA_CHECK(cudaMalloc(&dc, c_bytes ? c_bytes : 1)));
@@ -80,12 +60,7 @@ spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, 
     TRY(timing_measure(launch, &l, stream, NULL, timing));
     TRY(CUDA_CHECK(cudaMemcpyAsync(hc, dc, c_bytes, cudaMemcpyDeviceToHost, stream)));
     TRY(CUDA_CHECK(cudaStreamSynchronize(stream)));
-    if (ct) { /* an n × m C, read as m × n */
-        dtype_to_float(info.dtype, hc, ct, m * n);
-        array_transpose(ct, c, n, m, sizeof(float));
-    } else {
-        dtype_to_float(info.dtype, hc, c, m * n);
-    }
+    operand_unpack(info.dtype, info.c_layout, hc, m, n, c, ct);
 fail:
     cudaFree(db);
     cudaFree(dc);
@@ -93,6 +68,7 @@ fail:
     if (stream)
         cudaStreamDestroy(stream);
     mem_free(hb);
+    mem_free(bt);
     mem_free(hc);
     mem_free(ct);
     return status;

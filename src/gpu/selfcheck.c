@@ -96,7 +96,7 @@ spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out)
 {
     spf_status status = SPF_OK;
     float *b32 = NULL, *bias32 = NULL;
-    void *b_raw = NULL, *b_upload = NULL;
+    void *b_packed = NULL, *scratch = NULL;
     memset(out, 0, sizeof *out);
     const spf_matrix *a = p->a;
     int64_t m = p->m, k = p->k, n = p->n;
@@ -110,12 +110,10 @@ spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out)
     size_t es = dtype_size(dtype);
 
     TRY(host_alloc((void **)&b32, k * n, sizeof *b32));
-    TRY(host_alloc(&b_raw, k * n, es));
     spf_fill_uniform(b32, k * n, SELFCHECK_SEED);
     /* The reference sees B as the kernel does, after rounding to dtype, so
      * the check measures the kernel's arithmetic and C's storage only. */
-    dtype_from_float(dtype, b32, b_raw, k * n);
-    dtype_to_float(dtype, b_raw, b32, k * n);
+    dtype_round(dtype, b32, k * n);
     if (bias) {
         TRY(host_alloc((void **)&bias32, m, sizeof *bias32));
         spf_fill_uniform(bias32, m, SELFCHECK_SEED + 1);
@@ -132,17 +130,15 @@ spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out)
         TRY(host_alloc((void **)&out->c_tmp, m * n, sizeof(float)));
     TRY(device_alloc(&out->b, k * n, es));
     TRY(device_alloc(&out->c, m * n, es));
-    b_upload = b_raw;
-    if (p->b_layout == SPF_LAYOUT_N_FIRST) { /* B as the kernel takes it: n × k */
-        TRY(host_alloc(&b_upload, k * n, es));
-        array_transpose(b_raw, b_upload, k, n, es);
-    }
-    TRY(CUDA_CHECK(cudaMemcpy(out->b, b_upload, (size_t)(k * n) * es, cudaMemcpyHostToDevice)));
+    TRY(host_alloc(&b_packed, k * n, es));
+    if (p->b_layout == SPF_LAYOUT_N_FIRST)
+        TRY(host_alloc(&scratch, k * n, es));
+    operand_pack(dtype, p->b_layout, b32, k, n, b_packed, scratch); /* as the kernel takes it */
+    TRY(CUDA_CHECK(cudaMemcpy(out->b, b_packed, (size_t)(k * n) * es, cudaMemcpyHostToDevice)));
 fail:
     mem_free(b32);
-    if (b_upload != b_raw)
-        mem_free(b_upload);
-    mem_free(b_raw);
+    mem_free(b_packed);
+    mem_free(scratch);
     mem_free(bias32);
     if (status != SPF_OK)
         selfcheck_release(out);
@@ -158,12 +154,7 @@ spf_status selfcheck_measure(selfcheck *s, selfcheck_launch_fn fn, void *ctx, do
     TRY(fn(ctx, s->b, s->c, s->bias, NULL));
     TRY(CUDA_CHECK(cudaStreamSynchronize(NULL)));
     TRY(CUDA_CHECK(cudaMemcpy(s->c_host, s->c, bytes, cudaMemcpyDeviceToHost)));
-    if (s->c_tmp) { /* an n × m C, read as m × n */
-        dtype_to_float(s->dtype, s->c_host, s->c_tmp, s->m * s->n);
-        array_transpose(s->c_tmp, s->c_f32, s->n, s->m, sizeof(float));
-    } else {
-        dtype_to_float(s->dtype, s->c_host, s->c_f32, s->m * s->n);
-    }
+    operand_unpack(s->dtype, s->c_layout, s->c_host, s->m, s->n, s->c_f32, s->c_tmp);
     /* every output written (the NaN poison gone), then the rows checked
      * gathered to the front, in place (they ascend), against the reference */
     for (int64_t i = 0; i < s->m * s->n; i++)

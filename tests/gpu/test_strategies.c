@@ -143,11 +143,7 @@ static void execute_once(const spf_plan *p, int on_device, const void *b_staged,
     for (size_t i = 0; i < es; i++)
         past_poisoned &= raw[c_bytes + i] == 0xff;
     CHECK_MSG(past_poisoned, "wrote past the end of C");
-    dtype_to_float(dtype, raw, cf, m * n);
-    if (c_layout == SPF_LAYOUT_N_FIRST)
-        array_transpose(cf, c, n, m, sizeof *cf); /* n×m back to m×n */
-    else
-        memcpy(c, cf, (size_t)(m * n) * sizeof *cf);
+    operand_unpack(dtype, c_layout, raw, m, n, c, cf); /* an n×m C back to m×n */
     free(raw);
     free(cf);
 }
@@ -177,12 +173,8 @@ static inputs inputs_make(const spf_matrix *a, int64_t n, spf_dtype dtype, spf_l
     in.ref = malloc((size_t)(m * n + 1) * sizeof *in.ref);
     spf_fill_uniform(b, k * n, next_seed++);
     spf_fill_uniform(in.bias, m, next_seed++);
-    dtype_from_float(dtype, b, rounded, k * n);
-    dtype_to_float(dtype, rounded, b, k * n); /* the values the kernel reads */
-    if (bl == SPF_LAYOUT_N_FIRST)
-        array_transpose(rounded, in.b_staged, k, n, es);
-    else
-        memcpy(in.b_staged, rounded, in.b_bytes);
+    dtype_round(dtype, b, k * n); /* the values the kernel reads */
+    operand_pack(dtype, bl, b, k, n, in.b_staged, rounded);
     CHECK_OK(spf_reference_spmm_f64(a, n, b, in.ref, with_bias ? in.bias : NULL, relu, 0));
     free(b);
     free(rounded);

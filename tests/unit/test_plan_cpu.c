@@ -328,6 +328,33 @@ static void test_dtype_conversions(void)
     CHECK(got == 0.75f);
 }
 
+/* An operand packed in each dtype and layout and unpacked again is the
+ * operand rounded to the dtype; dtype_round is that rounding. */
+static void test_operand_packing(void)
+{
+    enum { R = 5, C = 7 };
+    float x[R * C], rounded[R * C], back[R * C], scratch_f[R * C];
+    uint32_t packed[R * C], scratch[R * C]; /* room for f32 elements */
+    spf_fill_uniform(x, R * C, 41);
+    const spf_dtype types[] = {SPF_DTYPE_F32, SPF_DTYPE_F16, SPF_DTYPE_BF16};
+    for (int t = 0; t < 3; t++)
+        for (int l = 0; l < 2; l++) {
+            spf_layout layout = l ? SPF_LAYOUT_N_FIRST : SPF_LAYOUT_N_LAST;
+            memcpy(rounded, x, sizeof x);
+            dtype_round(types[t], rounded, R * C);
+            operand_pack(types[t], layout, x, R, C, packed, scratch);
+            operand_unpack(types[t], layout, packed, R, C, back, scratch_f);
+            CHECK_MSG(memcmp(back, rounded, sizeof back) == 0, "%s %s: pack / unpack",
+                      dtype_name(types[t]), spf_layout_name(layout));
+            if (layout == SPF_LAYOUT_N_FIRST) { /* element (1, 2) is at 2·R + 1 */
+                float e;
+                dtype_to_float(types[t], (unsigned char *)packed + (2 * R + 1) * dtype_size(types[t]),
+                               &e, 1);
+                CHECK(e == rounded[1 * C + 2]);
+            }
+        }
+}
+
 int main(void)
 {
     test_options_init();
@@ -337,5 +364,6 @@ int main(void)
     test_bad_options();
     test_alloc_failures();
     test_dtype_conversions();
+    test_operand_packing();
     return check_report();
 }
