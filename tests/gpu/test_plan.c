@@ -100,8 +100,6 @@ done:
     return err;
 }
 
-#define strategy_name spf_strategy_name
-
 /* expect_strategy for AUTO plans with a device: any device strategy,
  * whichever it timed fastest (DESIGN.md decision 7). */
 #define EXPECT_GPU_KERNEL (-2)
@@ -130,16 +128,17 @@ static spf_plan_info check_plan(const char *label, const spf_matrix *a, int64_t 
         CHECK_MSG(info.strategy != SPF_STRATEGY_CPU && info.strategy != SPF_STRATEGY_AUTO &&
                       (expect_strategy == EXPECT_GPU_KERNEL ||
                        info.strategy != SPF_STRATEGY_UNROLLED),
-                  "%s: strategy %s", label, strategy_name(info.strategy));
+                  "%s: strategy %s", label, spf_strategy_name(info.strategy));
     if (expect_strategy >= 0)
         CHECK_MSG((int)info.strategy == expect_strategy, "%s: strategy %s, expected %s", label,
-                  strategy_name(info.strategy), strategy_name((spf_strategy)expect_strategy));
+                  spf_strategy_name(info.strategy),
+                  spf_strategy_name((spf_strategy)expect_strategy));
     if (o->verify && o->strategy != SPF_STRATEGY_CPU)
         CHECK_MSG(info.verify_error >= 0.0 && info.verify_error <= tol, "%s: self-check error %g",
                   label, info.verify_error);
     printf("%-28s N=%-5lld %-4s %-8s %-40s err %.2e self %.2e regs %3d gen %.3f compile %.3f "
            "link %.3f load %.3f s%s\n",
-           label, (long long)n, dtype_name(o->dtype), strategy_name(info.strategy),
+           label, (long long)n, dtype_name(o->dtype), spf_strategy_name(info.strategy),
            info.kernel_name, err, info.verify_error, info.registers, info.generate_s,
            info.compile_s, info.link_s, info.load_s, graph ? " (graph)" : "");
     spf_plan_free(p);
