@@ -52,7 +52,7 @@ static int same_format(const tc_format *x, const tc_format *y)
                !memcmp(x->tile_col, y->tile_col, (size_t)x->tiles * 4) &&
                !memcmp(x->tile_mask, y->tile_mask, (size_t)x->tiles * TC_QUADRANTS * 8) &&
                !memcmp(x->tile_value, y->tile_value, (size_t)(x->tiles + 1) * 8) &&
-               !memcmp(x->values, y->values, (size_t)x->nnz * es);
+               !memcmp(x->values, y->values, (size_t)x->tile_value[x->tiles] * es);
     if (same && x->mode == TC_FORMAT_CONDENSED)
         same = !memcmp(x->col_list, y->col_list, (size_t)x->window_col[x->windows] * 4);
     return same;
@@ -74,7 +74,20 @@ static void check_matrix(const char *label, const spf_matrix *a)
             CHECK_MSG(memcmp(got, want, (size_t)(a->rows * a->cols) * sizeof *got) == 0,
                       "%s %s %s: the format does not give the matrix back", label,
                       dtype_name(dtypes[d]), tc_format_mode_name(f.mode));
-            CHECK(f.tile_value[f.tiles] == a->nnz && f.bytes >= a->nnz * (int64_t)dtype_size(f.dtype));
+            CHECK(f.tile_value[f.tiles] >= a->nnz && f.bytes >= a->nnz * (int64_t)dtype_size(f.dtype));
+            int64_t align = tc_value_align(f.dtype), counted = 0;
+            for (int64_t t = 0; t < f.tiles; t++) { /* 16-byte starts, padding exactly to the next */
+                int64_t n = 0;
+                for (int q = 0; q < TC_QUADRANTS; q++)
+                    n += __builtin_popcountll(f.tile_mask[t * TC_QUADRANTS + q]);
+                counted += n;
+                CHECK_MSG(f.tile_value[t] % align == 0 &&
+                              f.tile_value[t + 1] == f.tile_value[t] + (n + align - 1) / align * align,
+                          "%s: tile %lld's values at %lld..%lld for %lld nonzeros", label,
+                          (long long)t, (long long)f.tile_value[t], (long long)f.tile_value[t + 1],
+                          (long long)n);
+            }
+            CHECK(counted == a->nnz);
             if (f.mode == TC_FORMAT_BLOCKED)
                 CHECK_MSG(f.tiles == blocks_of(a), "%s: %lld tiles, %lld non-empty blocks", label,
                           (long long)f.tiles, (long long)blocks_of(a));
@@ -142,7 +155,8 @@ static void test_shapes(void)
 
 /* AUTO condenses a power-law graph (a window touches few scattered
  * columns) and not a pruned layer (every block of a window is hit); the
- * bytes per weight of a 50 % layer in fp16 are near the bitmap bound. */
+ * bytes per weight of a 50 % layer in fp16 are near the bitmap bound
+ * (1.125; the tiles' 16-byte padding and offsets add about 0.08). */
 static void test_placement_and_bytes(void)
 {
     spf_gen_options g = gen_options(SPF_GEN_RMAT, 4096, 4096, 0.999, 7);
@@ -166,7 +180,7 @@ static void test_placement_and_bytes(void)
     printf("magnitude 512² at 0.5, f16: %s, %lld tiles, %.3f bytes per weight (dense 2, bitmap bound "
            "%.3f), built in %.4f s\n",
            tc_format_mode_name(f.mode), (long long)f.tiles, bpw, 2 * 0.5 + 1.0 / 8, f.build_s);
-    CHECK(f.mode == TC_FORMAT_BLOCKED && bpw > 1.0 && bpw < 1.2);
+    CHECK(f.mode == TC_FORMAT_BLOCKED && bpw > 1.0 && bpw < 1.25);
     tc_format_free(&f);
     spf_matrix_free(layer);
 }

@@ -1,8 +1,8 @@
-/* Two passes over the row windows, each in parallel (core/parallel.h):
- * the first counts each window's tiles both ways (its column indices
- * sorted), the mode and the offsets follow by prefix sums, the second
- * fills masks, columns and values. A window's values occupy exactly its
- * rows' range of the CSR arrays, so the value offsets need no count. */
+/* Three passes over the row windows, each in parallel (core/parallel.h):
+ * the first counts each window's tiles both ways (its columns merged), the
+ * mode and the tile offsets follow by prefix sums; the second fills places
+ * and masks; the value offsets follow from the masks' popcounts, each
+ * tile's rounded up to 16 bytes; the third stores the values. */
 #include "strategy/tc/tc_format.h"
 
 #include "core/alloc.h"
@@ -34,6 +34,8 @@ void tc_format_free(tc_format *f)
     mem_free(f->col_list);
     memset(f, 0, sizeof *f);
 }
+
+int64_t tc_value_align(spf_dtype dtype) { return 16 / (int64_t)dtype_size(dtype); }
 
 double tc_format_bytes_per_weight(const tc_format *f)
 {
@@ -112,7 +114,63 @@ static void store_value(spf_dtype dtype, void *values, int64_t at, float v)
     dtype_from_float(dtype, &v, (unsigned char *)values + (size_t)at * dtype_size(dtype), 1);
 }
 
-static spf_status fill_windows(void *ctx, int64_t begin, int64_t end, int worker)
+/* A window's places along K, ascending (BLOCKED: its tiles' first columns;
+ * CONDENSED: its column list) and their count, once pass 2 stored them. */
+static const int32_t *window_places(const tc_format *f, int64_t w, int64_t *count)
+{
+    if (f->mode == TC_FORMAT_CONDENSED) {
+        *count = f->window_col[w + 1] - f->window_col[w];
+        return f->col_list + f->window_col[w];
+    }
+    *count = f->window_tile[w + 1] - f->window_tile[w];
+    return f->tile_col + f->window_tile[w];
+}
+
+/* Passes 2 and 3 over a window's nonzeros: pass 0 sets mask bits, pass 1
+ * stores each value at its tile's offset plus the popcount of the bits
+ * before its own. A row's columns ascend, and so do the places: a cursor
+ * finds each one's place. */
+static spf_status walk_nonzeros(build *b, int64_t begin, int64_t end, int pass)
+{
+    const spf_matrix *a = b->a;
+    tc_format *f = b->f;
+    int condensed = f->mode == TC_FORMAT_CONDENSED;
+    for (int64_t w = begin; w < end; w++) {
+        int64_t d, first = f->window_tile[w];
+        const int32_t *cols = window_places(f, w, &d);
+        uint64_t *mask = f->tile_mask + first * TC_QUADRANTS;
+        int64_t r0 = w * TC_TILE, r1 = r0 + TC_TILE < a->rows ? r0 + TC_TILE : a->rows;
+        for (int64_t r = r0; r < r1; r++) {
+            int64_t j = 0;
+            for (int64_t p = a->row_ptr[r]; p < a->row_ptr[r + 1]; p++) {
+                int32_t c = a->col_idx[p], key = condensed ? c : c / TC_TILE * TC_TILE;
+                while (j < d && cols[j] < key)
+                    j++;
+                if (j == d || cols[j] != key)
+                    return FAIL(SPF_ERR_INTERNAL, "tc format: column %d not in window %lld",
+                                (int)c, (long long)w);
+                int64_t pos = condensed ? j : j * TC_TILE + c % TC_TILE;
+                int64_t t = pos / TC_TILE;
+                int rr = (int)(r - r0), cc = (int)(pos % TC_TILE);
+                int q = (rr >= 8) + 2 * (cc >= 8), bit = (rr % 8) * 8 + cc % 8;
+                uint64_t *m = mask + t * TC_QUADRANTS;
+                if (pass == 0) {
+                    m[q] |= (uint64_t)1 << bit;
+                    continue;
+                }
+                int64_t at = f->tile_value[first + t];
+                for (int k = 0; k < q; k++)
+                    at += __builtin_popcountll(m[k]);
+                at += __builtin_popcountll(m[q] & (((uint64_t)1 << bit) - 1));
+                store_value(f->dtype, f->values, at, a->values[p]);
+            }
+        }
+    }
+    return SPF_OK;
+}
+
+/* Pass 2: each window's places (tile_col, col_list) and masks. */
+static spf_status fill_masks(void *ctx, int64_t begin, int64_t end, int worker)
 {
     build *b = ctx;
     const spf_matrix *a = b->a;
@@ -122,8 +180,6 @@ static spf_status fill_windows(void *ctx, int64_t begin, int64_t end, int worker
         int32_t *cols = b->scratch[worker];
         int64_t d = window_columns(a, w, cols, b->merge[worker]);
         int64_t first = f->window_tile[w], count = f->window_tile[w + 1] - first;
-        /* the tiles' places: BLOCKED the distinct blocks in order (cols
-         * reduced to one entry per block), CONDENSED TC_TILE list entries */
         if (condensed) {
             int32_t *list = f->col_list + f->window_col[w];
             int64_t padded = f->window_col[w + 1] - f->window_col[w];
@@ -137,60 +193,26 @@ static spf_status fill_windows(void *ctx, int64_t begin, int64_t end, int worker
             for (int64_t i = 0; i < d; i++)
                 if (blocks == 0 || cols[i] / TC_TILE != cols[blocks - 1] / TC_TILE)
                     cols[blocks++] = cols[i] / TC_TILE * TC_TILE;
-            d = blocks;
             memcpy(f->tile_col + first, cols, (size_t)count * sizeof *cols);
         }
-        /* masks, then value offsets by popcount, then values */
-        int64_t r0 = w * TC_TILE, r1 = r0 + TC_TILE < a->rows ? r0 + TC_TILE : a->rows;
-        uint64_t *mask = f->tile_mask + first * TC_QUADRANTS;
-        memset(mask, 0, (size_t)count * TC_QUADRANTS * sizeof *mask);
-        for (int pass = 0; pass < 2; pass++) {
-            for (int64_t r = r0; r < r1; r++) {
-                /* a row's columns ascend, and so does the list: a cursor
-                 * finds each one's place */
-                int64_t j = 0;
-                for (int64_t p = a->row_ptr[r]; p < a->row_ptr[r + 1]; p++) {
-                    int32_t c = a->col_idx[p], key = condensed ? c : c / TC_TILE * TC_TILE;
-                    while (j < d && cols[j] < key)
-                        j++;
-                    if (j == d || cols[j] != key)
-                        return FAIL(SPF_ERR_INTERNAL, "tc format: column %d not in window %lld",
-                                    (int)c, (long long)w);
-                    int64_t pos = condensed ? j : j * TC_TILE + c % TC_TILE;
-                    int64_t t = pos / TC_TILE;
-                    int rr = (int)(r - r0), cc = (int)(pos % TC_TILE);
-                    int q = (rr >= 8) + 2 * (cc >= 8), bit = (rr % 8) * 8 + cc % 8;
-                    uint64_t *m = mask + t * TC_QUADRANTS;
-                    if (pass == 0) {
-                        m[q] |= (uint64_t)1 << bit;
-                        continue;
-                    }
-                    int64_t at = f->tile_value[first + t];
-                    for (int k = 0; k < q; k++)
-                        at += __builtin_popcountll(m[k]);
-                    at += __builtin_popcountll(m[q] & (((uint64_t)1 << bit) - 1));
-                    store_value(f->dtype, f->values, at, a->values[p]);
-                }
-            }
-            if (pass == 0) { /* this window's values are its rows' CSR range */
-                f->tile_value[first] = a->row_ptr[r0];
-                for (int64_t t = 0; t < count; t++) {
-                    int64_t n = 0;
-                    for (int k = 0; k < TC_QUADRANTS; k++)
-                        n += __builtin_popcountll(mask[t * TC_QUADRANTS + k]);
-                    f->tile_value[first + t + 1] = f->tile_value[first + t] + n;
-                }
-            }
-        }
+        memset(f->tile_mask + first * TC_QUADRANTS, 0,
+               (size_t)count * TC_QUADRANTS * sizeof *f->tile_mask);
     }
-    return SPF_OK;
+    return walk_nonzeros(b, begin, end, 0);
 }
 
-/* Bytes a kernel reads of a format with these counts (the header). */
-static int64_t format_bytes(int64_t nnz, spf_dtype dtype, int64_t windows, int64_t tiles,
+static spf_status fill_values(void *ctx, int64_t begin, int64_t end, int worker)
+{
+    (void)worker;
+    return walk_nonzeros(ctx, begin, end, 1);
+}
+
+/* Bytes a kernel reads of a format with these counts: the values (padded
+ * per tile), masks and offsets per tile, the window offsets, the lists. */
+static int64_t format_bytes(int64_t values, spf_dtype dtype, int64_t windows, int64_t tiles,
                             int64_t listed)
 {
-    return nnz * (int64_t)dtype_size(dtype) + tiles * (TC_QUADRANTS * 8 + 8 + 4) +
+    return values * (int64_t)dtype_size(dtype) + tiles * (TC_QUADRANTS * 8 + 8 + 4) +
            (windows + 1) * 8 + (listed ? listed * 4 + (windows + 1) * 8 : 0);
 }
 
@@ -233,15 +255,17 @@ spf_status tc_format_build(const spf_matrix *a, spf_dtype dtype, tc_format_mode 
                       (long long)longest);
     TRY(parallel_for(f->windows, WINDOW_GRAIN, threads, count_windows, &b));
 
-    int64_t blocked = 0, condensed = 0, listed = 0;
+    int64_t blocked = 0, condensed = 0, listed = 0, align = tc_value_align(dtype);
     for (int64_t w = 0; w < f->windows; w++) {
         blocked += b.blocked_tiles[w];
         condensed += round_up(b.distinct[w]) / TC_TILE;
         listed += round_up(b.distinct[w]);
     }
     if (mode == TC_FORMAT_AUTO)
-        mode = format_bytes(a->nnz, dtype, f->windows, condensed, listed) <
-                       format_bytes(a->nnz, dtype, f->windows, blocked, 0)
+        mode = format_bytes(a->nnz + condensed * (align - 1) / 2, dtype, f->windows, condensed,
+                            listed) <
+                       format_bytes(a->nnz + blocked * (align - 1) / 2, dtype, f->windows,
+                                    blocked, 0)
                    ? TC_FORMAT_CONDENSED
                    : TC_FORMAT_BLOCKED;
     f->mode = mode;
@@ -264,14 +288,26 @@ spf_status tc_format_build(const spf_matrix *a, spf_dtype dtype, tc_format_mode 
     f->tile_col = mem_alloc_array(tiles, sizeof *f->tile_col);
     f->tile_mask = mem_alloc_array(tiles * TC_QUADRANTS, sizeof *f->tile_mask);
     f->tile_value = mem_alloc_array(tiles + 1, sizeof *f->tile_value);
-    f->values = mem_alloc_array((size_t)(a->nnz ? a->nnz : 1), dtype_size(dtype));
-    if (!f->tile_col || !f->tile_mask || !f->tile_value || !f->values)
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tc format: %lld tiles, %lld values",
-                  (long long)f->tiles, (long long)a->nnz);
+    if (!f->tile_col || !f->tile_mask || !f->tile_value)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tc format: %lld tiles", (long long)f->tiles);
+    TRY(parallel_for(f->windows, WINDOW_GRAIN, threads, fill_masks, &b));
+    /* every tile's values start on a 16-byte boundary, so that a kernel
+     * copies them in 16-byte pieces (the padding is zeros, never read as
+     * a nonzero: no mask bit points at it) */
     f->tile_value[0] = 0;
-    TRY(parallel_for(f->windows, WINDOW_GRAIN, threads, fill_windows, &b));
-    f->tile_value[f->tiles] = a->nnz;
-    f->bytes = format_bytes(a->nnz, dtype, f->windows, f->tiles,
+    for (int64_t t = 0; t < f->tiles; t++) {
+        int64_t n = 0;
+        for (int q = 0; q < TC_QUADRANTS; q++)
+            n += __builtin_popcountll(f->tile_mask[t * TC_QUADRANTS + q]);
+        f->tile_value[t + 1] = f->tile_value[t] + (n + align - 1) / align * align;
+    }
+    f->values = mem_calloc((size_t)(f->tile_value[f->tiles] ? f->tile_value[f->tiles] : 1),
+                           dtype_size(dtype));
+    if (!f->values)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tc format: %lld values",
+                  (long long)f->tile_value[f->tiles]);
+    TRY(parallel_for(f->windows, WINDOW_GRAIN, threads, fill_values, &b));
+    f->bytes = format_bytes(f->tile_value[f->tiles], dtype, f->windows, f->tiles,
                             mode == TC_FORMAT_CONDENSED ? listed : 0);
     f->build_s = timing_now_s() - t0;
 fail:

@@ -18,10 +18,10 @@
  * TC_FORMAT_AUTO takes the one with fewer bytes.
  *
  * Bytes per weight decide the small-N regime (the kernel streams the
- * format): values dtype·nnz, masks 32 bytes and 8 bytes of offsets per
- * tile, and for CONDENSED 4 bytes per listed column. At 50 % density with
- * fp16 values that is 2·0.5 + 40/256 ≈ 1.16 bytes per weight against dense
- * fp16's 2. */
+ * format): values dtype·nnz plus each tile's padding to 16 bytes (7 bytes
+ * on average), masks 32 bytes and 12 bytes of offsets per tile, and for
+ * CONDENSED 4 bytes per listed column. At 50 % density with fp16 values
+ * that is 2·0.5 + 51/256 ≈ 1.2 bytes per weight against dense fp16's 2. */
 #ifndef SPF_STRATEGY_TC_TC_FORMAT_H
 #define SPF_STRATEGY_TC_TC_FORMAT_H
 
@@ -50,9 +50,10 @@ typedef struct tc_format {
     uint64_t *tile_mask;      /* tiles × TC_QUADRANTS: quadrants in mma fragment order
                                  (rows 0-7 / cols 0-7, rows 8-15 / cols 0-7, rows 0-7 /
                                  cols 8-15, rows 8-15 / cols 8-15); bit 8·r + c        */
-    int64_t *tile_value;      /* tiles + 1: the first value of each tile               */
-    void *values;             /* nnz of dtype: per tile, quadrant by quadrant, in bit
-                                 order                                                  */
+    int64_t *tile_value;      /* tiles + 1: the first value of each tile, a multiple of
+                                 tc_value_align (16 bytes)                             */
+    void *values;             /* tile_value[tiles] of dtype: per tile, quadrant by
+                                 quadrant, in bit order, then zeros to the next tile    */
     int64_t *window_col;      /* CONDENSED: windows + 1 offsets into col_list, else NULL */
     int32_t *col_list;        /* CONDENSED: each window's distinct columns, ascending,
                                  padded with 0 to a multiple of TC_TILE                 */
@@ -69,6 +70,10 @@ spf_status tc_format_build(const spf_matrix *a, spf_dtype dtype, tc_format_mode 
                            tc_format *out);
 
 void tc_format_free(tc_format *f); /* accepts a zeroed format */
+
+/* Elements of dtype in 16 bytes: every tile's values start at a multiple
+ * (a kernel copies them in 16-byte pieces). */
+int64_t tc_value_align(spf_dtype dtype);
 
 /* Bytes per weight of the format: bytes / (rows · cols), 0 for an empty
  * shape. */
