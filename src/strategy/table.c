@@ -7,13 +7,14 @@
 #include <string.h>
 
 extern const strategy strategy_unrolled, strategy_generic, strategy_cpu;
-extern const strategy strategy_dense;
+extern const strategy strategy_dense, strategy_tc;
 
 /* The planner lists candidates in this order; AUTO considers the rows that
  * run on a device. */
 const strategy *const strategy_table[] = {
     &strategy_unrolled,
     &strategy_generic,
+    &strategy_tc,
     &strategy_dense,
     &strategy_cpu,
 };

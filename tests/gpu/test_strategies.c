@@ -69,6 +69,8 @@ static int expected_support(spf_strategy s, spf_dtype dtype, spf_math math, spf_
         return dtype == SPF_DTYPE_F32;
     case SPF_STRATEGY_DENSE:
         return 1; /* unless cuBLASLt is absent (see dense_absent) */
+    case SPF_STRATEGY_TC: /* tensor cores: f16 / bf16, f32 only under TF32 */
+        return dtype == SPF_DTYPE_F32 ? math == SPF_MATH_TF32 : math == SPF_MATH_DEFAULT;
     default:
         return -1;
     }

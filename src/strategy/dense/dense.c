@@ -83,6 +83,7 @@ static double dense_estimate_us(const problem *p, const spf_device_info *dev)
 #include "core/log.h"
 #include "core/matrix.h"
 #include "gpu/cuda_check.h"
+#include "gpu/launch_order.h"
 #include "gpu/timing.h"
 #include "strategy/dense/cublaslt.h"
 #include "strategy/dense/dense_kernels.h"
@@ -166,8 +167,7 @@ typedef struct dense_state {
     cublasLtMatmulAlgo_t algo;
     void *ws;                      /* the algorithm's workspace, or NULL            */
     uint64_t ws_bytes;
-    cudaEvent_t ws_done;           /* the last launch using ws (when ws is set)     */
-    pthread_mutex_t ws_lock;       /* orders wait, launch and record of ws_done     */
+    launch_order ws_order;         /* launches using ws one after another           */
 } dense_state;
 
 static spf_status lt_status(const cublaslt_api *lt, cublasStatus_t st, const char *stmt,
@@ -299,11 +299,8 @@ static spf_status dense_run(const dense_state *s, const cublasLtMatmulAlgo_t *al
 static void workspace_drop(dense_state *s)
 {
     cuda_free_quiet(s->ws);
-    if (s->ws_done) {
-        (void)cudaEventDestroy(s->ws_done);
-        pthread_mutex_destroy(&s->ws_lock);
-    }
-    s->ws = NULL, s->ws_bytes = 0, s->ws_done = NULL;
+    launch_order_release(&s->ws_order);
+    s->ws = NULL, s->ws_bytes = 0;
 }
 
 static void dense_release(void *state)
@@ -503,25 +500,12 @@ static void info_fill(const dense_state *s, const problem *p, int rank, int coun
     info->device_bytes = s->m * s->k * (int64_t)dtype_size(s->dtype) + (int64_t)s->ws_bytes;
 }
 
-/* The event and the lock that order the launches of a plan with a
- * workspace (the file's comment). */
-static spf_status workspace_order_init(dense_state *s)
-{
-    spf_status st = CUDA_CHECK(cudaEventCreateWithFlags(&s->ws_done, cudaEventDisableTiming));
-    if (st == SPF_OK && pthread_mutex_init(&s->ws_lock, NULL) != 0) {
-        (void)cudaEventDestroy(s->ws_done);
-        s->ws_done = NULL;
-        st = FAIL(SPF_ERR_OUT_OF_MEMORY, "dense: a lock for the workspace");
-    }
-    return st;
-}
-
 /* The workspace of ws_bytes the plan keeps, with its ordering. */
 static spf_status workspace_keep(dense_state *s, uint64_t ws_bytes)
 {
     s->ws_bytes = ws_bytes;
     spf_status st = CUDA_CHECK(cudaMalloc(&s->ws, ws_bytes ? ws_bytes : 1));
-    return st == SPF_OK ? workspace_order_init(s) : st;
+    return st == SPF_OK ? launch_order_init(&s->ws_order, "dense") : st;
 }
 
 static spf_status dense_launch(const void *state, const void *b, void *c, const float *bias,
@@ -712,6 +696,20 @@ fail:
     return status;
 }
 
+/* One launch's arguments, for launch_ordered. */
+typedef struct dense_call {
+    const dense_state *s;
+    const void *b;
+    void *c;
+    const float *bias;
+} dense_call;
+
+static spf_status dense_call_run(const void *ctx, void *stream)
+{
+    const dense_call *call = ctx;
+    return dense_run(call->s, &call->s->algo, call->b, call->c, call->bias, stream);
+}
+
 static spf_status dense_launch(const void *state, const void *b, void *c, const float *bias,
                                void *stream)
 {
@@ -726,20 +724,9 @@ static spf_status dense_launch(const void *state, const void *b, void *c, const 
     if (!s->ws)
         return dense_run(s, &s->algo, b, c, bias, stream);
     /* A workspace: launches of this plan one after another (the file's
-     * comment); inside a capture the graph's order holds instead. */
-    enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    spf_status st = CUDA_CHECK(cudaStreamIsCapturing((cudaStream_t)stream, &capture));
-    if (st != SPF_OK || capture != cudaStreamCaptureStatusNone)
-        return st != SPF_OK ? st : dense_run(s, &s->algo, b, c, bias, stream);
-    pthread_mutex_t *lock = (pthread_mutex_t *)&s->ws_lock;
-    pthread_mutex_lock(lock);
-    st = CUDA_CHECK(cudaStreamWaitEvent((cudaStream_t)stream, s->ws_done, 0));
-    if (st == SPF_OK)
-        st = dense_run(s, &s->algo, b, c, bias, stream);
-    if (st == SPF_OK)
-        st = CUDA_CHECK(cudaEventRecord(s->ws_done, (cudaStream_t)stream));
-    pthread_mutex_unlock(lock);
-    return st;
+     * comment) */
+    dense_call call = {s, b, c, bias};
+    return launch_ordered(&s->ws_order, dense_call_run, &call, stream);
 }
 
 /* The cache entry: what decode needs to skip the heuristic and the timing.
@@ -893,6 +880,20 @@ static spf_status dense_build(const problem *p, const strategy_env *env, void **
 {
     *state = NULL;
     return FAIL(SPF_ERR_NO_DEVICE, "dense: built without CUDA");
+}
+
+/* One launch's arguments, for launch_ordered. */
+typedef struct dense_call {
+    const dense_state *s;
+    const void *b;
+    void *c;
+    const float *bias;
+} dense_call;
+
+static spf_status dense_call_run(const void *ctx, void *stream)
+{
+    const dense_call *call = ctx;
+    return dense_run(call->s, &call->s->algo, call->b, call->c, call->bias, stream);
 }
 
 static spf_status dense_launch(const void *state, const void *b, void *c, const float *bias,

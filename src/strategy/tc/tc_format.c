@@ -348,3 +348,16 @@ void tc_format_to_dense(const tc_format *f, float *dense)
                 }
         }
 }
+
+void tc_format_round_tf32(tc_format *f)
+{
+    if (f->dtype != SPF_DTYPE_F32)
+        return;
+    uint32_t *bits = f->values;
+    for (int64_t i = 0; i < f->tile_value[f->tiles]; i++) {
+        uint32_t x = bits[i];
+        if ((x & 0x7f800000u) != 0x7f800000u) /* Inf and NaN stay */
+            x = (x + 0x1000u) & ~0x1fffu;
+        bits[i] = x;
+    }
+}

@@ -84,6 +84,10 @@ double tc_format_bytes_per_weight(const tc_format *f);
  * tests and checks. */
 void tc_format_to_dense(const tc_format *f, float *dense);
 
+/* The f32 values of f rounded to TF32, 10 mantissa bits (to nearest,
+ * ties away from zero, as cvt.rna.tf32.f32 rounds B in the kernel). */
+void tc_format_round_tf32(tc_format *f);
+
 /* "blocked", "condensed". */
 const char *tc_format_mode_name(tc_format_mode mode);
 

@@ -1,0 +1,499 @@
+/* The tensor-core SpMM kernel over the tc format (tc_kernel.h says what it
+ * computes and how the work is cut). Instantiated for fp16, bf16 (mma
+ * m16n8k16) and f32 under TF32 (two mma m16n8k8 per tile) × NT ∈ {1, 2, 4,
+ * 8} n8 column tiles per warp × B's layout: 24 kernels.
+ *
+ * A warp's shared memory holds `stages` stages, each one tile: its four
+ * masks (32 bytes), its packed values (at most 256) and the 16 rows of B it
+ * multiplies, staged as B's layout has them so that cp.async copies 16-byte
+ * pieces: B K×N as [k][n] (row pitch NP), B N×K as [n][k] (pitch KP).
+ * Pitches are odd multiples of 16 bytes (or of 8 words for TF32's scalar
+ * reads), so ldmatrix and the fragment reads hit distinct banks.
+ * When B's rows are not 16-byte aligned the same stage is filled by plain
+ * loads and stores instead (slower, same result). */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+
+#include "gpu/cuda_check.h"
+#include "strategy/tc/tc_kernel.h"
+
+namespace {
+
+struct args {
+    const tc_unit *unit;
+    int32_t units;
+    const int32_t *tile_col;
+    const int64_t *tile_value;
+    const uint64_t *tile_mask;
+    const void *values;
+    const int64_t *window_col; /* CONDENSED, else NULL */
+    const int32_t *col_list;
+    const int32_t *row_map;
+    int32_t m, k, n;
+    const void *b;
+    int64_t b_row, b_col; /* element (kk, j) at b[kk·b_row + j·b_col] */
+    void *c;
+    int64_t c_row, c_col;
+    const float *bias;
+    int relu;
+    float *workspace;
+    int32_t *counters;
+    int32_t col_blocks;
+    int stages;
+    int vector_b; /* B's rows allow 16-byte copies */
+};
+
+/* What differs between the element types. */
+template <typename T> struct elem;
+template <> struct elem<__half> {
+    static constexpr int bytes = 2;
+    static __device__ __forceinline__ uint16_t bits(__half x) { return __half_as_ushort(x); }
+    static __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+};
+template <> struct elem<__nv_bfloat16> {
+    static constexpr int bytes = 2;
+    static __device__ __forceinline__ uint16_t bits(__nv_bfloat16 x)
+    {
+        return __bfloat16_as_ushort(x);
+    }
+    static __device__ __forceinline__ __nv_bfloat16 from_float(float v)
+    {
+        return __float2bfloat16_rn(v);
+    }
+};
+template <> struct elem<float> {
+    static constexpr int bytes = 4;
+    static __device__ __forceinline__ float from_float(float v) { return v; }
+};
+
+/* A stage's shape (TC_STAGE_BYTES in tc_kernel.h), in elements and bytes. */
+template <typename T, int NT, bool BNK> struct stage_shape {
+    static constexpr int nb = 8 * NT; /* columns of C per warp */
+    static constexpr int np = TC_PITCH_KN(nb);
+    static constexpr int kp = TC_PITCH_NK(elem<T>::bytes);
+    static constexpr int values_bytes = 256 * elem<T>::bytes;
+    static constexpr int bytes = TC_STAGE_BYTES(elem<T>::bytes, nb, BNK);
+};
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/* 16 bytes global → shared; src_bytes < 16 fills the rest with zeros (0: no
+ * read at all). */
+__device__ __forceinline__ void copy16(void *dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void copy_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+/* wait until at most `pending` groups are in flight (pending < TC_MAX_STAGES) */
+__device__ __forceinline__ void copy_wait_dynamic(int pending)
+{
+    switch (pending) {
+    case 0: copy_wait<0>(); break;
+    case 1: copy_wait<1>(); break;
+    case 2: copy_wait<2>(); break;
+    default: copy_wait<3>(); break;
+    }
+}
+
+/* The row of B the tile's r-th place refers to. */
+__device__ __forceinline__ int32_t place_row(const args &a, int64_t list, int32_t col, int r)
+{
+    return a.window_col ? a.col_list[list + col + r] : col + r;
+}
+
+/* Issue the copies of tile t into stage st. */
+template <typename T, int NT, bool BNK>
+__device__ __forceinline__ void issue(const args &a, int64_t list, int64_t t, int n0,
+                                      unsigned char *st, int lane)
+{
+    using S = stage_shape<T, NT, BNK>;
+    constexpr int es = elem<T>::bytes;
+    const unsigned char *vals = static_cast<const unsigned char *>(a.values);
+    if (lane < 2)
+        copy16(st + 16 * lane, a.tile_mask + 4 * t + 2 * lane, 16);
+    int64_t v0 = __ldg(a.tile_value + t), v1 = __ldg(a.tile_value + t + 1);
+    int pieces = static_cast<int>((v1 - v0) * es / 16);
+    for (int i = lane; i < pieces; i += 32)
+        copy16(st + 32 + 16 * i, vals + v0 * es + 16 * i, 16);
+    T *bs = reinterpret_cast<T *>(st + 32 + S::values_bytes);
+    const T *b = static_cast<const T *>(a.b);
+    int32_t col = __ldg(a.tile_col + t);
+    if (!BNK) { /* 16 rows of B (K×N), nb columns each, as [k][np] */
+        if (a.vector_b) {
+            constexpr int per_row = S::nb * es / 16;
+            for (int i = lane; i < 16 * per_row; i += 32) {
+                int r = i / per_row, piece = i % per_row;
+                int32_t kk = place_row(a, list, col, r);
+                int j = n0 + piece * (16 / es);
+                int bytes = kk < a.k ? min(max(a.n - j, 0) * es, 16) : 0;
+                const T *src = bytes ? b + kk * a.b_row + j : b;
+                copy16(bs + r * S::np + piece * (16 / es), src, bytes);
+            }
+        } else {
+            for (int i = lane; i < 16 * S::nb; i += 32) {
+                int r = i / S::nb, jj = i % S::nb, j = n0 + jj;
+                int32_t kk = place_row(a, list, col, r);
+                bs[r * S::np + jj] =
+                    kk < a.k && j < a.n ? b[kk * a.b_row + j * a.b_col] : elem<T>::from_float(0.f);
+            }
+        }
+    } else { /* nb rows of B (N×K), 16 columns each (BLOCKED only), as [n][kp] */
+        if (a.vector_b) {
+            constexpr int per_row = 16 * es / 16;
+            for (int i = lane; i < S::nb * per_row; i += 32) {
+                int r = i / per_row, piece = i % per_row;
+                int j = n0 + r, kk = col + piece * (16 / es);
+                int bytes = j < a.n ? min(max(a.k - kk, 0) * es, 16) : 0;
+                const T *src = bytes ? b + j * a.b_col + kk : b;
+                copy16(bs + r * S::kp + piece * (16 / es), src, bytes);
+            }
+        } else {
+            for (int i = lane; i < S::nb * 16; i += 32) {
+                int r = i / 16, kk = col + i % 16, j = n0 + r;
+                bs[r * S::kp + i % 16] =
+                    kk < a.k && j < a.n ? b[kk * a.b_row + j * a.b_col] : elem<T>::from_float(0.f);
+            }
+        }
+    }
+}
+
+/* The A fragments of one tile from its stage: per quadrant q, the lane's
+ * two values v0 (bit p0) and v1 (bit p1) (fp16: p1 = p0 + 1, adjacent
+ * columns; TF32: p1 = p0 + 4), each at its tile offset = the popcount of
+ * the bits before it. below_lo / below_hi mask the bits below p0. */
+template <int ES>
+__device__ __forceinline__ void decode(const unsigned char *st, uint32_t below_lo, uint32_t below_hi,
+                                       int word_hi, int shift, uint32_t (&v)[4][2])
+{
+    const uint64_t *masks = reinterpret_cast<const uint64_t *>(st);
+    int base = 0;
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        uint64_t m = masks[q];
+        uint32_t lo = static_cast<uint32_t>(m), hi = static_cast<uint32_t>(m >> 32);
+        int at = base + __popc(lo & below_lo) + __popc(hi & below_hi);
+        uint32_t bits = (word_hi ? hi : lo) >> shift;
+        if (ES == 2) {
+            const uint16_t *vals = reinterpret_cast<const uint16_t *>(st + 32);
+            v[q][0] = bits & 1 ? vals[at] : 0u;
+            v[q][1] = bits & 2 ? vals[at + (bits & 1)] : 0u;
+        } else {
+            const uint32_t *vals = reinterpret_cast<const uint32_t *>(st + 32);
+            v[q][0] = bits & 1 ? vals[at] : 0u;
+            v[q][1] = bits & 16 ? vals[at + __popc(bits & 15)] : 0u;
+        }
+        base += __popc(lo) + __popc(hi);
+    }
+}
+
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1, __half)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1, __nv_bfloat16)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_1688_tf32(float (&c)[4], uint32_t a0, uint32_t a1,
+                                              uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ uint32_t to_tf32(float x)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+
+/* ldmatrix of two 8×8 b16 matrices (x2) or four (x4), transposed or not. */
+template <bool TRANS> __device__ __forceinline__ void ldsm_x4(const void *p, uint32_t (&r)[4])
+{
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(smem_addr(p)));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(smem_addr(p)));
+}
+template <bool TRANS> __device__ __forceinline__ void ldsm_x2(const void *p, uint32_t (&r)[2])
+{
+    if (TRANS)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
+                     : "=r"(r[0]), "=r"(r[1])
+                     : "r"(smem_addr(p)));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                     : "=r"(r[0]), "=r"(r[1])
+                     : "r"(smem_addr(p)));
+}
+
+/* One tile's products into acc. fp16 / bf16: A registers a0..a3 are the
+ * quadrants in fragment order (tc_format.h), B by ldmatrix: [k][n] staging
+ * transposed, [n][k] as is. */
+template <typename T, int NT, bool BNK>
+__device__ __forceinline__ void multiply(const unsigned char *st, const uint32_t (&v)[4][2],
+                                         int lane, float (&acc)[NT][4])
+{
+    using S = stage_shape<T, NT, BNK>;
+    const T *bs = reinterpret_cast<const T *>(st + 32 + S::values_bytes);
+    if constexpr (elem<T>::bytes == 2) {
+        uint32_t a[4];
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            a[q] = v[q][0] | v[q][1] << 16;
+#pragma unroll
+        for (int j = 0; j < NT; j += 2) {
+            /* lanes 0-15 address the matrices of column tile j, 16-31 of j + 1 */
+            int tile = j + (NT > 1 ? lane >> 4 : 0);
+            const T *p = BNK ? bs + (8 * tile + (lane & 7)) * S::kp + (lane >> 3 & 1) * 8
+                             : bs + (lane & 15) * S::np + 8 * tile;
+            if (NT > 1) {
+                uint32_t r[4];
+                ldsm_x4<!BNK>(p, r);
+                mma_16816(acc[j], a, r[0], r[1], T());
+                mma_16816(acc[j + 1], a, r[2], r[3], T());
+            } else {
+                uint32_t r[2];
+                ldsm_x2<!BNK>(p, r);
+                mma_16816(acc[j], a, r[0], r[1], T());
+            }
+        }
+    } else {
+        int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int s = 0; s < 2; s++) {
+            /* k-step s covers columns 8s..8s+7: quadrants 2s (rows 0-7)
+             * and 2s + 1 (rows 8-15) */
+            uint32_t a0 = v[2 * s][0], a1 = v[2 * s + 1][0], a2 = v[2 * s][1], a3 = v[2 * s + 1][1];
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                float b0, b1;
+                if (BNK) {
+                    b0 = bs[(8 * j + g) * S::kp + 8 * s + t];
+                    b1 = bs[(8 * j + g) * S::kp + 8 * s + t + 4];
+                } else {
+                    b0 = bs[(8 * s + t) * S::np + 8 * j + g];
+                    b1 = bs[(8 * s + t + 4) * S::np + 8 * j + g];
+                }
+                mma_1688_tf32(acc[j], a0, a1, a2, a3, to_tf32(b0), to_tf32(b1));
+            }
+        }
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ void store(const args &a, int64_t row, int j, float v)
+{
+    int64_t out = a.row_map ? a.row_map[row] : row;
+    if (a.bias)
+        v += a.bias[out];
+    if (a.relu)
+        v = fmaxf(v, 0.0f);
+    static_cast<T *>(a.c)[out * a.c_row + j * a.c_col] = elem<T>::from_float(v);
+}
+
+template <typename T, int NT, bool BNK>
+__global__ void __launch_bounds__(256) tc_spmm_kernel(const args a)
+{
+    using S = stage_shape<T, NT, BNK>;
+    extern __shared__ __align__(16) unsigned char smem[];
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    int32_t u = blockIdx.x * (blockDim.x >> 5) + warp;
+    if (u >= a.units)
+        return; /* no block barrier below: warps are independent */
+    const tc_unit unit = a.unit[u];
+    const int n0 = blockIdx.y * S::nb;
+    unsigned char *stages = smem + static_cast<size_t>(warp) * a.stages * S::bytes;
+    const int64_t list = a.window_col ? a.window_col[unit.window] : 0;
+
+    /* this lane's bits: fp16 p0 = 8g + 2t, TF32 p0 = 8g + t (fragment layouts
+     * of mma m16n8k16 / m16n8k8, PTX ISA "Matrix fragments") */
+    int g = lane >> 2, t = lane & 3;
+    int p0 = elem<T>::bytes == 2 ? 8 * g + 2 * t : 8 * g + t;
+    uint32_t below_lo = p0 >= 32 ? ~0u : (1u << p0) - 1;
+    uint32_t below_hi = p0 >= 32 ? (1u << (p0 - 32)) - 1 : 0u;
+    int word_hi = p0 >= 32, shift = p0 & 31;
+
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+    const int sb = S::bytes;
+    for (int s = 0; s < a.stages - 1; s++) {
+        int64_t tile = unit.tile_begin + s;
+        if (tile < unit.tile_end)
+            issue<T, NT, BNK>(a, list, tile, n0, stages + s * sb, lane);
+        copy_commit();
+    }
+    for (int64_t tile = unit.tile_begin; tile < unit.tile_end; tile++) {
+        int i = static_cast<int>(tile - unit.tile_begin);
+        copy_wait_dynamic(a.stages - 2);
+        __syncwarp();
+        /* the stage of tile i - 1 is free now: refill it S - 1 tiles ahead */
+        int64_t ahead = tile + a.stages - 1;
+        if (ahead < unit.tile_end)
+            issue<T, NT, BNK>(a, list, ahead, n0, stages + ((i + a.stages - 1) % a.stages) * sb,
+                              lane);
+        copy_commit();
+        const unsigned char *st = stages + (i % a.stages) * sb;
+        uint32_t v[4][2];
+        decode<elem<T>::bytes>(st, below_lo, below_hi, word_hi, shift, v);
+        multiply<T, NT, BNK>(st, v, lane, acc);
+        __syncwarp();
+    }
+    copy_wait<0>();
+
+    /* accumulator (row g or g + 8, columns 2t, 2t + 1 of each n8 tile) */
+    const int64_t row0 = static_cast<int64_t>(unit.window) * 16;
+    if (unit.parts == 1) {
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int64_t row = row0 + g + 8 * (e >> 1);
+                int col = n0 + 8 * j + 2 * t + (e & 1);
+                if (row < a.m && col < a.n)
+                    store<T>(a, row, col, acc[j][e]);
+            }
+        return;
+    }
+    /* a split window: add into the workspace; the last of its parts ends it */
+    int64_t slot = static_cast<int64_t>(unit.window) * a.col_blocks + blockIdx.y;
+    float *ws = a.workspace + slot * 16 * S::nb;
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            atomicAdd(ws + (g + 8 * (e >> 1)) * S::nb + 8 * j + 2 * t + (e & 1), acc[j][e]);
+    __threadfence();
+    __syncwarp();
+    int last = 0;
+    if (lane == 0)
+        last = atomicAdd(a.counters + slot, 1) == unit.parts - 1;
+    last = __shfl_sync(0xffffffffu, last, 0);
+    if (!last)
+        return;
+    __threadfence();
+    for (int i = lane; i < 16 * S::nb; i += 32) {
+        float v = __ldcg(ws + i);
+        ws[i] = 0.f;
+        int64_t row = row0 + i / S::nb;
+        int col = n0 + i % S::nb;
+        if (row < a.m && col < a.n)
+            store<T>(a, row, col, v);
+    }
+    if (lane == 0)
+        a.counters[slot] = 0;
+}
+
+template <typename T, int NT, bool BNK> void *kernel_of() { return (void *)tc_spmm_kernel<T, NT, BNK>; }
+
+template <typename T, bool BNK> void *kernel_nt(int nt)
+{
+    switch (nt) {
+    case 1: return kernel_of<T, 1, BNK>();
+    case 2: return kernel_of<T, 2, BNK>();
+    case 4: return kernel_of<T, 4, BNK>();
+    default: return kernel_of<T, 8, BNK>();
+    }
+}
+
+template <typename T> void *kernel_layout(int nt, int bnk)
+{
+    return bnk ? kernel_nt<T, true>(nt) : kernel_nt<T, false>(nt);
+}
+
+void *kernel_for(const tc_config *c, spf_dtype dtype, spf_layout b_layout)
+{
+    int bnk = b_layout == SPF_LAYOUT_N_FIRST;
+    switch (dtype) {
+    case SPF_DTYPE_F16: return kernel_layout<__half>(c->nt, bnk);
+    case SPF_DTYPE_BF16: return kernel_layout<__nv_bfloat16>(c->nt, bnk);
+    default: return kernel_layout<float>(c->nt, bnk);
+    }
+}
+
+} // namespace
+
+extern "C" spf_status tc_config_occupancy(const tc_config *c, spf_dtype dtype, spf_layout b_layout,
+                                          int *blocks)
+{
+    const void *k = kernel_for(c, dtype, b_layout);
+    size_t smem = tc_config_smem(c, dtype, b_layout);
+    spf_status status = CUDA_CHECK(
+        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (status != SPF_OK)
+        return status;
+    return CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, 32 * c->warps, smem));
+}
+
+extern "C" spf_status tc_launch(const tc_device *d, const tc_schedule *s, const tc_config *c,
+                                const tc_operands *op, void *stream)
+{
+    int es = d->dtype == SPF_DTYPE_F32 ? 4 : 2;
+    int nb = 8 * c->nt;
+    int64_t col_blocks = (op->n + nb - 1) / nb;
+    args a = {};
+    a.unit = s->unit;
+    a.units = s->units;
+    a.tile_col = d->tile_col;
+    a.tile_value = d->tile_value;
+    a.tile_mask = d->tile_mask;
+    a.values = d->values;
+    a.window_col = d->mode == TC_FORMAT_CONDENSED ? d->window_col : nullptr;
+    a.col_list = d->col_list;
+    a.row_map = d->row_map;
+    a.m = static_cast<int32_t>(d->rows);
+    a.k = static_cast<int32_t>(d->cols);
+    a.n = static_cast<int32_t>(op->n);
+    a.b = op->b;
+    a.b_row = op->b_row;
+    a.b_col = op->b_col;
+    a.c = op->c;
+    a.c_row = op->c_row;
+    a.c_col = op->c_col;
+    a.bias = op->bias;
+    a.relu = op->relu;
+    a.workspace = s->workspace;
+    a.counters = s->counters;
+    a.col_blocks = static_cast<int32_t>(col_blocks);
+    a.stages = c->stages;
+    /* 16-byte pieces of B: the base aligned and every row start too */
+    int64_t pitch = op->b_layout == SPF_LAYOUT_N_FIRST ? op->b_col : op->b_row;
+    a.vector_b = reinterpret_cast<uintptr_t>(op->b) % 16 == 0 && (pitch * es) % 16 == 0;
+    if (s->units == 0)
+        return SPF_OK;
+    dim3 grid(static_cast<unsigned>((s->units + c->warps - 1) / c->warps),
+              static_cast<unsigned>(col_blocks));
+    size_t smem = tc_config_smem(c, d->dtype, op->b_layout);
+    void *params[] = {&a};
+    return CUDA_CHECK(cudaLaunchKernel(kernel_for(c, d->dtype, op->b_layout), grid,
+                                       dim3(32 * c->warps), params, smem,
+                                       static_cast<cudaStream_t>(stream)));
+}
