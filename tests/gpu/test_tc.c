@@ -1,6 +1,6 @@
 /* The tensor-core kernels (tc_kernel.h) config by config against the CPU
  * reference accumulated in double: every config (nt × stages × warps ×
- * split) × fp16 / bf16 / f32 under TF32 × B K×N (blocked and condensed
+ * split × unit or group kernel) × fp16 / bf16 / f32 under TF32 × B K×N (blocked and condensed
  * formats) and N×K (blocked) × C in both layouts, on odd shapes (M, K, N
  * multiples of no tile; N ∈ {1, 3, 17, 49, 127}), empty rows and empty
  * windows, fully dense tiles, one nonzero, K = 3, a power-law graph, and a
@@ -16,6 +16,7 @@
 
 #include "core/alloc.h"
 #include "core/dtype.h"
+#include "core/matrix.h"
 #include "strategy/tc/tc_kernel.h"
 
 #include <stdint.h>
@@ -26,7 +27,7 @@
 
 static void test_config_names(void)
 {
-    tc_config c = {4, 3, 8, 1}, back;
+    tc_config c = {4, 3, 8, 1, 0}, back;
     char name[64];
     tc_config_name(&c, name, sizeof name);
     CHECK(strcmp(name, "nt4_s3_w8_split") == 0);
@@ -39,6 +40,14 @@ static void test_config_names(void)
     CHECK_STATUS(tc_config_from_name("nt2_s2_w4_splat", &back), SPF_ERR_PARSE);
     CHECK(tc_config_refusal(&c, SPF_DTYPE_F16, SPF_LAYOUT_N_FIRST, TC_FORMAT_CONDENSED) != NULL);
     CHECK(tc_config_refusal(&c, SPF_DTYPE_F16, SPF_LAYOUT_N_FIRST, TC_FORMAT_BLOCKED) == NULL);
+    tc_config g = {2, 2, 4, 1, 1};
+    tc_config_name(&g, name, sizeof name);
+    CHECK(strcmp(name, "nt2_s2_w4_split_group") == 0);
+    CHECK_OK(tc_config_from_name(name, &back));
+    CHECK(back.group == 1 && back.split == 1);
+    CHECK_OK(tc_config_from_name("nt8_s4_w8_group", &back));
+    CHECK(back.group == 1 && back.split == 0);
+    CHECK(tc_config_refusal(&g, SPF_DTYPE_F16, SPF_LAYOUT_N_LAST, TC_FORMAT_CONDENSED) != NULL);
 }
 
 /* Units cover every tile once, windows in parts of equal size, parts
@@ -135,7 +144,11 @@ static void run_format(const char *label, const spf_matrix *a, int kind, spf_lay
         float *bias_rows = malloc((size_t)(m + 1) * sizeof *bias_rows);
         for (int64_t i = 0; i < m; i++)
             bias_rows[i] = bias_v[row_map ? row_map[i] : i];
-        CHECK_OK(spf_reference_spmm_f64(a, n, b, ref, bias ? bias_rows : NULL, relu, 0));
+        spf_matrix *ar = NULL; /* A as the format holds it: rounded to the dtype */
+        CHECK_OK(spf_matrix_clone(a, &ar));
+        dtype_round(dtype, ar->values, ar->nnz);
+        CHECK_OK(spf_reference_spmm_f64(ar, n, b, ref, bias ? bias_rows : NULL, relu, 0));
+        spf_matrix_free(ar);
         for (int64_t i = 0; i < m; i++)
             memcpy(ref_mapped + (row_map ? row_map[i] : i) * n, ref + i * n,
                    (size_t)n * sizeof *ref);
@@ -152,8 +165,8 @@ static void run_format(const char *label, const spf_matrix *a, int kind, spf_lay
         for (int nt = 1; nt <= 8; nt *= 2)
             for (int stages = 2; stages <= TC_MAX_STAGES; stages++)
                 for (int warps = 4; warps <= 8; warps *= 2)
-                    for (int split = 0; split < 2; split++) {
-                        tc_config cfg = {nt, stages, warps, split};
+                    for (int kernel = 0; kernel < 4; kernel++) {
+                        tc_config cfg = {nt, stages, warps, kernel & 1, kernel >> 1};
                         if (quick && (stages != 3 || warps != 4))
                             continue;
                         if (tc_config_refusal(&cfg, dtype, bl, f.mode))

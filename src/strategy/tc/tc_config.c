@@ -26,22 +26,29 @@ const char *tc_config_refusal(const tc_config *c, spf_dtype dtype, spf_layout b_
         return "warps must be 2, 4 or 8";
     if (c->split != 0 && c->split != 1)
         return "split must be 0 or 1";
+    if (c->group != 0 && c->group != 1)
+        return "group must be 0 or 1";
     if (dtype != SPF_DTYPE_F16 && dtype != SPF_DTYPE_BF16 && dtype != SPF_DTYPE_F32)
         return "no kernel for the dtype";
     if (b_layout == SPF_LAYOUT_N_FIRST && mode == TC_FORMAT_CONDENSED)
         return "a condensed format gathers rows of B: B must be K×N (n_last)";
+    if (c->group && mode == TC_FORMAT_CONDENSED)
+        return "the group kernel shares B's rows between windows: blocked formats only";
     return NULL;
 }
 
 size_t tc_config_smem(const tc_config *c, spf_dtype dtype, spf_layout b_layout)
 {
-    size_t stage = TC_STAGE_BYTES((int)dtype_size(dtype), 8 * c->nt, b_layout == SPF_LAYOUT_N_FIRST);
-    return stage * (size_t)c->stages * (size_t)c->warps;
+    int es = (int)dtype_size(dtype), bnk = b_layout == SPF_LAYOUT_N_FIRST;
+    if (c->group)
+        return (size_t)TC_GROUP_STAGE_BYTES(es, 8 * c->nt, bnk, c->warps) * (size_t)c->stages;
+    return (size_t)TC_STAGE_BYTES(es, 8 * c->nt, bnk) * (size_t)c->stages * (size_t)c->warps;
 }
 
 void tc_config_name(const tc_config *c, char *buf, size_t size)
 {
-    snprintf(buf, size, "nt%d_s%d_w%d%s", c->nt, c->stages, c->warps, c->split ? "_split" : "");
+    snprintf(buf, size, "nt%d_s%d_w%d%s%s", c->nt, c->stages, c->warps, c->split ? "_split" : "",
+             c->group ? "_group" : "");
 }
 
 spf_status tc_config_from_name(const char *name, tc_config *out)
@@ -50,11 +57,15 @@ spf_status tc_config_from_name(const char *name, tc_config *out)
     tc_config c = {0};
     int used = 0;
     if (sscanf(name, "nt%d_s%d_w%d%n", &c.nt, &c.stages, &c.warps, &used) != 3)
-        return FAIL(SPF_ERR_PARSE, "tc config \"%s\": expected nt<N>_s<S>_w<W>[_split]", name);
-    if (strcmp(name + used, "_split") == 0)
-        c.split = 1;
-    else if (name[used] != '\0')
-        return FAIL(SPF_ERR_PARSE, "tc config \"%s\": unexpected \"%s\"", name, name + used);
+        return FAIL(SPF_ERR_PARSE, "tc config \"%s\": expected nt<N>_s<S>_w<W>[_split][_group]",
+                    name);
+    const char *rest = name + used;
+    if (strncmp(rest, "_split", 6) == 0)
+        c.split = 1, rest += 6;
+    if (strcmp(rest, "_group") == 0)
+        c.group = 1, rest += 6;
+    if (*rest != '\0')
+        return FAIL(SPF_ERR_PARSE, "tc config \"%s\": unexpected \"%s\"", name, rest);
     const char *why = tc_config_refusal(&c, SPF_DTYPE_F16, SPF_LAYOUT_N_LAST, TC_FORMAT_BLOCKED);
     if (why)
         return FAIL(SPF_ERR_PARSE, "tc config \"%s\": %s", name, why);

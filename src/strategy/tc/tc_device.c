@@ -36,6 +36,8 @@ spf_status tc_device_upload(const tc_format *f, const int32_t *row_map, tc_devic
     d->rows = f->rows, d->cols = f->cols, d->windows = f->windows, d->tiles = f->tiles;
     d->dtype = f->dtype, d->mode = f->mode;
     int64_t *b = &d->bytes;
+    TRY(upload((void **)&d->window_tile, f->window_tile, f->windows + 1, sizeof *f->window_tile,
+               b));
     TRY(upload((void **)&d->tile_col, f->tile_col, f->tiles, sizeof *f->tile_col, b));
     TRY(upload((void **)&d->tile_value, f->tile_value, f->tiles + 1, sizeof *f->tile_value, b));
     TRY(upload((void **)&d->tile_mask, f->tile_mask, f->tiles * TC_QUADRANTS,
@@ -59,6 +61,7 @@ void tc_device_release(tc_device *d)
 {
     if (!d)
         return;
+    cuda_free_quiet(d->window_tile);
     cuda_free_quiet(d->tile_col);
     cuda_free_quiet(d->tile_value);
     cuda_free_quiet(d->tile_mask);
@@ -80,8 +83,22 @@ spf_status tc_schedule_make(const tc_format *f, const tc_config *c, int64_t n, i
     int64_t nb = 8 * (int64_t)c->nt, blocks = (n + nb - 1) / nb;
     int split = c->split && f->windows * TC_TILE * blocks * nb * 4 <= WORKSPACE_MAX_BYTES;
     out->split = c->split;
-    TRY(tc_units_build(f, split, sms, resident_warps, &units, &out->units, &out->max_parts));
-    TRY(upload((void **)&out->unit, units, out->units, sizeof *units, &out->bytes));
+    out->ksplit = 1;
+    if (c->group) {
+        /* K parts so that blocks fill the device about once, ≥ 8 column
+         * blocks of 16 each */
+        int64_t groups = (f->windows + c->warps - 1) / c->warps, kblocks = (f->cols + 15) / 16;
+        int64_t resident = resident_warps / c->warps > 0 ? resident_warps / c->warps : 1;
+        int64_t want = (int64_t)(sms > 0 ? sms : 1) * resident, most = kblocks / 8;
+        int64_t parts = groups * blocks > 0 ? (want + groups * blocks - 1) / (groups * blocks) : 1;
+        if (parts > most)
+            parts = most;
+        out->ksplit = split && parts > 1 ? (int32_t)parts : 1;
+        out->max_parts = out->ksplit;
+    } else {
+        TRY(tc_units_build(f, split, sms, resident_warps, &units, &out->units, &out->max_parts));
+        TRY(upload((void **)&out->unit, units, out->units, sizeof *units, &out->bytes));
+    }
     if (out->max_parts > 1) {
         int64_t floats = f->windows * TC_TILE * blocks * nb, slots = f->windows * blocks;
         TRY(upload((void **)&out->workspace, NULL, floats, sizeof(float), &out->bytes));

@@ -39,8 +39,11 @@ typedef struct tc_config {
     int nt;     /* n8 column tiles per warp: 1, 2, 4 or 8 (template)  */
     int stages; /* tiles in flight per warp: 2 .. TC_MAX_STAGES      */
     int warps;  /* warps per block: 2, 4 or 8                         */
-    int split;  /* 1: windows split into units by tc_units_build's
-                   cost model; 0: one unit per window                  */
+    int split;  /* 1: windows split (unit kernel: into units by
+                   tc_units_build's cost model; group kernel: K into
+                   parts); 0: a window whole                           */
+    int group;  /* 1: the group kernel (BLOCKED formats: a block's warps
+                   share B's staged rows); 0: the unit kernel            */
 } tc_config;
 
 enum { TC_MAX_STAGES = 4 };
@@ -53,8 +56,12 @@ enum { TC_MAX_STAGES = 4 };
  * banks. Shared by the kernels and the host's occupancy model. */
 #define TC_PITCH_KN(nb) ((nb) % 16 == 0 ? (nb) + 8 : (nb))
 #define TC_PITCH_NK(es) ((es) == 2 ? 24 : 20)
-#define TC_STAGE_BYTES(es, nb, bnk)                                                           \
-    (32 + 256 * (es) + ((bnk) ? (nb) * TC_PITCH_NK(es) : 16 * TC_PITCH_KN(nb)) * (es))
+#define TC_TILE_BYTES(es) (32 + 256 * (es))
+#define TC_B_BYTES(es, nb, bnk) (((bnk) ? (nb) * TC_PITCH_NK(es) : 16 * TC_PITCH_KN(nb)) * (es))
+#define TC_STAGE_BYTES(es, nb, bnk) (TC_TILE_BYTES(es) + TC_B_BYTES(es, nb, bnk))
+/* The group kernel's stage: B's rows once, then a tile per warp. */
+#define TC_GROUP_STAGE_BYTES(es, nb, bnk, warps)                                              \
+    (TC_B_BYTES(es, nb, bnk) + (warps) * TC_TILE_BYTES(es))
 
 /* One unit of work (16 bytes on the device). parts > 1: the window was
  * split and the unit adds into the workspace. */
@@ -67,6 +74,7 @@ typedef struct tc_device {
     int64_t rows, cols, windows, tiles;
     spf_dtype dtype;
     tc_format_mode mode;
+    int64_t *window_tile;   /* windows + 1 */
     int32_t *tile_col;      /* device copies of the format's arrays */
     int64_t *tile_value;
     uint64_t *tile_mask;
@@ -81,7 +89,8 @@ typedef struct tc_device {
  * counters they need. */
 typedef struct tc_schedule {
     int split;              /* as asked: 0 or 1 */
-    int32_t units;
+    int32_t ksplit;         /* group kernel: parts of K (1: none) */
+    int32_t units;          /* unit kernel */
     int32_t max_parts;      /* the most units of one window */
     tc_unit *unit;          /* device, units */
     float *workspace;       /* device, zeroed: windows·16 × n rounded up to the
@@ -104,20 +113,25 @@ void tc_device_release(tc_device *d);
 spf_status tc_units_build(const tc_format *f, int split, int sms, int resident_warps,
                           tc_unit **units, int32_t *count, int32_t *max_parts);
 
-/* The schedule of config c for f on the device for n columns. */
+/* The schedule of config c for f on the device for n columns, on sms SMs
+ * holding resident_warps warps of c each. The group kernel splits K into
+ * parts so that its blocks fill the device about once (at least 8 column
+ * blocks a part). */
 spf_status tc_schedule_make(const tc_format *f, const tc_config *c, int64_t n, int sms,
                             int resident_warps, tc_schedule *out);
 void tc_schedule_release(tc_schedule *s);
 
 /* Why config c cannot run problems of this dtype, math and layouts (NULL
- * when it can): bad parameters, CONDENSED format with B as N×K. */
+ * when it can): bad parameters, CONDENSED format with B as N×K or with
+ * the group kernel. */
 const char *tc_config_refusal(const tc_config *c, spf_dtype dtype, spf_layout b_layout,
                               tc_format_mode mode);
 
 /* Dynamic shared memory of a block of config c, bytes. */
 size_t tc_config_smem(const tc_config *c, spf_dtype dtype, spf_layout b_layout);
 
-/* "nt2_s3_w4_split": for plan info, logs and the cache. */
+/* "nt2_s3_w4_split", "nt2_s3_w8_group": for plan info, logs and the
+ * cache. */
 void tc_config_name(const tc_config *c, char *buf, size_t size);
 spf_status tc_config_from_name(const char *name, tc_config *out);
 

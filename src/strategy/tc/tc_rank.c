@@ -40,14 +40,25 @@ static double model_us(const problem *p, double tiles, double format_bytes, doub
     double es = (double)dtype_size(p->dtype), n = (double)p->n, nb = 8.0 * c->nt;
     double blocks = ceil(n / nb), sms = sm_count(dev), bw = roofline_bandwidth(dev);
     double dram = format_bytes + ((double)p->k + (double)p->m) * n * es;
-    double staged = tiles * blocks * (32.0 + format_bytes / (tiles > 0 ? tiles : 1) + 16 * nb * es);
+    double windows = ceil((double)p->m / TC_TILE), kblocks = ceil((double)p->k / TC_TILE);
+    /* B's rows per tile (unit kernel) or per column block of a warp group */
+    double b_rows = c->group ? ceil(windows / c->warps) * kblocks : tiles;
+    double staged = blocks * (tiles * 32.0 + format_bytes + b_rows * 16 * nb * es);
     double instr = tiles * blocks * (DECODE_INSTR + NT_INSTR * c->nt * (es == 4 ? 2 : 1));
-    double stage = TC_STAGE_BYTES((int)es, (int)nb, p->b_layout == SPF_LAYOUT_N_FIRST);
-    double resident = floor(SMEM_PER_SM / (stage * c->stages * c->warps)) * c->warps;
+    double resident = floor(SMEM_PER_SM / (double)tc_config_smem(c, p->dtype, p->b_layout)) *
+                      c->warps;
     if (resident > MAX_WARPS_PER_SM)
         resident = MAX_WARPS_PER_SM;
     if (resident < 1)
         return INFINITY;
+    if (c->group) { /* a warp walks every column block of its K part */
+        double parts = c->split ? fmax(1.0, fmin(floor(kblocks / 8),
+                                                  ceil(sms * resident / c->warps /
+                                                       (ceil(windows / c->warps) * blocks))))
+                                : 1.0;
+        units = windows * parts;
+        heaviest = ceil(kblocks / parts);
+    }
     double waves = ceil(units * blocks / (sms * resident));
     double chain = waves * heaviest * LATENCY_US / (c->stages - 1);
     double us = fmax(fmax(dram / bw * 1e6, staged / (L2_OVER_DRAM * bw) * 1e6),
@@ -125,8 +136,8 @@ int tc_rank_configs(const problem *p, const tc_format *f, const spf_device_info 
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 3; b++)
             for (int w = 0; w < 2; w++)
-                for (int sp = 0; sp < 2; sp++) {
-                    tc_config c = {nts[a], stages[b], warps[w], sp};
+                for (int sp = 0; sp < 4; sp++) {
+                    tc_config c = {nts[a], stages[b], warps[w], sp & 1, sp >> 1};
                     if (c.nt > widest || (p->n + 8 * c.nt - 1) / (8 * c.nt) > 65535 || tc_config_refusal(&c, p->dtype, p->b_layout, f->mode) ||
                         tc_config_smem(&c, p->dtype, p->b_layout) > (size_t)smem_limit)
                         continue;

@@ -10,8 +10,8 @@
 #include "strategy/tc/tc_format.h"
 #include "strategy/tc/tc_kernel.h"
 
-/* nt × stages × warps × split */
-enum { TC_MAX_CONFIGS = 4 * 3 * 2 * 2 };
+/* nt × stages × warps × split × group */
+enum { TC_MAX_CONFIGS = 4 * 3 * 2 * 2 * 2 };
 
 typedef struct tc_estimate {
     double tiles;   /* non-empty 16×16 tiles expected (random placement)   */

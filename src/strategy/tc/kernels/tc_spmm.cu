@@ -42,6 +42,10 @@ struct args {
     float *workspace;
     int32_t *counters;
     int32_t col_blocks;
+    int64_t windows;
+    const int64_t *window_tile;
+    int32_t kblocks; /* group kernel: column blocks of 16 of K, and its K parts */
+    int32_t ksplit;
     int stages;
     int vector_b; /* B's rows allow 16-byte copies */
 };
@@ -76,6 +80,7 @@ template <typename T, int NT, bool BNK> struct stage_shape {
     static constexpr int kp = TC_PITCH_NK(elem<T>::bytes);
     static constexpr int values_bytes = 256 * elem<T>::bytes;
     static constexpr int bytes = TC_STAGE_BYTES(elem<T>::bytes, nb, BNK);
+    static constexpr int b_bytes = TC_B_BYTES(elem<T>::bytes, nb, BNK);
 };
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
@@ -112,27 +117,34 @@ __device__ __forceinline__ int32_t place_row(const args &a, int64_t list, int32_
     return a.window_col ? a.col_list[list + col + r] : col + r;
 }
 
-/* Issue the copies of tile t into stage st. */
-template <typename T, int NT, bool BNK>
-__device__ __forceinline__ void issue(const args &a, int64_t list, int64_t t, int n0,
-                                      unsigned char *st, int lane)
+/* Copy tile t's masks and values to at (32 + 256·es bytes): the lanes of
+ * one warp. */
+template <typename T>
+__device__ __forceinline__ void issue_tile(const args &a, int64_t t, unsigned char *at, int lane)
 {
-    using S = stage_shape<T, NT, BNK>;
     constexpr int es = elem<T>::bytes;
     const unsigned char *vals = static_cast<const unsigned char *>(a.values);
     if (lane < 2)
-        copy16(st + 16 * lane, a.tile_mask + 4 * t + 2 * lane, 16);
+        copy16(at + 16 * lane, a.tile_mask + 4 * t + 2 * lane, 16);
     int64_t v0 = __ldg(a.tile_value + t), v1 = __ldg(a.tile_value + t + 1);
     int pieces = static_cast<int>((v1 - v0) * es / 16);
     for (int i = lane; i < pieces; i += 32)
-        copy16(st + 32 + 16 * i, vals + v0 * es + 16 * i, 16);
-    T *bs = reinterpret_cast<T *>(st + 32 + S::values_bytes);
+        copy16(at + 32 + 16 * i, vals + v0 * es + 16 * i, 16);
+}
+
+/* Copy the 16 rows of B at places col.. (list: the window's column list,
+ * CONDENSED) to bs: threads `id` of `count` share the pieces. */
+template <typename T, int NT, bool BNK>
+__device__ __forceinline__ void issue_b(const args &a, int64_t list, int32_t col, int n0, T *bs,
+                                        int id, int count)
+{
+    using S = stage_shape<T, NT, BNK>;
+    constexpr int es = elem<T>::bytes;
     const T *b = static_cast<const T *>(a.b);
-    int32_t col = __ldg(a.tile_col + t);
     if (!BNK) { /* 16 rows of B (K×N), nb columns each, as [k][np] */
         if (a.vector_b) {
             constexpr int per_row = S::nb * es / 16;
-            for (int i = lane; i < 16 * per_row; i += 32) {
+            for (int i = id; i < 16 * per_row; i += count) {
                 int r = i / per_row, piece = i % per_row;
                 int32_t kk = place_row(a, list, col, r);
                 int j = n0 + piece * (16 / es);
@@ -141,7 +153,7 @@ __device__ __forceinline__ void issue(const args &a, int64_t list, int64_t t, in
                 copy16(bs + r * S::np + piece * (16 / es), src, bytes);
             }
         } else {
-            for (int i = lane; i < 16 * S::nb; i += 32) {
+            for (int i = id; i < 16 * S::nb; i += count) {
                 int r = i / S::nb, jj = i % S::nb, j = n0 + jj;
                 int32_t kk = place_row(a, list, col, r);
                 bs[r * S::np + jj] =
@@ -151,7 +163,7 @@ __device__ __forceinline__ void issue(const args &a, int64_t list, int64_t t, in
     } else { /* nb rows of B (N×K), 16 columns each (BLOCKED only), as [n][kp] */
         if (a.vector_b) {
             constexpr int per_row = 16 * es / 16;
-            for (int i = lane; i < S::nb * per_row; i += 32) {
+            for (int i = id; i < S::nb * per_row; i += count) {
                 int r = i / per_row, piece = i % per_row;
                 int j = n0 + r, kk = col + piece * (16 / es);
                 int bytes = j < a.n ? min(max(a.k - kk, 0) * es, 16) : 0;
@@ -159,13 +171,24 @@ __device__ __forceinline__ void issue(const args &a, int64_t list, int64_t t, in
                 copy16(bs + r * S::kp + piece * (16 / es), src, bytes);
             }
         } else {
-            for (int i = lane; i < S::nb * 16; i += 32) {
+            for (int i = id; i < S::nb * 16; i += count) {
                 int r = i / 16, kk = col + i % 16, j = n0 + r;
                 bs[r * S::kp + i % 16] =
                     kk < a.k && j < a.n ? b[kk * a.b_row + j * a.b_col] : elem<T>::from_float(0.f);
             }
         }
     }
+}
+
+/* Issue the copies of tile t into a warp's own stage st (tile, then B). */
+template <typename T, int NT, bool BNK>
+__device__ __forceinline__ void issue(const args &a, int64_t list, int64_t t, int n0,
+                                      unsigned char *st, int lane)
+{
+    using S = stage_shape<T, NT, BNK>;
+    issue_tile<T>(a, t, st, lane);
+    issue_b<T, NT, BNK>(a, list, __ldg(a.tile_col + t), n0,
+                        reinterpret_cast<T *>(st + 32 + S::values_bytes), lane, 32);
 }
 
 /* The A fragments of one tile from its stage: per quadrant q, the lane's
@@ -256,11 +279,10 @@ template <bool TRANS> __device__ __forceinline__ void ldsm_x2(const void *p, uin
  * quadrants in fragment order (tc_format.h), B by ldmatrix: [k][n] staging
  * transposed, [n][k] as is. */
 template <typename T, int NT, bool BNK>
-__device__ __forceinline__ void multiply(const unsigned char *st, const uint32_t (&v)[4][2],
-                                         int lane, float (&acc)[NT][4])
+__device__ __forceinline__ void multiply(const T *bs, const uint32_t (&v)[4][2], int lane,
+                                         float (&acc)[NT][4])
 {
     using S = stage_shape<T, NT, BNK>;
-    const T *bs = reinterpret_cast<const T *>(st + 32 + S::values_bytes);
     if constexpr (elem<T>::bytes == 2) {
         uint32_t a[4];
 #pragma unroll
@@ -317,6 +339,76 @@ __device__ __forceinline__ void store(const args &a, int64_t row, int j, float v
     static_cast<T *>(a.c)[out * a.c_row + j * a.c_col] = elem<T>::from_float(v);
 }
 
+/* A lane's place in the mma fragments: its bits in a quadrant (fp16 p0 =
+ * 8g + 2t, TF32 p0 = 8g + t; PTX ISA "Matrix fragments" of mma m16n8k16 /
+ * m16n8k8) and the masks of the bits below p0. */
+struct lane_bits {
+    uint32_t below_lo, below_hi;
+    int word_hi, shift;
+};
+
+template <typename T> __device__ __forceinline__ lane_bits lane_bits_of(int lane)
+{
+    int g = lane >> 2, t = lane & 3;
+    int p0 = elem<T>::bytes == 2 ? 8 * g + 2 * t : 8 * g + t;
+    return {p0 >= 32 ? ~0u : (1u << p0) - 1, p0 >= 32 ? (1u << (p0 - 32)) - 1 : 0u, p0 >= 32,
+            p0 & 31};
+}
+
+/* The end of a warp's part of window w: the epilogue straight from the
+ * accumulators (rows g and g + 8, columns 2t and 2t + 1 of each n8 tile)
+ * when the window is whole (parts 1); else its sums added into the
+ * workspace, and the last of the window's parts to arrive (a counter per
+ * window and column block) applies the epilogue and leaves workspace and
+ * counter zeroed. */
+template <typename T, int NT>
+__device__ __forceinline__ void finish(const args &a, float (&acc)[NT][4], int64_t w, int parts,
+                                       int n0, int lane)
+{
+    constexpr int nb = 8 * NT;
+    int g = lane >> 2, t = lane & 3;
+    const int64_t row0 = w * 16;
+    if (parts == 1) {
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int64_t row = row0 + g + 8 * (e >> 1);
+                int col = n0 + 8 * j + 2 * t + (e & 1);
+                if (row < a.m && col < a.n)
+                    store<T>(a, row, col, acc[j][e]);
+            }
+        return;
+    }
+    int64_t slot = w * a.col_blocks + blockIdx.y;
+    float *ws = a.workspace + slot * 16 * nb;
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            atomicAdd(ws + (g + 8 * (e >> 1)) * nb + 8 * j + 2 * t + (e & 1), acc[j][e]);
+    __threadfence();
+    __syncwarp();
+    int last = 0;
+    if (lane == 0)
+        last = atomicAdd(a.counters + slot, 1) == parts - 1;
+    last = __shfl_sync(0xffffffffu, last, 0);
+    if (!last)
+        return;
+    __threadfence();
+    for (int i = lane; i < 16 * nb; i += 32) {
+        float v = __ldcg(ws + i);
+        ws[i] = 0.f;
+        int64_t row = row0 + i / nb;
+        int col = n0 + i % nb;
+        if (row < a.m && col < a.n)
+            store<T>(a, row, col, v);
+    }
+    if (lane == 0)
+        a.counters[slot] = 0;
+}
+
+/* The unit kernel: each warp its own unit (any format), B staged per warp. */
 template <typename T, int NT, bool BNK>
 __global__ void __launch_bounds__(256) tc_spmm_kernel(const args a)
 {
@@ -330,14 +422,7 @@ __global__ void __launch_bounds__(256) tc_spmm_kernel(const args a)
     const int n0 = blockIdx.y * S::nb;
     unsigned char *stages = smem + static_cast<size_t>(warp) * a.stages * S::bytes;
     const int64_t list = a.window_col ? a.window_col[unit.window] : 0;
-
-    /* this lane's bits: fp16 p0 = 8g + 2t, TF32 p0 = 8g + t (fragment layouts
-     * of mma m16n8k16 / m16n8k8, PTX ISA "Matrix fragments") */
-    int g = lane >> 2, t = lane & 3;
-    int p0 = elem<T>::bytes == 2 ? 8 * g + 2 * t : 8 * g + t;
-    uint32_t below_lo = p0 >= 32 ? ~0u : (1u << p0) - 1;
-    uint32_t below_hi = p0 >= 32 ? (1u << (p0 - 32)) - 1 : 0u;
-    int word_hi = p0 >= 32, shift = p0 & 31;
+    const lane_bits lb = lane_bits_of<T>(lane);
 
     float acc[NT][4];
 #pragma unroll
@@ -363,79 +448,120 @@ __global__ void __launch_bounds__(256) tc_spmm_kernel(const args a)
         copy_commit();
         const unsigned char *st = stages + (i % a.stages) * sb;
         uint32_t v[4][2];
-        decode<elem<T>::bytes>(st, below_lo, below_hi, word_hi, shift, v);
-        multiply<T, NT, BNK>(st, v, lane, acc);
+        decode<elem<T>::bytes>(st, lb.below_lo, lb.below_hi, lb.word_hi, lb.shift, v);
+        multiply<T, NT, BNK>(reinterpret_cast<const T *>(st + 32 + S::values_bytes), v, lane, acc);
         __syncwarp();
     }
     copy_wait<0>();
+    finish<T, NT>(a, acc, unit.window, unit.parts, n0, lane);
+}
 
-    /* accumulator (row g or g + 8, columns 2t, 2t + 1 of each n8 tile) */
-    const int64_t row0 = static_cast<int64_t>(unit.window) * 16;
-    if (unit.parts == 1) {
-#pragma unroll
-        for (int j = 0; j < NT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                int64_t row = row0 + g + 8 * (e >> 1);
-                int col = n0 + 8 * j + 2 * t + (e & 1);
-                if (row < a.m && col < a.n)
-                    store<T>(a, row, col, acc[j][e]);
-            }
-        return;
+/* The group kernel (BLOCKED formats): a block's warps take consecutive
+ * windows and walk the same column blocks of a K range together, so the
+ * 16 rows of B of each column block are staged once per block, by all its
+ * threads, and read by every warp (the unit kernel stages them per warp:
+ * as many bytes of B through L2 as a dense fp16 A would take). A warp
+ * whose window has no tile at a column block skips its products there.
+ * Stage s: B's rows, then each warp's tile (masks and values). K ranges
+ * are a.ksplit parts of the column blocks; parts of a window meet in the
+ * workspace as split units do. */
+template <typename T, int NT, bool BNK>
+__global__ void __launch_bounds__(256) tc_spmm_group_kernel(const args a)
+{
+    using S = stage_shape<T, NT, BNK>;
+    extern __shared__ __align__(16) unsigned char smem[];
+    const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t w = static_cast<int64_t>(blockIdx.x / a.ksplit) * warps + warp;
+    const int part = blockIdx.x % a.ksplit;
+    const int32_t kb0 = static_cast<int32_t>(static_cast<int64_t>(a.kblocks) * part / a.ksplit);
+    const int32_t kb1 = static_cast<int32_t>(static_cast<int64_t>(a.kblocks) * (part + 1) / a.ksplit);
+    const int n0 = blockIdx.y * S::nb;
+    const int tile_bytes = 32 + S::values_bytes;
+    const int sb = S::b_bytes + warps * tile_bytes;
+    const lane_bits lb = lane_bits_of<T>(lane);
+
+    /* this warp's tiles from the first at or past column kb0 · 16 */
+    int64_t cur = 0, end = 0;
+    if (w < a.windows) {
+        cur = a.window_tile[w], end = a.window_tile[w + 1];
+        int64_t hi = end;
+        while (cur < hi) {
+            int64_t mid = (cur + hi) / 2;
+            if (__ldg(a.tile_col + mid) < kb0 * 16)
+                cur = mid + 1;
+            else
+                hi = mid;
+        }
     }
-    /* a split window: add into the workspace; the last of its parts ends it */
-    int64_t slot = static_cast<int64_t>(unit.window) * a.col_blocks + blockIdx.y;
-    float *ws = a.workspace + slot * 16 * S::nb;
+    uint32_t present = 0; /* bit s: this warp has a tile in stage s */
+    auto issue_stage = [&](int32_t kb, int s) {
+        unsigned char *st = smem + static_cast<size_t>(s) * sb;
+        issue_b<T, NT, BNK>(a, 0, kb * 16, n0, reinterpret_cast<T *>(st), threadIdx.x, blockDim.x);
+        present &= ~(1u << s);
+        if (cur < end && __ldg(a.tile_col + cur) == kb * 16) {
+            issue_tile<T>(a, cur, st + S::b_bytes + warp * tile_bytes, lane);
+            cur++;
+            present |= 1u << s;
+        }
+    };
+
+    float acc[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; j++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            atomicAdd(ws + (g + 8 * (e >> 1)) * S::nb + 8 * j + 2 * t + (e & 1), acc[j][e]);
-    __threadfence();
-    __syncwarp();
-    int last = 0;
-    if (lane == 0)
-        last = atomicAdd(a.counters + slot, 1) == unit.parts - 1;
-    last = __shfl_sync(0xffffffffu, last, 0);
-    if (!last)
-        return;
-    __threadfence();
-    for (int i = lane; i < 16 * S::nb; i += 32) {
-        float v = __ldcg(ws + i);
-        ws[i] = 0.f;
-        int64_t row = row0 + i / S::nb;
-        int col = n0 + i % S::nb;
-        if (row < a.m && col < a.n)
-            store<T>(a, row, col, v);
+        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+    for (int s = 0; s < a.stages - 1; s++) {
+        if (kb0 + s < kb1)
+            issue_stage(kb0 + s, s);
+        copy_commit();
     }
-    if (lane == 0)
-        a.counters[slot] = 0;
+    for (int32_t kb = kb0; kb < kb1; kb++) {
+        int i = kb - kb0;
+        copy_wait_dynamic(a.stages - 2);
+        __syncthreads(); /* every thread's copies of stage i landed; stage i - 1 is read */
+        if (kb + a.stages - 1 < kb1)
+            issue_stage(kb + a.stages - 1, (i + a.stages - 1) % a.stages);
+        copy_commit();
+        int s = i % a.stages;
+        if (present >> s & 1) {
+            const unsigned char *st = smem + static_cast<size_t>(s) * sb;
+            uint32_t v[4][2];
+            decode<elem<T>::bytes>(st + S::b_bytes + warp * tile_bytes, lb.below_lo, lb.below_hi,
+                                   lb.word_hi, lb.shift, v);
+            multiply<T, NT, BNK>(reinterpret_cast<const T *>(st), v, lane, acc);
+        }
+    }
+    copy_wait<0>();
+    if (w < a.windows)
+        finish<T, NT>(a, acc, w, a.ksplit, n0, lane);
 }
 
-template <typename T, int NT, bool BNK> void *kernel_of() { return (void *)tc_spmm_kernel<T, NT, BNK>; }
+template <typename T, int NT, bool BNK> void *kernel_of(int group)
+{
+    return group ? (void *)tc_spmm_group_kernel<T, NT, BNK> : (void *)tc_spmm_kernel<T, NT, BNK>;
+}
 
-template <typename T, bool BNK> void *kernel_nt(int nt)
+template <typename T, bool BNK> void *kernel_nt(int nt, int group)
 {
     switch (nt) {
-    case 1: return kernel_of<T, 1, BNK>();
-    case 2: return kernel_of<T, 2, BNK>();
-    case 4: return kernel_of<T, 4, BNK>();
-    default: return kernel_of<T, 8, BNK>();
+    case 1: return kernel_of<T, 1, BNK>(group);
+    case 2: return kernel_of<T, 2, BNK>(group);
+    case 4: return kernel_of<T, 4, BNK>(group);
+    default: return kernel_of<T, 8, BNK>(group);
     }
 }
 
-template <typename T> void *kernel_layout(int nt, int bnk)
+template <typename T> void *kernel_layout(int nt, int bnk, int group)
 {
-    return bnk ? kernel_nt<T, true>(nt) : kernel_nt<T, false>(nt);
+    return bnk ? kernel_nt<T, true>(nt, group) : kernel_nt<T, false>(nt, group);
 }
 
 void *kernel_for(const tc_config *c, spf_dtype dtype, spf_layout b_layout)
 {
     int bnk = b_layout == SPF_LAYOUT_N_FIRST;
     switch (dtype) {
-    case SPF_DTYPE_F16: return kernel_layout<__half>(c->nt, bnk);
-    case SPF_DTYPE_BF16: return kernel_layout<__nv_bfloat16>(c->nt, bnk);
-    default: return kernel_layout<float>(c->nt, bnk);
+    case SPF_DTYPE_F16: return kernel_layout<__half>(c->nt, bnk, c->group);
+    case SPF_DTYPE_BF16: return kernel_layout<__nv_bfloat16>(c->nt, bnk, c->group);
+    default: return kernel_layout<float>(c->nt, bnk, c->group);
     }
 }
 
@@ -483,14 +609,19 @@ extern "C" spf_status tc_launch(const tc_device *d, const tc_schedule *s, const 
     a.workspace = s->workspace;
     a.counters = s->counters;
     a.col_blocks = static_cast<int32_t>(col_blocks);
+    a.windows = d->windows;
+    a.window_tile = d->window_tile;
+    a.kblocks = static_cast<int32_t>((d->cols + 15) / 16);
+    a.ksplit = s->ksplit > 0 ? s->ksplit : 1;
     a.stages = c->stages;
     /* 16-byte pieces of B: the base aligned and every row start too */
     int64_t pitch = op->b_layout == SPF_LAYOUT_N_FIRST ? op->b_col : op->b_row;
     a.vector_b = reinterpret_cast<uintptr_t>(op->b) % 16 == 0 && (pitch * es) % 16 == 0;
-    if (s->units == 0)
+    int64_t blocks = c->group ? (d->windows + c->warps - 1) / c->warps * a.ksplit
+                              : (s->units + c->warps - 1) / c->warps;
+    if (blocks == 0)
         return SPF_OK;
-    dim3 grid(static_cast<unsigned>((s->units + c->warps - 1) / c->warps),
-              static_cast<unsigned>(col_blocks));
+    dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(col_blocks));
     size_t smem = tc_config_smem(c, d->dtype, op->b_layout);
     void *params[] = {&a};
     return CUDA_CHECK(cudaLaunchKernel(kernel_for(c, d->dtype, op->b_layout), grid,
