@@ -436,21 +436,24 @@ __global__ void __launch_bounds__(256) tc_spmm_kernel(const args a)
             issue<T, NT, BNK>(a, list, tile, n0, stages + s * sb, lane);
         copy_commit();
     }
+    /* stage indices advance by one (no division by the run-time stage
+     * count): `use` holds tile i, `fill` the stage of tile i - 1 */
+    int use = 0, fill = a.stages - 1;
     for (int64_t tile = unit.tile_begin; tile < unit.tile_end; tile++) {
-        int i = static_cast<int>(tile - unit.tile_begin);
         copy_wait_dynamic(a.stages - 2);
         __syncwarp();
         /* the stage of tile i - 1 is free now: refill it S - 1 tiles ahead */
         int64_t ahead = tile + a.stages - 1;
         if (ahead < unit.tile_end)
-            issue<T, NT, BNK>(a, list, ahead, n0, stages + ((i + a.stages - 1) % a.stages) * sb,
-                              lane);
+            issue<T, NT, BNK>(a, list, ahead, n0, stages + fill * sb, lane);
         copy_commit();
-        const unsigned char *st = stages + (i % a.stages) * sb;
+        const unsigned char *st = stages + use * sb;
         uint32_t v[4][2];
         decode<elem<T>::bytes>(st, lb.below_lo, lb.below_hi, lb.word_hi, lb.shift, v);
         multiply<T, NT, BNK>(reinterpret_cast<const T *>(st + 32 + S::values_bytes), v, lane, acc);
         __syncwarp();
+        use = use + 1 == a.stages ? 0 : use + 1;
+        fill = fill + 1 == a.stages ? 0 : fill + 1;
     }
     copy_wait<0>();
     finish<T, NT>(a, acc, unit.window, unit.parts, n0, lane);
@@ -514,21 +517,22 @@ __global__ void __launch_bounds__(256) tc_spmm_group_kernel(const args a)
             issue_stage(kb0 + s, s);
         copy_commit();
     }
+    int use = 0, fill = a.stages - 1; /* as in the unit kernel */
     for (int32_t kb = kb0; kb < kb1; kb++) {
-        int i = kb - kb0;
         copy_wait_dynamic(a.stages - 2);
         __syncthreads(); /* every thread's copies of stage i landed; stage i - 1 is read */
         if (kb + a.stages - 1 < kb1)
-            issue_stage(kb + a.stages - 1, (i + a.stages - 1) % a.stages);
+            issue_stage(kb + a.stages - 1, fill);
         copy_commit();
-        int s = i % a.stages;
-        if (present >> s & 1) {
-            const unsigned char *st = smem + static_cast<size_t>(s) * sb;
+        if (present >> use & 1) {
+            const unsigned char *st = smem + static_cast<size_t>(use) * sb;
             uint32_t v[4][2];
             decode<elem<T>::bytes>(st + S::b_bytes + warp * tile_bytes, lb.below_lo, lb.below_hi,
                                    lb.word_hi, lb.shift, v);
             multiply<T, NT, BNK>(reinterpret_cast<const T *>(st), v, lane, acc);
         }
+        use = use + 1 == a.stages ? 0 : use + 1;
+        fill = fill + 1 == a.stages ? 0 : fill + 1;
     }
     copy_wait<0>();
     if (w < a.windows)
