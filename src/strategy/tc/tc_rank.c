@@ -20,9 +20,15 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define DECODE_INSTR 60.0    /* warp instructions to expand one tile        */
+/* Measured, not designed: Nsight Compute on the H100 (commit 788ec20, LLM
+ * 4096×4096 at 0.7, N = 16, unit kernel nt2) counted about 430 warp
+ * instructions per tile and 2.5 issued per cycle per SM (11 cycles
+ * between a warp's instructions, 28 warps active): the kernels are
+ * instruction-bound, 3-4× slower than dense fp16 there
+ * (bench/results/tc/README.md). */
+#define DECODE_INSTR 420.0   /* warp instructions per tile and column block  */
 #define NT_INSTR 6.0         /* per n8 tile: fragments and mma (TF32: twice) */
-#define ISSUE_PER_US 6.0e3   /* warp instructions per µs per SM (4 × ~1.5 GHz) */
+#define ISSUE_PER_US 4.4e3   /* warp instructions per µs per SM (2.5 × 1.755 GHz) */
 #define L2_OVER_DRAM 3.0
 #define LATENCY_US 0.8       /* one tile's copies, issue to use             */
 #define SMEM_PER_SM 233472.0 /* bytes (H100 / H200: 228 KiB)               */
