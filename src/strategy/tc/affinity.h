@@ -51,7 +51,11 @@
  * AFFINITY_SCAN_BUDGET counted rows per step plus each column entry
  * dropped once; both sequential, as in the paper. threads split the
  * column lists' construction and the guard's tile counts. On the 2-core
- * development host: R-MAT 2^20 × 2^20 with 11M nonzeros in about 3 s. */
+ * development host: R-MAT 2^20 × 2^20 with 11M nonzeros in about 3 s; a
+ * uniform random 2^20 × 2^20 with 10 per row, no structure at all, in
+ * 7.5 s, step I's worst case: nearly every vertex merges and the lists
+ * carried up come to 4.3 times the edges (bench/results/tc-format/
+ * affinity-cpu.txt). */
 #ifndef SPF_STRATEGY_TC_AFFINITY_H
 #define SPF_STRATEGY_TC_AFFINITY_H
 
