@@ -38,7 +38,17 @@ json_true stat "d['read_ms'] >= 0 and d['path'].endswith('a.mtx')" "stat path an
 # 100×80 at 0.8: 7 windows of 16 rows × 5 column blocks, every block hit
 expect_rc 0 stat_tc stat "$tmp/a.mtx" --tc-format --json
 json_true stat_tc "d['tc_format']['placement'] == 'blocked' and d['tc_format']['tiles'] == 35" "stat --tc-format tiles"
-json_true stat_tc "1600 * 2 + 35 * 44 + 8 * 8 <= d['tc_format']['bytes'] <= 1600 * 2 + 35 * (44 + 14) + 8 * 8" "stat --tc-format bytes: fp16 values padded to 16 bytes per tile, 44 bytes per tile, 8 per window offset"
+# each tile's fp16 values padded to 16 bytes: 2 bytes per nonzero plus at most 14 per tile
+json_true stat_tc "(d['tc_format']['bytes'] - 35 * 44 - 8 * 8) % 16 == 0 and 1600 * 2 <= d['tc_format']['bytes'] - 35 * 44 - 8 * 8 <= 1600 * 2 + 35 * 14" "stat --tc-format bytes: fp16 values padded per tile to 16 bytes, 44 bytes per tile, 8 per window offset"
+json_true stat_tc "d['tc_format']['affinity']['placement'] == 'blocked' and d['tc_format']['affinity']['tiles'] == 35 and d['tc_format']['affinity']['reorder_ms'] >= 0" "stat --tc-format after affinity reordering: every block still hit"
+# a graph condensed: affinity reordering (never more tiles than the rows' own order)
+expect_rc 0 gen_graph gen "$tmp/g.mtx" --kind rmat --rows 2048 --cols 2048 --sparsity 0.998 --seed 3
+expect_rc 0 stat_tc_graph stat "$tmp/g.mtx" --tc-placement condensed --json
+json_true stat_tc_graph "d['tc_format']['placement'] == 'condensed' and d['tc_format']['affinity']['placement'] == 'condensed'" "stat --tc-placement condensed"
+json_true stat_tc_graph "0 < d['tc_format']['affinity']['tiles'] <= d['tc_format']['tiles']" "stat --tc-format: affinity reordering never adds tiles"
+expect_rc 0 stat_tc_text stat "$tmp/g.mtx" --tc-format
+check "stat text shows the reordered format" grep -q "after affinity reordering: [0-9]* tiles" "$tmp/stat_tc_text.out"
+expect_rc 2 stat_tc_bad stat "$tmp/g.mtx" --tc-placement diagonal
 expect_rc 0 stat_text stat "$tmp/a.mtx"
 check "stat text shows nnz and hashes" grep -q "nnz 1600" "$tmp/stat_text.out"
 check "stat text shows the hashes" grep -q "pattern [0-9a-f]\{16\}" "$tmp/stat_text.out"
