@@ -882,20 +882,6 @@ static spf_status dense_build(const problem *p, const strategy_env *env, void **
     return FAIL(SPF_ERR_NO_DEVICE, "dense: built without CUDA");
 }
 
-/* One launch's arguments, for launch_ordered. */
-typedef struct dense_call {
-    const dense_state *s;
-    const void *b;
-    void *c;
-    const float *bias;
-} dense_call;
-
-static spf_status dense_call_run(const void *ctx, void *stream)
-{
-    const dense_call *call = ctx;
-    return dense_run(call->s, &call->s->algo, call->b, call->c, call->bias, stream);
-}
-
 static spf_status dense_launch(const void *state, const void *b, void *c, const float *bias,
                                void *stream)
 {
