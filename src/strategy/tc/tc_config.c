@@ -73,6 +73,29 @@ spf_status tc_config_from_name(const char *name, tc_config *out)
     return SPF_OK;
 }
 
+/* A unit's time is its tiles; the slots are the warps the device holds at
+ * once; a window longer than the fair share of a slot is cut into parts
+ * of equal tiles. */
+int64_t tc_unit_chunk(int64_t tiles, int sms, int resident_warps)
+{
+    int64_t slots = (int64_t)(sms > 0 ? sms : 1) * (resident_warps > 0 ? resident_warps : 1);
+    int64_t chunk = (tiles + slots - 1) / slots;
+    return chunk < MIN_UNIT_TILES ? MIN_UNIT_TILES : chunk;
+}
+
+int32_t tc_group_parts(int64_t windows, int64_t cols, int64_t col_blocks, int warps, int sms,
+                       int resident_warps)
+{
+    int64_t groups = (windows + warps - 1) / warps, kblocks = (cols + 15) / 16;
+    int64_t resident = resident_warps / warps > 0 ? resident_warps / warps : 1;
+    int64_t want = (int64_t)(sms > 0 ? sms : 1) * resident, most = kblocks / MIN_UNIT_TILES;
+    int64_t parts = groups * col_blocks > 0 ? (want + groups * col_blocks - 1) / (groups * col_blocks)
+                                            : 1;
+    if (parts > most)
+        parts = most;
+    return parts > 1 ? (int32_t)parts : 1;
+}
+
 static int heavier_first(const void *x, const void *y)
 {
     const tc_unit *a = x, *b = y;
@@ -93,16 +116,7 @@ spf_status tc_units_build(const tc_format *f, int split, int sms, int resident_w
     if (f->tiles > INT32_MAX || f->windows > INT32_MAX)
         return FAIL(SPF_ERR_UNSUPPORTED, "tc: %lld tiles in %lld windows: the units' int32 "
                     "offsets need fewer than 2^31", (long long)f->tiles, (long long)f->windows);
-    /* the cost model: a unit's time is its tiles; the slots are the warps
-     * the device holds at once; a window longer than the fair share of a
-     * slot is cut into parts of equal tiles */
-    int64_t chunk = INT64_MAX;
-    if (split) {
-        int64_t slots = (int64_t)(sms > 0 ? sms : 1) * (resident_warps > 0 ? resident_warps : 1);
-        chunk = (f->tiles + slots - 1) / slots;
-        if (chunk < MIN_UNIT_TILES)
-            chunk = MIN_UNIT_TILES;
-    }
+    int64_t chunk = split ? tc_unit_chunk(f->tiles, sms, resident_warps) : INT64_MAX;
     int64_t n = 0;
     for (int64_t w = 0; w < f->windows; w++) {
         int64_t tiles = f->window_tile[w + 1] - f->window_tile[w];

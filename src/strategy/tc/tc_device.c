@@ -85,15 +85,8 @@ spf_status tc_schedule_make(const tc_format *f, const tc_config *c, int64_t n, i
     out->split = c->split;
     out->ksplit = 1;
     if (c->group) {
-        /* K parts so that blocks fill the device about once, ≥ 8 column
-         * blocks of 16 each */
-        int64_t groups = (f->windows + c->warps - 1) / c->warps, kblocks = (f->cols + 15) / 16;
-        int64_t resident = resident_warps / c->warps > 0 ? resident_warps / c->warps : 1;
-        int64_t want = (int64_t)(sms > 0 ? sms : 1) * resident, most = kblocks / 8;
-        int64_t parts = groups * blocks > 0 ? (want + groups * blocks - 1) / (groups * blocks) : 1;
-        if (parts > most)
-            parts = most;
-        out->ksplit = split && parts > 1 ? (int32_t)parts : 1;
+        out->ksplit =
+            split ? tc_group_parts(f->windows, f->cols, blocks, c->warps, sms, resident_warps) : 1;
         out->max_parts = out->ksplit;
     } else {
         TRY(tc_units_build(f, split, sms, resident_warps, &units, &out->units, &out->max_parts));

@@ -113,6 +113,17 @@ void tc_device_release(tc_device *d);
 spf_status tc_units_build(const tc_format *f, int split, int sms, int resident_warps,
                           tc_unit **units, int32_t *count, int32_t *max_parts);
 
+/* The cuts of the load-balancing cost model, shared by the schedules and
+ * the rank model (tc_rank.h) so that the model ranks what launches.
+ * tc_unit_chunk: the most tiles of a split unit, so that the units fill
+ * sms × resident_warps slots once (at least 8). tc_group_parts: the K
+ * parts of the group kernel, so that its blocks (windows / warps groups ×
+ * col_blocks × parts) fill the device once, at least 8 column blocks of 16
+ * a part. */
+int64_t tc_unit_chunk(int64_t tiles, int sms, int resident_warps);
+int32_t tc_group_parts(int64_t windows, int64_t cols, int64_t col_blocks, int warps, int sms,
+                       int resident_warps);
+
 /* The schedule of config c for f on the device for n columns, on sms SMs
  * holding resident_warps warps of c each. The group kernel splits K into
  * parts so that its blocks fill the device about once (at least 8 column

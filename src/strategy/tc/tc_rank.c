@@ -40,6 +40,13 @@ static int sm_count(const spf_device_info *dev)
 }
 
 /* The model for given tiles, bytes of the format and the heaviest unit. */
+/* Warps of config c an SM holds, by shared memory (registers allow more). */
+static int resident_of(const problem *p, const tc_config *c)
+{
+    double blocks = floor(SMEM_PER_SM / (double)tc_config_smem(c, p->dtype, p->b_layout));
+    return (int)fmin(blocks * c->warps, MAX_WARPS_PER_SM);
+}
+
 static double model_us(const problem *p, double tiles, double format_bytes, double heaviest,
                        double units, const tc_config *c, const spf_device_info *dev)
 {
@@ -51,16 +58,12 @@ static double model_us(const problem *p, double tiles, double format_bytes, doub
     double b_rows = c->group ? ceil(windows / c->warps) * kblocks : tiles;
     double staged = blocks * (tiles * 32.0 + format_bytes + b_rows * 16 * nb * es);
     double instr = tiles * blocks * (DECODE_INSTR + NT_INSTR * c->nt * (es == 4 ? 2 : 1));
-    double resident = floor(SMEM_PER_SM / (double)tc_config_smem(c, p->dtype, p->b_layout)) *
-                      c->warps;
-    if (resident > MAX_WARPS_PER_SM)
-        resident = MAX_WARPS_PER_SM;
+    double resident = resident_of(p, c);
     if (resident < 1)
         return INFINITY;
     if (c->group) { /* a warp walks every column block of its K part */
-        double parts = c->split ? fmax(1.0, fmin(floor(kblocks / 8),
-                                                  ceil(sms * resident / c->warps /
-                                                       (ceil(windows / c->warps) * blocks))))
+        double parts = c->split ? tc_group_parts((int64_t)windows, p->k, (int64_t)blocks, c->warps,
+                                                 (int)sms, (int)resident)
                                 : 1.0;
         units = windows * parts;
         heaviest = ceil(kblocks / parts);
@@ -73,13 +76,11 @@ static double model_us(const problem *p, double tiles, double format_bytes, doub
 }
 
 /* The units and heaviest unit tc_units_build would make (without
- * building them): split cuts windows to the fair share of the slots. */
-static void units_of(const tc_format *f, const tc_config *c, int sms, double *units,
-                     double *heaviest)
+ * building them). */
+static void units_of(const problem *p, const tc_format *f, const tc_config *c, int sms,
+                     double *units, double *heaviest)
 {
-    double slots = (double)sms * 32.0, chunk = INFINITY;
-    if (c->split)
-        chunk = fmax(8.0, ceil((double)f->tiles / slots));
+    double chunk = c->split ? (double)tc_unit_chunk(f->tiles, sms, resident_of(p, c)) : INFINITY;
     *units = 0, *heaviest = 0;
     for (int64_t w = 0; w < f->windows; w++) {
         double t = (double)(f->window_tile[w + 1] - f->window_tile[w]);
@@ -93,7 +94,7 @@ double tc_model_us(const problem *p, const tc_format *f, const tc_config *c,
                    const spf_device_info *dev)
 {
     double units, heaviest;
-    units_of(f, c, sm_count(dev), &units, &heaviest);
+    units_of(p, f, c, sm_count(dev), &units, &heaviest);
     return model_us(p, (double)f->tiles, (double)f->bytes, heaviest, units, c, dev);
 }
 
@@ -115,7 +116,8 @@ tc_estimate tc_estimate_problem(const problem *p, const spf_device_info *dev)
     double bytes = nnz * es + tiles * (TC_QUADRANTS * 8 + 12 + 8);
     double windows = ceil(m / TC_TILE);
     tc_config c = {.nt = nt_for(p->n), .stages = 3, .warps = 4, .split = 1};
-    double heaviest = windows > 0 ? fmax(8.0, ceil(tiles / ((double)sm_count(dev) * 32.0))) : 0;
+    double heaviest =
+        windows > 0 ? (double)tc_unit_chunk((int64_t)tiles, sm_count(dev), resident_of(p, &c)) : 0;
     tc_estimate e = {.tiles = tiles};
     e.us = model_us(p, tiles, bytes, fmin(heaviest, tiles), windows, &c, dev);
     return e;

@@ -83,6 +83,8 @@ static double tc_estimate_us(const problem *p, const spf_device_info *dev)
     return e.us;
 }
 
+#ifdef SPF_HAVE_CUDA
+
 /* One config of a built state, for timing. */
 typedef struct timed_config {
     const tc_state *s;
@@ -106,7 +108,6 @@ static spf_status timed_launch(void *ctx, void *stream)
     return tc_launch(&t->s->dev, t->sched, t->config, &op, stream);
 }
 
-#ifdef SPF_HAVE_CUDA
 
 /* Resident warps per SM of config c (0: it cannot launch). */
 static int resident_warps(const tc_config *c, const problem *p)
@@ -314,7 +315,7 @@ fail:
 static spf_status tc_build(const problem *p, const strategy_env *env, void **state,
                            spf_plan_info *info)
 {
-    (void)p, (void)env, (void)info, (void)timed_launch;
+    (void)p, (void)env, (void)info;
     *state = NULL;
     return FAIL(SPF_ERR_NO_DEVICE, "tc: built without CUDA");
 }
