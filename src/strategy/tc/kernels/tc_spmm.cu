@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "gpu/cuda_check.h"
+#include "gpu/mma_ptx.cuh"
 #include "strategy/tc/tc_kernel.h"
 
 namespace {
@@ -50,29 +51,6 @@ struct args {
     int vector_b; /* B's rows allow 16-byte copies */
 };
 
-/* What differs between the element types. */
-template <typename T> struct elem;
-template <> struct elem<__half> {
-    static constexpr int bytes = 2;
-    static __device__ __forceinline__ uint16_t bits(__half x) { return __half_as_ushort(x); }
-    static __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
-};
-template <> struct elem<__nv_bfloat16> {
-    static constexpr int bytes = 2;
-    static __device__ __forceinline__ uint16_t bits(__nv_bfloat16 x)
-    {
-        return __bfloat16_as_ushort(x);
-    }
-    static __device__ __forceinline__ __nv_bfloat16 from_float(float v)
-    {
-        return __float2bfloat16_rn(v);
-    }
-};
-template <> struct elem<float> {
-    static constexpr int bytes = 4;
-    static __device__ __forceinline__ float from_float(float v) { return v; }
-};
-
 /* A stage's shape (TC_STAGE_BYTES in tc_kernel.h), in elements and bytes. */
 template <typename T, int NT, bool BNK> struct stage_shape {
     static constexpr int nb = 8 * NT; /* columns of C per warp */
@@ -82,34 +60,6 @@ template <typename T, int NT, bool BNK> struct stage_shape {
     static constexpr int bytes = TC_STAGE_BYTES(elem<T>::bytes, nb, BNK);
     static constexpr int b_bytes = TC_B_BYTES(elem<T>::bytes, nb, BNK);
 };
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/* 16 bytes global → shared; src_bytes < 16 fills the rest with zeros (0: no
- * read at all). */
-__device__ __forceinline__ void copy16(void *dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-                 "l"(src), "r"(src_bytes));
-}
-__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void copy_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-/* wait until at most `pending` groups are in flight (pending < TC_MAX_STAGES) */
-__device__ __forceinline__ void copy_wait_dynamic(int pending)
-{
-    switch (pending) {
-    case 0: copy_wait<0>(); break;
-    case 1: copy_wait<1>(); break;
-    case 2: copy_wait<2>(); break;
-    default: copy_wait<3>(); break;
-    }
-}
 
 /* The row of B the tile's r-th place refers to. */
 __device__ __forceinline__ int32_t place_row(const args &a, int64_t list, int32_t col, int r)
@@ -220,22 +170,6 @@ __device__ __forceinline__ void decode(const unsigned char *st, uint32_t below_l
     }
 }
 
-__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                          uint32_t b1, __half)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                          uint32_t b1, __nv_bfloat16)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 __device__ __forceinline__ void mma_1688_tf32(float (&c)[4], uint32_t a0, uint32_t a1,
                                               uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1)
 {
@@ -249,30 +183,6 @@ __device__ __forceinline__ uint32_t to_tf32(float x)
     uint32_t r;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
     return r;
-}
-
-/* ldmatrix of two 8×8 b16 matrices (x2) or four (x4), transposed or not. */
-template <bool TRANS> __device__ __forceinline__ void ldsm_x4(const void *p, uint32_t (&r)[4])
-{
-    if (TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(smem_addr(p)));
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                     : "r"(smem_addr(p)));
-}
-template <bool TRANS> __device__ __forceinline__ void ldsm_x2(const void *p, uint32_t (&r)[2])
-{
-    if (TRANS)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
-                     : "=r"(r[0]), "=r"(r[1])
-                     : "r"(smem_addr(p)));
-    else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-                     : "=r"(r[0]), "=r"(r[1])
-                     : "r"(smem_addr(p)));
 }
 
 /* One tile's products into acc. fp16 / bf16: A registers a0..a3 are the
