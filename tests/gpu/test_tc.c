@@ -22,7 +22,7 @@
 #include <stdint.h>
 
 #ifdef SPF_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "spmm_case.h"
 #endif
 
 static void test_config_names(void)
@@ -113,8 +113,6 @@ static void run_format(const char *label, const spf_matrix *a, int kind, spf_lay
 {
     spf_dtype dtype = kinds[kind].dtype;
     spf_math math = kinds[kind].math;
-    int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
-    size_t es = dtype_size(dtype);
     tc_format f;
     CHECK_OK(tc_format_build(a, dtype, mode, 2, &f));
     if (math == SPF_MATH_TF32)
@@ -130,38 +128,9 @@ static void run_format(const char *label, const spf_matrix *a, int kind, spf_lay
             continue;
         int bias = variant & 1, relu = variant >> 1 & 1;
         variant++;
-        float *b = malloc((size_t)(k * n + 1) * sizeof *b);
-        float *bias_v = malloc((size_t)(m + 1) * sizeof *bias_v);
-        double *ref = malloc((size_t)(m * n + 1) * sizeof *ref);
-        double *ref_mapped = malloc((size_t)(m * n + 1) * sizeof *ref_mapped);
-        unsigned char *staged = malloc((size_t)(k * n) * es + es);
-        void *scratch = malloc((size_t)(k * n + m * n + 1) * sizeof(float));
-        spf_fill_uniform(b, k * n, next_seed++);
-        spf_fill_uniform(bias_v, m, next_seed++);
-        dtype_round(dtype, b, k * n);
-        operand_pack(dtype, bl, b, k, n, staged, scratch);
-        /* the format's row i is C's row row_map[i], with its bias */
-        float *bias_rows = malloc((size_t)(m + 1) * sizeof *bias_rows);
-        for (int64_t i = 0; i < m; i++)
-            bias_rows[i] = bias_v[row_map ? row_map[i] : i];
-        spf_matrix *ar = NULL; /* A as the format holds it: rounded to the dtype */
-        CHECK_OK(spf_matrix_clone(a, &ar));
-        dtype_round(dtype, ar->values, ar->nnz);
-        CHECK_OK(spf_reference_spmm_f64(ar, n, b, ref, bias ? bias_rows : NULL, relu, 0));
-        spf_matrix_free(ar);
-        for (int64_t i = 0; i < m; i++)
-            memcpy(ref_mapped + (row_map ? row_map[i] : i) * n, ref + i * n,
-                   (size_t)n * sizeof *ref);
-        void *db = NULL, *dc = NULL;
-        float *dbias = NULL;
-        size_t c_bytes = (size_t)(m * n) * es;
-        CUDA_OK(cudaMalloc(&db, (size_t)(k * n) * es + es));
-        CUDA_OK(cudaMalloc(&dc, c_bytes + es));
-        CUDA_OK(cudaMalloc((void **)&dbias, (size_t)(m + 1) * sizeof *dbias));
-        CUDA_OK(cudaMemcpy(db, staged, (size_t)(k * n) * es, cudaMemcpyHostToDevice));
-        CUDA_OK(cudaMemcpy(dbias, bias_v, (size_t)m * sizeof *dbias, cudaMemcpyHostToDevice));
-        unsigned char *raw = malloc(c_bytes + es);
-        float *c = malloc((size_t)(m * n + 1) * sizeof *c);
+        spmm_case t;
+        spmm_case_make(&t, a, dtype, bl, n, bias, relu, row_map, next_seed);
+        next_seed += 2;
         for (int nt = 1; nt <= 8; nt *= 2)
             for (int stages = 2; stages <= TC_MAX_STAGES; stages++)
                 for (int warps = 4; warps <= 8; warps *= 2)
@@ -178,26 +147,19 @@ static void run_format(const char *label, const spf_matrix *a, int kind, spf_lay
                         tc_schedule sched;
                         CHECK_OK(tc_schedule_make(&f, &cfg, n, 1 << 20, 1, &sched));
                         for (int cl = SPF_LAYOUT_N_LAST; cl <= SPF_LAYOUT_N_FIRST; cl++) {
-                            tc_operands op = {.n = n, .b_layout = bl, .b = db, .c = dc,
-                                              .bias = bias ? dbias : NULL, .relu = relu};
-                            op.b_row = bl == SPF_LAYOUT_N_LAST ? n : 1;
-                            op.b_col = bl == SPF_LAYOUT_N_LAST ? 1 : k;
-                            op.c_row = cl == SPF_LAYOUT_N_LAST ? n : 1;
-                            op.c_col = cl == SPF_LAYOUT_N_LAST ? 1 : m;
-                            CUDA_OK(cudaMemset(dc, 0xff, c_bytes + es));
+                            tc_operands op = {.n = n, .b_layout = bl, .b = t.db, .c = t.dc,
+                                              .bias = bias ? t.dbias : NULL, .relu = relu};
+                            spmm_case_strides(&t, (spf_layout)cl, &op.b_row, &op.b_col, &op.c_row,
+                                              &op.c_col);
+                            spmm_case_poison(&t);
                             CHECK_OK(tc_launch(&dev, &sched, &cfg, &op, NULL));
-                            CUDA_OK(cudaDeviceSynchronize());
-                            CUDA_OK(cudaMemcpy(raw, dc, c_bytes + es, cudaMemcpyDeviceToHost));
                             int past = 1;
-                            for (size_t i = 0; i < es; i++)
-                                past &= raw[c_bytes + i] == 0xff;
+                            double err = spmm_case_error(&t, (spf_layout)cl, &past);
                             char name[32], what[96];
                             tc_config_name(&cfg, name, sizeof name);
                             snprintf(what, sizeof what, "%s N=%lld C %s", name, (long long)n,
                                      spf_layout_name((spf_layout)cl));
                             CHECK_MSG(past, "%s: %s: wrote past the end of C", label, what);
-                            operand_unpack(dtype, (spf_layout)cl, raw, m, n, c, scratch);
-                            double err = spf_relative_error(c, ref_mapped, m * n);
                             CHECK_MSG(err <= tol, "%s %s B %s %s: %s (bias %d relu %d, %d parts "
                                       "at most): relative error %.3g > %g",
                                       label, dtype_name(dtype), spf_layout_name(bl),
@@ -209,18 +171,7 @@ static void run_format(const char *label, const spf_matrix *a, int kind, spf_lay
                         }
                         tc_schedule_release(&sched);
                     }
-        cudaFree(db);
-        cudaFree(dc);
-        cudaFree(dbias);
-        free(raw);
-        free(c);
-        free(b);
-        free(bias_v);
-        free(bias_rows);
-        free(ref);
-        free(ref_mapped);
-        free(staged);
-        free(scratch);
+        spmm_case_free(&t);
     }
     printf("%s: %s B %s %s%s: %lld tiles, worst relative error %.3g (%s)\n", label,
            dtype_name(dtype), spf_layout_name(bl), tc_format_mode_name(f.mode),
