@@ -72,6 +72,9 @@ static int expected_support(spf_strategy s, spf_dtype dtype, spf_math math, spf_
         return 1; /* unless cuBLASLt is absent (see dense_absent) */
     case SPF_STRATEGY_TC: /* tensor cores: f16 / bf16, f32 only under TF32 */
         return dtype == SPF_DTYPE_F32 ? math == SPF_MATH_TF32 : math == SPF_MATH_DEFAULT;
+    case SPF_STRATEGY_TCFRAG: /* f16 / bf16 with fp32 accumulation (every case here is a layer,
+                                 not a graph: its tiles hold nonzeros) */
+        return dtype != SPF_DTYPE_F32 && math == SPF_MATH_DEFAULT;
     default:
         return -1;
     }
@@ -199,10 +202,13 @@ static void inputs_free(inputs *in)
 }
 
 /* Strategies that store A in the plan's dtype. */
-static int rounds_a(spf_strategy s) { return s == SPF_STRATEGY_TC || s == SPF_STRATEGY_DENSE; }
+static int rounds_a(spf_strategy s)
+{
+    return s == SPF_STRATEGY_TC || s == SPF_STRATEGY_TCFRAG || s == SPF_STRATEGY_DENSE;
+}
 
 /* Run plan p on fresh inputs; the relative error against the reference.
- * round_a: the plan's strategy stores A in the dtype (tc, dense), so the
+ * round_a: the plan's strategy stores A in the dtype (tc, tcfrag, dense), so the
  * reference multiplies A rounded to it, as it does B (one output of a long
  * row with cancellation otherwise measures bf16's rounding of A, not the
  * kernel). */

@@ -3,6 +3,7 @@
  * and the groups' offsets by a prefix sum; the records written, in
  * parallel again. */
 #include "strategy/tcfrag/frag_format.h"
+#include "strategy/tcfrag/frag_places.h"
 
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -309,6 +310,7 @@ static spf_status read_tile(const frag_format *f, const unsigned char *h, const 
         int64_t run = q > 0 ? pre[q] : 0;
         for (int u = 0; u < t; u++)
             run += popcount8(mask[4 * q + u]);
+        uint32_t places = frag_slot_places(mask[lane]); /* as the kernel finds them */
         for (int slot = 0; slot < 8; slot++) {
             if (!(mask[lane] >> slot & 1))
                 continue;
@@ -317,7 +319,7 @@ static spf_status read_tile(const frag_format *f, const unsigned char *h, const 
             if (r >= f->rows || c >= f->cols)
                 return FAIL(SPF_ERR_PARSE, "a bit at row %lld, column %lld, past the matrix",
                             (long long)r, (long long)c);
-            int64_t at = run + popcount8(mask[lane] & ((1u << slot) - 1));
+            int64_t at = run + (places >> 4 * slot & 15u) / 2;
             dtype_to_float(f->dtype, v + at * (int64_t)dtype_size(f->dtype),
                            &dense[r * f->cols + c], 1);
         }

@@ -54,6 +54,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum { FRAG_TILE = 16, FRAG_HEADER = 40, FRAG_CHUNK_STEPS = 8, FRAG_MAX_GROUP = 4 };
 
 typedef struct frag_format {
@@ -100,5 +104,9 @@ double frag_format_bytes_estimate(int64_t m, int64_t k, int64_t nnz, int group);
  * SPF_ERR_PARSE, naming the group, chunk and k-step, when a header
  * disagrees with its mask or a record overruns its chunk. */
 spf_status frag_format_to_dense(const frag_format *f, float *dense);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
