@@ -342,7 +342,20 @@ spf_status frag_format_to_dense(const frag_format *f, float *dense)
             const unsigned char *at = f->data + f->offset[g * f->chunks + c];
             const unsigned char *end = f->data + f->offset[g * f->chunks + c + 1];
             for (int64_t s = f->chunk_step[c]; s < f->chunk_step[c + 1]; s++) {
-                int64_t values = 0;
+                /* the record's size from its masks, checked against the
+                 * chunk before a value is read (a corrupt header must not
+                 * send the decoder past the data) */
+                int64_t values = 0, record = FRAG_HEADER * f->group;
+                if (record <= end - at) {
+                    for (int i = 0; i < f->group; i++)
+                        for (int lane = 0; lane < 32; lane++)
+                            values += popcount8(at[FRAG_HEADER * i + lane]);
+                    record = align_up(record + values * es, RECORD_ALIGN);
+                }
+                if (record > end - at)
+                    return FAIL(SPF_ERR_PARSE, "fragment stream, group %lld, chunk %d: k-step "
+                                "%lld runs past the chunk", (long long)g, c, (long long)s);
+                values = 0;
                 for (int w = 0; w < f->group; w++) {
                     const unsigned char *v = at + FRAG_HEADER * f->group + values * es;
                     int64_t n = 0;
@@ -356,10 +369,7 @@ spf_status frag_format_to_dense(const frag_format *f, float *dense)
                     }
                     values += n;
                 }
-                at += align_up(FRAG_HEADER * f->group + values * es, RECORD_ALIGN);
-                if (at > end)
-                    return FAIL(SPF_ERR_PARSE, "fragment stream, group %lld, chunk %d: k-step "
-                                "%lld runs past the chunk", (long long)g, c, (long long)s);
+                at += record;
             }
             if (at != end)
                 return FAIL(SPF_ERR_PARSE, "fragment stream, group %lld, chunk %d: %lld bytes "
