@@ -43,8 +43,8 @@ static void test_config_names(void)
 static void test_parts(void)
 {
     frag_config c = {2, 2, 4, 3};
-    /* 128 groups → 32 row blocks; 132 SMs × 4 blocks wanted → 17 parts */
-    CHECK(frag_parts(128, 32, 16, &c, 132, 4) == 17);
+    /* 128 groups → 32 row blocks; one wave of 132 SMs × 4 blocks → 16 parts */
+    CHECK(frag_parts(128, 32, 16, &c, 132, 4) == 16);
     CHECK(frag_parts(128, 8, 16, &c, 132, 4) == 8); /* capped at the chunks */
     CHECK(frag_parts(128, 1, 16, &c, 132, 4) == 1);
     CHECK(frag_parts(4096, 32, 16, &c, 132, 4) == 1); /* enough row blocks already */

@@ -61,7 +61,8 @@ int32_t frag_parts(int64_t groups, int32_t chunks, int64_t n, const frag_config 
     int64_t blocks = row_blocks * col_blocks;
     if (blocks <= 0 || chunks <= 1)
         return 1;
+    /* one wave at most: a second, partial one would double the time */
     int64_t want = (int64_t)(sms > 0 ? sms : 1) * (blocks_per_sm > 0 ? blocks_per_sm : 1);
-    int64_t parts = (want + blocks - 1) / blocks;
+    int64_t parts = want / blocks;
     return (int32_t)(parts < 1 ? 1 : parts > chunks ? chunks : parts);
 }

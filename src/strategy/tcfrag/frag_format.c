@@ -21,7 +21,10 @@ enum { GROUP_GRAIN = 4, RECORD_ALIGN = 16, TILE_SLOTS = FRAG_TILE * FRAG_TILE };
  * a 40-byte header for every 16×16 tile, empty or not. */
 #define FRAG_MAX_TILES ((int64_t)1 << 31)
 
-int64_t frag_capacity(int group) { return 2048 * (int64_t)group; }
+/* At 70 % sparsity a window's k-step takes about 200 bytes, so 8 k-steps
+ * fit; denser matrices get shorter chunks. Small stages keep 16 or more
+ * warps on an SM. */
+int64_t frag_capacity(int group) { return 1024 * (int64_t)group + 512; }
 
 void frag_format_free(frag_format *f)
 {

@@ -78,7 +78,7 @@ typedef struct frag_format {
 
 /* Shared-memory bytes a warp stages one chunk in: the most a group of
  * `group` windows may take in one chunk (at least one k-step of dense
- * tiles: group · (40 + 512) + 15). */
+ * tiles: group · (40 + 512) + 15; 1024 · group + 512). */
 int64_t frag_capacity(int group);
 
 /* Build the format of a (CSR, float values) with values rounded to dtype

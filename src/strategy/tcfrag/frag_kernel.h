@@ -73,9 +73,9 @@ typedef struct frag_schedule {
 spf_status frag_device_upload(const frag_format *f, const int32_t *row_map, frag_device *out);
 void frag_device_release(frag_device *d);
 
-/* K parts for config c so that row blocks × column blocks × parts fill
- * sms × blocks_per_sm about once, each part at least one chunk. Host
- * only. */
+/* K parts for config c: the most that keep row blocks × column blocks ×
+ * parts within one wave of sms × blocks_per_sm, each part at least one
+ * chunk. Host only. */
 int32_t frag_parts(int64_t groups, int32_t chunks, int64_t n, const frag_config *c, int sms,
                    int blocks_per_sm);
 

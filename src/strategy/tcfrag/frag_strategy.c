@@ -28,14 +28,14 @@
 /* grid.y counts column blocks of 8·nt (≤ 65535) */
 #define FRAG_MAX_N ((int64_t)65535 * 64)
 
-/* The planner's estimate. Design numbers, to be replaced by measured ones
- * (bench/results/tcfrag/): a tile's decode is about 60 warp instructions
- * per column block, an n8 tile's mma and B fragment 3 more; an SM issues
- * about 4.4e3 warp instructions a microsecond (the tc kernel's measured
- * rate, tc_rank.c). */
-#define DECODE_INSTR 60.0
-#define N8_INSTR 3.0
-#define ISSUE_PER_US 4.4e3
+/* The planner's estimate, from Nsight Compute on the H100 (LLM 4096×4096
+ * at 0.7, N = 16, g1_nt2_w8_s2): 120 warp instructions issued per tile and
+ * column block (the decode, the staging, and the split-K epilogue spread
+ * over the tiles), 2.0 issued per cycle per SM at 1.755 GHz; an n8 tile
+ * more adds its mma and B fragments, about 10 (fitted to N = 64: 32 µs). */
+#define DECODE_INSTR 120.0
+#define N8_INSTR 10.0
+#define ISSUE_PER_US 3.5e3
 
 /* Below this share of non-empty 16×16 tiles (random placement) the stream
  * is mostly headers: a graph, for the tc strategy's condensed format. */

@@ -8,9 +8,12 @@
  *          start;
  *   P    = the eight slots' byte offsets in the run, a nibble each, by
  *          four multiplies (frag_places.h);
- *   slot s = bits bit s ? the value at run + nibble s of P : 0.
- * About forty integer instructions and eight shared loads a tile, against
- * some 430 instructions of the tc kernel's quadrant decode. */
+ *   register r = two loads at run + nibble 2r of P (and 2 bytes on),
+ *          merged by one PRMT chosen by the register's two mask bits.
+ * About thirty integer instructions and eight shared loads a tile; the
+ * first version, with a predicated load per slot, issued 112 instructions
+ * a tile in all and kept the ALU pipe half busy (Nsight Compute, H100), and
+ * the tc kernel's quadrant decode some 430. */
 #include <cuda_runtime.h>
 
 #include <stdint.h>
@@ -97,9 +100,25 @@ __device__ __forceinline__ void stage_b(const args &a, int32_t k0, int rows, int
     }
 }
 
+__device__ __forceinline__ uint32_t lds_u16(uint32_t addr)
+{
+    uint16_t v;
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(addr));
+    return v;
+}
+
+/* PRMT selectors that make a register from two zero-extended halves x
+ * (bytes 0-1) and y (bytes 4-5) by the register's two mask bits (hi, lo):
+ * 00 → 0 (x's zero bytes), 01 → (x, 0), 10 → (0, x), 11 → (x, y); 16 bits
+ * each, indexed by 2·hi + lo. */
+#define FRAG_PAIR_SELECTORS 0x5410103232103232ull
+
 /* Tile at h (header) with values from vals: the lane's A fragments, and the
- * tile's count. */
-__device__ __forceinline__ int decode(const unsigned char *h, const unsigned char *vals, int q,
+ * tile's count. Register r holds slots 2r and 2r + 1: the value of slot 2r
+ * (if set) is at its place in the run, and the next value right after it,
+ * so two loads from one address (+2) and a PRMT chosen by the two bits
+ * make the register, with no predicate and no second address. */
+__device__ __forceinline__ int decode(const unsigned char *h, uint32_t vals, int q,
                                       uint32_t quad_sel, uint32_t lane_sel, uint32_t below,
                                       uint32_t (&a)[4])
 {
@@ -108,17 +127,16 @@ __device__ __forceinline__ int decode(const unsigned char *h, const unsigned cha
     uint32_t start = __byte_perm(q < 4 ? pre.x : pre.y, 0, quad_sel);
     start = q ? start : 0u;
     const uint32_t bits = __byte_perm(w, 0, lane_sel);
-    const unsigned char *run = vals + 2 * (start + __popc(w & below));
-    const uint32_t places = frag_slot_places(bits);
-    uint32_t x[8];
+    const uint32_t run = vals + 2 * (start + __popc(w & below));
+    const uint32_t even = frag_slot_places(bits) & 0x0f0f0f0fu; /* byte r: slot 2r's offset */
 #pragma unroll
-    for (int s = 0; s < 8; s++)
-        x[s] = bits >> s & 1u
-                   ? *reinterpret_cast<const uint16_t *>(run + (places >> 4 * s & 15u))
-                   : 0u;
-#pragma unroll
-    for (int r = 0; r < 4; r++)
-        a[r] = x[2 * r] | x[2 * r + 1] << 16;
+    for (int r = 0; r < 4; r++) {
+        const uint32_t at = run + __byte_perm(even, 0, 0x4440u | r);
+        const uint32_t x = lds_u16(at), y = lds_u16(at + 2);
+        const uint32_t shift = (r < 2 ? bits << (4 - 2 * r) : bits >> (2 * r - 4)) & 0x30u;
+        const uint32_t sel = static_cast<uint32_t>(FRAG_PAIR_SELECTORS >> shift);
+        a[r] = __byte_perm(x, y, sel);
+    }
     return static_cast<int>((pre.y >> 24) + (pre.x & 0xffu));
 }
 
@@ -151,6 +169,7 @@ __global__ void __launch_bounds__(256) frag_spmm_kernel(const args a)
     constexpr int nb = 8 * NT;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int last_part;
+    __shared__ int stage_steps[4]; /* k-steps of the chunk each stage holds */
     const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int64_t row_block = blockIdx.x / a.ksplit;
     const int part = blockIdx.x % a.ksplit;
@@ -166,18 +185,31 @@ __global__ void __launch_bounds__(256) frag_spmm_kernel(const args a)
     const uint32_t quad_sel = 0x4440u | (q & 3), lane_sel = 0x4440u | t;
     const uint32_t below = (1u << (8 * t)) - 1u;
 
-    auto issue = [&](int32_t c, int st) {
-        unsigned char *base = smem + static_cast<size_t>(st) * stage_bytes;
-        if (active) {
-            const int64_t from = a.offset[group * a.chunks + c];
-            const int pieces = static_cast<int>((a.offset[group * a.chunks + c + 1] - from) / 16);
-            unsigned char *dst = base + warp * a.capacity;
-            for (int i = lane; i < pieces; i += 32)
-                copy16(dst + 16 * i, a.data + from + 16 * i, 16);
+    /* What a chunk's copies need, read from global memory one chunk ahead
+     * of its copies so that the warp does not wait for them. */
+    struct chunk_meta {
+        int64_t from, to;
+        int32_t s0, s1;
+    };
+    auto meta_of = [&](int32_t c) {
+        chunk_meta m = {0, 0, 0, 0};
+        if (c < c1) {
+            if (active)
+                m.from = a.offset[group * a.chunks + c], m.to = a.offset[group * a.chunks + c + 1];
+            m.s0 = a.chunk_step[c], m.s1 = a.chunk_step[c + 1];
         }
-        const int32_t s0 = a.chunk_step[c], s1 = a.chunk_step[c + 1];
-        stage_b<T, NT, BNK>(a, 16 * s0, 16 * (s1 - s0), n0, reinterpret_cast<T *>(base + a_bytes),
-                            threadIdx.x, blockDim.x);
+        return m;
+    };
+    auto issue = [&](const chunk_meta &m, int st) {
+        unsigned char *base = smem + static_cast<size_t>(st) * stage_bytes;
+        const int pieces = static_cast<int>((m.to - m.from) / 16);
+        unsigned char *dst = base + warp * a.capacity;
+        for (int i = lane; i < pieces; i += 32)
+            copy16(dst + 16 * i, a.data + m.from + 16 * i, 16);
+        if (threadIdx.x == 0)
+            stage_steps[st] = m.s1 - m.s0;
+        stage_b<T, NT, BNK>(a, 16 * m.s0, 16 * (m.s1 - m.s0), n0,
+                            reinterpret_cast<T *>(base + a_bytes), threadIdx.x, blockDim.x);
     };
 
     float acc[G][NT][4];
@@ -189,22 +221,25 @@ __global__ void __launch_bounds__(256) frag_spmm_kernel(const args a)
 
     for (int s = 0; s < a.stages - 1; s++) {
         if (c0 + s < c1)
-            issue(c0 + s, s);
+            issue(meta_of(c0 + s), s);
         copy_commit();
     }
+    chunk_meta next = meta_of(c0 + a.stages - 1);
     int use = 0, fill = a.stages - 1;
     for (int32_t c = c0; c < c1; c++) {
         copy_wait_dynamic(a.stages - 2);
         __syncthreads(); /* chunk c landed for every thread; the stage of c - 1 is read */
-        if (c + a.stages - 1 < c1)
-            issue(c + a.stages - 1, fill);
+        if (c + a.stages - 1 < c1) {
+            issue(next, fill);
+            next = meta_of(c + a.stages);
+        }
         copy_commit();
         if (active) {
             const unsigned char *rec = smem + static_cast<size_t>(use) * stage_bytes +
                                        warp * a.capacity;
             const T *bs = reinterpret_cast<const T *>(smem + static_cast<size_t>(use) * stage_bytes +
                                                       a_bytes);
-            const int steps = a.chunk_step[c + 1] - a.chunk_step[c];
+            const int steps = stage_steps[use];
             for (int st = 0; st < steps; st++) {
                 uint32_t bf[NT / 2][4];
 #pragma unroll
@@ -220,8 +255,9 @@ __global__ void __launch_bounds__(256) frag_spmm_kernel(const args a)
 #pragma unroll
                 for (int g = 0; g < G; g++) {
                     uint32_t af[4];
-                    int count = decode(rec + FRAG_HEADER * g, rec + FRAG_HEADER * G + vbytes, q,
-                                       quad_sel, lane_sel, below, af);
+                    int count = decode(rec + FRAG_HEADER * g,
+                                       smem_addr(rec + FRAG_HEADER * G + vbytes), q, quad_sel,
+                                       lane_sel, below, af);
 #pragma unroll
                     for (int j = 0; j < NT; j++)
                         mma_16816(acc[g][j], af, bf[j / 2][2 * (j & 1)],
@@ -275,16 +311,23 @@ __global__ void __launch_bounds__(256) frag_spmm_kernel(const args a)
     if (!last_part)
         return;
     __threadfence();
+    /* the row block's sums, four columns a thread at a time (nb and the
+     * workspace's pitch are multiples of 4), all loads in flight at once */
     const int64_t first = row_block * warps * G * 16;
-    const int rows = warps * G * 16;
-    for (int i = threadIdx.x; i < rows * nb; i += blockDim.x) {
-        int64_t row = first + i / nb;
-        int col = n0 + i % nb;
-        float *p = a.workspace + row * a.ws_pitch + col;
-        float v = __ldcg(p);
-        *p = 0.f;
-        if (row < a.m && col < a.n)
-            store<T>(a, row, col, v);
+    const int quads = warps * G * 16 * nb / 4;
+    for (int i = threadIdx.x; i < quads; i += blockDim.x) {
+        int64_t row = first + 4 * i / nb;
+        int col = n0 + 4 * i % nb;
+        float4 *p = reinterpret_cast<float4 *>(a.workspace + row * a.ws_pitch + col);
+        float4 v = __ldcg(p);
+        *p = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (row < a.m) {
+            const float e[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                if (col + u < a.n)
+                    store<T>(a, row, col + u, e[u]);
+        }
     }
     if (threadIdx.x == 0)
         a.counters[slot] = 0;
