@@ -4,7 +4,8 @@
  * with K whole and K cut into parts (the workspace and its last-arriver
  * epilogue), on odd shapes (M, K, N multiples of no tile; N ∈ {1, 3, 17,
  * 49, 127}), empty rows and windows, fully dense tiles, one nonzero, K = 3,
- * a DLMC-like layer at 70 % sparsity, and a row map (C's rows permuted).
+ * a 200 × 1000 layer at 70 % sparsity (many chunks, so K parts), and a
+ * row map (C's rows permuted).
  * Bias and ReLU cycle. B's rows of odd pitch take the kernel's path
  * without 16-byte copies.
  *

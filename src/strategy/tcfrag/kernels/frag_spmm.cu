@@ -10,10 +10,11 @@
  *          four multiplies (frag_places.h);
  *   register r = two loads at run + nibble 2r of P (and 2 bytes on),
  *          merged by one PRMT chosen by the register's two mask bits.
- * About thirty integer instructions and eight shared loads a tile; the
- * first version, with a predicated load per slot, issued 112 instructions
- * a tile in all and kept the ALU pipe half busy (Nsight Compute, H100), and
- * the tc kernel's quadrant decode some 430. */
+ * About thirty integer instructions and eight shared loads a tile for the
+ * decode (a first version, with a predicated load per slot, kept the ALU
+ * pipe half busy); Nsight Compute counts about 120 warp instructions issued
+ * a tile in all, with the staging and the split-K epilogue, against some
+ * 430 for the tc kernel (bench/results/tcfrag/README.md). */
 #include <cuda_runtime.h>
 
 #include <stdint.h>
