@@ -78,6 +78,14 @@ typedef struct strategy {
                          const unsigned char *bytes, size_t size, void **state);
 } strategy;
 
+/* The cache entry of a strategy that keeps only its config's name (tc,
+ * tcfrag): encode copies the name into fresh bytes (mem_free); decode
+ * copies the bytes back into name (cap bytes) as a string, SPF_ERR_PARSE
+ * naming `what` when they cannot be one. */
+spf_status strategy_encode_name(const char *name, unsigned char **bytes, size_t *size);
+spf_status strategy_decode_name(const unsigned char *bytes, size_t size, const char *what,
+                                char *name, size_t cap);
+
 /* Every strategy, in the order the planner lists them. */
 extern const strategy *const strategy_table[];
 extern const int strategy_count;

@@ -9,22 +9,11 @@
 
 #ifdef SPF_HAVE_CUDA
 #include "gpu/cuda_check.h"
+#include "gpu/device_upload.h"
 
 /* The workspace of split windows is windows·16 × n floats; past this a
  * config does without splitting. */
 #define WORKSPACE_MAX_BYTES ((int64_t)256 << 20)
-
-static spf_status upload(void **dst, const void *src, int64_t count, size_t elem, int64_t *bytes)
-{
-    size_t size = (size_t)(count > 0 ? count : 1) * elem; /* valid pointers when empty */
-    spf_status status = CUDA_CHECK(cudaMalloc(dst, size));
-    if (status != SPF_OK)
-        return status;
-    *bytes += (int64_t)size;
-    if (count > 0 && src)
-        return CUDA_CHECK(cudaMemcpy(*dst, src, (size_t)count * elem, cudaMemcpyHostToDevice));
-    return SPF_OK;
-}
 
 spf_status tc_device_upload(const tc_format *f, const int32_t *row_map, tc_device *out)
 {
@@ -36,21 +25,22 @@ spf_status tc_device_upload(const tc_format *f, const int32_t *row_map, tc_devic
     d->rows = f->rows, d->cols = f->cols, d->windows = f->windows, d->tiles = f->tiles;
     d->dtype = f->dtype, d->mode = f->mode;
     int64_t *b = &d->bytes;
-    TRY(upload((void **)&d->window_tile, f->window_tile, f->windows + 1, sizeof *f->window_tile,
-               b));
-    TRY(upload((void **)&d->tile_col, f->tile_col, f->tiles, sizeof *f->tile_col, b));
-    TRY(upload((void **)&d->tile_value, f->tile_value, f->tiles + 1, sizeof *f->tile_value, b));
-    TRY(upload((void **)&d->tile_mask, f->tile_mask, f->tiles * TC_QUADRANTS,
+    TRY(device_upload((void **)&d->window_tile, f->window_tile, f->windows + 1,
+                      sizeof *f->window_tile, b));
+    TRY(device_upload((void **)&d->tile_col, f->tile_col, f->tiles, sizeof *f->tile_col, b));
+    TRY(device_upload((void **)&d->tile_value, f->tile_value, f->tiles + 1,
+                      sizeof *f->tile_value, b));
+    TRY(device_upload((void **)&d->tile_mask, f->tile_mask, f->tiles * TC_QUADRANTS,
                sizeof *f->tile_mask, b));
-    TRY(upload(&d->values, f->values, f->tile_value[f->tiles], dtype_size(f->dtype), b));
+    TRY(device_upload(&d->values, f->values, f->tile_value[f->tiles], dtype_size(f->dtype), b));
     if (f->mode == TC_FORMAT_CONDENSED) {
-        TRY(upload((void **)&d->window_col, f->window_col, f->windows + 1, sizeof *f->window_col,
-                   b));
-        TRY(upload((void **)&d->col_list, f->col_list, f->window_col[f->windows],
+        TRY(device_upload((void **)&d->window_col, f->window_col, f->windows + 1,
+                          sizeof *f->window_col, b));
+        TRY(device_upload((void **)&d->col_list, f->col_list, f->window_col[f->windows],
                    sizeof *f->col_list, b));
     }
     if (row_map)
-        TRY(upload((void **)&d->row_map, row_map, f->rows, sizeof *row_map, b));
+        TRY(device_upload((void **)&d->row_map, row_map, f->rows, sizeof *row_map, b));
     return SPF_OK;
 fail:
     tc_device_release(d);
@@ -90,14 +80,12 @@ spf_status tc_schedule_make(const tc_format *f, const tc_config *c, int64_t n, i
         out->max_parts = out->ksplit;
     } else {
         TRY(tc_units_build(f, split, sms, resident_warps, &units, &out->units, &out->max_parts));
-        TRY(upload((void **)&out->unit, units, out->units, sizeof *units, &out->bytes));
+        TRY(device_upload((void **)&out->unit, units, out->units, sizeof *units, &out->bytes));
     }
     if (out->max_parts > 1) {
         int64_t floats = f->windows * TC_TILE * blocks * nb, slots = f->windows * blocks;
-        TRY(upload((void **)&out->workspace, NULL, floats, sizeof(float), &out->bytes));
-        TRY(upload((void **)&out->counters, NULL, slots, sizeof(int32_t), &out->bytes));
-        TRY(CUDA_CHECK(cudaMemset(out->workspace, 0, (size_t)floats * sizeof(float))));
-        TRY(CUDA_CHECK(cudaMemset(out->counters, 0, (size_t)slots * sizeof(int32_t))));
+        TRY(device_upload((void **)&out->workspace, NULL, floats, sizeof(float), &out->bytes));
+        TRY(device_upload((void **)&out->counters, NULL, slots, sizeof(int32_t), &out->bytes));
     }
     mem_free(units);
     return SPF_OK;

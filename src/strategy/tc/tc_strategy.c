@@ -266,13 +266,7 @@ static spf_status tc_encode(const void *state, unsigned char **bytes, size_t *si
     const tc_state *s = state;
     char name[64];
     tc_config_name(&s->config, name, sizeof name);
-    size_t n = strlen(name);
-    *bytes = mem_alloc(n);
-    if (!*bytes)
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "a tc cache entry");
-    memcpy(*bytes, name, n);
-    *size = n;
-    return SPF_OK;
+    return strategy_encode_name(name, bytes, size);
 }
 
 static spf_status tc_decode(const problem *p, const strategy_env *env, const spf_plan_info *stored,
@@ -281,12 +275,11 @@ static spf_status tc_decode(const problem *p, const strategy_env *env, const spf
     (void)stored;
     *state = NULL;
     char name[64];
-    if (size == 0 || size >= sizeof name)
-        return FAIL(SPF_ERR_PARSE, "a tc entry of %zu bytes: expected a config name", size);
-    memcpy(name, bytes, size);
-    name[size] = '\0';
+    spf_status status = strategy_decode_name(bytes, size, "tc", name, sizeof name);
+    if (status != SPF_OK)
+        return status;
     tc_config c;
-    spf_status status = tc_config_from_name(name, &c);
+    status = tc_config_from_name(name, &c);
     if (status != SPF_OK)
         return status;
     tc_format f = {0};

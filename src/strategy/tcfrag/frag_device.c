@@ -8,18 +8,7 @@
 
 #ifdef SPF_HAVE_CUDA
 #include "gpu/cuda_check.h"
-
-static spf_status upload(void **dst, const void *src, int64_t count, size_t elem, int64_t *bytes)
-{
-    size_t size = (size_t)(count > 0 ? count : 1) * elem; /* valid pointers when empty */
-    spf_status status = CUDA_CHECK(cudaMalloc(dst, size));
-    if (status != SPF_OK)
-        return status;
-    *bytes += (int64_t)size;
-    if (count > 0 && src)
-        return CUDA_CHECK(cudaMemcpy(*dst, src, (size_t)count * elem, cudaMemcpyHostToDevice));
-    return CUDA_CHECK(cudaMemset(*dst, 0, size));
-}
+#include "gpu/device_upload.h"
 
 spf_status frag_device_upload(const frag_format *f, const int32_t *row_map, frag_device *out)
 {
@@ -31,12 +20,12 @@ spf_status frag_device_upload(const frag_format *f, const int32_t *row_map, frag
     d->rows = f->rows, d->cols = f->cols, d->groups = f->groups, d->dtype = f->dtype;
     d->group = f->group, d->chunks = f->chunks, d->largest = f->largest;
     int64_t cells = f->groups * f->chunks;
-    TRY(upload((void **)&d->data, f->data, f->offset[cells], 1, &d->bytes));
-    TRY(upload((void **)&d->offset, f->offset, cells + 1, sizeof *f->offset, &d->bytes));
-    TRY(upload((void **)&d->chunk_step, f->chunk_step, f->chunks + 1, sizeof *f->chunk_step,
+    TRY(device_upload((void **)&d->data, f->data, f->offset[cells], 1, &d->bytes));
+    TRY(device_upload((void **)&d->offset, f->offset, cells + 1, sizeof *f->offset, &d->bytes));
+    TRY(device_upload((void **)&d->chunk_step, f->chunk_step, f->chunks + 1, sizeof *f->chunk_step,
                &d->bytes));
     if (row_map)
-        TRY(upload((void **)&d->row_map, row_map, f->rows, sizeof *row_map, &d->bytes));
+        TRY(device_upload((void **)&d->row_map, row_map, f->rows, sizeof *row_map, &d->bytes));
     return SPF_OK;
 fail:
     frag_device_release(d);
@@ -66,8 +55,8 @@ spf_status frag_schedule_make(const frag_device *d, const frag_config *c, int64_
         int64_t nb = 8 * (int64_t)c->nt, col_blocks = (n + nb - 1) / nb;
         int64_t row_blocks = (d->groups + c->warps - 1) / c->warps;
         int64_t floats = row_blocks * c->warps * c->group * FRAG_TILE * col_blocks * nb;
-        TRY(upload((void **)&out->workspace, NULL, floats, sizeof(float), &out->bytes));
-        TRY(upload((void **)&out->counters, NULL, row_blocks * col_blocks, sizeof(int32_t),
+        TRY(device_upload((void **)&out->workspace, NULL, floats, sizeof(float), &out->bytes));
+        TRY(device_upload((void **)&out->counters, NULL, row_blocks * col_blocks, sizeof(int32_t),
                    &out->bytes));
     }
     return SPF_OK;

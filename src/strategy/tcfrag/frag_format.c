@@ -107,7 +107,8 @@ static spf_status size_groups(void *ctx, int64_t begin, int64_t end, int worker)
                 values += p - cur[i];
                 cur[i] = p;
             }
-            int64_t bytes = align_up(FRAG_HEADER * f->group + values * (int64_t)b->es, RECORD_ALIGN);
+            int64_t bytes =
+                align_up(FRAG_HEADER * f->group + values * (int64_t)b->es, RECORD_ALIGN);
             b->record[g * f->steps + s] = (uint16_t)bytes;
         }
     }
@@ -140,7 +141,8 @@ static int64_t write_tile(const build *b, int worker, int64_t g, int window, int
         for (int slot = 0; slot < 8; slot++)
             if (set[lane * 8 + slot]) {
                 bits |= (unsigned char)(1u << slot);
-                dtype_from_float(b->f->dtype, &tile[lane * 8 + slot], v + count * (int64_t)b->es, 1);
+                dtype_from_float(b->f->dtype, &tile[lane * 8 + slot],
+                                 v + count * (int64_t)b->es, 1);
                 count++;
             }
         mask[lane] = bits;

@@ -303,13 +303,7 @@ static spf_status frag_encode(const void *state, unsigned char **bytes, size_t *
     const frag_state *s = state;
     char name[64];
     frag_config_name(&s->config, name, sizeof name);
-    size_t n = strlen(name);
-    *bytes = mem_alloc(n);
-    if (!*bytes)
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "a tcfrag cache entry");
-    memcpy(*bytes, name, n);
-    *size = n;
-    return SPF_OK;
+    return strategy_encode_name(name, bytes, size);
 }
 
 static spf_status frag_decode(const problem *p, const strategy_env *env,
@@ -319,12 +313,11 @@ static spf_status frag_decode(const problem *p, const strategy_env *env,
     (void)stored;
     *state = NULL;
     char name[64];
-    if (size == 0 || size >= sizeof name)
-        return FAIL(SPF_ERR_PARSE, "a tcfrag entry of %zu bytes: expected a config name", size);
-    memcpy(name, bytes, size);
-    name[size] = '\0';
+    spf_status status = strategy_decode_name(bytes, size, "tcfrag", name, sizeof name);
+    if (status != SPF_OK)
+        return status;
     frag_config c;
-    spf_status status = frag_config_from_name(name, &c);
+    status = frag_config_from_name(name, &c);
     if (status != SPF_OK)
         return status;
     frag_device dev;
