@@ -83,7 +83,7 @@ subset_data=0
 step build "$out/build.log" 240 bash -c "cmake -S . -B '$build' -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER=\$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && \
   cmake --build '$build' -j16 -- -k"
-if [ ! -f "$build/libspforge_static.a" ]; then
+if [ ! -f "$build/libspforge.a" ]; then
   echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
   exit 1
 fi
