@@ -19,7 +19,7 @@
 # Files are left in $SPF_BUILD_DIR/install-test for a look after a failure
 # (removed at the next run). Environment (tests/CMakeLists.txt): SPF_SOURCE_DIR,
 # SPF_BUILD_DIR, SPF_CMAKE, SPF_CC, SPF_GENERATOR, SPF_VERSION,
-# SPF_INSTALL_{LIBDIR,INCLUDEDIR,BINDIR}, SPF_HAVE_CUDA.
+# SPF_INSTALL_{LIBDIR,INCLUDEDIR,BINDIR}; SPF_CXX (default c++) for the C++ check.
 set -euo pipefail
 src=${SPF_SOURCE_DIR:?}
 build=${SPF_BUILD_DIR:?}
@@ -120,6 +120,7 @@ awk '/^```c$/ { on = 1; next } /^```/ { if (on) exit } on' "$src/README.md" >rea
 run_example() { # name, program: runs it, checks its report
   local out
   out=$("$2") || { echo "$out"; fail "$1: $2 failed"; }
+  # shellcheck disable=SC2001 # a prefix on every line
   sed "s/^/    $1: /" <<<"$out"
   grep -q 'relative error: .*: ok' <<<"$out" || fail "$1: no error report"
 }
@@ -151,9 +152,10 @@ if command -v pkg-config >/dev/null; then
   run_example "pkg-config shared" ./spmm_pc
   # Static: the archive by name (GNU ld's -l:), then Libs.private.
   static_libs=$(pkg-config --static --libs spforge)
+  read -ra static_libs <<<"${static_libs/-lspforge/-l:libspforge.a}"
   # shellcheck disable=SC2046
   "$cc" -std=c11 -Wall -Wextra -Werror "$src/examples/c/spmm.c" -o spmm_pc_static \
-    $(pkg-config --cflags spforge) ${static_libs/-lspforge/-l:libspforge.a} || fail "pkg-config static build"
+    $(pkg-config --cflags spforge) "${static_libs[@]}" || fail "pkg-config static build"
   needs spmm_pc_static libspforge && fail "the pkg-config static build needs libspforge.so"
   run_example "pkg-config static" ./spmm_pc_static
 else
