@@ -180,7 +180,7 @@ spf_status run_problem(const bench_ctx *ctx, bench_problem *p, bench_row *rows)
     for (int i = 0; i < ctx->prec_count; ++i) {
         bench_row *row = &rows[i];
         row->prec = ctx->precs[i];
-        if (!p->graph && ctx->unrolled)
+        if (ctx->unrolled)
             row->have_plan = run_spforge(ctx, a, &o, p->name, SPF_STRATEGY_AUTO, row->prec, tune,
                                          &row->r[COMP_SPFORGE], &row->plan, &row->plan_wall_s);
         /* The generic kernel runs on CUDA cores: under TF32 it is the f32

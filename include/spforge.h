@@ -427,7 +427,10 @@ typedef struct spf_plan_options {
     int reorder;               /* LO-SpMM Algorithm 1 row order for the unrolled kernel,
                                   kept only where it does not raise the non-empty columns
                                   per tile (default 0); with exhaustive or search, one
-                                  order per m1 of the space                              */
+                                  order per m1 of the space. For the tc strategy's
+                                  CONDENSED format (graphs): Acc-SpMM's data-affinity
+                                  row order (paper 002 §3.2), kept where it condenses
+                                  into fewer tiles                                       */
     int search;                /* low-cost search (LO-SpMM §3–5): the tune_space pruned by
                                   the constraints, ranked by the rank model, the top
                                   search_top_k evaluated (through proxies when

@@ -18,6 +18,7 @@
 #include "gpu/launch_order.h"
 #include "gpu/timing.h"
 #include "strategy/roofline.h"
+#include "strategy/tc/affinity.h"
 #include "strategy/strategy.h"
 #include "strategy/tc/tc_rank.h"
 
@@ -147,11 +148,49 @@ static spf_status state_finish(tc_state *s, const tc_format *f, const tc_config 
     return status;
 }
 
-static spf_status format_for(const problem *p, tc_format *f)
+/* A permutation that moves nothing: no row map is needed. */
+static int is_identity(const int32_t *order, int64_t rows)
 {
+    for (int64_t i = 0; i < rows; i++)
+        if (order[i] != i)
+            return 0;
+    return 1;
+}
+
+/* The format of p. With o->reorder and a CONDENSED format (graphs), A's rows
+ * first take Acc-SpMM's data-affinity order (affinity.h, paper 002 §3.2),
+ * which gathers rows sharing columns into one window so that it condenses
+ * into fewer tiles; *row_map then gets the order (the kernel writes C row
+ * row_map[i] for format row i), else NULL. *reorder_s: the order's time. */
+static spf_status format_for(const problem *p, const spf_plan_options *o, tc_format *f,
+                             int32_t **row_map, double *reorder_s)
+{
+    *row_map = NULL;
+    *reorder_s = 0;
     /* a condensed format gathers rows of B, which needs B as K×N */
     tc_format_mode mode = p->b_layout == SPF_LAYOUT_N_FIRST ? TC_FORMAT_BLOCKED : TC_FORMAT_AUTO;
-    spf_status status = tc_format_build(p->a, p->dtype, mode, 0, f);
+    int threads = o ? o->host_threads : 0;
+    spf_status status = tc_format_build(p->a, p->dtype, mode, threads, f);
+    if (status == SPF_OK && o && o->reorder && f->mode == TC_FORMAT_CONDENSED) {
+        int32_t *order = NULL;
+        spf_matrix *moved = NULL;
+        tc_format g = {0};
+        status = tc_affinity_order(p->a, threads, &order, reorder_s);
+        if (status == SPF_OK && !is_identity(order, p->m))
+            status = tc_permute_rows(p->a, order, &moved);
+        if (status == SPF_OK && moved)
+            status = tc_format_build(moved, p->dtype, TC_FORMAT_CONDENSED, threads, &g);
+        if (status == SPF_OK && moved) {
+            log_msg(SPF_LOG_DEBUG, "tc: affinity order in %.3f s: %lld tiles, %lld before",
+                    *reorder_s, (long long)g.tiles, (long long)f->tiles);
+            tc_format_free(f);
+            *f = g;
+            *row_map = order;
+            order = NULL;
+        }
+        spf_matrix_free(moved);
+        mem_free(order);
+    }
     if (status == SPF_OK && p->math == SPF_MATH_TF32)
         tc_format_round_tf32(f);
     return status;
@@ -165,16 +204,18 @@ static spf_status tc_build(const problem *p, const strategy_env *env, void **sta
     *state = NULL;
     spf_status status = SPF_OK;
     tc_format f = {0};
+    int32_t *row_map = NULL;
+    double reorder_s = 0;
     tc_state *s = mem_calloc(1, sizeof *s);
     if (!s)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a tc plan");
     s->p = *p;
     s->p.a = NULL;
     double t0 = timing_now_s();
-    TRY(format_for(p, &f));
-    info->generate_s = f.build_s;
+    TRY(format_for(p, env->options, &f, &row_map, &reorder_s));
+    info->generate_s = f.build_s + reorder_s;
     double t1 = timing_now_s();
-    TRY(tc_device_upload(&f, NULL, &s->dev));
+    TRY(tc_device_upload(&f, row_map, &s->dev));
     info->load_s = timing_now_s() - t1;
     int sms = env->device ? env->device->sm_count : 0;
 
@@ -210,18 +251,20 @@ static spf_status tc_build(const problem *p, const strategy_env *env, void **sta
     }
     TRY(state_finish(s, &f, &ranked[best], sms));
     tc_config_name(&s->config, info->config, sizeof info->config);
-    snprintf(info->kernel_name, sizeof info->kernel_name, "tc_%s_%s%s_%s", dtype_name(p->dtype),
-             tc_format_mode_name(f.mode), p->b_layout == SPF_LAYOUT_N_FIRST ? "_bnk" : "",
-             info->config);
+    snprintf(info->kernel_name, sizeof info->kernel_name, "tc_%s_%s%s%s_%s", dtype_name(p->dtype),
+             tc_format_mode_name(f.mode), row_map ? "_affinity" : "",
+             p->b_layout == SPF_LAYOUT_N_FIRST ? "_bnk" : "", info->config);
     info->device_bytes = s->dev.bytes + s->sched.bytes;
-    log_msg(SPF_LOG_DEBUG, "tc: %s format %lld tiles, %.3f bytes per weight, built in %.3f s; "
-            "plan in %.3f s", tc_format_mode_name(f.mode), (long long)f.tiles,
-            tc_format_bytes_per_weight(&f), f.build_s, timing_now_s() - t0);
+    log_msg(SPF_LOG_DEBUG, "tc: %s format%s %lld tiles, %.3f bytes per weight, built in %.3f s; "
+            "plan in %.3f s", tc_format_mode_name(f.mode), row_map ? " (affinity order)" : "",
+            (long long)f.tiles, tc_format_bytes_per_weight(&f), f.build_s, timing_now_s() - t0);
     tc_format_free(&f);
+    mem_free(row_map);
     *state = s;
     return SPF_OK;
 fail:
     tc_format_free(&f);
+    mem_free(row_map);
     tc_release(s);
     return status;
 }
@@ -283,22 +326,26 @@ static spf_status tc_decode(const problem *p, const strategy_env *env, const spf
     if (status != SPF_OK)
         return status;
     tc_format f = {0};
+    int32_t *row_map = NULL;
+    double reorder_s = 0;
     tc_state *s = mem_calloc(1, sizeof *s);
     if (!s)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a tc plan");
     s->p = *p;
     s->p.a = NULL;
     const char *why = NULL;
-    TRY(format_for(p, &f));
+    TRY(format_for(p, env->options, &f, &row_map, &reorder_s));
     if ((why = tc_config_refusal(&c, p->dtype, p->b_layout, f.mode)) != NULL)
         FAIL_GOTO(SPF_ERR_PARSE, "tc entry \"%s\": %s", name, why);
-    TRY(tc_device_upload(&f, NULL, &s->dev));
+    TRY(tc_device_upload(&f, row_map, &s->dev));
     TRY(state_finish(s, &f, &c, env->device ? env->device->sm_count : 0));
     tc_format_free(&f);
+    mem_free(row_map);
     *state = s;
     return SPF_OK;
 fail:
     tc_format_free(&f);
+    mem_free(row_map);
     tc_release(s);
     return status;
 }
