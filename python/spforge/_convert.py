@@ -249,19 +249,26 @@ def _buffer_dtype(view):
 
 
 def _from_buffer(obj, view, what, writable):
-    dtype = _buffer_dtype(view)
+    """An Operand over a buffer-protocol object: in place, but for a
+    read-only input, copied (ctypes takes the address of writable memory
+    only). ValueError for a strided buffer, which has no address to give
+    (column-major ones included: numpy arrays come by __array_interface__),
+    TypeError for a read-only output."""
+    if not view.c_contiguous:
+        raise ValueError("%s: a C-contiguous buffer is needed, got a strided one (shape %s: a "
+                         "slice or a transpose); numpy.ascontiguousarray(x) makes a contiguous "
+                         "copy" % (what, view.shape))
+    if writable and view.readonly:
+        raise TypeError("%s: expected a writable array, got a read-only one" % what)
     make = ctypes.c_char * view.nbytes
     if view.nbytes == 0:  # memoryview cannot cast a shape with a zero extent
         keep = make()
-    elif not view.c_contiguous:
-        keep = None  # refused by check() before its address is needed
     elif view.readonly:
-        keep = None if writable else make.from_buffer_copy(view.cast("B"))
+        keep = make.from_buffer_copy(view.cast("B"))
     else:
         keep = make.from_buffer(view.cast("B"))
-    strides = _byte_strides(view.strides, view.itemsize, what) if view.ndim else ()
-    return Operand(0 if keep is None else ctypes.addressof(keep), view.shape, strides, dtype,
-                   view.itemsize, None, view.readonly, "buffer", obj, keep=keep)
+    return Operand(ctypes.addressof(keep), view.shape, None, _buffer_dtype(view), view.itemsize,
+                   None, view.readonly, "buffer", obj, keep=keep)
 
 
 def describe(obj, what, want=None, stream=None, writable=False):
@@ -449,19 +456,21 @@ def new_like(op, shape, dtype, order="C"):
         try:
             out = mod.empty(made, dtype=dtype)
         except TypeError as e:
-            raise TypeError("%s.empty(%s, dtype=%r) failed: %s; pass out="
-                            % (mod.__name__, made, dtype, e)) from None
+            raise TypeError("%s.empty(%s, dtype=%r) failed: %s; give an output (Plan.execute, "
+                            "or out= of a plan call)" % (mod.__name__, made, dtype, e)) from None
     else:
         numpy = _numpy()
         if op.kind in ("buffer", "sequence") and order == "C" or numpy is None:
             if dtype not in _TYPECODE or order != "C":
-                raise TypeError("a %s result needs numpy (not installed); pass out=" % dtype)
+                raise TypeError("a %s result of this shape needs numpy (not installed); give an "
+                                "output (Plan.execute, or out= of a plan call)" % dtype)
             count = 1
             for extent in shape:
                 count *= extent
             return array.array(_TYPECODE[dtype], bytes(count * _ITEMSIZE[dtype]))
         if dtype == "bfloat16":
-            raise TypeError("numpy has no bfloat16: pass out=")
+            raise TypeError("numpy has no bfloat16: give an output (Plan.execute, or out= of a "
+                            "plan call)")
         out = numpy.empty(made, dtype=dtype)
     return out.T if order == "F" else out
 

@@ -315,7 +315,8 @@ class NumpyTests(unittest.TestCase):
                  (ValueError, lambda: a @ b[None]),  # 3-D
                  (TypeError, lambda: a @ b.astype(numpy.float64)),
                  (TypeError, lambda: a @ b.astype(numpy.float16)),  # host plans: float32
-                 (TypeError, lambda: b.T @ a)]
+                 (TypeError, lambda: b.T @ a),
+                 (ValueError, lambda: a @ memoryview(numpy.asfortranarray(b)))]  # no address
         for i, (kind, call) in enumerate(cases):
             with self.subTest(case=i), self.assertRaises(kind):
                 call()

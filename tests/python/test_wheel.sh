@@ -10,8 +10,8 @@
 #   4. where $SPF_PYTHON has numpy and scipy, test_convert.py and
 #      test_binding.py run against the installed package (numpy and scipy
 #      taken from $SPF_PYTHON's site-packages through PYTHONPATH).
-# Environment: SPF_SOURCE_DIR (the repository), SPF_WHEEL_DIR (a work folder;
-# the CMake build folder in it is kept between runs, the venvs are not),
+# Environment: SPF_SOURCE_DIR (the repository), SPF_WHEEL_DIR (a work folder:
+# its build venv and CMake build folder are kept between runs, not the fresh venv),
 # SPF_PYTHON (default python3), SPF_WHEEL_CUDA=OFF to build without the
 # CUDA kernels (default: as pip install . does, with them where nvcc is).
 set -euo pipefail
@@ -46,17 +46,19 @@ if [ "${SPF_WHEEL_CUDA:-}" = OFF ]; then
   settings+=(--config-settings=cmake.define.SPF_WITH_CUDA=OFF)
 fi
 start=$SECONDS
-if ! (cd "$src" && "$work/build-venv/bin/pip" wheel . --no-deps --no-build-isolation \
+if ! (cd "$src" && "$work/build-venv/bin/pip" wheel -v . --no-deps --no-build-isolation \
       -w "$work/dist" "${settings[@]}") >"$work/wheel.log" 2>&1; then
   tail -n 60 "$work/wheel.log"
   echo "FAIL: pip wheel . (the whole log: $work/wheel.log)" >&2
   exit 1
 fi
 wheel=$(ls "$work"/dist/spforge-*.whl)
-cuda=$(grep -c "Building CUDA object" "$work/wheel.log" || true)
-printf 'wheel: %s built in %d s (%s CUDA objects compiled%s)\n' "$(basename "$wheel")" \
-  $((SECONDS - start)) "$cuda" \
-  "$([ "${SPF_WHEEL_CUDA:-}" = OFF ] && echo ", SPF_WHEEL_CUDA=OFF" || true)"
+cache=$work/cmake-build/CMakeCache.txt
+if grep -q "^SPF_WITH_CUDA:BOOL=ON" "$cache" && grep -q "^CMAKE_CUDA_COMPILER:FILEPATH=/" "$cache"
+then kind="with the CUDA kernels"; else kind="CPU-only"; fi
+printf 'wheel: %s (%s) built in %d s, %s CUDA objects compiled this time\n' \
+  "$(basename "$wheel")" "$kind" $((SECONDS - start)) \
+  "$(grep -c "Building CUDA object" "$work/wheel.log" || true)"
 
 # 2. what the wheel holds
 "$python" - "$wheel" <<'EOF'
