@@ -176,4 +176,5 @@ def lib():
         _lib, path = handle, path_
         return _lib
     raise OSError("spforge: cannot load libspforge (pip install the package, set SPF_LIB to its "
-                  "path, or build it into build/); tried: " + "; ".join(tried or ["find_library('spforge'): not found"]))
+                  "path, or build it into build/); tried: "
+                  + "; ".join(tried or ["find_library('spforge'): not found"]))

@@ -615,9 +615,11 @@ def _indices(numpy, index, what, dtype, bound=_INT32_MAX):
     index = numpy.asarray(index)
     if index.dtype.kind not in "iu":
         raise TypeError("%s: expected integer indices, got dtype %s" % (what, index.dtype.name))
-    if index.size and dtype == "int32" and (int(index.max()) > bound or int(index.min()) < -bound - 1):
-        raise OverflowError("%s: index %d does not fit int32" % (
-            what, int(index.max()) if int(index.max()) > bound else int(index.min())))
+    if index.size and dtype == "int32":
+        high, low = int(index.max()), int(index.min())
+        if high > bound or low < -bound - 1:
+            raise OverflowError("%s: index %d does not fit int32"
+                                % (what, high if high > bound else low))
     if index.dtype.kind == "u" and index.size and int(index.max()) > (1 << 63) - 1:
         raise OverflowError("%s: index %d does not fit int64" % (what, int(index.max())))
     return numpy.ascontiguousarray(index, dtype=dtype)

@@ -106,7 +106,13 @@ class CoreTests(unittest.TestCase):
         self.a.close()
 
     def test_library_path(self):
-        self.assertTrue(os.path.exists(spforge._capi.path), spforge._capi.path)
+        path = spforge._capi.path
+        self.assertTrue(os.path.exists(path), path)
+        if os.environ.get("SPF_TEST_INSTALLED"):  # the package's own
+            self.assertEqual(path, os.path.join(os.path.dirname(spforge.__file__),
+                                                "libspforge.so"))
+        elif os.environ.get("SPF_LIB"):  # the one under test (build-asan's, under ASan)
+            self.assertEqual(path, os.environ["SPF_LIB"])
 
     def test_matmul_and_call_on_buffers(self):
         want = spforge.reference_spmm(self.a, self.b, self.n, accumulate="f64")

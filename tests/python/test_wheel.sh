@@ -35,11 +35,14 @@ print(" ".join(re.findall(r'"([^"]+)"', block.group(1))))
 EOF
 )
 if [ ! -x "$work/build-venv/bin/python" ]; then
-  "$python" -m venv "$work/build-venv"
+  "$python" -m venv "$work/build-venv" >"$work/build-venv.log" 2>&1 ||
+    skip "$python -m venv failed (Debian: apt-get install python3-venv):" \
+      "$(tail -n 1 "$work/build-venv.log")"
 fi
 # shellcheck disable=SC2086  # one argument per requirement
 "$work/build-venv/bin/pip" install -q $requires >"$work/build-venv.log" 2>&1 ||
-  skip "cannot install the build backend ($requires) from the package index: $(tail -n 1 "$work/build-venv.log")"
+  skip "cannot install the build backend ($requires) from the package index:" \
+    "$(tail -n 1 "$work/build-venv.log")"
 
 settings=(--config-settings=build-dir="$work/cmake-build")
 if [ "${SPF_WHEEL_CUDA:-}" = OFF ]; then
@@ -96,9 +99,9 @@ print("wheel: spforge %s from %s: CPU plan and A @ b right (no numpy)" % (spforg
 EOF
 
 # 4. the binding's tests against the installed package
-site=$("$python" -c "import numpy, scipy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))" \
-  2>/dev/null) || { echo "wheel: $python has no numpy / scipy: the binding's tests against the" \
-  "installed package skipped"; exit 0; }
+site=$("$python" -c "import numpy, scipy, os; print(os.path.dirname(os.path.dirname(
+  numpy.__file__)))" 2>/dev/null) || { echo "wheel: $python has no numpy / scipy: the binding's" \
+  "tests against the installed package skipped"; exit 0; }
 for test in test_convert.py test_binding.py; do
   env -u SPF_LIB SPF_TEST_INSTALLED=1 PYTHONPATH="$site" "$work/fresh/bin/python" \
     "$src/tests/python/$test" >"$work/$test.log" 2>&1 || { cat "$work/$test.log"; exit 1; }
