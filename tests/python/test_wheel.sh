@@ -57,7 +57,7 @@ if ! (cd "$src" && "$work/build-venv/bin/pip" wheel -v . --no-deps --no-build-is
 fi
 wheel=$(ls "$work"/dist/spforge-*.whl)
 cache=$work/cmake-build/CMakeCache.txt
-if grep -q "^SPF_WITH_CUDA:BOOL=ON" "$cache" && grep -q "^CMAKE_CUDA_COMPILER:FILEPATH=/" "$cache"
+if grep -q "^SPF_WITH_CUDA:BOOL=ON" "$cache" && grep -q "^CMAKE_CUDA_COMPILER:[A-Z]*=/" "$cache"
 then kind="with the CUDA kernels"; else kind="CPU-only"; fi
 printf 'wheel: %s (%s) built in %d s, %s CUDA objects compiled this time\n' \
   "$(basename "$wheel")" "$kind" $((SECONDS - start)) \
