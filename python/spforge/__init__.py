@@ -1,30 +1,47 @@
 """spforge: a thin ctypes binding of libspforge (include/spforge.h).
 
-Host arrays are any buffer-protocol object (array.array, numpy arrays,
-memoryview, ...) of exactly the element type asked for, C-contiguous, of the
-shape asked for or flat; or, for inputs, a plain flat sequence of numbers,
-which is converted. numpy is not required. GPU plans take device pointers as
-integers (torch's tensor.data_ptr(), cupy's array.data.ptr). The library is
-$SPF_LIB, else build/libspforge.so in the repository, else whatever
-ctypes.util.find_library("spforge") finds.
+Matrices: spforge.Matrix(x) converts a scipy.sparse matrix or array (any
+format), a torch sparse CSR / COO tensor, or a dense 2-D weight (numpy,
+torch on cpu or cuda, cupy, DLPack, nested lists) with threshold= or mask=
+(that conversion needs numpy); Matrix.read / generate / from_csr / from_coo
+take files, generators and plain buffers without numpy.
+
+Arrays (B, C, bias): host plans take host arrays (numpy, cpu tensors,
+array.array, memoryview, DLPack, or, for inputs, a flat sequence of
+numbers, which is converted); device plans take device arrays (cuda
+tensors, cupy, anything with __cuda_array_interface__ or a CUDA DLPack
+capsule) or device pointers as integers. Each is of exactly the element
+type asked for (float32, or the plan's float16 / bfloat16), C-contiguous,
+on the plan's device, of the shape asked for or flat (_convert.py). Results
+are of the caller's kind: numpy for numpy, torch for torch (on its device),
+cupy for cupy, array.array for buffers and sequences. A @ B runs a plan
+(kept on the matrix) on B's device and returns C likewise; dtype names are
+the library's ("f32", "f16", "bf16") or numpy's and torch's ("float32",
+"float16", "bfloat16", torch.float16, numpy.float16). numpy is not required
+for any of this.
+
+The library is the libspforge.so beside this file (an installed package),
+else $SPF_LIB, else build/libspforge.so in the repository, else whatever
+ctypes.util.find_library("spforge") finds (spforge._capi.path: the one
+loaded).
 
 Every argument is checked before it reaches ctypes, which would otherwise
 convert silently (wrap an integer, cut a path at a NUL, read a buffer of
 another type or shape): TypeError for the wrong kind of value (a bool or a
-float for an integer, float64 for float32, None for a buffer), OverflowError
-for an integer beyond its C type, ValueError for a wrong value (a shape or
-length, a strided buffer, a NUL in a path, an output sharing memory with an
-input); spforge.Error for what the library refuses.
+float for an integer, float64 for float32, None for a buffer, a read-only
+output), OverflowError for an integer beyond its C type (an index beyond
+int32 included), ValueError for a wrong value (a shape or length, a strided
+array, an array on another device, a NUL in a path, an output sharing
+memory with an input); spforge.Error for what the library refuses.
 """
 
 import array
+import collections
 import ctypes
 import numbers
-import operator
 import os
-import sys
 
-from . import _capi
+from . import _capi, _convert
 from ._capi import lib
 
 __all__ = ["Error", "Matrix", "Plan", "reference_spmm", "relative_error", "device_info",
@@ -34,7 +51,6 @@ _DUPLICATES = {"reject": 0, "sum": 1}
 _FORMATS = {"auto": 0, "mtx": 1, "smtx": 2, "npy": 3}
 _GENERATORS = {"uniform": 0, "magnitude": 1, "column_vector": 2, "vnm": 3, "rmat": 4}
 _ACCUMULATE = {"f32": 0, "f64": 1}
-_DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
 _TUNE_SPACES = {"compact": 0, "full": 1}
 _CONFIG_FIELDS = ("m1", "n1", "v", "prefetch", "ksplit")
 
@@ -81,23 +97,7 @@ def _name(kind, value):
     return getattr(lib(), "spf_%s_name" % kind)(value).decode()
 
 
-def _int(value, what, ctype):
-    """value as an int that fits ctype (a ctypes integer or pointer type).
-    TypeError for a bool or a non-integer (a float is not truncated);
-    OverflowError outside ctype's range, which ctypes would wrap silently."""
-    if isinstance(value, bool):
-        raise TypeError("%s: expected an integer, got %r" % (what, value))
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError("%s: expected an integer, got %s" % (what, type(value).__name__)) from None
-    bits = 8 * ctypes.sizeof(ctype)
-    signed = ctype(-1).value == -1
-    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    if not lo <= value <= hi:
-        kind = "a pointer" if ctype is ctypes.c_void_p else ("int%d" if signed else "uint%d") % bits
-        raise OverflowError("%s = %d does not fit %s (%d .. %d)" % (what, value, kind, lo, hi))
-    return value
+_int = _convert.integer
 
 
 def _flag(value, what):
@@ -145,114 +145,89 @@ def _field(struct, name, value, what=None):
             else _int(value, what, ctype))
 
 
-# Buffer formats (without a native byte-order prefix) by element kind.
-_FORMAT_KIND = {c: "int" for c in "bhilqn"}
-_FORMAT_KIND.update({"f": "float", "d": "float", "e": "float"})
-_TYPECODE_KIND = {"q": "int", "i": "int", "f": "float", "d": "float"}
-_TYPECODE_NAME = {"q": "int64", "i": "int32", "f": "float32", "d": "float64"}
-_NATIVE_PREFIXES = "@=" + ("<" if sys.byteorder == "little" else ">")
-
-
-def _buffer(obj, typecode, what, shape=None, writable=False):
-    """(keep, shape): obj's elements of typecode as a ctypes byte array, to
-    keep alive for the duration of the C call, and obj's shape.
-
-    obj is a buffer of exactly typecode's element kind and size, native byte
-    order and C-contiguous, used in place when writable (a read-only input is
-    copied); or, unless writable, a flat sequence of numbers, converted (a
-    copy). With shape, obj must have exactly that shape or be flat with as
-    many elements. Raises TypeError for None, a non-buffer output, a
-    read-only output or another element type or size (float64 where float32
-    is needed is not converted); ValueError for a strided (non-contiguous)
-    buffer, which is never copied, or another shape or length;
-    OverflowError for a sequence element beyond the element type."""
-    name = _TYPECODE_NAME[typecode]
-    if obj is None:
-        raise TypeError("%s: expected a buffer of %s, got None" % (what, name))
-    try:
-        view = memoryview(obj)
-    except TypeError:
-        view = None
-    if view is None:
-        if writable:
-            raise TypeError("%s: expected a writable buffer of %s (array.array(%r), a numpy "
-                            "array, ...), got %s" % (what, name, typecode, type(obj).__name__))
-        try:
-            view = memoryview(array.array(typecode, obj))
-        except OverflowError as e:
-            raise OverflowError("%s: an element is beyond %s (%s)" % (what, name, e)) from None
-        except TypeError as e:
-            raise TypeError("%s: expected a buffer of %s or a flat sequence of numbers, got %s "
-                            "(%s)" % (what, name, type(obj).__name__, e)) from None
-    else:
-        fmt = view.format.lstrip(_NATIVE_PREFIXES)
-        if (_FORMAT_KIND.get(fmt) != _TYPECODE_KIND[typecode]
-                or view.itemsize != array.array(typecode).itemsize):
-            raise TypeError("%s: expected %s elements, got a buffer of format %r (%d-byte items); "
-                            "nothing is converted implicitly (numpy: .astype(numpy.%s))"
-                            % (what, name, view.format, view.itemsize, name))
-        if not view.c_contiguous:
-            raise ValueError("%s: a C-contiguous buffer is needed, got a strided one (a slice or "
-                             "a transpose); numpy.ascontiguousarray(x) makes a contiguous copy"
-                             % what)
-        if writable and view.readonly:
-            raise TypeError("%s: expected a writable buffer, got a read-only one" % what)
-    if shape is not None:
-        count = 1
-        for extent in shape:
-            count *= extent
-        if tuple(view.shape) != tuple(shape) and (view.ndim != 1 or view.shape[0] != count):
-            raise ValueError("%s: expected %s of shape %s (or %d flat), got shape %s"
-                             % (what, name, tuple(shape), count, tuple(view.shape)))
-    make = ctypes.c_char * view.nbytes
-    if view.nbytes == 0:  # memoryview cannot cast a shape with a zero extent
-        keep = make()
-    elif view.readonly:
-        keep = make.from_buffer_copy(view.cast("B"))
-    else:
-        keep = make.from_buffer(view.cast("B"))
-    return keep, tuple(view.shape)
-
-
-def _optional(obj, typecode, what, shape):
-    """_buffer's keep for an optional input (None stays None)."""
-    return None if obj is None else _buffer(obj, typecode, what, shape)[0]
-
-
-def _address(keep):
-    return None if keep is None else ctypes.addressof(keep)
-
-
-def _refuse_overlap(c, inputs):
-    """ValueError when the output c shares a byte with one of inputs
-    ((name, keep) pairs): the product would read what it has overwritten."""
-    start, size = ctypes.addressof(c), ctypes.sizeof(c)
-    for name, keep in inputs:
-        if keep is None or not size or not ctypes.sizeof(keep):
-            continue
-        other = ctypes.addressof(keep)
-        if start < other + ctypes.sizeof(keep) and other < start + size:
-            raise ValueError("c shares memory with %s: the output must be a buffer apart from "
-                             "the inputs" % name)
-
-
 def _matrix(matrix):
-    if not isinstance(matrix, Matrix):
-        raise TypeError("expected a spforge.Matrix, got %s" % type(matrix).__name__)
-    return matrix
+    """matrix, or a Matrix converted from a scipy.sparse matrix, a tensor or
+    a dense array (Matrix(matrix); freed when dropped). TypeError for None,
+    a number, a string or an object of no kind Matrix converts."""
+    if isinstance(matrix, Matrix):
+        return matrix
+    if matrix is None or isinstance(matrix, (bool, numbers.Number, str, bytes)):
+        raise TypeError("expected a spforge.Matrix (or a scipy.sparse matrix, a tensor, an "
+                        "array), got %s" % type(matrix).__name__)
+    return Matrix(matrix)
 
 
 def version():
     return lib().spf_version().decode()
 
 
-class Matrix:
-    """A sparse CSR matrix owned by the library; freed by close(), by leaving
-    a with-block, or when collected (exactly once)."""
+_MATMUL_PLANS = 8  # the plans A @ B keeps per matrix, least recently used dropped first
 
-    def __init__(self, handle):
+
+class Matrix:
+    """A sparse CSR matrix with float32 values, owned by the library; freed
+    by close(), by leaving a with-block, or when collected (exactly once).
+
+    Matrix(x) converts x (a copy): a scipy.sparse matrix or array of any
+    format (its stored entries; repeated entries as duplicates says), a
+    torch sparse CSR or COO tensor on any device, another Matrix, or a
+    dense 2-D array of any kind (numpy, torch on cpu or cuda, cupy,
+    DLPack, nested lists) keeping the entries where mask is nonzero, else
+    those with |x| > threshold, else the nonzeros. Values of float16,
+    bfloat16, float32 or float64 (rounded to float32). Needs numpy, except
+    for another Matrix. TypeError for a kind it cannot read or values of
+    another type (integers, complex), ValueError for a shape that is not
+    2-D, a mask of another shape, both threshold and mask, or threshold or
+    mask with a sparse x, OverflowError for indices or a shape beyond
+    int32, spforge.Error for entries the library refuses (a NaN or
+    infinite value, repeated entries under duplicates="reject").
+
+    A @ B: C = A·B on B's side, returned of B's kind: a host B (numpy,
+    a cpu tensor, array.array; float32) runs a host plan, a device B (a
+    cuda tensor, cupy; float32, float16 or bfloat16) a plan on its device
+    (AUTO, built on first use and kept with the matrix for each n, dtype,
+    device and layout). B is K×N C-contiguous, or the transpose of an N×K
+    C-contiguous array (X.T): then C is the transpose of an N×M array, so
+    (A @ X.T).T is X·Aᵀ with nothing copied; a 1-D B of K gives C of M."""
+
+    __array_ufunc__ = None  # numpy: x @ A is Matrix.__rmatmul__, not an object array
+
+    def __init__(self, source, threshold=None, mask=None, duplicates="reject"):
         self._lib = lib()  # kept so __del__ works during interpreter shutdown
-        self._handle = handle
+        self._handle = None
+        self._plans = collections.OrderedDict()
+        if isinstance(source, ctypes.c_void_p):  # a handle the library made (_create)
+            self._handle = source
+            return
+        out = ctypes.c_void_p()
+        if isinstance(source, Matrix):
+            if threshold is not None or mask is not None:
+                raise ValueError("threshold and mask select entries of a dense matrix; a "
+                                 "spforge.Matrix is sparse already")
+            _check(lib().spf_matrix_clone(source._ptr(), ctypes.byref(out)))
+            self._handle = out
+            return
+        policy = _choice(_DUPLICATES, duplicates, "duplicates")
+        form, (rows, cols), first, second, values = _convert.to_sparse(source, threshold, mask)
+        if form == "csr":
+            nnz = int(first[-1])
+            if nnz > len(second) or nnz > len(values):
+                raise ValueError("matrix: row offsets end at %d, past the %d column indices and "
+                                 "%d values given" % (nnz, len(second), len(values)))
+            second, values = second[:nnz], values[:nnz]
+            keep = (_convert.host(first, "row_ptr", "int64", (rows + 1,)),
+                    _convert.host(second, "col_idx", "int32", (nnz,)),
+                    _convert.host(values, "values", "float32", (nnz,)))
+            _check(lib().spf_matrix_create_csr(rows, cols, nnz, *[op.ptr for op in keep], 1,
+                                               ctypes.byref(out)))
+        else:
+            nnz = len(values)
+            keep = [_convert.host(x, name, dtype, (nnz,)) for x, name, dtype in (
+                (first, "row_idx", "int32"), (second, "col_idx", "int32"),
+                (values, "values", "float32"))]
+            _check(lib().spf_matrix_create_coo(rows, cols, nnz, *[op.ptr for op in keep],
+                                               policy, 1, ctypes.byref(out)))
+        self._handle = out
 
     @classmethod
     def _create(cls, fn, *args):
@@ -314,10 +289,12 @@ class Matrix:
     def from_csr(cls, rows, cols, row_ptr, col_idx, values=None, seed=1):
         """Copy CSR arrays (row_ptr int64 rows + 1, col_idx int32 nnz,
         values float32 nnz or None for values drawn from seed; nnz is
-        row_ptr[rows]), as _buffer takes them. TypeError / OverflowError for
-        rows, cols (int64) or seed (uint64) of another type or range, and
-        for arrays of another element type; ValueError for a negative rows
-        or nnz, arrays of another length or strided ones; spforge.Error
+        row_ptr[rows]): host arrays of exactly those element types, as the
+        module's docstring says (Matrix(x) converts other index and value
+        types). TypeError / OverflowError for rows, cols (int64) or seed
+        (uint64) of another type or range, and for arrays of another
+        element type; ValueError for a negative rows or nnz, arrays of
+        another length or strided ones; spforge.Error
         (SPF_ERR_INVALID_MATRIX) for arrays that break the CSR invariants or
         a NaN or infinite value, naming the row and column."""
         rows = _int(rows, "rows", ctypes.c_int64)
@@ -325,17 +302,34 @@ class Matrix:
         seed = _int(seed, "seed", ctypes.c_uint64)
         if rows < 0:
             raise ValueError("rows must be >= 0, got %d" % rows)
-        rp = _buffer(row_ptr, "q", "row_ptr", (rows + 1,))[0]
-        nnz = ctypes.cast(rp, ctypes.POINTER(ctypes.c_int64))[rows]
+        rp = _convert.host(row_ptr, "row_ptr", "int64", (rows + 1,))
+        nnz = ctypes.c_int64.from_address(rp.ptr + 8 * rows).value
         if nnz < 0:
             raise ValueError("row_ptr[%d] = %d: nnz must be >= 0" % (rows, nnz))
-        ci = _buffer(col_idx, "i", "col_idx", (nnz,))[0]
-        va = _optional(values, "f", "values", (nnz,))
-        return cls._create(lib().spf_matrix_create_csr, rows, cols, nnz,
-                           ctypes.cast(rp, ctypes.POINTER(ctypes.c_int64)),
-                           ctypes.cast(ci, ctypes.POINTER(ctypes.c_int32)),
-                           None if va is None else ctypes.cast(va, ctypes.POINTER(ctypes.c_float)),
-                           seed)
+        ci = _convert.host(col_idx, "col_idx", "int32", (nnz,))
+        va = None if values is None else _convert.host(values, "values", "float32", (nnz,))
+        return cls._create(lib().spf_matrix_create_csr, rows, cols, nnz, rp.ptr, ci.ptr,
+                           None if va is None else va.ptr, seed)
+
+    @classmethod
+    def from_coo(cls, rows, cols, row_idx, col_idx, values=None, duplicates="reject", seed=1):
+        """Copy COO triplets in any order (row_idx, col_idx int32 nnz, values
+        float32 nnz or None for values drawn from seed), as from_csr takes
+        arrays; repeated (row, column) entries are refused
+        (duplicates="reject": spforge.Error naming them) or summed ("sum").
+        The errors of from_csr."""
+        rows = _int(rows, "rows", ctypes.c_int64)
+        cols = _int(cols, "cols", ctypes.c_int64)
+        seed = _int(seed, "seed", ctypes.c_uint64)
+        policy = _choice(_DUPLICATES, duplicates, "duplicates")
+        ri = _convert.host(row_idx, "row_idx", "int32")
+        if len(ri.shape) != 1:
+            raise ValueError("row_idx: expected a 1-D array, got shape %s" % (ri.shape,))
+        nnz = ri.shape[0]
+        ci = _convert.host(col_idx, "col_idx", "int32", (nnz,))
+        va = None if values is None else _convert.host(values, "values", "float32", (nnz,))
+        return cls._create(lib().spf_matrix_create_coo, rows, cols, nnz, ri.ptr, ci.ptr,
+                           None if va is None else va.ptr, policy, seed)
 
     def _ptr(self):
         if self._handle is None:
@@ -343,11 +337,58 @@ class Matrix:
         return self._handle
 
     def close(self):
+        """Free the matrix and the plans A @ B kept (exactly once)."""
+        plans = getattr(self, "_plans", None)
+        while plans:
+            plans.popitem()[1].close()
         handle, self._handle = getattr(self, "_handle", None), None
         if handle is not None:
             self._lib.spf_matrix_free(handle)
 
     __del__ = close
+
+    def _matmul_plan(self, n, device, dtype, layout):
+        key = (n, device, dtype, layout)
+        plan = self._plans.get(key)
+        if plan is None:
+            options = dict(strategy="cpu") if device is None else dict(device=max(device, 0))
+            plan = Plan(self, n, dtype=dtype, b_layout=layout, c_layout=layout, **options)
+            self._plans[key] = plan
+            while len(self._plans) > _MATMUL_PLANS:
+                self._plans.popitem(last=False)[1].close()
+        self._plans.move_to_end(key)
+        return plan
+
+    def __matmul__(self, b):
+        m, k = self.shape
+        op = _convert.describe(b, "b", "float32")
+        if len(op.shape) == 1:
+            shape, layout, n = (k,), "n_last", 1
+        elif len(op.shape) == 2:
+            shape, n = (k, op.shape[1]), op.shape[1]
+            layout = "n_first" if not op.contiguous("C") and op.contiguous("F") else "n_last"
+        else:
+            raise ValueError("A @ b: b must be 1-D (K) or 2-D (K×N), got shape %s" % (op.shape,))
+        if op.shape[0] != k:
+            raise ValueError("A @ b: A is %d×%d, b has shape %s (K = %d rows needed)"
+                             % (m, k, op.shape, k))
+        order = "F" if layout == "n_first" else "C"
+        dtype = "float32" if op.device is None else op.dtype
+        if dtype not in _convert.PLAN_DTYPES.values():
+            raise TypeError("A @ b: b of %s; a device plan takes float32, float16 or bfloat16"
+                            % dtype)
+        _convert.check(op, "b", dtype, shape, op.device, flat=False, order=order)
+        plan = self._matmul_plan(n, op.device, dtype, layout)
+        c = _convert.new_like(op, (m, n) if len(shape) == 2 else (m,), dtype, order)
+        cop = _convert.check(_convert.describe(c, "c", dtype, writable=True), "c", dtype,
+                             None, op.device, writable=True, order=order)
+        stream = _convert.default_stream(op)
+        _check(lib().spf_plan_execute(plan._ptr(), op.ptr, cop.ptr, None, stream or None))
+        return c
+
+    def __rmatmul__(self, x):
+        raise TypeError("x @ A: spforge computes A @ B; for X·Aᵀ write (A @ X.T).T, which "
+                        "copies nothing")
 
     def __enter__(self):
         return self
@@ -399,45 +440,50 @@ class Matrix:
 
 def reference_spmm(matrix, b, n, bias=None, relu=False, accumulate="f32", threads=0):
     """C = A·B (+ bias) (ReLU) on the host with the CPU reference: b is K×n
-    row-major float32 (K×n or flat), bias M float32 or None, as _buffer
-    takes them; returns M×n as array.array('f'), or array('d') from the
-    float64 oracle when accumulate="f64". TypeError / OverflowError for an
-    n (int64) or threads (int) of another type or range, a relu that is not
-    a bool, or buffers of another element type; ValueError for a negative
-    n, buffers of another shape or strided ones."""
+    row-major float32 (K×n or flat), bias M float32 or None, host arrays
+    as the module's docstring says; returns M×n float32, or float64 from
+    the float64 oracle when accumulate="f64", of b's kind: numpy (M×n) for
+    numpy, a cpu tensor for a tensor, else array.array('f' / 'd') (flat).
+    matrix is a Matrix or anything Matrix() converts. TypeError /
+    OverflowError for an n (int64) or threads (int) of another type or
+    range, a relu that is not a bool, or arrays of another element type;
+    ValueError for a negative n, arrays of another shape, strided ones or
+    device arrays."""
     acc = _choice(_ACCUMULATE, accumulate, "accumulate")
-    m, k = _matrix(matrix).shape
+    matrix = _matrix(matrix)
+    m, k = matrix.shape
     n = _int(n, "n", ctypes.c_int64)
     relu, threads = _flag(relu, "relu"), _int(threads, "threads", ctypes.c_int)
     if n < 0:
         raise ValueError("n must be >= 0, got %d" % n)
-    bb = _buffer(b, "f", "b", (k, n))[0]
-    bi = _optional(bias, "f", "bias", (m,))
-    c = array.array("d" if acc else "f", bytes(m * n * (8 if acc else 4)))
-    cc = _buffer(c, c.typecode, "c", writable=True)[0]
+    bb = _convert.host(b, "b", "float32", (k, n))
+    bi = None if bias is None else _convert.host(bias, "bias", "float32", (m,))
+    dtype = "float64" if acc else "float32"
+    c = _convert.new_like(bb, (m, n), dtype)
+    cc = _convert.host(c, "c", dtype, writable=True)
+    bias_ptr = None if bi is None else bi.ptr
     if acc:
-        st = lib().spf_reference_spmm_f64(matrix._ptr(), n, _address(bb), _address(cc),
-                                          _address(bi), relu, threads)
+        st = lib().spf_reference_spmm_f64(matrix._ptr(), n, bb.ptr, cc.ptr, bias_ptr, relu,
+                                          threads)
     else:
-        st = lib().spf_reference_spmm(matrix._ptr(), n, _address(bb), _address(cc),
-                                      _address(bi), relu, acc, threads)
+        st = lib().spf_reference_spmm(matrix._ptr(), n, bb.ptr, cc.ptr, bias_ptr, relu, acc,
+                                      threads)
     _check(st)
     return c
 
 
 def relative_error(c, ref):
-    """‖c − ref‖_F / ‖ref‖_F with c float32 and ref float64 (as _buffer
-    takes them) of the same number of elements, and of the same shape when
-    both have more than one dimension: ValueError otherwise, TypeError for
-    another element type."""
-    cc, c_shape = _buffer(c, "f", "c")
-    rr, ref_shape = _buffer(ref, "d", "ref")
-    count = ctypes.sizeof(cc) // 4
-    if ctypes.sizeof(rr) // 8 != count or (len(c_shape) > 1 and len(ref_shape) > 1
-                                           and c_shape != ref_shape):
+    """‖c − ref‖_F / ‖ref‖_F with c float32 and ref float64 host arrays of
+    the same number of elements, and of the same shape when both have more
+    than one dimension: ValueError otherwise, TypeError for another element
+    type."""
+    cc = _convert.host(c, "c", "float32")
+    rr = _convert.host(ref, "ref", "float64")
+    if rr.count != cc.count or (len(cc.shape) > 1 and len(rr.shape) > 1
+                                and cc.shape != rr.shape):
         raise ValueError("ref: expected c's shape %s (or %d flat), got shape %s"
-                         % (c_shape, count, ref_shape))
-    return lib().spf_relative_error(_address(cc), _address(rr), count)
+                         % (cc.shape, cc.count, rr.shape))
+    return lib().spf_relative_error(cc.ptr, rr.ptr, cc.count)
 
 
 def device_info(device=0):
@@ -455,7 +501,9 @@ def device_info(device=0):
 
 class Plan:
     """A compiled SpMM for one matrix and one n (spf_plan_create); the matrix
-    is only read during construction. TypeError / OverflowError for an n
+    (a Matrix, or anything Matrix() converts) is only read during
+    construction. dtype: "f32", "f16", "bf16" or as numpy and torch spell
+    them ("float16", torch.float16, numpy.float16). TypeError / OverflowError for an n
     (int64), device, host_threads or search_top_k (int) or config values
     (int32) of another type or range, or a flag that is not a bool;
     ValueError for an unknown choice, a flag integer other than 0 / 1 or a
@@ -472,7 +520,7 @@ class Plan:
         options = _capi.PlanOptions()
         lib().spf_plan_options_init(ctypes.byref(options))
         options.strategy = _named("strategy", strategy)
-        options.dtype = _named("dtype", dtype)
+        options.dtype = _named("dtype", _convert.dtype_name(dtype))
         options.math = _named("math", math)
         options.b_layout = _named("layout", b_layout)
         options.c_layout = _named("layout", c_layout)
@@ -494,46 +542,53 @@ class Plan:
                 _field(cfg, name, config[name], "config[%r]" % name)
             options.config = ctypes.pointer(cfg)
         n = _int(n, "n", ctypes.c_int64)
+        matrix = _matrix(matrix)
         out = ctypes.c_void_p()
-        _check(lib().spf_plan_create(_matrix(matrix)._ptr(), n, ctypes.byref(options),
+        _check(lib().spf_plan_create(matrix._ptr(), n, ctypes.byref(options),
                                      ctypes.byref(out)))
         self._handle = out
-        self.shape = matrix.shape
+        self.shape = m, k = matrix.shape
         self.n, self.has_bias = n, bool(options.bias)
         info = self.info()
         self.strategy, self.dtype = info["strategy"], info["dtype"]
         self.b_layout, self.c_layout = info["b_layout"], info["c_layout"]
+        self.device = None if self.strategy == "cpu" else options.device
+        self._spec = _convert.PlanSpec(
+            self.device, _convert.PLAN_DTYPES[self.dtype],
+            (k, n) if self.b_layout == "n_last" else (n, k),
+            (m, n) if self.c_layout == "n_last" else (n, m), (m,) if self.has_bias else None)
 
-    def execute(self, b, c, bias=None, stream=0):
-        """Run C = A·B (+ bias) on stream (an int, 0 for the default).
-        GPU plans: b, c, bias are device pointers (ints; TypeError for
-        anything else, OverflowError beyond a pointer). CPU plans: host
-        buffers as _buffer takes them; b K×n and c M×n float32 (n×K and n×M
-        in the n_first layouts; or flat), c writable, never copied, bias M
-        float32; ValueError when c shares
-        memory with b or bias. ValueError for a bias given to a plan made
-        without one or missing from one made with it. spforge.Error for what
-        the library refuses (it, too, refuses a c overlapping b or bias)."""
-        m, k = self.shape
-        if self.has_bias != (bias is not None):
-            raise ValueError("bias %s, but the plan was made with bias=%s"
-                             % ("given" if bias is not None else "missing", self.has_bias))
-        stream = _int(stream, "stream", ctypes.c_void_p)
-        if self.strategy == "cpu":
-            b_shape = (k, self.n) if self.b_layout == "n_last" else (self.n, k)
-            c_shape = (m, self.n) if self.c_layout == "n_last" else (self.n, m)
-            keep = (_buffer(b, "f", "b", b_shape)[0],
-                    _buffer(c, "f", "c", c_shape, writable=True)[0],
-                    _optional(bias, "f", "bias", (m,)))
-            _refuse_overlap(keep[1], (("b", keep[0]), ("bias", keep[2])))
-            args = [_address(x) for x in keep]
-        else:
-            args = [None if x is None else _int(x, name, ctypes.c_void_p)
-                    for name, x in (("b", b), ("c", c), ("bias", bias))]
-            if args[0] is None or args[1] is None:
-                raise TypeError("GPU plans take device pointers for b and c as ints (e.g. "
-                                "tensor.data_ptr()), got None")
-        _check(lib().spf_plan_execute(self._ptr(), *args, stream or None))
+    def execute(self, b, c, bias=None, stream=None):
+        """Run C = A·B (+ bias) into c on stream.
+        Host plans (strategy cpu): host arrays. Device plans: device arrays
+        (cuda tensors, cupy, __cuda_array_interface__, CUDA DLPack) on the
+        plan's device, or device pointers as ints (TypeError for a bool, a
+        float or None, OverflowError beyond a pointer; not checked further).
+        b is K×n and c M×n (n×K and n×M in the n_first layouts; or flat) of
+        the plan's dtype, c writable and never copied, bias M float32;
+        TypeError for another element type or a read-only c, ValueError
+        for another shape, a strided array, an array on another device, a c
+        sharing memory with b or bias, or a bias given to a plan made
+        without one or missing from one made with it. stream: a
+        cudaStream_t as an int, or None for the current stream of the
+        arrays' framework (torch, cupy), else the default stream.
+        spforge.Error for what the library refuses (it, too, refuses a c
+        overlapping b or bias)."""
+        b_ptr, c_ptr, bias_ptr, stream, keep = _convert.operands(self._spec, b, c, bias, stream)
+        _check(lib().spf_plan_execute(self._ptr(), b_ptr, c_ptr, bias_ptr, stream or None))
+        del keep  # the operands stay alive (and their memory valid) through the call
+
+    def __call__(self, b, bias=None, out=None, stream=None):
+        """C = A·B (+ bias) as execute runs it, into out, or into a new array
+        of b's kind (numpy, a tensor on b's device, cupy, array.array) of
+        the plan's dtype and C's shape. Returns C. TypeError where no array
+        of b's kind can be made (a pointer, a DLPack capsule on a device):
+        pass out="""
+        if out is None:
+            op = _convert.describe(b, "b", self._spec.dtype)
+            out = _convert.new_like(op, self._spec.c_shape, self._spec.dtype)
+        self.execute(b, out, bias, stream)
+        return out
 
     def info(self):
         """The plan's spf_plan_info as a dict: names for the enums, the

@@ -90,8 +90,12 @@ _SIGNATURES = {
     "spf_status_string": (c_char_p, [c_int]),
     "spf_last_error": (c_char_p, []),
     "spf_version": (c_char_p, []),
-    "spf_matrix_create_csr": (c_int, [c_int64, c_int64, c_int64, _P(c_int64), _P(c_int32),
-                                      _P(ctypes.c_float), c_uint64, _P(c_void_p)]),
+    # Array arguments as addresses (ints), which _convert.Operand.ptr gives.
+    "spf_matrix_create_csr": (c_int, [c_int64, c_int64, c_int64, c_void_p, c_void_p, c_void_p,
+                                      c_uint64, _P(c_void_p)]),
+    "spf_matrix_create_coo": (c_int, [c_int64, c_int64, c_int64, c_void_p, c_void_p, c_void_p,
+                                      c_enum, c_uint64, _P(c_void_p)]),
+    "spf_matrix_clone": (c_int, [c_void_p, _P(c_void_p)]),
     "spf_matrix_free": (None, [c_void_p]),
     "spf_matrix_rows": (c_int64, [c_void_p]),
     "spf_matrix_cols": (c_int64, [c_void_p]),
@@ -129,11 +133,17 @@ _SIGNATURES = {
 
 
 def _candidates():
+    """Where the library is looked for, in order: beside this file (the
+    installed package: pip install . puts libspforge.so there), $SPF_LIB,
+    build/libspforge.so of the repository this file lies in, then
+    ctypes.util.find_library("spforge")."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    found = [os.path.join(here, "libspforge.so")]
     env = os.environ.get("SPF_LIB")
     if env:
-        return [env]
-    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    found = [os.path.join(repo, "build", "libspforge.so")]
+        return found + [env]
+    repo = os.path.dirname(os.path.dirname(here))
+    found.append(os.path.join(repo, "build", "libspforge.so"))
     system = ctypes.util.find_library("spforge")
     if system:
         found.append(system)
@@ -141,28 +151,30 @@ def _candidates():
 
 
 _lib = None
+path = None  # the file the library was loaded from, once loaded
 
 
 def lib():
     """The loaded library with every signature declared (loaded once).
     Raises OSError naming every place looked at if none loads."""
-    global _lib
+    global _lib, path
     if _lib is not None:
         return _lib
     tried = []
-    for path in _candidates():
-        if os.path.sep in path and not os.path.exists(path):
-            tried.append(path + " (missing)")
+    for path_ in _candidates():
+        if os.path.sep in path_ and not os.path.exists(path_):
+            tried.append(path_ + " (missing)")
             continue
         try:
-            handle = ctypes.CDLL(path)
+            handle = ctypes.CDLL(path_)
         except OSError as e:
-            tried.append("%s (%s)" % (path, e))
+            tried.append("%s (%s)" % (path_, e))
             continue
         for name, (restype, argtypes) in _SIGNATURES.items():
             fn = getattr(handle, name)
             fn.restype, fn.argtypes = restype, argtypes
-        _lib = handle
+        _lib, path = handle, path_
         return _lib
-    raise OSError("spforge: cannot load libspforge (set SPF_LIB to its path, or build it into "
-                  "build/); tried: " + "; ".join(tried or ["find_library('spforge'): not found"]))
+    raise OSError("spforge: cannot load libspforge (pip install the package, set SPF_LIB to its "
+                  "path, or build it into build/); tried: "
+                  + "; ".join(tried or ["find_library('spforge'): not found"]))

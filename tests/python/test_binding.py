@@ -16,9 +16,13 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_DIR = os.environ.get("SPF_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
-sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+if not os.environ.get("SPF_TEST_INSTALLED"):  # else the installed package (test_wheel.sh)
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import spforge  # noqa: E402
+
+if os.environ.get("SPF_TEST_INSTALLED"):
+    assert spforge.__file__.startswith(sys.prefix), "spforge from %s" % spforge.__file__
 
 try:
     import numpy

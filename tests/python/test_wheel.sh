@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The Python package end to end (ctest python_wheel, label python):
+#   1. pip wheel . with the build backend of pyproject.toml (scikit-build-core,
+#      installed into a build venv from the package index: no network and not
+#      in CI, the test is skipped, saying so; in CI it fails), timed;
+#   2. the wheel holds the package and libspforge.so, nothing else;
+#   3. installed with nothing else (no numpy) into a fresh venv, imported
+#      from outside the source tree with SPF_LIB unset: it loads its own
+#      library and runs a small SpMM on a CPU plan;
+#   4. where $SPF_PYTHON has numpy and scipy, test_convert.py and
+#      test_binding.py run against the installed package (numpy and scipy
+#      taken from $SPF_PYTHON's site-packages through PYTHONPATH).
+# Environment: SPF_SOURCE_DIR (the repository), SPF_WHEEL_DIR (a work folder:
+# its build venv and CMake build folder are kept between runs, not the fresh venv),
+# SPF_PYTHON (default python3), SPF_WHEEL_CUDA=OFF to build without the
+# CUDA kernels (default: as pip install . does, with them where nvcc is).
+set -euo pipefail
+src=${SPF_SOURCE_DIR:?SPF_SOURCE_DIR: the repository}
+work=${SPF_WHEEL_DIR:?SPF_WHEEL_DIR: a work folder}
+python=${SPF_PYTHON:-python3}
+skip() {
+  if [ -n "${CI:-}" ]; then echo "FAIL (CI): $*" >&2; exit 1; fi
+  echo "SKIP: $*"; exit 77
+}
+
+mkdir -p "$work"
+rm -rf "$work/dist" "$work/fresh"
+
+# 1. the build backend, as pyproject.toml requires it
+requires=$("$python" - "$src/pyproject.toml" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+block = re.search(r"^\[build-system\]\s*\nrequires\s*=\s*\[([^\]]*)\]", text, re.M)
+print(" ".join(re.findall(r'"([^"]+)"', block.group(1))))
+EOF
+)
+if [ ! -x "$work/build-venv/bin/python" ]; then
+  "$python" -m venv "$work/build-venv" >"$work/build-venv.log" 2>&1 ||
+    skip "$python -m venv failed (Debian: apt-get install python3-venv):" \
+      "$(tail -n 1 "$work/build-venv.log")"
+fi
+# shellcheck disable=SC2086  # one argument per requirement
+"$work/build-venv/bin/pip" install -q $requires >"$work/build-venv.log" 2>&1 ||
+  skip "cannot install the build backend ($requires) from the package index:" \
+    "$(tail -n 1 "$work/build-venv.log")"
+
+settings=(--config-settings=build-dir="$work/cmake-build")
+if [ "${SPF_WHEEL_CUDA:-}" = OFF ]; then
+  settings+=(--config-settings=cmake.define.SPF_WITH_CUDA=OFF)
+fi
+start=$SECONDS
+if ! (cd "$src" && "$work/build-venv/bin/pip" wheel -v . --no-deps --no-build-isolation \
+      -w "$work/dist" "${settings[@]}") >"$work/wheel.log" 2>&1; then
+  tail -n 60 "$work/wheel.log"
+  echo "FAIL: pip wheel . (the whole log: $work/wheel.log)" >&2
+  exit 1
+fi
+wheel=$(ls "$work"/dist/spforge-*.whl)
+cache=$work/cmake-build/CMakeCache.txt
+if grep -q "^SPF_WITH_CUDA:BOOL=ON" "$cache" && grep -q "^CMAKE_CUDA_COMPILER:[A-Z]*=/" "$cache"
+then kind="with the CUDA kernels"; else kind="CPU-only"; fi
+printf 'wheel: %s (%s) built in %d s, %s CUDA objects compiled this time\n' \
+  "$(basename "$wheel")" "$kind" $((SECONDS - start)) \
+  "$(grep -c "Building CUDA object" "$work/wheel.log" || true)"
+
+# 2. what the wheel holds
+"$python" - "$wheel" <<'EOF'
+import sys, zipfile
+names = sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if ".dist-info/" not in n)
+want = ["spforge/__init__.py", "spforge/_capi.py", "spforge/_convert.py", "spforge/libspforge.so"]
+if names != want:
+    sys.exit("FAIL: the wheel holds %s, expected %s" % (names, want))
+print("wheel: holds " + ", ".join(names))
+EOF
+
+# 3. a fresh venv with the wheel alone
+"$python" -m venv "$work/fresh"
+"$work/fresh/bin/pip" install -q --no-index --no-deps "$wheel"
+cd "$work"
+env -u SPF_LIB -u PYTHONPATH "$work/fresh/bin/python" - <<'EOF'
+import array, os, sys
+import spforge
+here = os.path.dirname(spforge.__file__)
+assert here.startswith(sys.prefix), "spforge imported from %s, not the venv" % here
+assert spforge._capi.lib() and spforge._capi.path == os.path.join(here, "libspforge.so"), \
+    spforge._capi.path
+try:
+    import numpy  # noqa: F401
+    sys.exit("FAIL: numpy is in the fresh venv; the package must not need it")
+except ImportError:
+    pass
+a = spforge.Matrix.from_csr(2, 3, [0, 2, 3], [0, 2, 1], [1.0, 2.0, -1.0])
+b = array.array("f", [1, 2, 3, 4, 5, 6])  # 3×2
+with spforge.Plan(a, 2, strategy="cpu") as plan:
+    c = plan(b)
+assert list(c) == [11.0, 14.0, -3.0, -4.0], list(c)
+assert list(a @ [1.0, 1.0, 1.0]) == [3.0, -1.0]
+print("wheel: spforge %s from %s: CPU plan and A @ b right (no numpy)" % (spforge.version(), here))
+EOF
+
+# 4. the binding's tests against the installed package
+site=$("$python" -c "import numpy, scipy, os; print(os.path.dirname(os.path.dirname(
+  numpy.__file__)))" 2>/dev/null) || { echo "wheel: $python has no numpy / scipy: the binding's" \
+  "tests against the installed package skipped"; exit 0; }
+for test in test_convert.py test_binding.py; do
+  env -u SPF_LIB SPF_TEST_INSTALLED=1 PYTHONPATH="$site" "$work/fresh/bin/python" \
+    "$src/tests/python/$test" >"$work/$test.log" 2>&1 || { cat "$work/$test.log"; exit 1; }
+  echo "wheel: $test against the installed package: $(grep -E '^[0-9]+ passed' "$work/$test.log")"
+done
