@@ -4,15 +4,20 @@ BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all build demo test data clean
+.PHONY: all build demo test data clean nvptxcompiler
 
 all: build
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DSPF_WERROR=ON $(CMAKE_FLAGS)
 
-build: $(BUILD)/CMakeCache.txt
+build: nvptxcompiler $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The in-process PTX compiler where the CUDA toolkit lacks it (best effort:
+# without it the JIT runs ptxas). Before the first configure, which finds it.
+nvptxcompiler:
+	@bash scripts/fetch-nvptxcompiler.sh
 
 demo: build
 	$(BUILD)/spforge info

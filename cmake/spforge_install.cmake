@@ -5,6 +5,8 @@
 #   lib/libspforge.so.X.Y.Z, .so.X     the shared library, soname libspforge.so.X
 #   lib/libspforge.so                  its link-time name
 #   lib/libspforge.a                   the static library
+#   lib/spforge/libnvptxcompiler_static.a  what libspforge.a calls to assemble PTX
+#                                      in process (builds that found it)
 #   lib/cmake/spforge/                 find_package(spforge): spforge::spforge,
 #                                      spforge::spforge_static
 #   lib/pkgconfig/spforge.pc           pkg-config (Libs.private: the static link)
@@ -32,6 +34,16 @@ install(TARGETS spforge_static EXPORT spforgeStaticTargets
 install(TARGETS spforge_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(FILES ${PROJECT_SOURCE_DIR}/include/spforge.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
+# The in-process PTX compiler that libspforge.a calls into (NVIDIA's PTX
+# Compiler API, a static library; libspforge.so has it inside): installed
+# under lib/spforge/ for the static library's users, as the toolkit or the
+# wheel of scripts/fetch-nvptxcompiler.sh may not be on their machine.
+set(SPF_NVPTXCOMPILER_INSTALLED "")
+if(SPF_HAVE_NVPTXCOMPILER)
+  set(SPF_NVPTXCOMPILER_INSTALLED ${CMAKE_INSTALL_LIBDIR}/spforge/libnvptxcompiler_static.a)
+  install(FILES ${SPF_NVPTXCOMPILER_LIBRARY} DESTINATION ${CMAKE_INSTALL_LIBDIR}/spforge
+    RENAME libnvptxcompiler_static.a COMPONENT development)
+endif()
 
 install(EXPORT spforgeTargets NAMESPACE spforge:: DESTINATION ${SPF_INSTALL_CMAKEDIR}
   COMPONENT development)
@@ -76,6 +88,9 @@ set(SPF_PC_LIBS_PRIVATE "-lpthread -lm")
 if(SPF_HAVE_CUDA)
   set(SPF_PC_LIBS_PRIVATE
     "-L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -lrt -ldl -lpthread -lm -lstdc++")
+  if(SPF_HAVE_NVPTXCOMPILER)
+    set(SPF_PC_LIBS_PRIVATE "\${libdir}/spforge/libnvptxcompiler_static.a ${SPF_PC_LIBS_PRIVATE}")
+  endif()
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/spforge.pc.in ${PROJECT_BINARY_DIR}/spforge.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/spforge.pc

@@ -554,6 +554,13 @@ typedef struct spf_plan_info {
     double plan_s;            /* wall time of spf_plan_create                     */
     int candidate_count;      /* the strategies the planner considered, in order  */
     spf_candidate candidates[SPF_MAX_CANDIDATES];
+    /* Added after the first layout (info.size tells which a caller has). */
+    char assembler[16];       /* what turned the generated PTX into SASS:
+                                 "inprocess" (the PTX Compiler API linked into
+                                 the library), "ptxas" (the program) or "driver"
+                                 (the driver linker, from PTX); "" when nothing
+                                 was assembled (from_cache, precompiled kernels).
+                                 $SPFORGE_ASSEMBLER forces one (README)          */
 } spf_plan_info;
 
 SPF_API spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out);

@@ -28,6 +28,9 @@
 #                        benchmarks, scripts/search-eval.sh over it with the
 #                        time left (the search against the exhaustive oracle)
 # devdata/ (scripts/make-devdata.sh) stands in for data/ when data/ is absent.
+# The in-process PTX compiler is built in when the host's toolkit has it or
+# a wheel of its version is carried in .deps/ (scripts/fetch-nvptxcompiler.sh;
+# the host has no network): spforge info in the summary says which.
 # Every step runs even when an earlier one failed (except when the library
 # did not build); the exit status says whether any failed.
 set -uo pipefail
@@ -77,6 +80,8 @@ fi
 subset_data=0
 [ -L data ] && subset_data=1
 
+bash scripts/fetch-nvptxcompiler.sh 2>&1 | tee -a "$out/summary.txt"
+
 # Keep going past a broken target (a colleague's half-finished test, say):
 # the steps below run with whatever built, and the build still counts as
 # failed. Without the library nothing can run.
@@ -87,6 +92,7 @@ if [ ! -f "$build/libspforge.a" ]; then
   echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
   exit 1
 fi
+[ -x "$build/spforge" ] && "$build/spforge" info 2>&1 | grep -A3 "jit assembler" | tee -a "$out/summary.txt"
 
 # test_proxy tunes four problems exhaustively to compare proxy and real
 # times (minutes): here its quick subset runs instead.

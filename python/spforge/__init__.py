@@ -603,6 +603,7 @@ class Plan:
             out[name] = _name(kind, getattr(i, name))
         out["config"] = i.config.decode("utf-8", "replace")
         out["kernel_name"] = i.kernel_name.decode("utf-8", "replace")
+        out["assembler"] = i.assembler.decode("utf-8", "replace")
         out["candidates"] = [{"strategy": _name("strategy", c.strategy),
                               "outcome": _name("candidate_outcome", c.outcome),
                               "estimate_us": c.estimate_us,

@@ -81,7 +81,7 @@ class PlanInfo(ctypes.Structure):
                 ("kernel_us", c_double), ("verify_error", c_double),
                 ("search", SearchInfo), ("from_cache", c_int), ("device_bytes", c_int64),
                 ("plan_s", c_double), ("candidate_count", c_int),
-                ("candidates", Candidate * MAX_CANDIDATES)]
+                ("candidates", Candidate * MAX_CANDIDATES), ("assembler", ctypes.c_char * 16)]
 
 
 _P = ctypes.POINTER

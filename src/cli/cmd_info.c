@@ -1,7 +1,40 @@
 /* spforge info: what this build and machine offer. */
 #include "cli/cli.h"
+#include "gpu/assembler.h"
 
 #include <stdio.h>
+
+/* The JIT's assemblers (gpu/assembler.h): which one a plan would use now,
+ * and what there is to choose from. */
+static void json_assembler(json_writer *w, const assembler_report *r)
+{
+    char version[32];
+    snprintf(version, sizeof version, "%d.%d", r->inprocess_major, r->inprocess_minor);
+    json_object_begin(w, "assembler");
+    json_string(w, "chosen", r->chosen ? jit_assembler_name(r->chosen) : NULL);
+    json_string(w, "forced", r->forced);
+    json_string(w, "error", r->why[0] ? r->why : NULL);
+    json_string(w, "default_order", r->order);
+    json_string(w, "inprocess", r->inprocess_linked ? version : NULL);
+    json_string(w, "ptxas", r->ptxas[0] ? r->ptxas : NULL);
+    json_object_end(w);
+}
+
+static void print_assembler(const assembler_report *r)
+{
+    if (r->chosen)
+        printf("jit assembler: %s (%s)\n", jit_assembler_name(r->chosen),
+               r->forced ? "forced by SPFORGE_ASSEMBLER" : "first of the default order");
+    else
+        printf("jit assembler: none: %s\n", r->why);
+    printf("  default order: %s\n", r->order);
+    if (r->inprocess_linked)
+        printf("  in-process PTX compiler: nvPTXCompiler %d.%d, linked\n", r->inprocess_major,
+               r->inprocess_minor);
+    else
+        printf("  in-process PTX compiler: not in this build\n");
+    printf("  ptxas: %s\n", r->ptxas[0] ? r->ptxas : "not found");
+}
 
 int cmd_info(const cli_command *cmd, int argc, char **argv)
 {
@@ -13,16 +46,20 @@ int cmd_info(const cli_command *cmd, int argc, char **argv)
     spf_status st = spf_device_query(0, &dev);
     if (st != SPF_OK)
         return cli_fail_status(&ctx, st);
+    assembler_report asm_report;
+    assembler_describe(&asm_report);
     if (ctx.json) {
         json_writer w;
         cli_json_begin(&w, &ctx);
         json_string(&w, "version", spf_version());
         cli_json_device(&w, "device", &dev);
         json_int(&w, "host_cores", cli_host_cores());
+        json_assembler(&w, &asm_report);
         return cli_json_end(&ctx, &w);
     }
     printf("spforge %s\n", spf_version());
     cli_print_device(&dev);
     printf("host cores: %d\n", cli_host_cores());
+    print_assembler(&asm_report);
     return CLI_EXIT_OK;
 }

@@ -70,6 +70,10 @@ static spf_status gpu_run(const run_request *q, run_outcome *out)
         if (info->from_cache)
             snprintf(out->detail, sizeof out->detail, "%s, plan loaded from the plan cache in %.3f s",
                      info->kernel_name, plan_s);
+        else if (info->assembler[0])
+            snprintf(out->detail, sizeof out->detail,
+                     "%s, plan built in %.2f s (compile %.2f s, %s)", info->kernel_name, plan_s,
+                     info->compile_s, info->assembler);
         else
             snprintf(out->detail, sizeof out->detail, "%s, plan built in %.2f s (compile %.2f s)",
                      info->kernel_name, plan_s, info->compile_s);

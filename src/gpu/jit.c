@@ -1,5 +1,6 @@
-/* Compile (ptxas in parallel) → link (driver linker) → load (CUDA runtime
- * library API) → launch. The measured split on the H200 host (DESIGN.md):
+/* Compile (in parallel: ptxas or in process, assembler.h) → link (driver
+ * linker) → load (CUDA runtime library API) → launch. The measured split
+ * on the H200 host (DESIGN.md):
  * 16 chunk units of 64 rows assemble in 0.6 s each side by side, and
  * linking them takes ~36 ms, against 16.9 s for one 1024-row function.
  * Measured here (tests/gpu/test_plan.c, H200, 16 host cores): DLMC
@@ -76,13 +77,16 @@ spf_status jit_compile(const ptx_program *const *programs, int count, int sm, in
     int total = 0;
     memset(out, 0, (size_t)count * sizeof *out);
 
-    char ptxas[PATH_MAX];
-    if (!ptxas_locate(ptxas, sizeof ptxas)) {
-        log_msg(SPF_LOG_WARN, "jit: no ptxas found ($SPF_PTXAS, $CUDA_HOME/bin, /usr/local/cuda/bin, "
-                              "PATH); the driver will compile %d program(s) from PTX, serially",
-                count);
+    assembler_choice assembler;
+    TRY(assembler_choose(&assembler));
+    if (assembler.kind == JIT_ASSEMBLER_DRIVER) {
+        if (!assembler.forced)
+            log_msg(SPF_LOG_WARN, "jit: no in-process PTX compiler and no ptxas found ($SPF_PTXAS, "
+                                  "$CUDA_HOME/bin, /usr/local/cuda/bin, PATH); the driver will "
+                                  "compile %d program(s) from PTX, serially",
+                    count);
         for (int i = 0; i < count; i++)
-            out[i] = (jit_object){.status = SPF_OK, .via_ptx = 1};
+            out[i] = (jit_object){.status = SPF_OK, .assembler = JIT_ASSEMBLER_DRIVER};
         return SPF_OK;
     }
     for (int i = 0; i < count; i++) {
@@ -101,9 +105,11 @@ spf_status jit_compile(const ptx_program *const *programs, int count, int sm, in
             caps[k] = programs[i]->max_registers;
         }
 
-    TRY(ptxas_compile(ptxas, units, caps, total, sm, threads, results));
-    for (int i = 0, k = 0; i < count; k += programs[i]->unit_count, i++)
+    TRY(assembler_compile(&assembler, units, caps, total, sm, threads, results));
+    for (int i = 0, k = 0; i < count; k += programs[i]->unit_count, i++) {
         TRY(gather(programs[i], results + k, &out[i]));
+        out[i].assembler = assembler.kind;
+    }
 fail:
     if (status != SPF_OK)
         for (int i = 0; i < count; i++)
@@ -182,7 +188,7 @@ static spf_status link_check(CUresult res, const char *stmt, const char *log)
 
 #define LINK_CHECK(call) TRY(link_check((call), #call, error_log))
 
-/* Link p's units (cubins, or the PTX when via_ptx) and load the image
+/* Link p's units (cubins, or the PTX with DRIVER) and load the image
  * before cuLinkDestroy frees it (the module keeps a copy). */
 static spf_status link_and_load(const ptx_program *p, const jit_object *o, jit_module *out,
                                 jit_timings *t)
@@ -198,7 +204,7 @@ static spf_status link_and_load(const ptx_program *p, const jit_object *o, jit_m
     for (int u = 0; u < p->unit_count; u++) {
         char name[32];
         snprintf(name, sizeof name, "unit%d", u);
-        if (o->via_ptx)
+        if (o->assembler == JIT_ASSEMBLER_DRIVER)
             LINK_CHECK(driver.link_add_data(state, CU_JIT_INPUT_PTX, p->units[u].text,
                                             p->units[u].size + 1, name, 0, NULL, NULL));
         else
@@ -224,7 +230,7 @@ spf_status jit_link_load(const ptx_program *p, const jit_object *o, jit_module *
     jit_timings local = {0};
     if (o->status != SPF_OK)
         return FAIL(o->status, "%s", o->log ? o->log : "compile failed");
-    if (!o->via_ptx && o->unit_count != p->unit_count)
+    if (o->assembler != JIT_ASSEMBLER_DRIVER && o->unit_count != p->unit_count)
         return FAIL(SPF_ERR_INTERNAL, "%d objects for %d units", o->unit_count, p->unit_count);
     TRY(driver_get());
     TRY(link_and_load(p, o, out, t ? t : &local));
@@ -358,6 +364,7 @@ spf_status jit_build(const ptx_program *p, int sm, int threads, jit_module *out,
     double t0 = timing_now_s();
     spf_status status = jit_compile(&p, 1, sm, threads, &o);
     t->compile_s = timing_now_s() - t0;
+    t->assembler = status == SPF_OK ? o.assembler : JIT_ASSEMBLER_NONE;
     if (status == SPF_OK)
         status = jit_link_load(p, &o, out, t);
     jit_object_release(&o);

@@ -1,5 +1,6 @@
 /* The JIT path of generated kernels (DESIGN.md decision 1): assemble a
- * ptx_program's units in parallel to relocatable cubins (ptxas.h), link
+ * ptx_program's units in parallel to relocatable cubins (assembler.h: in
+ * process, or the ptxas program), link
  * them with the driver linker, load the image as a context-independent
  * library and launch its entry. The driver API is reached only through
  * cudaGetDriverEntryPointByVersion, so nothing links libcuda (decision 2).
@@ -9,35 +10,41 @@
 #ifndef SPF_GPU_JIT_H
 #define SPF_GPU_JIT_H
 
+#include "gpu/assembler.h"
 #include "gpu/program.h"
 #include "gpu/ptxas.h"
 
-/* One program assembled (or handed over as PTX when there is no ptxas). */
+/* One program assembled (or handed over as PTX to the driver linker). */
 typedef struct jit_object {
     spf_status status;   /* SPF_OK, or SPF_ERR_COMPILE with `log` saying why      */
-    ptxas_result *units; /* unit_count results (owned); NULL when via_ptx         */
+    ptxas_result *units; /* unit_count results (owned); NULL with DRIVER          */
     int unit_count;
-    int via_ptx;         /* no ptxas found: the driver linker compiles the PTX    */
-    int registers;       /* the largest of the units' (0 when via_ptx)            */
+    jit_assembler assembler; /* who assembled; DRIVER: nothing was, the driver
+                                linker compiles the PTX                          */
+    int registers;       /* the largest of the units' (0 with DRIVER)             */
     int spill_bytes;     /* summed over the units                                 */
-    double compile_s;    /* ptxas seconds summed over the units (CPU-side cost)   */
-    char *log;           /* the first failing unit's ptxas output (owned) or NULL */
+    double compile_s;    /* assembler seconds summed over the units (CPU-side)    */
+    char *log;           /* the first failing unit's compiler output (owned) or
+                            NULL                                                  */
 } jit_object;
 
 /* Assemble `count` programs for sm_<sm> into out[0 .. count) (caller-owned,
  * overwritten), all their units in one parallel batch over `threads` host
- * threads (0 = all cores) so that small and large programs share the cores.
- * A program ptxas rejects gets status SPF_ERR_COMPILE and its log; the call
- * fails only when the machinery does. Without a ptxas every object is
- * marked via_ptx (logged at WARN) and nothing is assembled here. */
+ * threads (0 = all cores) so that small and large programs share the cores,
+ * with the assembler assembler_choose picks. A program the assembler
+ * rejects gets status SPF_ERR_COMPILE and its log; the call fails only when
+ * the machinery does (or $SPFORGE_ASSEMBLER names one that is not there).
+ * When the choice is the driver every object is marked DRIVER (logged at
+ * WARN unless forced) and nothing is assembled here. */
 spf_status jit_compile(const ptx_program *const *programs, int count, int sm, int threads,
                        jit_object *out);
 void jit_object_release(jit_object *o); /* accepts a zeroed object */
 
 typedef struct jit_timings {
-    double compile_s; /* wall time of the parallel ptxas step */
+    double compile_s; /* wall time of the parallel assembly step */
     double link_s;    /* driver linker                          */
     double load_s;    /* library load and kernel lookup         */
+    jit_assembler assembler; /* who assembled (jit_object.assembler)  */
 } jit_timings;
 
 /* A loaded kernel, ready to launch on the device current when it was
@@ -54,7 +61,7 @@ typedef struct jit_module {
     size_t image_size;
 } jit_module;
 
-/* Link o's cubins (or its program's PTX when via_ptx) and load the result on
+/* Link o's cubins (or its program's PTX with DRIVER) and load the result on
  * the current device. Failures carry the linker's log in the detail. */
 spf_status jit_link_load(const ptx_program *p, const jit_object *o, jit_module *out,
                          jit_timings *t);

@@ -12,6 +12,7 @@
 #include "core/parallel.h"
 #include "gpu/timing.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -65,6 +66,13 @@ void ptxas_result_clear(ptxas_result *r)
     memset(r, 0, sizeof *r);
 }
 
+unsigned ptxas_retry_cap(unsigned cap, int spill_bytes)
+{
+    if (spill_bytes <= 0 || cap == 0 || cap >= 255)
+        return 0;
+    return cap + 32 > 255 ? 255 : cap + 32;
+}
+
 void ptxas_parse_verbose(const char *log, int *registers, int *spill_bytes)
 {
     *registers = 0;
@@ -72,13 +80,20 @@ void ptxas_parse_verbose(const char *log, int *registers, int *spill_bytes)
     for (const char *line = log; line && *line;) {
         const char *used = strstr(line, "Used ");
         const char *eol = strchr(line, '\n');
+        const char *frame = strstr(line, " bytes stack frame, ");
         int regs, stack, stores, loads;
         if (used && (!eol || used < eol) && sscanf(used, "Used %d registers", &regs) == 1 &&
             regs > *registers)
             *registers = regs;
-        if (sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &stack,
-                   &stores, &loads) == 3)
-            *spill_bytes += stores + loads;
+        if (frame && (!eol || frame < eol)) {
+            const char *digits = frame; /* back to the stack frame's byte count */
+            while (digits > line && isdigit((unsigned char)digits[-1]))
+                digits--;
+            if (digits < frame &&
+                sscanf(digits, "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads",
+                       &stack, &stores, &loads) == 3)
+                *spill_bytes += stores + loads;
+        }
         line = eol ? eol + 1 : NULL;
     }
 }
@@ -270,9 +285,10 @@ static spf_status compile_one(const batch *b, int64_t index)
         log = NULL;
         TRY(slurp(logpath, &log, &log_size));
         ptxas_parse_verbose(log, &r->registers, &r->spill_bytes);
-        if (!exit_ok || r->spill_bytes == 0 || cap == 0 || cap >= 255)
+        unsigned next = exit_ok ? ptxas_retry_cap(cap, r->spill_bytes) : 0;
+        if (!next)
             break;
-        cap = cap + 32 > 255 ? 255 : cap + 32;
+        cap = next;
     }
     r->seconds = timing_now_s() - t0;
     if (exit_ok) {

@@ -15,17 +15,18 @@
  * into `path` (cap bytes) and returns 1, or returns 0 if none is executable. */
 int ptxas_locate(char *path, size_t cap);
 
-/* The outcome of assembling one unit. */
+/* The outcome of assembling one unit, by ptxas or in process
+ * (ptx_compiler.h). */
 typedef struct ptxas_result {
-    spf_status status;  /* SPF_OK, or SPF_ERR_COMPILE when ptxas rejected the unit    */
+    spf_status status;  /* SPF_OK, or SPF_ERR_COMPILE when the assembler rejected it  */
     void *cubin;        /* relocatable cubin (owned; mem_free'd by ptxas_result_clear) */
     size_t cubin_size;
     int registers;      /* the largest count over the unit's functions, entry and .func,
                            from its cubin (ptxas_cubin_registers); the largest "Used N
                            registers" of -v where the cubin names none (0 if neither) */
     int spill_bytes;    /* spill stores + spill loads summed over the unit's functions */
-    double seconds;     /* wall time of this ptxas run                                 */
-    char *log;          /* ptxas's output when it failed (owned), else NULL            */
+    double seconds;     /* wall time of this unit's assembly                           */
+    char *log;          /* the assembler's output when it failed (owned), else NULL    */
 } ptxas_result;
 
 void ptxas_result_clear(ptxas_result *r);
@@ -53,7 +54,15 @@ spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units,
  * and length is bounds-checked: a truncated or garbage buffer gives 0. */
 int ptxas_cubin_registers(const void *cubin, size_t size);
 
-/* Parse ptxas -v output into registers and spill bytes (exposed for tests). */
+/* The register cap to assemble a unit again with after it spilled
+ * spill_bytes under `cap`: 32 more, up to 255; 0 when there is no retry (no
+ * spills, no cap, or 255 already). Both assemblers (ptxas, ptx_compiler.h)
+ * follow it. */
+unsigned ptxas_retry_cap(unsigned cap, int spill_bytes);
+
+/* Parse ptxas -v output (or the PTX Compiler API's info log, which prefixes
+ * the stack-frame line with "ptxas ." where ptxas indents it) into
+ * registers and spill bytes (exposed for tests). */
 void ptxas_parse_verbose(const char *log, int *registers, int *spill_bytes);
 
 #endif

@@ -22,6 +22,7 @@ void plan_info_json_fields(json_writer *w, const spf_plan_info *i)
     json_int(w, "configs_tried", i->configs_tried);
     json_double(w, "generate_s", i->generate_s);
     json_double(w, "compile_s", i->compile_s);
+    json_string(w, "assembler", i->assembler[0] ? i->assembler : NULL);
     json_double(w, "link_s", i->link_s);
     json_double(w, "load_s", i->load_s);
     json_double(w, "tune_s", i->tune_s);

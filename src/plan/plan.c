@@ -55,11 +55,13 @@ void spf_plan_options_init(spf_plan_options *options)
     options->cache = 1;
 }
 
-/* The growable structs (spforge.h): their first layout is this version's,
- * and fields added later go after it, so a caller built against any header
- * since passes at least these sizes. A size past GROWABLE_MAX is not one
- * any header gave: the struct was not initialized. */
-enum { OPTIONS_FIRST_SIZE = sizeof(spf_plan_options), INFO_FIRST_SIZE = sizeof(spf_plan_info),
+/* The growable structs (spforge.h): fields added after their first layout
+ * go after it, so a caller built against any header since passes at least
+ * these sizes. spf_plan_info's first layout ended before `assembler`. A
+ * size past GROWABLE_MAX is not one any header gave: the struct was not
+ * initialized. */
+enum { OPTIONS_FIRST_SIZE = sizeof(spf_plan_options),
+       INFO_FIRST_SIZE = offsetof(spf_plan_info, assembler),
        GROWABLE_MAX = 1 << 16 };
 
 /* The caller's options over the defaults: a caller built against an

@@ -201,6 +201,7 @@ class PlanTests(unittest.TestCase):
             self.assertIs(info["from_cache"], False)
             self.assertEqual(info["search"]["space"], 0)
             self.assertEqual(info["search"]["total_s"], 0.0)
+            self.assertEqual(info["assembler"], "")  # nothing was assembled
 
     def test_search_options_reach_the_library(self):
         # Validated before any device is needed, so they fail the same way

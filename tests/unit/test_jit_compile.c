@@ -1,4 +1,5 @@
-/* The compile step of the JIT (no GPU needed): ptxas run as subprocesses in
+/* The compile step of the JIT (no GPU needed) with the ptxas program
+ * ($SPFORGE_ASSEMBLER=ptxas): ptxas run as subprocesses in
  * parallel on an entry unit plus chunk units, -v parsed, registers read from
  * the cubins (the tile functions' too, which -v does not name; malformed
  * cubins give 0), cubins returned in memory, a rejected unit reported with
@@ -238,7 +239,7 @@ static void test_compile_batch(const char *tmpdir)
     for (int sm = 80; sm <= 90; sm += 10) {
         CHECK_OK(jit_compile(programs, 2, sm, 2, obj));
         CHECK_OK(obj[0].status);
-        CHECK(!obj[0].via_ptx);
+        CHECK(obj[0].assembler == JIT_ASSEMBLER_PTXAS);
         CHECK_EQ_I64(obj[0].unit_count, 3);
         for (int u = 0; u < obj[0].unit_count; u++) {
             CHECK(obj[0].units[u].cubin_size > 4);
@@ -313,6 +314,8 @@ int main(void)
     snprintf(tmpdir, sizeof tmpdir, "%s/tmp", base);
     CHECK(mkdir(tmpdir, 0700) == 0);
     setenv("TMPDIR", tmpdir, 1);
+    /* the ptxas program's path (test_ptx_compiler.c has the in-process one) */
+    setenv("SPFORGE_ASSEMBLER", "ptxas", 1);
 
     test_parse_verbose();
     test_cubin_registers_malformed();

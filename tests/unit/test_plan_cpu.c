@@ -6,6 +6,7 @@
 
 #include "core/dtype.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 static void test_options_init(void)
@@ -71,6 +72,13 @@ static void test_cpu_plan(void)
     CHECK_OK(spf_plan_get_info(p, &wide.info));
     CHECK(wide.info.size == sizeof wide && wide.info.strategy == SPF_STRATEGY_CPU &&
           wide.later[0] == 0x7e && wide.later[23] == 0x7e);
+    /* one built before `assembler` was added passes the first layout's
+     * size, and the bytes past it stay its own */
+    memset(&wide, 0x7e, sizeof wide);
+    wide.info.size = (uint32_t)offsetof(spf_plan_info, assembler);
+    CHECK_OK(spf_plan_get_info(p, &wide.info));
+    CHECK(wide.info.strategy == SPF_STRATEGY_CPU && wide.info.assembler[0] == 0x7e);
+    CHECK_MSG(info.assembler[0] == '\0', "a CPU plan assembled nothing: \"%s\"", info.assembler);
     /* ... and larger options, read up to what this library knows */
     struct {
         spf_plan_options o;

@@ -208,8 +208,9 @@ static void evaluate(const tune_request *q, const ptx_program *p, const jit_obje
     row->registers = o->registers;
     row->spill_bytes = o->spill_bytes;
     row->compile_s = o->compile_s;
+    row->assembler = o->assembler;
     if (o->status != SPF_OK) {
-        set_reason(row, TUNE_COMPILE_FAILED, o->log ? o->log : "ptxas failed");
+        set_reason(row, TUNE_COMPILE_FAILED, o->log ? o->log : "the assembler failed");
         return;
     }
     if (o->spill_bytes > 0) {

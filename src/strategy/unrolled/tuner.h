@@ -16,7 +16,7 @@
 typedef enum tune_outcome {
     TUNE_OK = 0,          /* checked and timed                                  */
     TUNE_NOT_GENERATED,   /* the generator declined (e.g. over the code budget) */
-    TUNE_COMPILE_FAILED,  /* ptxas rejected a unit                              */
+    TUNE_COMPILE_FAILED,  /* the assembler rejected a unit                      */
     TUNE_SPILLS,          /* assembled with register spills: skipped            */
     TUNE_LOAD_FAILED,     /* linking or loading failed                          */
     TUNE_WRONG,           /* the self-check's error was over the tolerance      */
@@ -36,7 +36,8 @@ typedef struct tune_row {
     int spill_bytes;       /* ptxas: spill stores + loads                       */
     int64_t code_bytes;    /* PTX text                                          */
     double generate_s;     /* PTX generation                                    */
-    double compile_s;      /* ptxas, summed over the units                      */
+    double compile_s;      /* the assembler, summed over the units              */
+    jit_assembler assembler; /* which one (gpu/assembler.h)                     */
     double link_s, load_s;
     double check_s;        /* the self-check: poison, launch, download, compare */
     double time_s;         /* timing the kernel (warm-up and rounds)            */

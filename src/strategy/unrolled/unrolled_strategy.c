@@ -193,6 +193,7 @@ static spf_status build_one(const unrolled_build *u, spf_kernel_config cfg)
     spf_kernel_config_name(&cfg, u->info->config, sizeof u->info->config);
     u->info->registers = u->module->registers;
     u->info->compile_s = t.compile_s;
+    snprintf(u->info->assembler, sizeof u->info->assembler, "%s", jit_assembler_name(t.assembler));
     u->info->link_s = t.link_s;
     u->info->load_s = t.load_s;
     snprintf(u->info->kernel_name, sizeof u->info->kernel_name, "%s", prog.entry);
@@ -269,6 +270,7 @@ static void info_from_log(const unrolled_build *u, const tune_log *log)
     info->code_bytes = r->code_bytes;
     info->generate_s = r->generate_s;
     info->compile_s = r->compile_s;
+    snprintf(info->assembler, sizeof info->assembler, "%s", jit_assembler_name(r->assembler));
     info->link_s = r->link_s;
     info->load_s = r->load_s;
     info->kernel_us = r->kernel_us;
