@@ -127,8 +127,8 @@ static spf_status check_options(int64_t n, const spf_plan_options *o)
         return FAIL(SPF_ERR_INVALID_ARGUMENT,
                     "the low-cost search needs strategy UNROLLED or AUTO and excludes exhaustive "
                     "tuning and a forced config");
-    if (o->reorder && !unrolled)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "row reordering needs strategy UNROLLED or AUTO");
+    if (o->reorder && !unrolled && o->strategy != SPF_STRATEGY_TC)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "row reordering needs strategy UNROLLED, TC or AUTO");
     if (o->config && schedule_config_check(o->config, n) != SPF_OK) {
         error_prefix("config");
         return SPF_ERR_INVALID_ARGUMENT;
@@ -202,12 +202,15 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
     char details[SPF_MAX_CANDIDATES][sizeof((spf_candidate *)0)->detail];
     spf_status last_failure = SPF_OK;
 
+    int builds = 0;
     for (int i = 0; i < count; i++) {
         planner_candidate *c = &cand[i];
-        snprintf(details[i], sizeof details[i], "%s", c->reason);
         outcome[i] = !c->supported ? SPF_CANDIDATE_REFUSED : SPF_CANDIDATE_SKIPPED;
-        if (!c->build)
+        int late = timed && planner_build_late(c, kept >= 0 ? times[kept] : 0, builds);
+        snprintf(details[i], sizeof details[i], "%s", c->reason);
+        if (!c->build && !late)
             continue;
+        builds++;
         spf_plan_info info = {.verify_error = -1.0};
         void *state = NULL;
         spf_status st = c->s->build(prob, env, &state, &info);

@@ -56,3 +56,15 @@ int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_op
     }
     return count;
 }
+
+int planner_build_late(planner_candidate *c, double best_measured_us, int builds)
+{
+    if (!c->supported || c->build || !(best_measured_us > 0) || builds >= PLANNER_BUILD_MAX)
+        return 0;
+    if (c->estimate_us <= PLANNER_SLACK * best_measured_us)
+        return 1;
+    snprintf(c->reason, sizeof c->reason,
+             "estimated %.1f us, over %.0f× the best measured time (%.1f us)", c->estimate_us,
+             PLANNER_SLACK, best_measured_us);
+    return 0;
+}

@@ -34,4 +34,14 @@ typedef struct planner_candidate {
 int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                  planner_candidate *out);
 
+/* Whether a supported candidate that planner_rank left out is built after
+ * all, once a plan has timed what it built: when its estimate is within
+ * PLANNER_SLACK of best_measured_us (> 0), the fastest time measured so
+ * far, and fewer than PLANNER_BUILD_MAX were built. The estimates are
+ * rooflines: a kernel far slower than its own (a graph's irregular rows,
+ * measured 10-30× over on the H100) must not hide a strategy that was only
+ * estimated slower than it. When not, c->reason says why, against the
+ * measurement. */
+int planner_build_late(planner_candidate *c, double best_measured_us, int builds);
+
 #endif
