@@ -336,7 +336,15 @@ class SparseLinear(torch.nn.Module):
 
     @property
     def n_plans(self):
+        """The policy choosing a call's plan; settable (the plans made so
+        far are kept and used where the new policy picks their N)."""
         return self._layer.n_plans
+
+    @n_plans.setter
+    def n_plans(self, policy):
+        if policy not in N_PLANS:
+            raise ValueError("n_plans: expected one of %s, got %r" % (", ".join(N_PLANS), policy))
+        self._layer.n_plans = policy
 
     def forward(self, x):
         if x.shape[-1] != self.in_features:
