@@ -12,7 +12,12 @@ the layer up, takes the plan for N (made on first use: spforge.Plan with
 both layouts N_FIRST, so C = A·B is Y = X·Wᵀ on X and Y as torch holds
 them, nothing transposed) and runs it on torch's current stream into a
 new tensor. Its fake (meta) implementation gives torch.compile the
-output's shape; its autograd formula raises INFERENCE_ONLY.
+output's shape; its autograd formula raises INFERENCE_ONLY. In eager mode,
+for a plain tensor that needs no gradient, forward runs the same code
+without the op: the dispatcher's round trip through Python costs tens of
+microseconds a call, as much as the kernel of a small layer. Under
+torch.compile, for tensor subclasses (fake tensors of tracing, ...) and
+where autograd records, it calls the op.
 
 Plans per N. A plan is made for one N and making one costs 0.1-1 s (the
 plan cache on disk, $SPFORGE_CACHE_DIR, makes repeats cheap). n_plans
@@ -71,6 +76,13 @@ def plan_rows(n, n_plans):
 
 def _capturing(device):
     return device is not None and torch.cuda.is_current_stream_capturing()
+
+
+def _compiling():
+    """Whether torch.compile (dynamo) is tracing: then forward calls the
+    op, which it can trace."""
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(compiling and compiling())
 
 
 class _Layer:
@@ -358,7 +370,12 @@ class SparseLinear(torch.nn.Module):
             raise ValueError("SparseLinear: input on %s; the layer's plans run on %s"
                              % (x.device, self.device))
         lead = tuple(x.shape[:-1])
-        y = linear_op(x.reshape(-1, self.in_features), self.bias, self._key)
+        x = x.reshape(-1, self.in_features)
+        if type(x) is torch.Tensor and not _compiling() and not (
+                x.requires_grad and torch.is_grad_enabled()):
+            y = self._layer.run(x, self.bias)  # eager: what the op runs, without its dispatch
+        else:
+            y = linear_op(x, self.bias, self._key)
         act = self.activation
         if act == "gelu":
             y = torch.nn.functional.gelu(y)

@@ -313,6 +313,22 @@ class SparseLinearTests(unittest.TestCase):
             self.assertIn("cannot move to meta", str(ctx.exception))
 
     @real
+    def test_eager_calls_skip_the_op(self):
+        layer = st.SparseLinear.from_linear(torch.nn.Linear(16, 8), sparsity=0.5)
+        x = torch.randn(3, 16)
+        with mock.patch.object(_torch, "linear_op", side_effect=AssertionError("op called")):
+            with torch.no_grad():
+                layer(x)
+            with torch.inference_mode():
+                layer(x)
+            layer(x)  # grad enabled, but x needs none
+        calls = []
+        op = _torch.linear_op
+        with mock.patch.object(_torch, "linear_op", lambda *a: calls.append(1) or op(*a)):
+            layer(x.requires_grad_())  # autograd records: through the op
+        self.assertEqual(calls, [1])
+
+    @real
     def test_custom_op_under_torch_compile(self):
         layer = st.SparseLinear.from_linear(torch.nn.Linear(32, 24), sparsity=0.7,
                                             activation="relu")
