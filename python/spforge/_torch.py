@@ -14,8 +14,10 @@ them, nothing transposed) and runs it on torch's current stream into a
 new tensor. Its fake (meta) implementation gives torch.compile the
 output's shape; its autograd formula raises INFERENCE_ONLY. In eager mode,
 for a plain tensor that needs no gradient, forward runs the same code
-without the op: the dispatcher's round trip through Python costs tens of
-microseconds a call, as much as the kernel of a small layer. Under
+without the op: the dispatcher's round trip through Python cost 6-17 µs
+a call more than the same code called directly (CPU plans, torch 2.15,
+the 2-core build machine, under inference_mode and no_grad), about the
+kernel time of a decode-sized layer. Under
 torch.compile, for tensor subclasses (fake tensors of tracing, ...) and
 where autograd records, it calls the op.
 
