@@ -591,6 +591,9 @@ def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_
     captured; then, with min_gain, a layer whose plans all measured a gain
     below min_gain stays an nn.Linear (with its weights pruned). A Linear
     held in several places is swapped once. Returns a SparsifyReport."""
+    if isinstance(model, torch.nn.Linear):
+        raise TypeError("sparsify swaps the Linear layers inside a module; for a Linear itself "
+                        "use SparseLinear.from_linear")
     exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
     if sparsity is not None:  # checked here too, for a model with no layer to swap
         _check_sparsity(sparsity)

@@ -286,6 +286,8 @@ class SparseLinearTests(unittest.TestCase):
              lambda: st.sparsify(torch.nn.Sequential(linear), 0.5, min_gain=1.1)),
             (ValueError, "sparsity: expected a number in [0, 1)",
              lambda: st.sparsify(torch.nn.Sequential(), 1.5)),
+            (TypeError, "for a Linear itself use SparseLinear.from_linear",
+             lambda: st.sparsify(linear, 0.5)),
             (ValueError, "spforge::linear: x must be N×16",
              lambda: _torch.linear_op(torch.randn(4, 8), layer.bias, layer._key)),
             (ValueError, "bias missing, the layer was made with one",
