@@ -29,10 +29,10 @@ Writes under --out: e2e_bert.json (everything, with the environment),
 e2e_bert.csv, e2e_mlp.csv, e2e_bert.png (matplotlib; skipped with a note
 without it), and prints a summary. Bounded by --budget-s: BERT gets
 --bert-share of it, the MLP the rest; what does not fit is listed as
-skipped. Plans go to the plan cache (--cache-dir, default OUT/plan-cache):
-a second run loads them.
+skipped. Plans go to the plan cache (--cache-dir, else $SPFORGE_CACHE_DIR,
+else ~/.cache/spforge): a second run on the same machine loads them.
 
-    python3 scripts/e2e_bert.py --out out/e2e              # GPU, fp16 (about 6-9 minutes)
+    python3 scripts/e2e_bert.py --out out/e2e              # GPU, fp16 (--budget-s: 9 minutes)
     python3 scripts/e2e_bert.py --tiny --out /tmp/e2e      # CPU smoke test: 2-layer BERT, float32
 
 Exit status: 0, 1 when an output check failed (max_rel_err above
@@ -80,7 +80,8 @@ def parse_args(argv):
     p.add_argument("--dtype", default=None, help="float16 (default on cuda), bfloat16, float32")
     p.add_argument("--device", default=None, help="cuda (default) or cpu (--tiny: cpu)")
     p.add_argument("--cache-dir", default=None,
-                   help="the plan cache (SPFORGE_CACHE_DIR; default OUT/plan-cache; off: none)")
+                   help="the plan cache (sets SPFORGE_CACHE_DIR; default: $SPFORGE_CACHE_DIR, "
+                        "else the library's, ~/.cache/spforge; off: none)")
     p.add_argument("--tolerance", type=float, default=None,
                    help="max_rel_err allowed (default 3e-2 for fp16 / bf16, 1e-4 for float32)")
     p.add_argument("--seed", type=int, default=0)
@@ -570,10 +571,9 @@ def main(argv=None):
         print("e2e_bert: no CUDA device for torch (use --tiny, or --device cpu)", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
-    cache = args.cache_dir or os.path.join(args.out, "plan-cache")
-    os.environ["SPFORGE_CACHE_DIR"] = cache  # before the first plan
-    if cache != "off":
-        os.makedirs(cache, mode=0o700, exist_ok=True)
+    if args.cache_dir:  # kept out of --out by default: entries are large and not results
+        os.environ["SPFORGE_CACHE_DIR"] = args.cache_dir  # before the first plan
+    cache = os.environ.get("SPFORGE_CACHE_DIR") or os.path.expanduser("~/.cache/spforge")
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import spforge  # noqa: F401  (the repository's, unless installed)
     torch.backends.cuda.matmul.allow_tf32 = False  # dense float32 as spforge's default math
