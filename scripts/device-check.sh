@@ -23,6 +23,9 @@
 #                        time limit loses only the last
 #                        none: no benchmark (a check of the tests alone)
 #   SPF_SKIP_CPU_TESTS   1: leave the CPU tests to CI (more time for the bench)
+#   SPF_TORCH_CHECK      1: also tests/python/test_torch_gpu.py (spforge.torch
+#                        under torch.compile and CUDA graphs; python3 with
+#                        torch), up to 5 minutes of the budget
 #   SPF_SEARCH_EVAL      a problem list (e.g. bench/search-eval-holdout.txt),
 #                        or 1 for bench/search-eval-problems.txt: after the
 #                        benchmarks, scripts/search-eval.sh over it with the
@@ -96,8 +99,14 @@ fi
 
 # test_proxy tunes four problems exhaustively to compare proxy and real
 # times (minutes): here its quick subset runs instead.
-step gpu-tests "$out/gpu-tests.log" 240 bash -c "ctest --test-dir '$build' -L gpu -E test_proxy \
-  --output-on-failure --timeout 200 && '$build/tests/test_proxy' quick"
+# python_torch_gpu (spforge.torch: torch.compile, CUDA graphs) takes a few
+# minutes of its own, mostly inductor compiling: a step of its own, run
+# with SPF_TORCH_CHECK=1 (python3 with torch).
+step gpu-tests "$out/gpu-tests.log" 240 bash -c "ctest --test-dir '$build' -L gpu \
+  -E 'test_proxy|python_torch_gpu' --output-on-failure --timeout 200 && \
+  '$build/tests/test_proxy' quick"
+[ "${SPF_TORCH_CHECK:-0}" = 1 ] && step torch-gpu "$out/torch-gpu.log" 300 \
+  env SPF_LIB="$build/libspforge.so" python3 "$root/tests/python/test_torch_gpu.py"
 
 # The README's demo on the GPU: spforge run picks a GPU plan when there is a device.
 step demo "$out/demo.log" 60 "$build/spforge" run --n 512

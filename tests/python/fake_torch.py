@@ -8,10 +8,23 @@ col_indices(), values(), indices(), _indices(), _values(), is_coalesced()
 cuda.current_stream), plus what the tests call (tensor, T, slicing,
 to_sparse_csr, to_sparse), with torch's names and behaviour.
 
+For spforge.torch (tests/python/test_torch.py, which installs this module
+as sys.modules["torch"]) it offers what python/spforge/_torch.py calls —
+nn.Module (children, buffers, named_modules, setattr swapping a child),
+nn.Linear, nn.Sequential, nn.ReLU / GELU / Identity, nn.functional (pad,
+relu, gelu, silu), library.custom_op (a plain call: register_fake and
+register_autograd keep what they are given), from_numpy, no_grad, and the
+tensor methods reshape, contiguous, is_contiguous, clone, new_empty, to,
+mul_ — and nothing of autograd, tracing or graphs: those are tested on
+the real torch (test_torch.py without the fake, test_torch_gpu.py).
+
 Tensors hold a numpy array. A "cuda" tensor's data stays in host memory:
 the tests check conversions and pointers, and never run a kernel on one.
 bfloat16 tensors hold the upper 16 bits of float32 (rounded to nearest
 even), as torch stores them."""
+
+import contextlib
+import math
 
 import numpy
 
@@ -26,6 +39,9 @@ class dtype:
         return "torch." + self.name
 
     __str__ = __repr__
+
+    def __deepcopy__(self, memo):  # one object per dtype, as torch has
+        return self
 
 
 float16, bfloat16 = dtype("float16", numpy.float16), dtype("bfloat16", numpy.uint16)
@@ -63,6 +79,9 @@ class layout:
         return "torch." + self.name
 
     __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        return self
 
 
 strided, sparse_csr, sparse_coo = layout("strided"), layout("sparse_csr"), layout("sparse_coo")
@@ -178,6 +197,36 @@ class Tensor:
                  "values": Tensor(self._data[keep], self.dtype, self.device)}
         return Tensor(self._data, self.dtype, self.device, sparse_coo, parts, coalesced=True)
 
+    # what spforge.torch uses (dense, strided tensors only)
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return Tensor(self._data.reshape(shape), self.dtype, self.device)
+
+    def is_contiguous(self):
+        return self._data.flags.c_contiguous  # (bool is torch.bool here)
+
+    def contiguous(self):
+        return Tensor(numpy.ascontiguousarray(self._data), self.dtype, self.device)
+
+    def clone(self, memory_format=None):
+        return Tensor(numpy.array(self._data, order="C"), self.dtype, self.device)
+
+    def new_empty(self, shape):
+        return empty(shape, dtype=self.dtype, device=self.device)
+
+    def to(self, device=None, dtype=None):
+        dt = dtype or self.dtype
+        data = self._data if dt is self.dtype else _storage(self._elements(), dt)
+        return Tensor(numpy.array(data, order="C"), dt, self.device if device is None else device)
+
+    def mul_(self, other):
+        self._data[...] = _storage(self._elements() * other._elements(), self.dtype)
+        return self
+
+    def _elements(self):
+        """The elements as float32 (bfloat16 widened) or their own type."""
+        return self.float()._data if self.dtype is bfloat16 else self._data
+
     def __repr__(self):
         return "fake_torch.Tensor(shape=%s, dtype=%s, device=%s)" % (self.shape, self.dtype,
                                                                       self.device)
@@ -211,3 +260,222 @@ class cuda:
     @staticmethod
     def is_available():
         return False
+
+    @staticmethod
+    def is_current_stream_capturing():
+        return False
+
+
+# ---- what spforge.torch uses of the module -------------------------------
+contiguous_format = object()
+
+
+def from_numpy(array):
+    array = numpy.asarray(array)
+    return Tensor(array, _BY_NAME[array.dtype.name])
+
+
+_rng = numpy.random.default_rng(0)
+
+
+def manual_seed(seed):
+    global _rng
+    _rng = numpy.random.default_rng(seed)
+
+
+def randn(*shape, dtype=None, device="cpu"):
+    shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+    return tensor(_rng.standard_normal(shape), dtype=dtype or float32, device=device)
+
+
+@contextlib.contextmanager
+def no_grad():
+    yield
+
+
+inference_mode = no_grad
+
+
+def _apply(x, fn):
+    """fn over x's elements in float64, rounded back to x's dtype."""
+    return Tensor(numpy.ascontiguousarray(_storage(fn(x._elements().astype(numpy.float64)),
+                                                   x.dtype)), x.dtype, x.device)
+
+
+_erf = numpy.vectorize(math.erf)
+
+
+class _Functional:
+    @staticmethod
+    def pad(x, pad):
+        if len(pad) != 4 or pad[:3] != (0, 0, 0):
+            raise NotImplementedError("fake_torch: pad of the rows' end only")
+        return Tensor(numpy.pad(x._data, ((0, pad[3]), (0, 0))), x.dtype, x.device)
+
+    @staticmethod
+    def relu(x):
+        return _apply(x, lambda v: numpy.maximum(v, 0))
+
+    @staticmethod
+    def gelu(x, approximate="none"):
+        if approximate == "tanh":
+            return _apply(x, lambda v: 0.5 * v * (1 + numpy.tanh(
+                math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))))
+        return _apply(x, lambda v: 0.5 * v * (1 + _erf(v / math.sqrt(2))))
+
+    @staticmethod
+    def silu(x):
+        return _apply(x, lambda v: v / (1 + numpy.exp(-v)))
+
+
+class _Module:
+    """nn.Module's bookkeeping: child modules and buffers by name, in the
+    order set; named_modules visits each module once."""
+
+    def __init__(self):
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_buffers", {})
+        self.training = True
+
+    def __setattr__(self, name, value):
+        if isinstance(value, _Module):
+            self._buffers.pop(name, None)
+            self._modules[name] = value
+        elif name in self._buffers:
+            self._buffers[name] = value
+        else:
+            self._modules.pop(name, None)
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        for table in ("_modules", "_buffers"):
+            found = self.__dict__.get(table, {})
+            if name in found:
+                return found[name]
+        raise AttributeError("%r object has no attribute %r" % (type(self).__name__, name))
+
+    def register_buffer(self, name, value, persistent=True):
+        self._buffers[name] = value
+
+    def named_children(self):
+        return iter(list(self._modules.items()))
+
+    def children(self):
+        return (m for _, m in self.named_children())
+
+    def named_modules(self, memo=None, prefix=""):
+        memo = set() if memo is None else memo
+        if id(self) in memo:
+            return
+        memo.add(id(self))
+        yield prefix, self
+        for name, child in self.named_children():
+            yield from child.named_modules(memo, prefix + ("." if prefix else "") + name)
+
+    def modules(self):
+        return (m for _, m in self.named_modules())
+
+    def eval(self):
+        for m in self.modules():
+            object.__setattr__(m, "training", False)
+        return self
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self.extra_repr())
+
+
+def Parameter(data, requires_grad=True):
+    data.requires_grad = requires_grad
+    return data
+
+
+class _Linear(_Module):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        bound = 1 / math.sqrt(in_features)
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(tensor(_rng.uniform(-bound, bound, (out_features, in_features)),
+                                       dtype=dtype or float32, device=device or "cpu"))
+        self.bias = None if not bias else Parameter(tensor(
+            _rng.uniform(-bound, bound, out_features), dtype=dtype or float32,
+            device=device or "cpu"))
+
+    def forward(self, x):
+        y = x._elements().astype(numpy.float64) @ self.weight._elements().T.astype(numpy.float64)
+        if self.bias is not None:
+            y = y + self.bias._elements()
+        return Tensor(numpy.ascontiguousarray(_storage(y, x.dtype)), x.dtype, x.device)
+
+
+class _Sequential(_Module):
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            setattr(self, str(i), m)
+
+    def forward(self, x):
+        for m in self.children():
+            x = m(x)
+        return x
+
+
+class _Activation(_Module):
+    fn = None
+
+    def forward(self, x):
+        return type(self).fn(x)
+
+
+class _ReLU(_Activation):
+    fn = _Functional.relu
+
+
+class _GELU(_Activation):
+    fn = _Functional.gelu
+
+
+class _Identity(_Module):
+    def forward(self, x):
+        return x
+
+
+class nn:
+    Module, Linear, Sequential = _Module, _Linear, _Sequential
+    ReLU, GELU, Identity = _ReLU, _GELU, _Identity
+    Parameter = staticmethod(Parameter)
+    functional = _Functional
+
+
+class _CustomOp:
+    """torch.library.custom_op's result, as a plain call."""
+
+    def __init__(self, name, fn, schema):
+        self.name, self.fn, self.schema = name, fn, schema
+        self.fake = self.backward = None
+
+    def register_fake(self, fn):
+        self.fake = fn
+        return fn
+
+    def register_autograd(self, backward, setup_context=None):
+        self.backward = backward
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
+class library:
+    @staticmethod
+    def custom_op(name, fn=None, *, mutates_args, device_types=None, schema=None):
+        def wrap(f):
+            return _CustomOp(name, f, schema)
+        return wrap if fn is None else wrap(fn)
+
+
+__version__ = "0.0-fake"

@@ -6,10 +6,12 @@
 #   2. the wheel holds the package and libspforge.so, nothing else;
 #   3. installed with nothing else (no numpy) into a fresh venv, imported
 #      from outside the source tree with SPF_LIB unset: it loads its own
-#      library and runs a small SpMM on a CPU plan;
-#   4. where $SPF_PYTHON has numpy and scipy, test_convert.py and
-#      test_binding.py run against the installed package (numpy and scipy
-#      taken from $SPF_PYTHON's site-packages through PYTHONPATH).
+#      library and runs a small SpMM on a CPU plan; spforge.torch imports
+#      without torch and its names raise ImportError;
+#   4. where $SPF_PYTHON has numpy and scipy, test_convert.py,
+#      test_binding.py and test_torch.py (on fake_torch) run against the
+#      installed package (numpy and scipy taken from $SPF_PYTHON's
+#      site-packages through PYTHONPATH).
 # Environment: SPF_SOURCE_DIR (the repository), SPF_WHEEL_DIR (a work folder:
 # its build venv and CMake build folder are kept between runs, not the fresh venv),
 # SPF_PYTHON (default python3), SPF_WHEEL_CUDA=OFF to build without the
@@ -67,7 +69,8 @@ printf 'wheel: %s (%s) built in %d s, %s CUDA objects compiled this time\n' \
 "$python" - "$wheel" <<'EOF'
 import sys, zipfile
 names = sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if ".dist-info/" not in n)
-want = ["spforge/__init__.py", "spforge/_capi.py", "spforge/_convert.py", "spforge/libspforge.so"]
+want = sorted(["spforge/__init__.py", "spforge/_capi.py", "spforge/_convert.py",
+               "spforge/_torch.py", "spforge/libspforge.so", "spforge/torch.py"])
 if names != want:
     sys.exit("FAIL: the wheel holds %s, expected %s" % (names, want))
 print("wheel: holds " + ", ".join(names))
@@ -95,15 +98,25 @@ with spforge.Plan(a, 2, strategy="cpu") as plan:
     c = plan(b)
 assert list(c) == [11.0, 14.0, -3.0, -4.0], list(c)
 assert list(a @ [1.0, 1.0, 1.0]) == [3.0, -1.0]
-print("wheel: spforge %s from %s: CPU plan and A @ b right (no numpy)" % (spforge.version(), here))
+import spforge.torch  # imports without torch; its names say what is missing
+assert "torch" not in sys.modules
+try:
+    spforge.torch.SparseLinear
+    sys.exit("FAIL: spforge.torch.SparseLinear without torch")
+except ImportError as e:
+    assert "spforge.torch needs PyTorch" in str(e), e
+print("wheel: spforge %s from %s: CPU plan and A @ b right (no numpy); spforge.torch without "
+      "torch raises ImportError" % (spforge.version(), here))
 EOF
 
 # 4. the binding's tests against the installed package
 site=$("$python" -c "import numpy, scipy, os; print(os.path.dirname(os.path.dirname(
   numpy.__file__)))" 2>/dev/null) || { echo "wheel: $python has no numpy / scipy: the binding's" \
   "tests against the installed package skipped"; exit 0; }
-for test in test_convert.py test_binding.py; do
-  env -u SPF_LIB SPF_TEST_INSTALLED=1 PYTHONPATH="$site" "$work/fresh/bin/python" \
-    "$src/tests/python/$test" >"$work/$test.log" 2>&1 || { cat "$work/$test.log"; exit 1; }
+for test in test_convert.py test_binding.py test_torch.py; do
+  # test_torch.py on fake_torch (as python_torch_fake): the fresh venv has no torch
+  env -u SPF_LIB SPF_TEST_INSTALLED=1 SPF_FAKE_TORCH=1 PYTHONPATH="$site" \
+    "$work/fresh/bin/python" "$src/tests/python/$test" >"$work/$test.log" 2>&1 ||
+    { cat "$work/$test.log"; exit 1; }
   echo "wheel: $test against the installed package: $(grep -E '^[0-9]+ passed' "$work/$test.log")"
 done

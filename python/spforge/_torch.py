@@ -1,0 +1,640 @@
+"""spforge.torch's implementation (spforge/torch.py names what it offers).
+
+Imported on the first use of one of spforge.torch's names, so that
+`import spforge` and `import spforge.torch` never need torch.
+
+How a layer runs: a SparseLinear holds its pruned weight as a spforge
+Matrix (a host CSR copy) and an integer key into a registry of layers
+(_LAYERS). forward() flattens X to N×K and calls the custom op
+spforge::linear(x, bias, key) (torch.library.custom_op): custom ops take
+tensors and primitives, not Python objects, hence the key. The op looks
+the layer up, takes the plan for N (made on first use: spforge.Plan with
+both layouts N_FIRST, so C = A·B is Y = X·Wᵀ on X and Y as torch holds
+them, nothing transposed) and runs it on torch's current stream into a
+new tensor. Its fake (meta) implementation gives torch.compile the
+output's shape; its autograd formula raises INFERENCE_ONLY. In eager mode,
+for a plain tensor that needs no gradient, forward runs the same code
+without the op: the dispatcher's round trip through Python cost 6-17 µs
+a call more than the same code called directly (CPU plans, torch 2.15,
+the 2-core build machine, under inference_mode and no_grad), about the
+kernel time of a decode-sized layer. Under
+torch.compile, for tensor subclasses (fake tensors of tracing, ...) and
+where autograd records, it calls the op.
+
+Plans per N. A plan is made for one N and making one costs 0.1-1 s (the
+plan cache on disk, $SPFORGE_CACHE_DIR, makes repeats cheap). n_plans
+says which N a call of N rows runs on:
+  "exact": a plan for every N met;
+  "pow2":  the next power of two, X padded with zero rows (one copy) and
+           Y a view of the first N rows of the result: at most log2(N)+1
+           plans, at the cost of the padded rows' work;
+  "auto":  "pow2" up to N = 64 (decoding, where the weights' bytes bound
+           the kernel and a few more rows cost little), "exact" above.
+scripts/e2e_bert.py measures both on the decode step of a Llama-like MLP.
+"""
+
+import fnmatch
+import itertools
+import threading
+import time
+import weakref
+
+try:
+    import torch
+except ImportError as e:
+    raise ImportError("spforge.torch needs PyTorch (pip install torch, version 2.4 or later); "
+                      "the rest of spforge does not: %s" % e) from None
+
+from . import Error, Matrix, Plan, _check, _convert
+from ._capi import lib
+
+if not hasattr(getattr(torch, "library", None), "custom_op"):
+    raise ImportError("spforge.torch needs torch >= 2.4 (torch.library.custom_op); this is torch "
+                      "%s" % getattr(torch, "__version__", "?"))
+
+__all__ = ["SparseLinear", "sparsify", "magnitude_prune", "magnitude_mask", "SparsifyReport",
+           "INFERENCE_ONLY"]
+
+INFERENCE_ONLY = ("spforge.torch.SparseLinear is inference only: its weights live in a compiled "
+                  "spforge plan, which has no backward. Run it under torch.no_grad() or "
+                  "torch.inference_mode(), and train (or fine-tune) the dense model, then "
+                  "sparsify it again.")
+
+N_PLANS = ("auto", "exact", "pow2")
+POW2_MAX = 64  # n_plans="auto": N up to this rounds up to a power of two
+# Activations applied after the op; only ReLU is fused into the plan.
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+# Plan options the layer sets itself.
+_OWN_OPTIONS = ("dtype", "b_layout", "c_layout", "bias", "relu", "device")
+_GPU_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def plan_rows(n, n_plans):
+    """The N of the plan that runs a call of n >= 1 rows under n_plans."""
+    if n_plans == "exact" or (n_plans == "auto" and n > POW2_MAX):
+        return n
+    return 1 << (n - 1).bit_length()
+
+
+def _capturing(device):
+    return device is not None and torch.cuda.is_current_stream_capturing()
+
+
+def _compiling():
+    """Whether torch.compile (dynamo) is tracing: then forward calls the
+    op, which it can trace."""
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(compiling and compiling())
+
+
+class _Layer:
+    """What the op's key names: the weight as a Matrix, the plans made for
+    it (plan N -> Plan) and how to make them. Shared, never copied, by
+    deep copies of its SparseLinear (plans are read-only once made and may
+    run from several threads and streams at once)."""
+
+    def __init__(self, matrix, device, dtype, has_bias, relu, n_plans, options, name):
+        self.matrix, self.device, self.dtype = matrix, device, dtype
+        self.m, self.k = matrix.shape
+        self.has_bias, self.relu, self.n_plans = has_bias, relu, n_plans
+        self.options, self.name = options, name
+        self.plans, self.made = {}, {}  # plan N -> Plan; plan N -> seconds spent making it
+        self.lock = threading.Lock()
+        self.key = next(_KEYS)
+        _LAYERS[self.key] = self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError("a spforge.torch.SparseLinear cannot be pickled (its weights are in a "
+                        "compiled plan); save the dense model and sparsify it after loading")
+
+    def plan(self, n):
+        """The plan of plan N n, made now if there is none."""
+        plan = self.plans.get(n)
+        if plan is not None:
+            return plan
+        with self.lock:
+            plan = self.plans.get(n)
+            if plan is not None:
+                return plan
+            if _capturing(self.device):
+                raise RuntimeError(
+                    "spforge.torch: layer %s has no plan for N = %d and a CUDA graph is being "
+                    "captured; making a plan compiles and synchronizes. Run the model once with "
+                    "these shapes before capturing (or SparseLinear.prepare([N]) / "
+                    "sparsify(ns=[N]))" % (self.name or "?", n))
+            start = time.perf_counter()
+            try:
+                plan = Plan(self.matrix, n, dtype=self.dtype, b_layout="n_first",
+                            c_layout="n_first", bias=self.has_bias, relu=self.relu,
+                            **self.options)
+            except Error as e:
+                raise Error(e.status, e.name, "layer %s (%d×%d, nnz %d), N = %d: %s"
+                            % (self.name or "?", self.m, self.k, self.matrix.nnz, n,
+                               e.detail)) from None
+            self.made[n] = time.perf_counter() - start
+            self.plans[n] = plan
+            return plan
+
+    def run(self, x, bias):
+        """Y = X·Wᵀ (+ bias) (ReLU) for an N×K X: a new N×M tensor."""
+        n = x.shape[0]
+        if x.dim() != 2 or x.shape[1] != self.k:
+            raise ValueError("spforge::linear: x must be N×%d, got shape %s"
+                             % (self.k, tuple(x.shape)))
+        if _convert._torch_name(x.dtype) != self.dtype:
+            raise TypeError("spforge::linear: x of %s, the layer's plans take %s"
+                            % (x.dtype, self.dtype))
+        where = None if x.device.type == "cpu" else x.device.index
+        if x.device.type not in ("cpu", "cuda") or where != self.device:
+            raise ValueError("spforge::linear: x on %s, the layer's plans run on %s"
+                             % (x.device, _convert.device_name(self.device)))
+        if (bias is not None) != self.has_bias:
+            raise ValueError("spforge::linear: bias %s, the layer was made %s one"
+                             % ("given" if bias is not None else "missing",
+                                "with" if self.has_bias else "without"))
+        if n == 0:
+            return x.new_empty((0, self.m))
+        rows = plan_rows(n, self.n_plans)
+        plan = self.plan(rows)
+        if rows != n:
+            x = torch.nn.functional.pad(x, (0, 0, 0, rows - n))
+        elif not x.is_contiguous() or x.data_ptr() % 16:  # dense plans need 16-byte alignment
+            x = x.clone(memory_format=torch.contiguous_format)
+        y = torch.empty((rows, self.m), dtype=x.dtype, device=x.device)
+        stream = 0 if self.device is None else torch.cuda.current_stream(x.device).cuda_stream
+        _check(lib().spf_plan_execute(plan._ptr(), x.data_ptr(), y.data_ptr(),
+                                      None if bias is None else bias.data_ptr(),
+                                      stream or None))
+        return y if rows == n else y[:n]
+
+    def close(self):
+        plans, self.plans = self.plans, {}
+        for plan in plans.values():
+            plan.close()
+
+
+_KEYS = itertools.count(1)
+_LAYERS = weakref.WeakValueDictionary()
+
+
+def _layer(key):
+    layer = _LAYERS.get(key)
+    if layer is None:
+        raise RuntimeError("spforge::linear: no live SparseLinear has key %d (the layer was "
+                           "freed)" % key)
+    return layer
+
+
+@torch.library.custom_op("spforge::linear", mutates_args=(),
+                         schema="(Tensor x, Tensor? bias, int key) -> Tensor")
+def linear_op(x, bias, key):
+    """Y = X·Wᵀ (+ bias) (ReLU if fused) with the plans of layer key."""
+    return _layer(key).run(x, bias)
+
+
+@linear_op.register_fake
+def _linear_fake(x, bias, key):
+    return x.new_empty((x.shape[0], _layer(key).m))
+
+
+def _no_backward(ctx, grad):
+    raise RuntimeError(INFERENCE_ONLY)
+
+
+linear_op.register_autograd(_no_backward)
+
+
+def _host_weight(weight):
+    return _convert._host_numpy(weight, "weight")
+
+
+def _check_sparsity(sparsity):
+    if isinstance(sparsity, bool) or not isinstance(sparsity, (int, float)):
+        raise TypeError("sparsity: expected a number in [0, 1), got %r" % (sparsity,))
+    if not 0 <= sparsity < 1:
+        raise ValueError("sparsity: expected a number in [0, 1), got %r" % (sparsity,))
+
+
+def magnitude_mask(weight, sparsity):
+    """The mask (numpy bool, the weight's shape) keeping the
+    round((1 - sparsity) · size) entries of largest magnitude."""
+    _check_sparsity(sparsity)
+    w = _host_weight(weight)
+    numpy = _convert._need_numpy("magnitude pruning")
+    magnitude = numpy.abs(w.astype(numpy.float32, copy=False)).ravel()
+    keep = magnitude.size - int(round(sparsity * magnitude.size))
+    mask = numpy.zeros(magnitude.size, bool)
+    if keep >= magnitude.size:
+        mask[:] = True
+    elif keep > 0:
+        mask[numpy.argpartition(-magnitude, keep - 1)[:keep]] = True
+    return mask.reshape(w.shape)
+
+
+def _plan_device(device):
+    kind = getattr(device, "type", str(device))
+    if kind == "cpu":
+        return None
+    if kind == "cuda":
+        return 0 if device.index is None else int(device.index)
+    raise ValueError("spforge.torch: weights on %s; spforge plans run on cpu and cuda" % device)
+
+
+def _summary(plan, n, made_s):
+    """One plan's facts for reports: strategy, kernel time and the dense
+    candidate's (both measured by the planner under AUTO), their ratio."""
+    info = plan.info()
+    chosen = info["kernel_us"] or next((c["kernel_us"] for c in info["candidates"]
+                                        if c["outcome"] == "chosen"), 0.0)
+    dense = next((c["kernel_us"] for c in info["candidates"]
+                  if c["strategy"] == "dense" and c["kernel_us"] > 0), 0.0)
+    return {"n": n, "strategy": info["strategy"], "config": info["config"],
+            "kernel_us": chosen or None, "dense_us": dense or None,
+            "gain": dense / chosen if chosen and dense else None,
+            "plan_s": made_s, "from_cache": info["from_cache"]}
+
+
+class SparseLinear(torch.nn.Module):
+    """Y = X·Wᵀ + bias, then the activation, with W sparse, for inference.
+
+    SparseLinear(weight, bias=None, *, mask=None, sparsity=None,
+    threshold=None, activation=None, n_plans="auto", plan_options=None,
+    name=None) takes W (out × in, float32 on the cpu; float32, float16 or
+    bfloat16 on a cuda device) and keeps its entries where mask is nonzero,
+    or the round((1 - sparsity) · size) of largest magnitude, or those with
+    |w| > threshold, or, with none of these, its nonzeros. The weight is
+    copied into spforge (the tensor is not kept). bias: out values, any
+    float dtype, kept as float32 (the plans add it in fp32). activation:
+    None, "relu" (fused into the plan), "gelu", "gelu_tanh", "silu" or a
+    callable, applied after. n_plans: which plan a batch of N rows runs on
+    (_torch.py's docstring: "exact", "pow2", "auto"). plan_options: more
+    spforge.Plan options (strategy, math, search, dense, cache, ...); the
+    cpu layers' plans are strategy "cpu".
+
+    Inputs: (..., in) tensors of the layer's dtype on its device; any
+    number of rows N (all leading dimensions). Calls run on torch's
+    current stream. The first call with a new N makes its plan (0.1-1 s,
+    less from the plan cache); prepare(ns) makes them ahead of time and
+    must have run for every N met inside CUDA-graph capture.
+
+    The layer cannot be moved or converted (.to(), .cuda(), .half() raise
+    or leave it as it is: the plans are for one device and dtype), pickled
+    or trained (backward raises INFERENCE_ONLY). Deep copies share the
+    plans."""
+
+    def __init__(self, weight, bias=None, *, mask=None, sparsity=None, threshold=None,
+                 activation=None, n_plans="auto", plan_options=None, name=None):
+        super().__init__()
+        if sum(x is not None for x in (mask, sparsity, threshold)) > 1:
+            raise ValueError("SparseLinear: give one of mask, sparsity, threshold")
+        if n_plans not in N_PLANS:
+            raise ValueError("n_plans: expected one of %s, got %r" % (", ".join(N_PLANS), n_plans))
+        if not (activation is None or activation in ACTIVATIONS or callable(activation)):
+            raise ValueError("activation: expected None, %s or a callable, got %r"
+                             % (", ".join(ACTIVATIONS), activation))
+        options = dict(plan_options or {})
+        for key in _OWN_OPTIONS:
+            if key in options:
+                raise ValueError("plan_options: %r is the layer's own (set from the weight, the "
+                                 "bias and the activation)" % key)
+        if len(tuple(weight.shape)) != 2:
+            raise ValueError("SparseLinear: weight must be 2-D (out × in), got shape %s"
+                             % (tuple(weight.shape),))
+        device = _plan_device(weight.device)
+        dtype = _convert._torch_name(weight.dtype)
+        if device is None:
+            if dtype != "float32":
+                raise TypeError("SparseLinear: a %s weight on the cpu; cpu plans take float32 "
+                                "(.float() the layer, or move it to a cuda device)" % dtype)
+            options.setdefault("strategy", "cpu")
+        elif dtype not in _GPU_DTYPES:
+            raise TypeError("SparseLinear: a %s weight; plans take float32, float16 or bfloat16"
+                            % dtype)
+        else:
+            options["device"] = device
+        if sparsity is not None:
+            mask = magnitude_mask(weight, sparsity)
+        matrix = Matrix(weight.detach(), mask=mask, threshold=threshold)
+        out_features, in_features = matrix.shape
+        if bias is not None:
+            if tuple(bias.shape) != (out_features,):
+                raise ValueError("SparseLinear: bias must have %d values, got shape %s"
+                                 % (out_features, tuple(bias.shape)))
+            bias = bias.detach().to(dtype=torch.float32).contiguous()
+        self.in_features, self.out_features = in_features, out_features
+        self.nnz, self.dtype, self.device = matrix.nnz, weight.dtype, weight.device
+        self.activation = activation
+        relu = activation == "relu"
+        self._layer = _Layer(matrix, device, dtype, bias is not None, relu, n_plans, options,
+                             name)
+        self._key = self._layer.key
+        self.register_buffer("bias", bias, persistent=False)
+
+    @classmethod
+    def from_linear(cls, linear, *, mask=None, sparsity=None, threshold=None, activation=None,
+                    n_plans="auto", plan_options=None, name=None):
+        """A SparseLinear of an nn.Linear's weight and bias (see the
+        class); the Linear is left as it was."""
+        if not isinstance(linear, torch.nn.Linear):
+            raise TypeError("SparseLinear.from_linear: expected a torch.nn.Linear, got %s"
+                            % type(linear).__name__)
+        return cls(linear.weight, linear.bias, mask=mask, sparsity=sparsity, threshold=threshold,
+                   activation=activation, n_plans=n_plans, plan_options=plan_options, name=name)
+
+    @property
+    def sparsity(self):
+        return 1.0 - self.nnz / float(self.in_features * self.out_features or 1)
+
+    @property
+    def n_plans(self):
+        """The policy choosing a call's plan; settable (the plans made so
+        far are kept and used where the new policy picks their N)."""
+        return self._layer.n_plans
+
+    @n_plans.setter
+    def n_plans(self, policy):
+        if policy not in N_PLANS:
+            raise ValueError("n_plans: expected one of %s, got %r" % (", ".join(N_PLANS), policy))
+        self._layer.n_plans = policy
+
+    def forward(self, x):
+        if x.shape[-1] != self.in_features:
+            raise ValueError("SparseLinear: input of shape %s; the layer takes (..., %d)"
+                             % (tuple(x.shape), self.in_features))
+        if x.dtype != self.dtype:
+            raise TypeError("SparseLinear: input of %s; the layer's plans take %s (convert the "
+                            "input, or sparsify the model after converting it)"
+                            % (x.dtype, self.dtype))
+        if x.device != self.device:
+            raise ValueError("SparseLinear: input on %s; the layer's plans run on %s"
+                             % (x.device, self.device))
+        lead = tuple(x.shape[:-1])
+        x = x.reshape(-1, self.in_features)
+        if type(x) is torch.Tensor and not _compiling() and not (
+                x.requires_grad and torch.is_grad_enabled()):
+            y = self._layer.run(x, self.bias)  # eager: what the op runs, without its dispatch
+        else:
+            y = linear_op(x, self.bias, self._key)
+        act = self.activation
+        if act == "gelu":
+            y = torch.nn.functional.gelu(y)
+        elif act == "gelu_tanh":
+            y = torch.nn.functional.gelu(y, approximate="tanh")
+        elif act == "silu":
+            y = torch.nn.functional.silu(y)
+        elif callable(act):
+            y = act(y)
+        return y.reshape(lead + (self.out_features,))
+
+    def prepare(self, ns):
+        """Make the plans that calls of each N in ns run on (n_plans says
+        which); returns plans() of those."""
+        rows = sorted({plan_rows(int(n), self._layer.n_plans) for n in ns if int(n) > 0})
+        for n in rows:
+            self._layer.plan(n)
+        return [p for p in self.plans() if p["n"] in rows]
+
+    def plans(self):
+        """The plans made so far, by plan N: strategy, config, kernel_us
+        (the plan's measured kernel time), dense_us (the dense candidate's,
+        which AUTO times too), gain (dense_us / kernel_us; None where not
+        measured: cpu plans, dense=False), plan_s (seconds making it took
+        here), from_cache."""
+        layer = self._layer
+        return [_summary(layer.plans[n], n, layer.made.get(n)) for n in sorted(layer.plans)]
+
+    def release_plans(self):
+        """Free every plan (made again on use). Not while work queued on them
+        may still run, nor while a CUDA graph holds their kernels."""
+        self._layer.close()
+
+    def _apply(self, fn, *args, **kwargs):
+        probe = torch.empty(0, device=self.device)
+        moved = fn(probe)
+        if getattr(moved, "device", self.device) != self.device:
+            raise RuntimeError("SparseLinear on %s cannot move to %s: its plans are compiled for "
+                               "one device; sparsify the model after moving it"
+                               % (self.device, moved.device))
+        return self  # dtype conversions leave the plans' dtype (and the fp32 bias) as they are
+
+    def extra_repr(self):
+        act = self.activation if not callable(self.activation) else getattr(
+            self.activation, "__name__", type(self.activation).__name__)
+        return ("in_features=%d, out_features=%d, bias=%s, nnz=%d (sparsity %.3f), dtype=%s, "
+                "device=%s, activation=%s%s, n_plans=%s, plans for N=%s"
+                % (self.in_features, self.out_features, self.bias is not None, self.nnz,
+                   self.sparsity, _convert._torch_name(self.dtype), self.device, act,
+                   " (fused)" if self._layer.relu else "", self._layer.n_plans,
+                   sorted(self._layer.plans) or "[]"))
+
+
+def _eligible(name, module, min_size, exclude):
+    """None if sparsify may swap this Linear, else why not."""
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in exclude):
+        return "excluded"
+    out_features, in_features = tuple(module.weight.shape)
+    if out_features * in_features < min_size:
+        return "%d×%d = %d weights < min_size %d" % (out_features, in_features,
+                                                      out_features * in_features, min_size)
+    kind = getattr(module.weight.device, "type", str(module.weight.device))
+    dtype = _convert._torch_name(module.weight.dtype)
+    if kind == "cpu" and dtype != "float32":
+        return "%s on the cpu: cpu plans take float32" % dtype
+    if kind == "cuda" and dtype not in _GPU_DTYPES:
+        return "%s weights: plans take float32, float16 or bfloat16" % dtype
+    if kind not in ("cpu", "cuda"):
+        return "weights on %s" % module.weight.device
+    return None
+
+
+def _linears(model):
+    """(qualified name, parent, attribute, module, (attribute, module) of
+    the next child in an nn.Sequential or None) of every nn.Linear child,
+    depth first in the order the children were set. Every attribute
+    naming a module is visited (named_children() names a module held
+    twice once); the modules under one are walked once."""
+    found, walked = [], set()
+
+    def walk(parent, prefix):
+        walked.add(id(parent))
+        children = [(attr, child) for attr, child in parent._modules.items()
+                    if child is not None]
+        for i, (attr, child) in enumerate(children):
+            name = prefix + attr
+            if isinstance(child, torch.nn.Linear):
+                following = None
+                if isinstance(parent, torch.nn.Sequential) and i + 1 < len(children):
+                    following = children[i + 1]
+                found.append((name, parent, attr, child, following))
+            elif id(child) not in walked:
+                walk(child, name + ".")
+
+    walk(model, "")
+    return found
+
+
+def _zero_outside(linear, mask):
+    """linear.weight *= mask (a numpy bool array), in place."""
+    w = linear.weight
+    keep = torch.from_numpy(mask.astype("float32")).to(device=w.device, dtype=w.dtype)
+    with torch.no_grad():
+        w.mul_(keep)
+
+
+def magnitude_prune(model, sparsity, min_size=1 << 16, exclude=()):
+    """Zero, in place, the smallest-magnitude weights of each nn.Linear of
+    model that sparsify would swap (the same min_size and exclude), so
+    that round((1 - sparsity) · size) remain per layer. Returns the names
+    pruned. For a dense reference of what sparsify(model, sparsity) runs."""
+    names, done = [], set()
+    exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
+    for name, _, _, linear, _ in _linears(model):
+        if id(linear) not in done and _eligible(name, linear, min_size, exclude) is None:
+            _zero_outside(linear, magnitude_mask(linear.weight, sparsity))
+            names.append(name)
+        done.add(id(linear))
+    return names
+
+
+class SparsifyReport:
+    """What sparsify did: swapped (name -> SparseLinear), kept ((name,
+    why) of the Linear layers left dense) and fused (names whose ReLU went
+    into the plan). rows() and expected_gain() read the plans made so far,
+    so they fill in as calls meet new N; str() is a table of both."""
+
+    def __init__(self, sparsity, min_size):
+        self.sparsity, self.min_size = sparsity, min_size
+        self.swapped, self.kept, self.fused = {}, [], []
+
+    def rows(self):
+        """One dict per swapped layer: name, shape (out, in), nnz, sparsity,
+        activation, plans (SparseLinear.plans())."""
+        return [{"name": name, "shape": (layer.out_features, layer.in_features),
+                 "nnz": layer.nnz, "sparsity": layer.sparsity,
+                 "activation": layer.activation if not callable(layer.activation) else "callable",
+                 "fused_relu": layer._layer.relu, "plans": layer.plans()}
+                for name, layer in self.swapped.items()]
+
+    def expected_gain(self):
+        """By plan N: the swapped layers' kernel time summed, sparse
+        (kernel_us) and dense (the dense candidate's), over the layers
+        where both were measured; gain = dense / sparse; plan_s, the
+        seconds making the plans took; layers (measured) of all. The
+        Linear layers' time only: the rest of the model is unchanged."""
+        out = {}
+        for row in self.rows():
+            for p in row["plans"]:
+                g = out.setdefault(p["n"], {"n": p["n"], "dense_us": 0.0, "sparse_us": 0.0,
+                                            "gain": None, "plan_s": 0.0, "layers": 0,
+                                            "measured": 0, "strategies": {}})
+                g["layers"] += 1
+                g["plan_s"] += p["plan_s"] or 0.0
+                g["strategies"][p["strategy"]] = g["strategies"].get(p["strategy"], 0) + 1
+                if p["gain"] is not None:
+                    g["measured"] += 1
+                    g["dense_us"] += p["dense_us"]
+                    g["sparse_us"] += p["kernel_us"]
+        for g in out.values():
+            if g["sparse_us"] > 0:
+                g["gain"] = g["dense_us"] / g["sparse_us"]
+        return [out[n] for n in sorted(out)]
+
+    def to_dict(self):
+        return {"sparsity": self.sparsity, "min_size": self.min_size, "layers": self.rows(),
+                "kept": [{"name": n, "why": why} for n, why in self.kept],
+                "fused_relu": list(self.fused), "expected_gain": self.expected_gain()}
+
+    def __str__(self):
+        lines = ["spforge.torch.sparsify: %d Linear layers swapped, %d kept dense "
+                 "(sparsity %s, min_size %d)" % (len(self.swapped), len(self.kept),
+                                                 self.sparsity, self.min_size)]
+        for row in self.rows():
+            plans = ", ".join("N=%d %s%s" % (p["n"], p["strategy"],
+                                             " %.2fx" % p["gain"] if p["gain"] else "")
+                              for p in row["plans"]) or "no plans yet"
+            lines.append("  %-40s %5d×%-5d nnz %9d (%.2f)%s  %s"
+                         % (row["name"], row["shape"][0], row["shape"][1], row["nnz"],
+                            row["sparsity"], " +relu fused" if row["fused_relu"] else "", plans))
+        for name, why in self.kept:
+            lines.append("  kept %-35s %s" % (name, why))
+        for g in self.expected_gain():
+            if g["gain"] is None:
+                lines.append("  N=%d: %d plans (%s), made in %.2f s; no dense time measured "
+                             "(cpu plans, or dense=False): gain unknown"
+                             % (g["n"], g["layers"], _strategies(g), g["plan_s"]))
+            else:
+                lines.append("  N=%d: Linear layers %.1f us dense -> %.1f us sparse: %.2fx over "
+                             "%d of %d layers measured (%s), plans made in %.2f s"
+                             % (g["n"], g["dense_us"], g["sparse_us"], g["gain"], g["measured"],
+                                g["layers"], _strategies(g), g["plan_s"]))
+        return "\n".join(lines)
+
+
+def _strategies(g):
+    return ", ".join("%d %s" % (count, s) for s, count in sorted(g["strategies"].items()))
+
+
+def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_relu=True,
+             min_gain=None, n_plans="auto", plan_options=None):
+    """Swap, in place, each nn.Linear of model with out·in >= min_size
+    weights (and a name matching none of the fnmatch patterns of exclude)
+    for a SparseLinear: its weights pruned by magnitude to sparsity, or,
+    with sparsity None, its nonzeros. Sparsify after moving and converting
+    the model (.to(device, dtype)): cpu layers need float32. In an
+    nn.Sequential a Linear followed by an nn.ReLU gets the ReLU fused
+    (fuse_relu) and the ReLU becomes nn.Identity. ns: make the plans of
+    these N now (a plan per layer and N: 0.1-1 s each, less from the plan
+    cache), so that the report has their gains and CUDA graphs can be
+    captured; then, with min_gain, a layer whose plans all measured a gain
+    below min_gain stays an nn.Linear (with its weights pruned). A Linear
+    held in several places is swapped once. Returns a SparsifyReport."""
+    if isinstance(model, torch.nn.Linear):
+        raise TypeError("sparsify swaps the Linear layers inside a module; for a Linear itself "
+                        "use SparseLinear.from_linear")
+    exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
+    if sparsity is not None:  # checked here too, for a model with no layer to swap
+        _check_sparsity(sparsity)
+    if min_gain is not None and not ns:
+        raise ValueError("min_gain needs ns: the gain is measured when the plans are made")
+    report = SparsifyReport(sparsity, min_size)
+    done = {}  # id(linear) -> its SparseLinear, or the reason it stays
+    for name, parent, attr, linear, following in _linears(model):
+        if id(linear) in done:
+            swapped = done[id(linear)]
+            if isinstance(swapped, SparseLinear):
+                setattr(parent, attr, swapped)
+            continue
+        why = _eligible(name, linear, min_size, exclude)
+        if why is not None:
+            report.kept.append((name, why))
+            done[id(linear)] = why
+            continue
+        fuse = (fuse_relu and following is not None
+                and type(following[1]) is torch.nn.ReLU)
+        mask = None if sparsity is None else magnitude_mask(linear.weight, sparsity)
+        layer = SparseLinear(linear.weight, linear.bias, mask=mask,
+                             activation="relu" if fuse else None, n_plans=n_plans,
+                             plan_options=plan_options, name=name)
+        if ns:
+            plans = layer.prepare(ns)
+            gains = [p["gain"] for p in plans]
+            if (min_gain is not None and gains and all(g is not None for g in gains)
+                    and max(gains) < min_gain):
+                layer.release_plans()
+                if mask is not None:
+                    _zero_outside(linear, mask)
+                why = "expected gain %.2fx < min_gain %.2f (weights pruned, kept dense)" % (
+                    max(gains), min_gain)
+                report.kept.append((name, why))
+                done[id(linear)] = why
+                continue
+        setattr(parent, attr, layer)
+        if fuse:
+            setattr(parent, following[0], torch.nn.Identity())
+            report.fused.append(name)
+        report.swapped[name] = layer
+        done[id(linear)] = layer
+    return report

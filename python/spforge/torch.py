@@ -1,0 +1,33 @@
+"""spforge.torch: pruned nn.Linear layers as spforge plans, for inference.
+
+    import spforge.torch
+    layer = spforge.torch.SparseLinear.from_linear(linear, sparsity=0.9)  # or mask=
+    report = spforge.torch.sparsify(model, sparsity=0.7, min_size=1 << 16, ns=[512])
+    print(report)                 # what was swapped, what was not and why, the expected gain
+
+SparseLinear runs Y = X·Wᵀ (+ bias) (ReLU fused; other activations after)
+through the spforge::linear custom op (torch.library), so it works in
+eager mode, under torch.compile and inside CUDA graphs; its backward
+raises (inference only). Plans are made per N (the rows of X: batch ×
+sequence) on first use, or ahead of time with prepare(ns) — required
+before a CUDA graph is captured, since making a plan compiles and
+synchronizes. The implementation is _torch.py.
+
+This module imports without torch; its names need torch >= 2.4 and raise
+ImportError saying so when it is missing. `import spforge` never imports
+torch.
+"""
+
+__all__ = ["SparseLinear", "sparsify", "magnitude_prune", "magnitude_mask", "SparsifyReport",
+           "INFERENCE_ONLY"]
+
+
+def __getattr__(name):
+    if name not in __all__:
+        raise AttributeError("module 'spforge.torch' has no attribute %r" % name)
+    from . import _torch  # raises the ImportError that names what is missing
+    return getattr(_torch, name)
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

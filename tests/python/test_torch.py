@@ -1,0 +1,392 @@
+"""Tests of spforge.torch (python/spforge/_torch.py) on CPU plans:
+SparseLinear against nn.Linear with the same pruned weights (bias or none,
+ReLU fused, other activations after, any leading dimensions and N, the
+three n_plans policies), masks, thresholds and magnitude pruning, sparsify
+on a small model (what it swaps, keeps, fuses; its report and expected
+gains; min_gain; exclude; a Linear held twice), the inference-only
+backward, and the errors.
+
+Two runs of this file (ctest): python_torch on the real torch (skipped,
+exit 77, where torch is not installed), python_torch_fake with
+SPF_FAKE_TORCH=1 on tests/python/fake_torch.py installed as
+sys.modules["torch"] (CI: torch is not installed there), where the tests
+that need torch's machinery (autograd, torch.compile, opcheck) skip,
+saying so. Where the library cannot be loaded, exit 77. The GPU half:
+test_torch_gpu.py."""
+
+import copy
+import json
+import os
+import pickle
+import subprocess
+import sys
+import unittest
+from unittest import mock
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("SPF_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
+if not os.environ.get("SPF_TEST_INSTALLED"):
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+sys.path.insert(0, HERE)
+
+FAKE = bool(os.environ.get("SPF_FAKE_TORCH"))
+SKIP = None
+try:
+    import numpy
+except ImportError:
+    numpy = None
+    SKIP = "numpy is not installed (spforge.torch converts weights with it)"
+if FAKE and numpy is not None:
+    import fake_torch
+    sys.modules["torch"] = fake_torch
+try:
+    import torch
+except ImportError:
+    torch = None
+    SKIP = SKIP or ("torch is not installed: the real-torch tests skip (the adapter is tested on "
+                    "fake_torch by python_torch_fake)")
+
+import spforge  # noqa: E402
+
+if torch is not None and SKIP is None:
+    import spforge.torch as st  # noqa: E402
+    from spforge import _torch  # noqa: E402
+real = unittest.skipIf(FAKE, "needs the real torch (autograd, torch.compile, opcheck)")
+
+
+def pruned(linear, sparsity):
+    """A copy of linear with its weights pruned as sparsify prunes them."""
+    dense = copy.deepcopy(linear)
+    names = st.magnitude_prune(dense, sparsity, min_size=0) if not isinstance(
+        dense, torch.nn.Linear) else None
+    if names is None:
+        mask = st.magnitude_mask(dense.weight, sparsity)
+        with torch.no_grad():
+            dense.weight.mul_(torch.from_numpy(mask.astype(numpy.float32)))
+    return dense
+
+
+def host(t):
+    return t.detach().cpu().float().numpy().astype(numpy.float64)
+
+
+class Tiny(torch.nn.Module if torch is not None else object):
+    """A small model: a Sequential with a fusable ReLU, a GELU, a small
+    head, and one Linear held in two places."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = torch.nn.Sequential(torch.nn.Linear(64, 320), torch.nn.ReLU(),
+                                        torch.nn.Linear(320, 64), torch.nn.GELU())
+        self.shared = torch.nn.Linear(64, 256)
+        self.again = self.shared
+        self.head = torch.nn.Linear(256, 8)
+
+    def forward(self, x):
+        return self.head(self.again(self.body(x)))
+
+
+class SparseLinearTests(unittest.TestCase):
+    def setUp(self):
+        torch.manual_seed(3)
+
+    def close(self, got, want, tol=1e-5):
+        got, want = host(got), host(want)
+        self.assertEqual(got.shape, want.shape)
+        if not want.size:
+            return
+        scale = max(1.0, float(numpy.abs(want).max()))
+        self.assertLessEqual(float(numpy.abs(got - want).max()), tol * scale)
+
+    def test_against_linear(self):
+        for bias in (True, False):
+            linear = torch.nn.Linear(96, 40, bias=bias)
+            dense = pruned(linear, 0.75)
+            for n_plans in ("exact", "pow2", "auto"):
+                layer = st.SparseLinear.from_linear(linear, sparsity=0.75, n_plans=n_plans)
+                self.assertEqual(layer.nnz, int((host(dense.weight) != 0).sum()))
+                self.assertAlmostEqual(layer.sparsity, 0.75, places=2)
+                for shape in ((1, 96), (3, 96), (2, 5, 96), (65, 96), (2, 3, 2, 96), (0, 96)):
+                    x = torch.randn(*shape)
+                    with self.subTest(bias=bias, n_plans=n_plans, shape=shape):
+                        self.close(layer(x), dense(x))
+
+    def test_plans_per_n(self):
+        linear = torch.nn.Linear(32, 16)
+        want = {"exact": [3, 5, 9, 70], "pow2": [4, 8, 16, 128], "auto": [4, 8, 16, 70]}
+        for policy, ns in want.items():
+            layer = st.SparseLinear.from_linear(linear, sparsity=0.5, n_plans=policy)
+            for n in (3, 5, 9, 70, 5):
+                layer(torch.randn(n, 32))
+            with self.subTest(policy=policy):
+                self.assertEqual([p["n"] for p in layer.plans()], ns)
+                for p in layer.plans():
+                    self.assertEqual((p["strategy"], p["gain"], p["from_cache"]),
+                                     ("cpu", None, False))
+                    self.assertGreater(p["plan_s"], 0)
+                layer.release_plans()
+                self.assertEqual(layer.plans(), [])
+                self.assertEqual([p["n"] for p in layer.prepare([2, 64, 65])],
+                                 sorted({_torch.plan_rows(n, policy) for n in (2, 64, 65)}))
+
+    def test_masks_and_thresholds(self):
+        linear = torch.nn.Linear(48, 24)
+        w = host(linear.weight)
+        mask = numpy.abs(w) > 0.1
+        by_mask = st.SparseLinear.from_linear(linear, mask=torch.from_numpy(mask))
+        by_threshold = st.SparseLinear(linear.weight, linear.bias, threshold=0.1)
+        self.assertEqual(by_mask.nnz, int(mask.sum()))
+        self.assertEqual(by_threshold.nnz, int(mask.sum()))
+        dense = copy.deepcopy(linear)
+        with torch.no_grad():
+            dense.weight.mul_(torch.from_numpy(mask.astype(numpy.float32)))
+        x = torch.randn(6, 48)
+        self.close(by_mask(x), dense(x))
+        self.close(by_threshold(x), dense(x))
+        nonzeros = st.SparseLinear(dense.weight, dense.bias)  # already pruned: its nonzeros
+        self.assertEqual(nonzeros.nnz, int(mask.sum()))
+        self.close(nonzeros(x), dense(x))
+        m = st.magnitude_mask(linear.weight, 0.9)
+        self.assertEqual(int(m.sum()), round(0.1 * w.size))
+        self.assertTrue(numpy.abs(w[m]).min() >= numpy.abs(w[~m]).max())
+        self.assertEqual(int(st.magnitude_mask(linear.weight, 0).sum()), w.size)
+
+    def test_activations(self):
+        linear = torch.nn.Linear(40, 30)
+        dense = pruned(linear, 0.5)
+        F = torch.nn.functional
+        x = torch.randn(7, 40)
+        y = dense(x)
+        cases = {"relu": F.relu(y), "gelu": F.gelu(y), "gelu_tanh": F.gelu(y, approximate="tanh"),
+                 "silu": F.silu(y)}
+        for act, want in cases.items():
+            layer = st.SparseLinear.from_linear(linear, sparsity=0.5, activation=act)
+            with self.subTest(activation=act):
+                self.assertEqual(layer._layer.relu, act == "relu")  # only ReLU is fused
+                self.close(layer(x), want)
+        layer = st.SparseLinear.from_linear(linear, sparsity=0.5, activation=F.silu)
+        self.close(layer(x), cases["silu"])
+        self.assertIn("activation=relu (fused)", repr(st.SparseLinear.from_linear(
+            linear, sparsity=0.5, activation="relu")))
+
+    def test_sparsify(self):
+        model = Tiny().eval()
+        dense = copy.deepcopy(model)
+        self.assertEqual(st.magnitude_prune(dense, 0.6, min_size=4096, exclude=["body.2"]),
+                         ["body.0", "shared"])
+        report = st.sparsify(model, 0.6, min_size=4096, exclude=["body.2"], ns=[5, 7])
+        self.assertEqual(sorted(report.swapped), ["body.0", "shared"])
+        self.assertIs(model.again, model.shared)  # held twice, swapped once
+        self.assertIsInstance(model.shared, st.SparseLinear)
+        self.assertEqual(report.fused, ["body.0"])
+        self.assertIsInstance(model.body._modules["1"], torch.nn.Identity)
+        kept = dict(report.kept)
+        self.assertEqual(kept["body.2"], "excluded")
+        self.assertIn("< min_size 4096", kept["head"])
+        x = torch.randn(5, 64)
+        self.close(model(x), dense(x))
+        x = torch.randn(3, 2, 64)
+        self.close(model(x), dense(x))
+        rows = {r["name"]: r for r in report.rows()}
+        self.assertEqual(rows["shared"]["shape"], (256, 64))
+        self.assertTrue(rows["body.0"]["fused_relu"])
+        self.assertEqual([p["n"] for p in rows["shared"]["plans"]], [8])  # auto: 5, 7 -> 8
+        gain = report.expected_gain()
+        self.assertEqual([(g["n"], g["layers"], g["measured"], g["gain"]) for g in gain],
+                         [(8, 2, 0, None)])
+        text = str(report)
+        for words in ("2 Linear layers swapped, 2 kept dense", "+relu fused", "kept head",
+                      "gain unknown"):
+            self.assertIn(words, text)
+        json.dumps(report.to_dict())
+        lazy = st.sparsify(torch.nn.Sequential(torch.nn.Linear(4, 4)), 0.5, min_size=0)
+        self.assertEqual((lazy.rows()[0]["plans"], lazy.expected_gain()), ([], []))
+        self.assertIn("no plans yet", str(lazy))
+
+    def test_expected_gain_from_the_plans_timings(self):
+        class FakePlan:
+            def __init__(self, chosen, candidates):
+                self._info = {"strategy": chosen, "config": "", "kernel_us": 0.0,
+                              "from_cache": True,
+                              "candidates": [{"strategy": s, "outcome": o, "kernel_us": us}
+                                             for s, o, us in candidates]}
+
+            def info(self):
+                return self._info
+
+        tc = _torch._summary(FakePlan("tcfrag", [("tcfrag", "chosen", 20.0),
+                                                 ("dense", "slower", 30.0),
+                                                 ("generic", "skipped", 0.0)]), 16, 0.5)
+        self.assertEqual((tc["strategy"], tc["kernel_us"], tc["dense_us"], tc["gain"]),
+                         ("tcfrag", 20.0, 30.0, 1.5))
+        nodense = _torch._summary(FakePlan("generic", [("generic", "chosen", 10.0),
+                                                       ("dense", "refused", 0.0)]), 16, 0.1)
+        self.assertEqual((nodense["kernel_us"], nodense["gain"]), (10.0, None))
+        # min_gain: a layer whose plans measured less stays an nn.Linear, pruned
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
+        dense = pruned(model, 0.5)
+        gains = iter([[1.5], [0.9]])
+
+        def prepare(layer, ns):
+            layer._layer.plan(8)
+            return [{"n": 8, "gain": g} for g in next(gains)]
+
+        with mock.patch.object(st.SparseLinear, "prepare", prepare):
+            report = st.sparsify(model, 0.5, min_size=0, ns=[8], min_gain=1.1)
+        self.assertEqual(list(report.swapped), ["0"])
+        self.assertEqual(report.kept, [("1", "expected gain 0.90x < min_gain 1.10 (weights "
+                                              "pruned, kept dense)")])
+        self.assertEqual(type(model._modules["1"]), torch.nn.Linear)
+        self.close(model._modules["1"].weight, dense._modules["1"].weight, 0)
+        x = torch.randn(4, 64)
+        self.close(model(x), dense(x))
+
+    def test_inference_only(self):
+        self.assertIn("inference only", st.INFERENCE_ONLY)
+        if FAKE:  # the registered formula; the real torch runs it below
+            with self.assertRaises(RuntimeError) as ctx:
+                _torch.linear_op.backward(None, None)
+            self.assertEqual(str(ctx.exception), st.INFERENCE_ONLY)
+            return
+        layer = st.SparseLinear.from_linear(torch.nn.Linear(16, 8), sparsity=0.5)
+        x = torch.randn(3, 16, requires_grad=True)
+        y = layer(x)
+        with self.assertRaises(RuntimeError) as ctx:
+            y.sum().backward()
+        self.assertIn(st.INFERENCE_ONLY, str(ctx.exception))
+
+    def test_errors(self):
+        linear = torch.nn.Linear(16, 8)
+        layer = st.SparseLinear.from_linear(linear, sparsity=0.5)
+        layer.prepare([4])
+        cases = [
+            (ValueError, "the layer takes (..., 16)", lambda: layer(torch.randn(4, 15))),
+            (TypeError, "input of torch.float64", lambda: layer(torch.randn(4, 16,
+                                                                            dtype=torch.float64))),
+            (TypeError, "cpu plans take float32",
+             lambda: st.SparseLinear(torch.randn(8, 16, dtype=torch.float16))),
+            (ValueError, "give one of mask, sparsity, threshold",
+             lambda: st.SparseLinear.from_linear(linear, sparsity=0.5, threshold=0.1)),
+            (ValueError, "sparsity: expected a number in [0, 1)",
+             lambda: st.SparseLinear.from_linear(linear, sparsity=1.0)),
+            (TypeError, "sparsity: expected a number",
+             lambda: st.SparseLinear.from_linear(linear, sparsity=True)),
+            (ValueError, "'dtype' is the layer's own",
+             lambda: st.SparseLinear.from_linear(linear, plan_options={"dtype": "f16"})),
+            (ValueError, "n_plans: expected one of auto, exact, pow2",
+             lambda: st.SparseLinear.from_linear(linear, n_plans="all")),
+            (ValueError, "activation: expected None, relu",
+             lambda: st.SparseLinear.from_linear(linear, activation="tanh")),
+            (TypeError, "expected a torch.nn.Linear",
+             lambda: st.SparseLinear.from_linear(torch.nn.ReLU())),
+            (ValueError, "weight must be 2-D", lambda: st.SparseLinear(torch.randn(16))),
+            (ValueError, "bias must have 8 values",
+             lambda: st.SparseLinear(linear.weight, torch.randn(7))),
+            (ValueError, "min_gain needs ns",
+             lambda: st.sparsify(torch.nn.Sequential(linear), 0.5, min_gain=1.1)),
+            (ValueError, "sparsity: expected a number in [0, 1)",
+             lambda: st.sparsify(torch.nn.Sequential(), 1.5)),
+            (TypeError, "for a Linear itself use SparseLinear.from_linear",
+             lambda: st.sparsify(linear, 0.5)),
+            (ValueError, "spforge::linear: x must be N×16",
+             lambda: _torch.linear_op(torch.randn(4, 8), layer.bias, layer._key)),
+            (ValueError, "bias missing, the layer was made with one",
+             lambda: _torch.linear_op(torch.randn(4, 16), None, layer._key)),
+            (RuntimeError, "no live SparseLinear has key -1",
+             lambda: _torch.linear_op(torch.randn(4, 16), None, -1)),
+            (TypeError, "cannot be pickled", lambda: pickle.dumps(layer)),
+        ]
+        for i, (kind, words, call) in enumerate(cases):
+            with self.subTest(case=i, words=words), self.assertRaises(kind) as ctx:
+                call()
+            self.assertIn(words, str(ctx.exception))
+        with mock.patch.object(_torch, "_capturing", lambda device: True):
+            with self.assertRaises(RuntimeError) as ctx:
+                layer(torch.randn(33, 16))
+            self.assertIn("no plan for N = 64 and a CUDA graph is being captured",
+                          str(ctx.exception))
+            layer(torch.randn(4, 16))  # N = 4 has its plan: runs under capture
+        self.assertIs(copy.deepcopy(layer)._layer, layer._layer)  # copies share the plans
+        if not FAKE:
+            layer.half()  # leaves the plans' dtype and the fp32 bias as they are
+            self.assertEqual(layer.bias.dtype, torch.float32)
+            with self.assertRaises(RuntimeError) as ctx:
+                layer.to("meta")
+            self.assertIn("cannot move to meta", str(ctx.exception))
+
+    @real
+    def test_eager_calls_skip_the_op(self):
+        layer = st.SparseLinear.from_linear(torch.nn.Linear(16, 8), sparsity=0.5)
+        x = torch.randn(3, 16)
+        with mock.patch.object(_torch, "linear_op", side_effect=AssertionError("op called")):
+            with torch.no_grad():
+                layer(x)
+            with torch.inference_mode():
+                layer(x)
+            layer(x)  # grad enabled, but x needs none
+        calls = []
+        op = _torch.linear_op
+        with mock.patch.object(_torch, "linear_op", lambda *a: calls.append(1) or op(*a)):
+            layer(x.requires_grad_())  # autograd records: through the op
+        self.assertEqual(calls, [1])
+
+    @real
+    def test_custom_op_under_torch_compile(self):
+        layer = st.SparseLinear.from_linear(torch.nn.Linear(32, 24), sparsity=0.7,
+                                            activation="relu")
+        x = torch.randn(5, 32)
+        result = torch.library.opcheck(torch.ops.spforge.linear.default,
+                                       (x, layer.bias, layer._key))
+        self.assertEqual(set(result.values()), {"SUCCESS"}, result)
+        compiled = torch.compile(layer, backend="aot_eager", dynamic=True, fullgraph=True)
+        with torch.no_grad():
+            for n in (1, 5, 9, 100):
+                x = torch.randn(2, n, 32)
+                self.close(compiled(x), layer(x), 0)
+
+
+class ImportTests(unittest.TestCase):
+    def test_without_torch(self):
+        """import spforge and spforge.torch never import torch; using
+        spforge.torch without it raises an ImportError saying what to do."""
+        code = ("import sys; sys.modules['torch'] = None\n"
+                "import spforge, spforge.torch\n"
+                "try:\n"
+                "    spforge.torch.SparseLinear\n"
+                "except ImportError as e:\n"
+                "    print('ImportError:', e)\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(SOURCE_DIR, "python"))
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("ImportError: spforge.torch needs PyTorch (pip install torch", out.stdout)
+        out = subprocess.run([sys.executable, "-c", "import sys, spforge, spforge.torch; "
+                              "print('torch' in sys.modules)"], env=env, capture_output=True,
+                             text=True, timeout=120)
+        self.assertEqual(out.stdout.strip(), "False", out.stderr)
+        with self.assertRaises(AttributeError):
+            spforge.torch.not_a_name
+
+
+def main():
+    try:
+        spforge.version()
+    except OSError as e:
+        print("SKIP: %s" % e)
+        return 77
+    if SKIP:
+        print("SKIP: %s" % SKIP)
+        return 77
+    print("spforge.torch on %s (torch %s)" % ("fake_torch" if FAKE else "the real torch",
+                                             torch.__version__))
+    result = unittest.TextTestRunner(verbosity=2).run(
+        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]))
+    failed = len(result.failures) + len(result.errors)
+    print("%d passed, %d failed, %d skipped%s"
+          % (result.testsRun - failed - len(result.skipped), failed, len(result.skipped),
+             "".join("\n  skipped %s: %s" % (test.id(), why) for test, why in result.skipped)))
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

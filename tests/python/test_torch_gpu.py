@@ -1,0 +1,216 @@
+"""spforge.torch on a GPU (ctest python_torch_gpu, labels gpu and python):
+SparseLinear against an fp32 reference of the same pruned weights in
+float16, bfloat16 and float32, on torch's current stream and on another
+one; under torch.compile (inductor, dynamic N, fullgraph; and
+mode="reduce-overhead", which captures CUDA graphs itself); captured in a
+CUDA graph by hand and replayed on new inputs; the error when a graph is
+captured before a plan exists; sparsify on a small model with the
+planner's gains in its report; backward raising "inference only".
+
+Exits 77 (ctest: skipped), saying why, without torch, without a CUDA
+device for torch, or when libspforge has no GPU backend or sees no device.
+One command on the GPU host, after building the library:
+
+    SPF_LIB=build/libspforge.so python3 tests/python/test_torch_gpu.py
+
+Plans are built, not cached (SPFORGE_CACHE_DIR=off unless set)."""
+
+import copy
+import os
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("SPF_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
+if not os.environ.get("SPF_TEST_INSTALLED"):
+    sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+os.environ.setdefault("SPFORGE_CACHE_DIR", "off")
+
+import spforge  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+TOL = {"float16": 1e-2, "bfloat16": 2e-2, "float32": 1e-4}  # of max |reference|
+
+
+def why_skip():
+    if torch is None:
+        return "torch is not installed"
+    if not torch.cuda.is_available():
+        return "torch sees no CUDA device"
+    info = spforge.device_info()
+    if not info["available"]:
+        return "libspforge (%s) has no usable GPU: %s" % (spforge._capi.path, info["reason"])
+    return None
+
+
+def reference(x, weight, bias, relu=False):
+    """Y = X·Wᵀ + b in float32 on the GPU (no TF32)."""
+    y = torch.nn.functional.linear(x.float(), weight.float(),
+                                   None if bias is None else bias.float())
+    return torch.relu(y) if relu else y
+
+
+class GpuTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        torch.backends.cuda.matmul.allow_tf32 = False
+        import spforge.torch as st
+        cls.st = st
+
+    def setUp(self):
+        torch.manual_seed(7)
+
+    def close(self, got, want, dtype):
+        self.assertEqual(tuple(got.shape), tuple(want.shape))
+        scale = max(1.0, float(want.float().abs().max())) if want.numel() else 1.0
+        err = float((got.float() - want.float()).abs().max()) if want.numel() else 0.0
+        self.assertLessEqual(err, TOL[dtype] * scale, "max error %.3e (scale %.3e)"
+                             % (err, scale))
+
+    def pruned_linear(self, k, m, dtype, sparsity, bias=True):
+        linear = torch.nn.Linear(k, m, bias=bias, device="cuda", dtype=getattr(torch, dtype))
+        self.st.magnitude_prune(torch.nn.Sequential(linear), sparsity, min_size=0)
+        return linear
+
+    def test_against_reference(self):
+        for dtype in ("float16", "bfloat16", "float32"):
+            for bias, relu in ((True, False), (False, True), (True, True)):
+                linear = self.pruned_linear(256, 192, dtype, 0.8, bias)
+                layer = self.st.SparseLinear.from_linear(
+                    linear, activation="relu" if relu else None, n_plans="auto")
+                for shape in ((1, 256), (7, 256), (2, 32, 256), (65, 256), (3, 100, 256)):
+                    x = torch.randn(*shape, device="cuda", dtype=getattr(torch, dtype))
+                    with self.subTest(dtype=dtype, bias=bias, relu=relu, shape=shape):
+                        with torch.no_grad():
+                            self.close(layer(x), reference(x, linear.weight, linear.bias, relu),
+                                       dtype)
+                plans = layer.plans()
+                self.assertEqual([p["n"] for p in plans], [1, 8, 64, 65, 300])
+                self.assertTrue(all(p["strategy"] != "cpu" for p in plans), plans)
+
+    def test_streams(self):
+        linear = self.pruned_linear(512, 256, "float16", 0.9)
+        layer = self.st.SparseLinear.from_linear(linear)
+        x = torch.randn(33, 512, device="cuda", dtype=torch.float16)
+        want = reference(x, linear.weight, linear.bias)
+        layer.prepare([33])
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.no_grad(), torch.cuda.stream(side):
+            y = layer(x)
+        side.synchronize()
+        self.close(y, want, "float16")
+
+    def test_torch_compile(self):
+        dtype = "float16"
+        model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(),
+                                    torch.nn.Linear(512, 256), torch.nn.ReLU(),
+                                    torch.nn.Linear(256, 128)).to("cuda", torch.float16).eval()
+        dense = copy.deepcopy(model)
+        self.st.magnitude_prune(dense, 0.7, min_size=0)
+        report = self.st.sparsify(model, 0.7, min_size=0)
+        self.assertEqual(len(report.swapped), 3)
+        self.assertEqual(report.fused, ["2"])
+        compiled = torch.compile(model, dynamic=True, fullgraph=True)
+        with torch.no_grad():
+            for n in (5, 16, 77, 5):
+                x = torch.randn(n, 256, device="cuda", dtype=torch.float16)
+                with self.subTest(n=n):
+                    self.close(compiled(x), dense(x), dtype)
+        # reduce-overhead: torch records CUDA graphs after warm-up runs,
+        # which make the plans (eager, before any capture).
+        graphed = torch.compile(model, mode="reduce-overhead", fullgraph=True)
+        with torch.no_grad():
+            for n in (16, 16, 16, 40, 40, 40):
+                x = torch.randn(n, 256, device="cuda", dtype=torch.float16)
+                with self.subTest(mode="reduce-overhead", n=n):
+                    self.close(graphed(x).clone(), dense(x), dtype)
+
+    def test_cuda_graph_capture(self):
+        linear = self.pruned_linear(384, 1024, "float16", 0.7)
+        layer = self.st.SparseLinear.from_linear(linear, activation="relu")
+        n = 24
+        layer.prepare([n])
+        static_x = torch.randn(n, 384, device="cuda", dtype=torch.float16)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.no_grad(), torch.cuda.stream(side):
+            for _ in range(2):
+                layer(static_x)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.no_grad(), torch.cuda.graph(graph):
+            static_y = layer(static_x)
+        for _ in range(3):
+            static_x.copy_(torch.randn(n, 384, device="cuda", dtype=torch.float16))
+            graph.replay()
+            torch.cuda.synchronize()
+            self.close(static_y, reference(static_x, linear.weight, linear.bias, True),
+                       "float16")
+
+    def test_capture_without_a_plan(self):
+        layer = self.st.SparseLinear.from_linear(self.pruned_linear(128, 128, "float16", 0.5))
+        x = torch.randn(12, 128, device="cuda", dtype=torch.float16)
+        graph = torch.cuda.CUDAGraph()
+        with self.assertRaises(RuntimeError) as ctx:
+            with torch.no_grad(), torch.cuda.graph(graph):
+                layer(x)
+        self.assertIn("no plan for N = 16 and a CUDA graph is being captured", str(ctx.exception))
+        torch.cuda.synchronize()
+        with torch.no_grad():  # the device is still usable, and the plan is made outside
+            self.assertEqual(tuple(layer(x).shape), (12, 128))
+
+    def test_sparsify_report(self):
+        model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.ReLU(),
+                                    torch.nn.Linear(4096, 1024), torch.nn.Linear(1024, 16))
+        model = model.to("cuda", torch.float16).eval()
+        dense = copy.deepcopy(model)
+        self.st.magnitude_prune(dense, 0.9, min_size=1 << 16)
+        report = self.st.sparsify(model, 0.9, min_size=1 << 16, ns=[16, 256])
+        print(report)
+        self.assertEqual(sorted(report.swapped), ["0", "2"])
+        self.assertIn("< min_size", dict(report.kept)["3"])
+        gains = report.expected_gain()
+        self.assertEqual([g["n"] for g in gains], [16, 256])
+        for g in gains:  # AUTO times the dense candidate beside the one it keeps
+            self.assertEqual(g["measured"], 2, g)
+            self.assertGreater(g["gain"], 0.5, g)
+        x = torch.randn(16, 1024, device="cuda", dtype=torch.float16)
+        with torch.no_grad():
+            self.close(model(x), dense(x), "float16")
+
+    def test_inference_only(self):
+        layer = self.st.SparseLinear.from_linear(self.pruned_linear(64, 64, "float16", 0.5))
+        x = torch.randn(4, 64, device="cuda", dtype=torch.float16, requires_grad=True)
+        with self.assertRaises(RuntimeError) as ctx:
+            layer(x).float().sum().backward()
+        self.assertIn("inference only", str(ctx.exception))
+
+
+def main():
+    try:
+        spforge.version()
+    except OSError as e:
+        print("SKIP: %s" % e)
+        return 77
+    why = why_skip()
+    if why:
+        print("SKIP: %s" % why)
+        return 77
+    print("spforge.torch on %s, torch %s, library %s" % (torch.cuda.get_device_name(),
+                                                        torch.__version__, spforge._capi.path))
+    result = unittest.TextTestRunner(verbosity=2).run(
+        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]))
+    failed = len(result.failures) + len(result.errors)
+    print("%d passed, %d failed, %d skipped%s"
+          % (result.testsRun - failed - len(result.skipped), failed, len(result.skipped),
+             "".join("\n  skipped %s: %s" % (test.id(), why) for test, why in result.skipped)))
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
