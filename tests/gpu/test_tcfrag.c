@@ -92,10 +92,16 @@ static void run_format(const char *label, const spf_matrix *a, spf_dtype dtype, 
                             continue;
                         if (quick && (warps != 4 || stages != 3))
                             continue;
-                        int blocks = 0;
+                        int blocks = 0, other = 0;
                         CHECK_OK(frag_config_occupancy(&cfg, dtype, bl, &blocks));
                         if (blocks == 0)
                             continue;
+                        /* another plan of the same kernel with fewer stages (less
+                         * shared memory) asks for its occupancy after this one's:
+                         * this one must still launch (the kernel's shared-memory
+                         * limit is shared; gpu/smem_limit.cuh) */
+                        frag_config fewer = {group, nt, warps, 2};
+                        CHECK_OK(frag_config_occupancy(&fewer, dtype, bl, &other));
                         frag_schedule sched;
                         /* cut: as for a device of 2^20 SMs, so K is cut into every chunk */
                         CHECK_OK(frag_schedule_make(&dev, &cfg, n, cut ? 1 << 20 : 1, 1, &sched));

@@ -19,6 +19,7 @@
 
 #include "gpu/cuda_check.h"
 #include "gpu/mma_ptx.cuh"
+#include "gpu/smem_limit.cuh"
 #include "strategy/tc/tc_kernel.h"
 
 namespace {
@@ -486,8 +487,7 @@ extern "C" spf_status tc_config_occupancy(const tc_config *c, spf_dtype dtype, s
 {
     const void *k = kernel_for(c, dtype, b_layout);
     size_t smem = tc_config_smem(c, dtype, b_layout);
-    spf_status status = CUDA_CHECK(
-        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    spf_status status = smem_allow(k, smem);
     if (status != SPF_OK)
         return status;
     return CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, 32 * c->warps, smem));

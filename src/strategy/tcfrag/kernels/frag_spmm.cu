@@ -21,6 +21,7 @@
 
 #include "gpu/cuda_check.h"
 #include "gpu/mma_ptx.cuh"
+#include "gpu/smem_limit.cuh"
 #include "strategy/tcfrag/frag_kernel.h"
 #include "strategy/tcfrag/frag_places.h"
 
@@ -376,8 +377,7 @@ extern "C" spf_status frag_config_occupancy(const frag_config *c, spf_dtype dtyp
         return FAIL(SPF_ERR_UNSUPPORTED, "tcfrag: no kernel for group %d, nt %d, %s", c->group,
                     c->nt, spf_dtype_name(dtype));
     size_t smem = frag_config_smem(c, b_layout);
-    spf_status status = CUDA_CHECK(
-        cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    spf_status status = smem_allow(k, smem);
     if (status != SPF_OK)
         return status;
     return CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, 32 * c->warps, smem));
