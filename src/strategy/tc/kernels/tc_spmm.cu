@@ -538,6 +538,9 @@ extern "C" spf_status tc_launch(const tc_device *d, const tc_schedule *s, const 
     dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(col_blocks));
     size_t smem = tc_config_smem(c, d->dtype, op->b_layout);
     void *params[] = {&a};
+    spf_status status = smem_allow(kernel_for(c, d->dtype, op->b_layout), smem);
+    if (status != SPF_OK)
+        return status;
     return CUDA_CHECK(cudaLaunchKernel(kernel_for(c, d->dtype, op->b_layout), grid,
                                        dim3(32 * c->warps), params, smem,
                                        static_cast<cudaStream_t>(stream)));

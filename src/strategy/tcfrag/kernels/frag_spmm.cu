@@ -426,6 +426,9 @@ extern "C" spf_status frag_launch(const frag_device *d, const frag_schedule *s,
     dim3 grid(static_cast<unsigned>(row_blocks * a.ksplit), static_cast<unsigned>(col_blocks));
     size_t smem = frag_config_smem(c, op->b_layout);
     void *params[] = {&a};
+    spf_status status = smem_allow(k, smem);
+    if (status != SPF_OK)
+        return status;
     return CUDA_CHECK(cudaLaunchKernel(k, grid, dim3(32 * c->warps), params, smem,
                                        static_cast<cudaStream_t>(stream)));
 }
