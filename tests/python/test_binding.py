@@ -486,7 +486,7 @@ class MirrorTests(unittest.TestCase):
                "spf_matrix_stats": "MatrixStats", "spf_device_info": "DeviceInfo",
                "spf_kernel_config": "KernelConfig", "spf_plan_options": "PlanOptions",
                "spf_search_info": "SearchInfo", "spf_candidate": "Candidate",
-               "spf_plan_info": "PlanInfo"}
+               "spf_plan_info": "PlanInfo", "spf_progress": "Progress"}
     SCALARS = {"int": "i32", "int32_t": "i32", "uint32_t": "u32", "int64_t": "i64",
                "uint64_t": "u64", "double": "f64"}
 
@@ -499,6 +499,9 @@ class MirrorTests(unittest.TestCase):
         cls.structs = {name: body for name, body in
                        re.findall(r"typedef struct (spf_\w+) \{(.*?)\} \1;", text, flags=re.S)}
         cls.defines = dict(re.findall(r"#define (SPF_\w+) (\d+)\n", text))
+        # function pointer types: typedef int (*spf_x_fn)(const spf_y *a, void *b);
+        cls.functions = {name: (ret, params) for ret, name, params in
+                         re.findall(r"typedef (\w+) \(\*(spf_\w+)\)\((.*?)\);", text, flags=re.S)}
 
     def describe_c(self, base, declarator):
         """'i32', 'char[256]', 'ptr(KernelConfig)', 'KernelConfig', ... of one C field."""
@@ -509,6 +512,16 @@ class MirrorTests(unittest.TestCase):
         length = self.defines.get(length, length)
         if base == "char" and stars:
             kind = "char*"
+        elif base == "void" and stars:
+            kind = "void*"
+        elif base in self.functions:
+            ret, params = self.functions[base]
+            args = []
+            for param in params.split(","):
+                words = " ".join(param.replace("*", " * ").split()).replace("const ", "")
+                pbase, _, pdecl = words.partition(" ")
+                args.append(self.describe_c(pbase, pdecl)[1])
+            kind = "fn(%s: %s)" % (self.SCALARS.get(ret, ret), ", ".join(args))
         elif base == "char":
             kind = "char[%s]" % length
         elif base in self.enums:
@@ -526,9 +539,13 @@ class MirrorTests(unittest.TestCase):
     def describe_ctypes(ctype):
         import ctypes
         names = {ctypes.c_int32: "i32", ctypes.c_uint32: "u32", ctypes.c_int64: "i64",
-                 ctypes.c_uint64: "u64", ctypes.c_double: "f64", ctypes.c_char_p: "char*"}
+                 ctypes.c_uint64: "u64", ctypes.c_double: "f64", ctypes.c_char_p: "char*",
+                 ctypes.c_void_p: "void*"}
         if ctype in names:
             return names[ctype]
+        if hasattr(ctype, "_argtypes_"):  # a CFUNCTYPE
+            return "fn(%s: %s)" % (MirrorTests.describe_ctypes(ctype._restype_), ", ".join(
+                MirrorTests.describe_ctypes(t) for t in ctype._argtypes_))
         if getattr(ctype, "_type_", None) is ctypes.c_char and hasattr(ctype, "_length_"):
             return "char[%d]" % ctype._length_
         if hasattr(ctype, "_length_"):
