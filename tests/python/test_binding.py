@@ -261,6 +261,101 @@ def shaped(values, typecode, shape):
     return memoryview(array.array(typecode, values)).cast("B").cast(typecode, shape)
 
 
+class ProgressTests(unittest.TestCase):
+    """Plan(progress=...) and the module's hook (set_progress) on the CPU
+    strategy, which runs without a GPU: events in order, a cancellation by
+    return value, an exception raised in the hook coming out of Plan(),
+    the logging hook."""
+
+    def setUp(self):
+        self.a = spforge.Matrix.generate(rows=40, cols=30, sparsity=0.8, seed=3)
+        self.previous = spforge.set_progress(None)
+
+    def tearDown(self):
+        spforge.set_progress(self.previous)
+        self.a.close()
+
+    def test_events_in_order(self):
+        events = []
+        with spforge.Plan(self.a, 4, strategy="cpu", progress=events.append) as plan:
+            self.assertEqual(plan.strategy, "cpu")
+        self.assertIsInstance(events[0], spforge.ProgressEvent)
+        self.assertEqual((events[0].stage, events[0].phase, events[0].depth), ("plan", "begin", 0))
+        self.assertEqual((events[-1].stage, events[-1].phase, events[-1].status, events[-1].done),
+                         ("plan", "end", 0, 1))
+        self.assertIn("40x30", events[0].text)
+        opened = []
+        for e in events:  # a stack of stages, each at its depth, done within total
+            self.assertLessEqual(0, e.done)
+            self.assertLessEqual(e.done, e.total)
+            if e.phase == "begin":
+                self.assertEqual(e.depth, len(opened))
+                opened.append(e.stage)
+            elif e.phase == "end":
+                self.assertEqual(opened.pop(), e.stage)
+                self.assertEqual(e.depth, len(opened))
+        self.assertEqual(opened, [])
+        builds = [e for e in events if e.stage == "build"]
+        self.assertEqual([(e.phase, e.text) for e in builds], [("begin", "cpu"), ("end", "cpu")])
+        times = [e.elapsed_s for e in events]
+        self.assertEqual(times, sorted(times))
+
+    def test_true_return_cancels(self):
+        seen = []
+
+        def stop_at_build(event):
+            seen.append(event)
+            return event.stage == "build"
+
+        with self.assertRaises(spforge.Cancelled) as ctx:
+            spforge.Plan(self.a, 4, strategy="cpu", progress=stop_at_build)
+        self.assertIsInstance(ctx.exception, spforge.Error)
+        self.assertEqual((ctx.exception.status, ctx.exception.name), (-13, "cancelled"))
+        self.assertIn("cancelled by the progress callback", ctx.exception.detail)
+        # nothing after the cancellation but the plan's end, with the status
+        self.assertEqual([(e.stage, e.phase) for e in seen][-2:], [("build", "begin"), ("plan", "end")])
+        self.assertEqual(seen[-1].status, -13)
+
+    def test_exception_in_the_hook_is_raised(self):
+        calls = []
+
+        def broken(event):
+            calls.append(event)
+            if event.stage == "candidates":
+                raise ValueError("from the hook")
+
+        with self.assertRaises(ValueError) as ctx:
+            spforge.Plan(self.a, 4, strategy="cpu", progress=broken)
+        self.assertEqual(str(ctx.exception), "from the hook")
+        self.assertEqual([e.stage for e in calls], ["plan", "candidates"])  # not called again
+        with spforge.Plan(self.a, 4, strategy="cpu") as plan:  # and the next plan is fine
+            self.assertEqual(plan.strategy, "cpu")
+
+    def test_module_hook_and_logging(self):
+        events = []
+        self.assertIsNone(spforge.set_progress(events.append))
+        self.assertEqual(len(self.a @ ([1.0] * 30)), 40)  # A @ b's plan reports too
+        self.assertEqual((events[0].stage, events[-1].stage), ("plan", "plan"))
+        count = len(events)
+        spforge.Plan(self.a, 4, strategy="cpu", progress=False).close()  # False: none
+        self.assertEqual(len(events), count)
+        self.assertEqual(spforge.set_progress(), events.append)  # default: "logging"
+        with self.assertLogs("spforge", "INFO") as logs:
+            spforge.Plan(self.a, 5, strategy="cpu").close()
+        text = "\n".join(logs.output)
+        self.assertIn("plan begin 0/1", text)
+        self.assertIn("build end 1/1", text)
+        self.assertIn("plan end 1/1", text)
+        with self.assertLogs("spforge", "INFO") as logs:
+            spforge.Plan(self.a, 5, strategy="cpu", progress="logging").close()
+        self.assertTrue(any("cpu" in line for line in logs.output))
+        for bad in (42, "print"):
+            with self.assertRaises(TypeError):
+                spforge.set_progress(bad)
+            with self.assertRaises(TypeError):
+                spforge.Plan(self.a, 4, strategy="cpu", progress=bad)
+
+
 class BoundaryTests(unittest.TestCase):
     """Every argument is checked before ctypes converts it: before these
     checks each case below returned a wrong result (or an unrelated error)."""
