@@ -405,8 +405,9 @@ typedef enum spf_tune_space { SPF_TUNE_SPACE_COMPACT = 0, SPF_TUNE_SPACE_FULL = 
  * on and an END event. Stages nest (depth): PLAN holds everything, the
  * planner's CANDIDATES hold one BUILD per strategy built (and a TIME where
  * AUTO times it), a BUILD holds its strategy's stages (the unrolled
- * search's REORDER, CONSTRAINTS, RANK, PROXIES, FINAL; exhaustive TUNE),
- * and those hold the COMPILE of their PTX. Stages a plan does not need do
+ * strategy's REORDER, CONSTRAINTS and RANK, for the rank model's choice or
+ * the search; the search's PROXIES and FINAL; exhaustive TUNE), and those
+ * hold the COMPILE of their PTX. Stages a plan does not need do
  * not appear: a CPU plan sends PLAN, CANDIDATES and one BUILD; a plan
  * loaded from the plan cache PLAN alone. Events start once the arguments
  * are checked (a refused argument sends none). Values are stable; later
@@ -454,10 +455,12 @@ typedef struct spf_progress {
                                  within a stage                                       */
     double elapsed_s;         /* wall seconds since spf_plan_create began             */
     double stage_s;           /* wall seconds since this stage began                  */
-    spf_status status;        /* SPF_OK, except in END events: how the stage ended (a
-                                 failed BUILD is a candidate refused, not the call)   */
+    spf_status status;        /* SPF_OK, except in END events: how the stage ended
+                                 (under AUTO a failed BUILD is one candidate out, not
+                                 the call)                                            */
     const char *text;         /* a short description, never NULL, e.g. "unrolled",
-                                 "m8_n128_v4_p2_k1"; valid during the call only        */
+                                 "spf_unrolled_f32_m32_n64_v1_p2_k4"; valid during the
+                                 call only                                            */
 } spf_progress;
 
 /* The progress callback: return 0 to go on, nonzero to cancel. It is
@@ -465,7 +468,8 @@ typedef struct spf_progress {
  * never from the library's worker threads and never twice at once (work
  * done by workers, such as PTX units assembled in parallel, is counted
  * and reported from the calling thread). BEGIN and END events always
- * come; STEP events at most one per 100 ms. After a nonzero return the
+ * come; a STEP event only 100 ms or more after the event before it (the
+ * count it carries includes the steps not sent). After a nonzero return the
  * library stops at its next check (a PTX unit in flight finishes first),
  * frees everything it built and returns SPF_ERR_CANCELLED; the only event
  * still sent is PLAN's END, whose return value is ignored. The callback
