@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "spforge.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_CONTINUE = -1 };
@@ -144,6 +145,7 @@ typedef struct cli_progress_level {
 } cli_progress_level;
 
 typedef struct cli_progress {
+    pthread_mutex_t lock; /* log lines may come from the library's workers    */
     const char *cmd;     /* "run", "tune"                                     */
     int on;              /* show anything                                     */
     int tty;             /* stderr is a terminal: one line, redrawn           */
@@ -169,11 +171,14 @@ int cli_progress_event(const spf_progress *e, void *user);
  * most ten times a second (once a second off a terminal). */
 void cli_progress_note(cli_progress *p, int begin, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* A line of text on stderr (a log line) above the progress line. */
+/* A line of text on stderr (a log line) above the progress line; from any
+ * thread (the display's functions take its lock). */
 void cli_progress_print(cli_progress *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Erase the progress line, before the results. */
 void cli_progress_finish(cli_progress *p);
+/* Finish and release the display. */
+void cli_progress_destroy(cli_progress *p);
 
 /* The options of the display (run, tune). */
 #define CLI_PROGRESS_OPTIONS(progress, no_progress)                                               \

@@ -40,6 +40,7 @@ static int terminal_width(void)
 void cli_progress_init(cli_progress *p, const char *cmd, int on)
 {
     memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->lock, NULL);
     p->cmd = cmd;
     p->on = on;
     p->tty = on && isatty(STDERR_FILENO);
@@ -49,7 +50,9 @@ void cli_progress_init(cli_progress *p, const char *cmd, int on)
 
 void cli_progress_label(cli_progress *p, const char *label)
 {
+    pthread_mutex_lock(&p->lock);
     snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+    pthread_mutex_unlock(&p->lock);
 }
 
 /* Append to line (cap bytes) as printf would, never past the end. */
@@ -123,11 +126,8 @@ static void draw_with(cli_progress *p, const char *suffix)
 
 static void draw(cli_progress *p) { draw_with(p, ""); }
 
-int cli_progress_event(const spf_progress *e, void *user)
+static void event_locked(cli_progress *p, const spf_progress *e)
 {
-    cli_progress *p = user;
-    if (!p->on)
-        return 0;
     int d = e->depth < CLI_PROGRESS_LEVELS ? e->depth : CLI_PROGRESS_LEVELS - 1;
     cli_progress_level *l = &p->levels[d];
     l->stage = e->stage;
@@ -142,12 +142,12 @@ int cli_progress_event(const spf_progress *e, void *user)
         p->depth = 0;
         if (p->tty) {
             erase(p);
-            return 0;
+            return;
         }
         fprintf(stderr, "spforge %s: %5.1f s %s%splan %s\n", p->cmd, cli_now() - p->t0,
                 p->label, p->label[0] ? ": " : "",
                 e->status == SPF_OK ? "ready" : spf_status_string(e->status));
-        return 0;
+        return;
     }
     if (e->phase == SPF_PROGRESS_END) {
         if (p->tty) {
@@ -164,7 +164,7 @@ int cli_progress_event(const spf_progress *e, void *user)
             draw_with(p, how);
             p->depth = d;
         }
-        return 0;
+        return;
     }
     if (!p->tty && e->phase == SPF_PROGRESS_STEP) {
         double now = cli_now();
@@ -174,6 +174,16 @@ int cli_progress_event(const spf_progress *e, void *user)
     }
     if (line_now)
         draw(p);
+}
+
+int cli_progress_event(const spf_progress *e, void *user)
+{
+    cli_progress *p = user;
+    if (!p->on)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    event_locked(p, e);
+    pthread_mutex_unlock(&p->lock);
     return 0;
 }
 
@@ -181,6 +191,7 @@ void cli_progress_note(cli_progress *p, int begin, const char *fmt, ...)
 {
     if (!p->on)
         return;
+    pthread_mutex_lock(&p->lock);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(p->note, sizeof p->note, fmt, ap);
@@ -190,10 +201,12 @@ void cli_progress_note(cli_progress *p, int begin, const char *fmt, ...)
         p->last_line = now;
         draw(p);
     }
+    pthread_mutex_unlock(&p->lock);
 }
 
 void cli_progress_print(cli_progress *p, const char *fmt, ...)
 {
+    pthread_mutex_lock(&p->lock);
     int again = p->shown;
     erase(p);
     va_list ap;
@@ -203,12 +216,21 @@ void cli_progress_print(cli_progress *p, const char *fmt, ...)
     fputc('\n', stderr);
     if (again)
         draw(p);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void cli_progress_finish(cli_progress *p)
 {
+    pthread_mutex_lock(&p->lock);
     erase(p);
     p->note[0] = '\0';
     p->depth = 0;
     fflush(stderr);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void cli_progress_destroy(cli_progress *p)
+{
+    cli_progress_finish(p);
+    pthread_mutex_destroy(&p->lock);
 }

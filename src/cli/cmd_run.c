@@ -214,6 +214,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         rc = cli_fail(&ctx, SPF_ERR_VERIFY, "%s: relative error %.3g exceeds the %s tolerance %g",
                       input, error, dtype_names[dtype], out.tolerance);
 done:
+    cli_progress_destroy(&display);
     spf_matrix_free(a);
     free(b);
     free(c);

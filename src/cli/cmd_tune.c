@@ -370,6 +370,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     }
     rc = CLI_EXIT_OK;
 done:
+    cli_progress_destroy(&display);
     spf_plan_free(plan);
     spf_plan_free(oracle);
     spf_matrix_free(a);
