@@ -114,11 +114,14 @@ static void draw_with(cli_progress *p, const char *suffix)
         fprintf(stderr, "%s\n", line);
         return;
     }
-    /* columns, not bytes: the text is ASCII but for stage texts (kernel
-     * names, strategy names), which are ASCII too */
-    size_t cut = (size_t)(p->width - 1);
-    if (strlen(line) > cut)
-        line[cut] = '\0';
+    /* at most width - 1 characters (UTF-8 code points: a file name may
+     * have some), so that the line never wraps and \r returns to its start */
+    int columns = 0;
+    for (char *c = line; *c; c++)
+        if (((unsigned char)*c & 0xC0) != 0x80 && ++columns == p->width) {
+            *c = '\0';
+            break;
+        }
     fprintf(stderr, "\r%s\033[K", line);
     fflush(stderr);
     p->shown = 1;
