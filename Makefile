@@ -1,5 +1,7 @@
-# Thin wrapper over CMake: `make demo` builds and runs the main job on the
-# embedded default input; `make test` builds and runs every test.
+# Thin wrapper over CMake: `make demo` builds the command-line tool alone
+# (the library and spforge, not the tests, tools or benchmark) and runs the
+# main job on the embedded default input; `make test` builds everything and
+# runs every test.
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
@@ -19,7 +21,8 @@ build: nvptxcompiler $(BUILD)/CMakeCache.txt
 nvptxcompiler:
 	@bash scripts/fetch-nvptxcompiler.sh
 
-demo: build
+demo: nvptxcompiler $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target spforge_cli
 	$(BUILD)/spforge info
 	$(BUILD)/spforge run --n 512
 

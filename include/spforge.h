@@ -91,7 +91,8 @@ typedef enum spf_status {
     SPF_ERR_CUDA = -9,             /* a CUDA runtime / driver call failed                */
     SPF_ERR_COMPILE = -10,         /* generated code failed to compile or link           */
     SPF_ERR_VERIFY = -11,          /* a result failed its check against the reference    */
-    SPF_ERR_INTERNAL = -12         /* a broken internal invariant: a bug, please report  */
+    SPF_ERR_INTERNAL = -12,        /* a broken internal invariant: a bug, please report  */
+    SPF_ERR_CANCELLED = -13        /* the caller's progress callback asked to stop       */
 } spf_status;
 
 /* A static, human-readable name for a status ("invalid argument", ...). */
@@ -398,6 +399,83 @@ typedef struct spf_kernel_config {
  * combinations that are invalid for N. */
 typedef enum spf_tune_space { SPF_TUNE_SPACE_COMPACT = 0, SPF_TUNE_SPACE_FULL = 1 } spf_tune_space;
 
+/* Progress of spf_plan_create (spf_plan_options.progress): planning,
+ * search and tuning can take seconds to minutes. The work is a tree of
+ * stages; each stage sends a BEGIN event, STEP events as its count moves
+ * on and an END event. Stages nest (depth): PLAN holds everything, the
+ * planner's CANDIDATES hold one BUILD per strategy built (and a TIME where
+ * AUTO times it), a BUILD holds its strategy's stages (the unrolled
+ * strategy's REORDER, CONSTRAINTS and RANK, for the rank model's choice or
+ * the search; the search's PROXIES and FINAL; exhaustive TUNE), and those
+ * hold the COMPILE of their PTX. Stages a plan does not need do
+ * not appear: a CPU plan sends PLAN, CANDIDATES and one BUILD; a plan
+ * loaded from the plan cache PLAN alone. Events start once the arguments
+ * are checked (a refused argument sends none). Values are stable; later
+ * versions may add stages (spf_stage_name says "?" for one it does not
+ * know). */
+typedef enum spf_stage {
+    SPF_STAGE_PLAN = 0,        /* the whole call: its BEGIN is the first event, its END
+                                  the last (status: what spf_plan_create returns)        */
+    SPF_STAGE_CANDIDATES = 1,  /* the planner: done of total strategies built            */
+    SPF_STAGE_BUILD = 2,       /* one strategy's build; text: its name ("unrolled")      */
+    SPF_STAGE_TIME = 3,        /* AUTO times a built strategy; text: its name            */
+    SPF_STAGE_REFERENCE = 4,   /* the self-check's inputs and CPU reference (device plans) */
+    SPF_STAGE_REORDER = 5,     /* LO-SpMM Algorithm 1: done of total row orders (per m1) */
+    SPF_STAGE_CONSTRAINTS = 6, /* the search's constraints and features over the tile
+                                  space: total = its configurations                      */
+    SPF_STAGE_RANK = 7,        /* the rank model over the survivors                      */
+    SPF_STAGE_PROXIES = 8,     /* done of total candidates timed through proxies         */
+    SPF_STAGE_FINAL = 9,       /* the search's real kernels: done of total compiled,
+                                  checked and timed                                      */
+    SPF_STAGE_TUNE = 10,       /* exhaustive tuning: done of total configurations        */
+    SPF_STAGE_COMPILE = 11,    /* PTX assembled: done of total units (chunk functions)   */
+    SPF_STAGE_VERIFY = 12      /* the kept kernel checked against the CPU reference      */
+} spf_stage;
+
+/* "plan", "candidates", "build", "time", "reference", "reorder",
+ * "constraints", "rank", "proxies", "final", "tune", "compile", "verify"
+ * ("?" for an unknown value). */
+SPF_API const char *spf_stage_name(spf_stage stage);
+
+typedef enum spf_progress_phase {
+    SPF_PROGRESS_BEGIN = 0, /* the stage starts: done = 0                               */
+    SPF_PROGRESS_STEP = 1,  /* done moved on                                            */
+    SPF_PROGRESS_END = 2    /* the stage ended: done = total when status is SPF_OK      */
+} spf_progress_phase;
+
+/* One event. The library fills it; size is the library's sizeof, and
+ * fields are only ever added at the end: a caller built against a later
+ * header reads a field only when it ends within size. */
+typedef struct spf_progress {
+    uint32_t size;            /* sizeof(spf_progress) of the library that sent it     */
+    spf_stage stage;
+    spf_progress_phase phase;
+    int depth;                /* PLAN 0, a stage inside it 1, inside that 2, ...      */
+    int64_t done, total;      /* 0 ≤ done ≤ total, total ≥ 1; done never goes down
+                                 within a stage                                       */
+    double elapsed_s;         /* wall seconds since spf_plan_create began             */
+    double stage_s;           /* wall seconds since this stage began                  */
+    spf_status status;        /* SPF_OK, except in END events: how the stage ended
+                                 (under AUTO a failed BUILD is one candidate out, not
+                                 the call)                                            */
+    const char *text;         /* a short description, never NULL, e.g. "unrolled",
+                                 "spf_unrolled_f32_m32_n64_v1_p2_k4"; valid during the
+                                 call only                                            */
+} spf_progress;
+
+/* The progress callback: return 0 to go on, nonzero to cancel. It is
+ * called from the thread that called spf_plan_create, inside that call,
+ * never from the library's worker threads and never twice at once (work
+ * done by workers, such as PTX units assembled in parallel, is counted
+ * and reported from the calling thread). BEGIN and END events always
+ * come; a STEP event only 100 ms or more after the event before it (the
+ * count it carries includes the steps not sent). After a nonzero return the
+ * library stops at its next check (a PTX unit in flight finishes first),
+ * frees everything it built and returns SPF_ERR_CANCELLED; the only event
+ * still sent is PLAN's END, whose return value is ignored. The callback
+ * may call the library (spf_last_error stays that of the plan). */
+typedef int (*spf_progress_fn)(const spf_progress *event, void *user);
+
 /* A growable struct: spf_plan_options_init sets size to the size this
  * header declares, and the library reads only the fields that size covers
  * (fields added later keep their defaults for a caller built earlier). */
@@ -453,6 +531,10 @@ typedef struct spf_plan_options {
                                   all together are kept under $SPFORGE_CACHE_MAX_BYTES
                                   (bytes, default 2 GiB) by removing the least
                                   recently used                                          */
+    /* Added after the first layout (options.size tells which a caller has). */
+    spf_progress_fn progress;  /* called with the progress of spf_plan_create, or NULL
+                                  (default: nothing is reported, nothing changes)        */
+    void *progress_user;       /* passed to progress as is                               */
 } spf_plan_options;
 
 SPF_API void spf_plan_options_init(spf_plan_options *options);

@@ -25,6 +25,14 @@ else $SPF_LIB, else build/libspforge.so in the repository, else whatever
 ctypes.util.find_library("spforge") finds (spforge._capi.path: the one
 loaded).
 
+Progress: making a plan can take minutes (search, tuning, compiling).
+Plan(..., progress=fn) calls fn with a ProgressEvent for each stage begun,
+advanced and ended, on the calling thread; a true return value or an
+exception stops the plan (spforge.Cancelled, or the exception). The
+module's hook, set_progress(), serves plans made without progress= (A @ B's
+too): set_progress() sends the events to the logger "spforge" (INFO, steps
+at DEBUG), set_progress(fn) to fn, set_progress(None) nowhere (the start).
+
 Every argument is checked before it reaches ctypes, which would otherwise
 convert silently (wrap an integer, cut a path at a NUL, read a buffer of
 another type or shape): TypeError for the wrong kind of value (a bool or a
@@ -38,14 +46,15 @@ memory with an input); spforge.Error for what the library refuses.
 import array
 import collections
 import ctypes
+import logging
 import numbers
 import os
 
 from . import _capi, _convert
 from ._capi import lib
 
-__all__ = ["Error", "Matrix", "Plan", "reference_spmm", "relative_error", "device_info",
-           "version"]
+__all__ = ["Error", "Cancelled", "Matrix", "Plan", "ProgressEvent", "set_progress",
+           "log_progress", "reference_spmm", "relative_error", "device_info", "version"]
 
 _DUPLICATES = {"reject": 0, "sum": 1}
 _FORMATS = {"auto": 0, "mtx": 1, "smtx": 2, "npy": 3}
@@ -65,12 +74,92 @@ class Error(Exception):
         self.status, self.name, self.detail = status, name, detail
 
 
+class Cancelled(Error):
+    """spf_plan_create stopped because the progress callback asked it to
+    (returned a true value): status SPF_ERR_CANCELLED, nothing built."""
+
+
+_CANCELLED = -13  # SPF_ERR_CANCELLED
+
+
 def _check(status):
     if status != 0:
         # Read the detail first: it is per-thread and valid until the next call.
         detail = lib().spf_last_error().decode("utf-8", "replace")
         name = lib().spf_status_string(status).decode("utf-8", "replace")
-        raise Error(status, name, detail)
+        raise (Cancelled if status == _CANCELLED else Error)(status, name, detail)
+
+
+# ------------------------------------------------------------ progress
+
+ProgressEvent = collections.namedtuple(
+    "ProgressEvent", "stage phase depth done total elapsed_s stage_s status text")
+ProgressEvent.__doc__ = """One progress event of a plan being made (spf_progress in spforge.h):
+stage ("plan", "candidates", "build", "time", "reference", "reorder",
+"constraints", "rank", "proxies", "final", "tune", "compile", "verify"),
+phase ("begin", "step", "end"), depth (plan 0, a stage inside it 1, ...),
+done of total units, elapsed_s since the plan began, stage_s since the
+stage began, status (0, or in an "end" event how the stage ended: a
+negative spf_status; the plan's own "end" is the last event and carries
+the result) and text (what the stage works on: a strategy, a kernel)."""
+
+_PHASES = ("begin", "step", "end")
+_progress_hook = None
+_logger = logging.getLogger("spforge")
+
+
+def log_progress(event):
+    """The progress hook "logging": each event on the logger "spforge",
+    "begin" and "end" at INFO, "step" at DEBUG, e.g.
+    "compile 3/16 (1.20 s): spf_unrolled_f32_m32_n64_v1_p2_k4"."""
+    level = logging.DEBUG if event.phase == "step" else logging.INFO
+    if not _logger.isEnabledFor(level):
+        return
+    how = "" if event.status == 0 else ": %s" % lib().spf_status_string(event.status).decode()
+    _logger.log(level, "%s%s %s %d/%d (%.2f s)%s: %s", "  " * event.depth, event.stage,
+                event.phase, event.done, event.total, event.elapsed_s, how, event.text)
+
+
+def set_progress(hook="logging"):
+    """Where plans report their progress when made with progress=None (the
+    default, A @ B's plans included): a callable taking a ProgressEvent,
+    "logging" (the default: log_progress, the logger "spforge"), or None
+    (nothing reported, the initial state). Returns the previous hook.
+    TypeError for anything else. The hook is called on the thread making
+    the plan, inside Plan(); see Plan's progress."""
+    global _progress_hook
+    if hook is not None and hook != "logging" and not callable(hook):
+        raise TypeError("progress hook: expected a callable, \"logging\" or None, got %r"
+                        % (hook,))
+    previous, _progress_hook = _progress_hook, hook
+    return previous
+
+
+def _event(p):
+    return ProgressEvent(_name("stage", p.stage),
+                         _PHASES[p.phase] if 0 <= p.phase < len(_PHASES) else "?", p.depth,
+                         p.done, p.total, p.elapsed_s, p.stage_s, p.status,
+                         (p.text or b"").decode("utf-8", "replace"))
+
+
+class _Forward:
+    """The C callback of one spf_plan_create: events to hook as
+    ProgressEvents; a true return value cancels; an exception cancels and
+    is kept for Plan() to raise (the hook is not called again)."""
+
+    def __init__(self, hook):
+        self.hook = log_progress if hook == "logging" else hook
+        self.error = None
+        self.c_function = _capi.ProgressFn(self)  # kept alive through the call
+
+    def __call__(self, event, user):
+        if self.error is not None:
+            return 1
+        try:
+            return 1 if self.hook(_event(event.contents)) else 0
+        except BaseException as e:  # KeyboardInterrupt too: the plan stops, then it is raised
+            self.error = e
+            return 1
 
 
 def _choice(table, value, what):
@@ -508,15 +597,27 @@ class Plan:
     (int32) of another type or range, or a flag that is not a bool;
     ValueError for an unknown choice, a flag integer other than 0 / 1 or a
     config without exactly the fields m1, n1, v, prefetch, ksplit;
-    spforge.Error for options the library refuses."""
+    spforge.Error for options the library refuses.
+
+    progress: called with a ProgressEvent as the plan is made (planning,
+    search and tuning can take minutes), on this thread, inside this call;
+    "logging" sends the events to the logger "spforge" (log_progress);
+    None (the default) uses the module's hook (set_progress); False
+    reports nothing. A true return value stops the plan: spforge.Cancelled.
+    An exception raised by it stops the plan too, and is raised here once
+    everything built is freed (Ctrl-C during a long search works so)."""
 
     def __init__(self, matrix, n, strategy="auto", dtype="f32", bias=False, relu=False,
                  device=0, verify=True, exhaustive=False, tune_space="compact", config=None,
                  host_threads=0, reorder=False, math="default", b_layout="n_last",
                  c_layout="n_last", dense=True, search=False, search_top_k=0,
-                 search_proxies=True, cache=True):
+                 search_proxies=True, cache=True, progress=None):
         self._lib = lib()
         self._handle = None
+        hook = _progress_hook if progress is None else None if progress is False else progress
+        if hook is not None and hook != "logging" and not callable(hook):
+            raise TypeError("progress: expected a callable, \"logging\", None or False, got %r"
+                            % (progress,))
         options = _capi.PlanOptions()
         lib().spf_plan_options_init(ctypes.byref(options))
         options.strategy = _named("strategy", strategy)
@@ -543,9 +644,16 @@ class Plan:
             options.config = ctypes.pointer(cfg)
         n = _int(n, "n", ctypes.c_int64)
         matrix = _matrix(matrix)
+        forward = None if hook is None else _Forward(hook)
+        if forward is not None:
+            options.progress = forward.c_function
         out = ctypes.c_void_p()
-        _check(lib().spf_plan_create(matrix._ptr(), n, ctypes.byref(options),
-                                     ctypes.byref(out)))
+        status = lib().spf_plan_create(matrix._ptr(), n, ctypes.byref(options),
+                                       ctypes.byref(out))
+        if forward is not None and forward.error is not None:
+            error, forward.error = forward.error, None
+            raise error  # the library returned SPF_ERR_CANCELLED and freed everything
+        _check(status)
         self._handle = out
         self.shape = m, k = matrix.shape
         self.n, self.has_bias = n, bool(options.bias)

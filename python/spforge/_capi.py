@@ -44,6 +44,17 @@ class KernelConfig(ctypes.Structure):
                 ("ksplit", c_int32)]
 
 
+class Progress(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("stage", c_enum), ("phase", c_enum),
+                ("depth", c_int), ("done", c_int64), ("total", c_int64),
+                ("elapsed_s", c_double), ("stage_s", c_double), ("status", c_enum),
+                ("text", c_char_p)]
+
+
+# spf_progress_fn: int (*)(const spf_progress *event, void *user)
+ProgressFn = ctypes.CFUNCTYPE(c_int, ctypes.POINTER(Progress), c_void_p)
+
+
 class PlanOptions(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("strategy", c_enum), ("dtype", c_enum),
                 ("math", c_enum), ("b_layout", c_enum), ("c_layout", c_enum), ("dense", c_int),
@@ -51,7 +62,8 @@ class PlanOptions(ctypes.Structure):
                 ("exhaustive", c_int), ("tune_space", c_enum),
                 ("config", ctypes.POINTER(KernelConfig)), ("host_threads", c_int),
                 ("reorder", c_int), ("search", c_int), ("search_top_k", c_int),
-                ("search_proxies", c_int), ("cache", c_int)]
+                ("search_proxies", c_int), ("cache", c_int),
+                ("progress", ProgressFn), ("progress_user", c_void_p)]
 
 
 class SearchInfo(ctypes.Structure):
@@ -129,6 +141,7 @@ _SIGNATURES = {
     "spf_layout_name": (c_char_p, [c_enum]),
     "spf_layout_from_name": (c_int, [c_char_p, _P(c_enum)]),
     "spf_candidate_outcome_name": (c_char_p, [c_enum]),
+    "spf_stage_name": (c_char_p, [c_enum]),
 }
 
 

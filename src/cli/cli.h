@@ -13,6 +13,7 @@
 #include "core/json.h"
 #include "spforge.h"
 
+#include <pthread.h>
 #include <stdint.h>
 
 enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2, CLI_CONTINUE = -1 };
@@ -131,6 +132,62 @@ void cli_json_stats(json_writer *w, const char *key, const spf_matrix_stats *s);
  * returns the exit code. */
 void cli_json_begin(json_writer *w, const cli_context *ctx);
 int cli_json_end(const cli_context *ctx, json_writer *w);
+
+/* The progress display of run and tune (cli_progress.c) on stderr: the
+ * plan's progress events and the command's own steps, one line redrawn in
+ * place on a terminal, a line per stage elsewhere. */
+enum { CLI_PROGRESS_LEVELS = 8 };
+
+typedef struct cli_progress_level {
+    spf_stage stage;
+    int64_t done, total;
+    char text[64];
+} cli_progress_level;
+
+typedef struct cli_progress {
+    pthread_mutex_t lock; /* log lines may come from the library's workers    */
+    const char *cmd;     /* "run", "tune"                                     */
+    int on;              /* show anything                                     */
+    int tty;             /* stderr is a terminal: one line, redrawn           */
+    int width;           /* its columns                                       */
+    int shown;           /* a line is on the terminal, to erase before output */
+    double t0, last_line;
+    char label[32];      /* which plan ("search", "oracle"), or ""            */
+    char note[160];      /* the command's own step, shown instead of stages   */
+    int depth;           /* levels open (the plan's stages)                   */
+    cli_progress_level levels[CLI_PROGRESS_LEVELS];
+} cli_progress;
+
+/* --progress: on (also off a terminal, and with --json, whose output is on
+ * stdout); --no-progress: off; neither: on when stderr is a terminal and
+ * --json was not given. */
+int cli_progress_wanted(int progress, int no_progress, int json);
+void cli_progress_init(cli_progress *p, const char *cmd, int on);
+/* Name the plan the next events belong to ("" or NULL: none). */
+void cli_progress_label(cli_progress *p, const char *label);
+/* An spf_progress_fn (user: the cli_progress); never cancels. */
+int cli_progress_event(const spf_progress *e, void *user);
+/* The command's own step ("timing 3/5"): shown now when begin, else at
+ * most ten times a second (once a second off a terminal). */
+void cli_progress_note(cli_progress *p, int begin, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A line of text on stderr (a log line) above the progress line; from any
+ * thread (the display's functions take its lock). */
+void cli_progress_print(cli_progress *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Erase the progress line, before the results. */
+void cli_progress_finish(cli_progress *p);
+/* Finish and release the display. */
+void cli_progress_destroy(cli_progress *p);
+
+/* The options of the display (run, tune). */
+#define CLI_PROGRESS_OPTIONS(progress, no_progress)                                               \
+    {"progress", CLI_FLAG, &(progress), NULL,                                                     \
+     "show progress on stderr even when it is not a terminal, and with --json (one line per "    \
+     "stage off a terminal)", NULL, 0, 0, 0},                                                     \
+    {"no-progress", CLI_FLAG, &(no_progress), NULL,                                               \
+     "no progress display (default: a line on stderr, redrawn in place, when stderr is a "       \
+     "terminal and --json is not given)", NULL, 0, 0, 0}
 
 /* The sub-commands (cmd_<name>.c). */
 int cmd_info(const cli_command *cmd, int argc, char **argv);

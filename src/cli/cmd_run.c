@@ -33,7 +33,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     int64_t n = 0, threads = 0, repeat = 5;
     uint64_t seed = 1;
     int dtype = 0, math = 0, b_layout = 0, c_layout = 0, strategy = 0, no_dense = 0;
-    int backend_choice = BACKEND_AUTO, bias = 0, relu = 0;
+    int backend_choice = BACKEND_AUTO, bias = 0, relu = 0, progress = 0, no_progress = 0;
     const char *const *dtype_names = cli_dtype_names();
     const cli_option options[] = {
         {"n", CLI_INT, &n, "N", "columns of B and C (required)", NULL, 1, INT32_MAX, 0},
@@ -58,6 +58,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         {"repeat", CLI_INT, &repeat, "R", "CPU: timed repeats, the median is reported (default 5); GPU: the timing protocol of BENCHMARKS.md", NULL, 1, 100000, 0},
         {"backend", CLI_CHOICE, &backend_choice, "auto|cpu|gpu",
          "where to run (default auto: the best available)", run_backend_names, 0, 0, 0},
+        CLI_PROGRESS_OPTIONS(progress, no_progress),
         CLI_READ_OPTIONS(ra),
     };
     cli_context ctx;
@@ -68,6 +69,10 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         return cli_usage_error(&ctx, "--n is required (the number of columns of B)");
     if (strategy == SPF_STRATEGY_CPU)
         return cli_usage_error(&ctx, "--strategy cpu: the CPU reference is --backend cpu");
+    if (progress && no_progress)
+        return cli_usage_error(&ctx, "--progress and --no-progress exclude each other");
+    cli_progress display;
+    cli_progress_init(&display, "run", cli_progress_wanted(progress, no_progress, ctx.json));
 
     spf_device_info dev;
     spf_status st = spf_device_query(0, &dev);
@@ -93,7 +98,9 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     rc = CLI_EXIT_FAIL;
     if (ctx.arg_count) {
         snprintf(input, sizeof input, "%s", ctx.args[0]);
+        cli_progress_note(&display, 1, "reading %s", ctx.args[0]);
         st = cli_read_matrix(&ra, seed, ctx.args[0], &a);
+        cli_progress_finish(&display);
     } else {
         st = default_input(&a, input, sizeof input);
     }
@@ -124,7 +131,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     if (bias_v)
         spf_fill_uniform(bias_v, m, seed + 1); /* a stream apart from B's */
 
-    run_request req = {a, n, b, c, bias_v, relu, (int)threads, (int)repeat, {0}};
+    run_request req = {a, n, b, c, bias_v, relu, (int)threads, (int)repeat, {0}, &display};
     spf_plan_options_init(&req.plan);
     req.plan.strategy = (spf_strategy)strategy;
     req.plan.dtype = (spf_dtype)dtype;
@@ -135,13 +142,16 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     run_outcome out = {0};
     st = backend->run(&req, &out);
     if (st != SPF_OK) {
+        cli_progress_finish(&display);
         rc = cli_fail_status(&ctx, st);
         goto done;
     }
     double median = out.median_s;
     double gflops = median > 0 ? 2.0 * (double)s.nnz * (double)n / median * 1e-9 : 0.0;
 
+    cli_progress_note(&display, 1, "checking C against the double-accumulated reference");
     st = spf_reference_spmm_f64(a, n, b, ref, bias_v, relu, (int)threads);
+    cli_progress_finish(&display);
     if (st != SPF_OK) {
         rc = cli_fail_status(&ctx, st);
         goto done;
@@ -204,6 +214,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         rc = cli_fail(&ctx, SPF_ERR_VERIFY, "%s: relative error %.3g exceeds the %s tolerance %g",
                       input, error, dtype_names[dtype], out.tolerance);
 done:
+    cli_progress_destroy(&display);
     spf_matrix_free(a);
     free(b);
     free(c);

@@ -17,13 +17,21 @@ static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
 static const char *const space_names[] = {"compact", "full", NULL};
 static const char *const strategy_names[] = {"auto", "unrolled", NULL};
 
-/* Progress: the library's INFO and WARN lines on stderr as they come
- * (DEBUG is per configuration and stays hidden). */
-static void progress(spf_log_level level, const char *message, void *user)
+/* The log lines' destination: quiet keeps only the warnings; the lines
+ * go above the progress display when it is on. */
+typedef struct tune_log_sink {
+    int quiet;
+    cli_progress *display;
+} tune_log_sink;
+
+/* The library's INFO and WARN lines on stderr as they come (DEBUG is per
+ * configuration and stays hidden). */
+static void log_line(spf_log_level level, const char *message, void *user)
 {
-    int quiet = *(const int *)user;
-    if (level == SPF_LOG_WARN || (level == SPF_LOG_INFO && !quiet))
-        fprintf(stderr, "spforge tune: %s%s\n", level == SPF_LOG_WARN ? "warning: " : "", message);
+    tune_log_sink *sink = user;
+    if (level == SPF_LOG_WARN || (level == SPF_LOG_INFO && !sink->quiet))
+        cli_progress_print(sink->display, "spforge tune: %s%s",
+                           level == SPF_LOG_WARN ? "warning: " : "", message);
 }
 
 static void print_config(const spf_plan_info *p)
@@ -149,7 +157,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     int64_t n = 0, threads = 0, top_k = 0;
     uint64_t seed = 1;
     int dtype = 0, space = SEARCH_DEFAULT_SPACE, strategy = 0, exhaustive = 0, no_proxies = 0;
-    int reorder = 0, no_cache = 0, bias = 0, relu = 0, quiet = 0;
+    int reorder = 0, no_cache = 0, bias = 0, relu = 0, quiet = 0, progress = 0, no_progress = 0;
     const char *log_path = NULL, *oracle_log_path = NULL;
     char top_k_help[128];
     snprintf(top_k_help, sizeof top_k_help,
@@ -185,8 +193,10 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
          "neither look the plan up in nor store it to the plan cache", NULL, 0, 0, 0},
         {"threads", CLI_INT, &threads, "T", "host threads, 0 = all cores (default 0)", NULL, 0,
          4096, 0},
-        {"quiet", CLI_FLAG, &quiet, NULL, "no progress lines on stderr (warnings still show)",
+        {"quiet", CLI_FLAG, &quiet, NULL,
+         "no log lines on stderr (warnings still show; the progress display is --no-progress)",
          NULL, 0, 0, 0},
+        CLI_PROGRESS_OPTIONS(progress, no_progress),
         {"seed", CLI_U64, &seed, "S", "seed of pattern-only values (default 1)", NULL, 0, 0, 0},
         CLI_READ_OPTIONS(ra),
     };
@@ -198,6 +208,10 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
         return cli_usage_error(&ctx, "--n is required (the number of columns of B)");
     if (oracle_log_path && !exhaustive)
         return cli_usage_error(&ctx, "--oracle-log needs --exhaustive (the oracle it logs)");
+    if (progress && no_progress)
+        return cli_usage_error(&ctx, "--progress and --no-progress exclude each other");
+    cli_progress display;
+    cli_progress_init(&display, "tune", cli_progress_wanted(progress, no_progress, ctx.json));
 
     spf_matrix *a = NULL;
     spf_plan *plan = NULL, *oracle = NULL;
@@ -232,15 +246,22 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     o.search_top_k = (int)top_k;
     o.search_proxies = !no_proxies;
     o.cache = !no_cache;
-    spf_set_log_callback(progress, &quiet);
+    if (display.on) {
+        o.progress = cli_progress_event;
+        o.progress_user = &display;
+    }
+    tune_log_sink sink = {quiet, &display};
+    spf_set_log_callback(log_line, &sink);
     spf_plan_info info = {.size = sizeof info}, oinfo = {.size = sizeof oinfo};
     double wall_s = 0, oracle_s = 0, cpu_s = 0, oracle_cpu_s = 0;
+    cli_progress_label(&display, exhaustive ? "search" : NULL);
     st = build_plan(a, n, &o, &info, &wall_s, &cpu_s, &plan);
     if (st == SPF_OK && log_path) {
         if (info.from_cache)
-            fprintf(stderr, "spforge tune: warning: --log %s not written: the plan came from the "
-                            "cache, nothing was evaluated (--no-cache searches again)\n",
-                    log_path);
+            cli_progress_print(&display, "spforge tune: warning: --log %s not written: the plan "
+                                         "came from the cache, nothing was evaluated (--no-cache "
+                                         "searches again)",
+                               log_path);
         else
             st = spf_plan_write_tuning_log(plan, log_path);
     }
@@ -249,13 +270,18 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
         e.search = 0;
         e.exhaustive = 1;
         e.cache = 0; /* the oracle is measured, never looked up */
+        cli_progress_label(&display, "oracle");
         st = build_plan(a, n, &e, &oinfo, &oracle_s, &oracle_cpu_s, &oracle);
         if (st == SPF_OK && oracle_log_path)
             st = spf_plan_write_tuning_log(oracle, oracle_log_path);
     }
     double pick_us = 0, oracle_us = 0; /* re-timed side by side (f32 only) */
-    if (st == SPF_OK && exhaustive && dtype == SPF_DTYPE_F32)
+    if (st == SPF_OK && exhaustive && dtype == SPF_DTYPE_F32) {
+        cli_progress_label(&display, NULL);
+        cli_progress_note(&display, 1, "timing the search's pick and the oracle's best side by side");
         st = retime(plan, oracle, a, n, bias, &pick_us, &oracle_us);
+    }
+    cli_progress_finish(&display);
     spf_set_log_callback(NULL, NULL);
     if (st != SPF_OK) {
         rc = cli_fail_status(&ctx, st);
@@ -344,6 +370,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     }
     rc = CLI_EXIT_OK;
 done:
+    cli_progress_destroy(&display);
     spf_plan_free(plan);
     spf_plan_free(oracle);
     spf_matrix_free(a);

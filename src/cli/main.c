@@ -26,7 +26,10 @@ static const cli_command commands[] = {
      "reference accumulated in double (on B rounded to --dtype); a relative error above the\n"
      "tolerance fails (exit 1): 1e-6 on the CPU; on the GPU 1e-5 for f32, 5e-3 with TF32, 1e-2\n"
      "for f16 / bf16, 5e-2 with f16x2 accumulation (BENCHMARKS.md). The GPU plan's output names\n"
-     "the strategies the planner considered, their times, and why the others were refused.",
+     "the strategies the planner considered, their times, and why the others were refused.\n"
+     "Progress (the plan's stages: candidates, build, compile, ...; the timed runs) shows on\n"
+     "stderr in one line redrawn in place when stderr is a terminal and --json is not given;\n"
+     "--progress shows it anyway (a line per stage off a terminal), --no-progress never.",
      0, 1, cmd_run},
     {"tune", "FILE", "Search the fastest generated kernel for FILE and N (LO-SpMM's low-cost search) on the GPU.",
      "Stages: the tile space, pruned by the register, utilization and balance constraints, ranked\n"
@@ -35,8 +38,10 @@ static const cli_command commands[] = {
      "candidates left after each stage, the time of each step and the chosen kernel; the plan is\n"
      "kept in the plan cache ($SPFORGE_CACHE_DIR) unless --no-cache. --exhaustive also times every\n"
      "configuration of the same space (the oracle) and prints the search's loss against it.\n"
-     "Progress lines (stages, tuner batches, fall-back warnings) go to stderr as they come, TTY or\n"
-     "not, so they also show in logs; --quiet keeps only the warnings. Needs a CUDA device.",
+     "Log lines (stages, tuner batches, fall-back warnings) go to stderr as they come, TTY or\n"
+     "not, so they also show in logs; --quiet keeps only the warnings. On a terminal a progress\n"
+     "line below them shows the stage running and its count (--progress: also off a terminal and\n"
+     "with --json; --no-progress: never). Needs a CUDA device.",
      1, 1, cmd_tune},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };

@@ -23,6 +23,7 @@ static spf_status cpu_run(const run_request *q, run_outcome *out)
         return SPF_ERR_OUT_OF_MEMORY;
     spf_status st = SPF_OK;
     for (int r = 0; r < q->repeat && st == SPF_OK; r++) {
+        cli_progress_note(q->progress, r == 0, "cpu run %d/%d", r + 1, q->repeat);
         double t0 = timing_now_s();
         st = spf_reference_spmm(q->a, q->n, q->b, q->c, q->bias, q->relu, SPF_ACCUMULATE_F32,
                                 q->threads);
@@ -48,6 +49,10 @@ static spf_status gpu_run(const run_request *q, run_outcome *out)
     o.bias = q->bias != NULL;
     o.relu = q->relu;
     o.host_threads = q->threads;
+    if (q->progress->on) {
+        o.progress = cli_progress_event;
+        o.progress_user = q->progress;
+    }
     spf_plan *plan = NULL;
     double t0 = timing_now_s();
     spf_status st = spf_plan_create(q->a, q->n, &o, &plan);
@@ -57,9 +62,11 @@ static spf_status gpu_run(const run_request *q, run_outcome *out)
     info->size = sizeof *info;
     if (st == SPF_OK)
         st = spf_plan_get_info(plan, info);
-    if (st == SPF_OK)
+    if (st == SPF_OK) {
+        cli_progress_note(q->progress, 1, "timing %s", info->kernel_name);
         st = host_run_plan(plan, spf_matrix_rows(q->a), spf_matrix_cols(q->a), q->n, q->b, q->c,
                            q->bias, &t);
+    }
     if (st == SPF_OK) {
         out->median_s = 1e-6 * t.median_us;
         out->min_s = 1e-6 * t.min_us;

@@ -3,6 +3,7 @@
 #ifndef SPF_CLI_RUN_BACKEND_H
 #define SPF_CLI_RUN_BACKEND_H
 
+#include "cli/cli.h"
 #include "spforge.h"
 
 #include <stddef.h>
@@ -21,6 +22,7 @@ typedef struct run_request {
     const float *bias;
     int relu, threads, repeat;
     spf_plan_options plan;  /* the GPU backend's plan (bias, relu, threads set from above) */
+    cli_progress *progress; /* the display: the plan's progress and the timed runs */
 } run_request;
 
 typedef struct run_outcome {

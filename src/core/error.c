@@ -10,7 +10,7 @@
 /* The detail is "<prefix>: <message>". When it does not fit, the prefix (a
  * path, often) loses its middle, never the message: what was expected and
  * where matter more than the folders leading to the file. */
-enum { DETAIL_CAP = 2048, PREFIX_FLOOR = 256 };
+enum { DETAIL_CAP = ERROR_DETAIL_CAP, PREFIX_FLOOR = 256 };
 static _Thread_local char detail[DETAIL_CAP];
 /* error_prefix's formatted prefix before it is shortened: room for any path
  * the system can open and more, so no real prefix is cut here. */
@@ -32,6 +32,7 @@ const char *spf_status_string(spf_status status)
     case SPF_ERR_COMPILE: return "compile error";
     case SPF_ERR_VERIFY: return "verification failed";
     case SPF_ERR_INTERNAL: return "internal error";
+    case SPF_ERR_CANCELLED: return "cancelled";
     }
     return "unknown status";
 }
@@ -41,6 +42,14 @@ const char *spf_last_error(void) { return detail; }
 const char *spf_version(void) { return SPF_VERSION_STRING; }
 
 void error_clear(void) { detail[0] = '\0'; }
+
+void error_save(char *out) { memcpy(out, detail, sizeof detail); }
+
+void error_restore(const char *saved)
+{
+    memcpy(detail, saved, sizeof detail);
+    detail[sizeof detail - 1] = '\0';
+}
 
 /* Copy len bytes of s into out as at most keep bytes (keep >= 3 when it
  * must shorten): whole if they fit, else head "..." tail, the tail getting

@@ -23,6 +23,13 @@ spf_status error_vset_at(spf_status st, const char *path, const char *where, con
 /* Clear the detail message (called at the top of public functions). */
 void error_clear(void);
 
+/* This thread's detail message copied out (out: ERROR_DETAIL_CAP bytes)
+ * and back: around a caller's callback, which may call the library and so
+ * clear or replace it. */
+enum { ERROR_DETAIL_CAP = 2048 };
+void error_save(char *out);
+void error_restore(const char *saved);
+
 /* Prefix the current detail message with "<prefix>: " (used when a lower
  * layer's message needs the outer context, e.g. the file name). When both
  * do not fit, each loses its middle, the old message's end kept whole. */

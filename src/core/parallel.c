@@ -1,13 +1,17 @@
 /* parallel_for: dynamic hand-out of fixed-size ranges through an atomic
  * counter, so uneven work (rows of different lengths, PTX functions of
  * different sizes) balances without a scheduler. */
+#define _POSIX_C_SOURCE 200809L /* pthread_condattr_setclock, clock_gettime */
+
 #include "core/parallel.h"
 
 #include "core/error.h"
+#include "core/progress.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAX_THREADS = 1024 };
@@ -18,9 +22,15 @@ typedef struct loop {
     void *ctx;
     atomic_llong next;     /* first index not yet handed out            */
     atomic_int failed;     /* set once; workers stop taking ranges      */
-    pthread_mutex_t lock;  /* guards status and detail of the first failure */
+    pthread_mutex_t lock;  /* guards status and detail of the first failure,
+                              and running                                  */
     spf_status status;
     char detail[1024];
+    /* parallel_for_progress only */
+    atomic_llong done;     /* items finished                               */
+    int running;           /* worker threads not yet returned              */
+    int watched;           /* a thread returning signals `ended`           */
+    pthread_cond_t ended;
 } loop;
 
 typedef struct worker_arg {
@@ -58,6 +68,8 @@ static void run_worker(loop *l, int worker)
             return;
         int64_t end = l->count - begin < l->grain ? l->count : begin + l->grain;
         spf_status st = l->body(l->ctx, begin, end, worker);
+        if (st == SPF_OK)
+            atomic_fetch_add(&l->done, end - begin);
         if (st != SPF_OK) {
             /* The detail message is thread-local: copy it for the caller. */
             pthread_mutex_lock(&l->lock);
@@ -76,6 +88,12 @@ static void *thread_main(void *p)
 {
     worker_arg *w = p;
     run_worker(w->l, w->worker);
+    if (w->l->watched) {
+        pthread_mutex_lock(&w->l->lock);
+        w->l->running--;
+        pthread_cond_signal(&w->l->ended);
+        pthread_mutex_unlock(&w->l->lock);
+    }
     return NULL;
 }
 
@@ -89,6 +107,7 @@ spf_status parallel_for(int64_t count, int64_t grain, int threads, parallel_body
     loop l = {.count = count, .grain = grain, .body = body, .ctx = ctx, .status = SPF_OK};
     atomic_init(&l.next, 0);
     atomic_init(&l.failed, 0);
+    atomic_init(&l.done, 0);
     pthread_mutex_init(&l.lock, NULL);
 
     pthread_t tid[MAX_THREADS];
@@ -107,4 +126,84 @@ spf_status parallel_for(int64_t count, int64_t grain, int threads, parallel_body
     if (l.status != SPF_OK)
         return FAIL(l.status, "%s", l.detail);
     return SPF_OK;
+}
+
+/* The calling thread's watch over `started` workers: wake when one
+ * returns or PROGRESS_STEP_INTERVAL_S has passed, report the items done;
+ * a cancellation stops the hand-out. Returns the cancellation, or SPF_OK. */
+static spf_status watch(loop *l, spf_stage stage)
+{
+    spf_status cancel = SPF_OK;
+    pthread_mutex_lock(&l->lock);
+    while (l->running > 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        long ns = until.tv_nsec + (long)(PROGRESS_STEP_INTERVAL_S * 1e9);
+        until.tv_sec += ns / 1000000000L;
+        until.tv_nsec = ns % 1000000000L;
+        pthread_cond_timedwait(&l->ended, &l->lock, &until);
+        pthread_mutex_unlock(&l->lock);
+        spf_status st = progress_step(stage, (int64_t)atomic_load(&l->done));
+        if (st != SPF_OK && cancel == SPF_OK) {
+            cancel = st;
+            atomic_store(&l->failed, 1); /* workers take no more ranges */
+        }
+        pthread_mutex_lock(&l->lock);
+    }
+    pthread_mutex_unlock(&l->lock);
+    return cancel;
+}
+
+spf_status parallel_for_progress(spf_stage stage, int64_t count, int64_t grain, int threads,
+                                 parallel_body body, void *ctx)
+{
+    if (count <= 0 || !progress_active())
+        return parallel_for(count, grain, threads, body, ctx);
+    if (grain < 1)
+        grain = 1;
+    int workers = parallel_workers(count, grain, threads);
+    loop l = {.count = count, .grain = grain, .body = body, .ctx = ctx, .status = SPF_OK,
+              .watched = 1};
+    atomic_init(&l.next, 0);
+    atomic_init(&l.failed, 0);
+    atomic_init(&l.done, 0);
+    pthread_mutex_init(&l.lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&l.ended, &attr);
+    pthread_condattr_destroy(&attr);
+
+    pthread_t tid[MAX_THREADS];
+    worker_arg args[MAX_THREADS];
+    int started = 0;
+    for (int w = 0; w < workers; w++) {
+        args[w] = (worker_arg){&l, w};
+        pthread_mutex_lock(&l.lock);
+        l.running++;
+        pthread_mutex_unlock(&l.lock);
+        if (pthread_create(&tid[started], NULL, thread_main, &args[w]) != 0) {
+            pthread_mutex_lock(&l.lock);
+            l.running--;
+            pthread_mutex_unlock(&l.lock);
+            break; /* fewer threads: the ranges are shared out among those running */
+        }
+        started++;
+    }
+    spf_status cancel = SPF_OK;
+    if (started == 0) {
+        l.watched = 0;
+        run_worker(&l, 0); /* no thread at all: the work itself, reported at its end */
+    } else {
+        cancel = watch(&l, stage);
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    pthread_cond_destroy(&l.ended);
+    pthread_mutex_destroy(&l.lock);
+    if (cancel != SPF_OK)
+        return progress_check();
+    if (l.status != SPF_OK)
+        return FAIL(l.status, "%s", l.detail);
+    return progress_step(stage, (int64_t)atomic_load(&l.done));
 }

@@ -29,4 +29,15 @@ int parallel_workers(int64_t count, int64_t grain, int threads);
  * its detail message carried over to the calling thread. */
 spf_status parallel_for(int64_t count, int64_t grain, int threads, parallel_body body, void *ctx);
 
+/* parallel_for whose items are the units of the progress stage `stage`,
+ * open on the calling thread (core/progress.h): while the workers run,
+ * the calling thread reports the items they have finished, about every
+ * PROGRESS_STEP_INTERVAL_S, instead of running items itself (so it starts
+ * one thread more; the workers are as many). A cancellation stops the loop
+ * as a failure does (ranges in flight finish) and returns
+ * SPF_ERR_CANCELLED. Without a progress callback on this thread it is
+ * parallel_for. */
+spf_status parallel_for_progress(spf_stage stage, int64_t count, int64_t grain, int threads,
+                                 parallel_body body, void *ctx);
+
 #endif

@@ -14,6 +14,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "gpu/timing.h"
 
 #include <limits.h>
@@ -74,7 +75,7 @@ spf_status jit_compile(const ptx_program *const *programs, int count, int sm, in
     const ptx_unit **units = NULL;
     unsigned *caps = NULL;
     ptxas_result *results = NULL;
-    int total = 0;
+    int total = 0, compiling = 0;
     memset(out, 0, (size_t)count * sizeof *out);
 
     assembler_choice assembler;
@@ -105,12 +106,21 @@ spf_status jit_compile(const ptx_program *const *programs, int count, int sm, in
             caps[k] = programs[i]->max_registers;
         }
 
+    /* The units are the stage's (the assembler reports them from the
+     * calling thread: core/parallel.h, parallel_for_progress). */
+    if (count == 1)
+        TRY(progress_begin(SPF_STAGE_COMPILE, total, "%s", programs[0]->entry));
+    else if (count > 1)
+        TRY(progress_begin(SPF_STAGE_COMPILE, total, "%d programs", count));
+    compiling = count > 0;
     TRY(assembler_compile(&assembler, units, caps, total, sm, threads, results));
     for (int i = 0, k = 0; i < count; k += programs[i]->unit_count, i++) {
         TRY(gather(programs[i], results + k, &out[i]));
         out[i].assembler = assembler.kind;
     }
 fail:
+    if (compiling)
+        status = progress_end(SPF_STAGE_COMPILE, status);
     if (status != SPF_OK)
         for (int i = 0; i < count; i++)
             jit_object_release(&out[i]);

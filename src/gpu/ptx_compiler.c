@@ -181,7 +181,8 @@ spf_status ptx_compiler_compile(const ptx_unit *const *units, const unsigned *re
         return SPF_OK;
     batch b = {.units = units, .reg_caps = reg_caps, .results = results};
     snprintf(b.arch, sizeof b.arch, "--gpu-name=sm_%d", sm);
-    spf_status status = parallel_for(count, 1, threads, compile_range, &b);
+    spf_status status =
+        parallel_for_progress(SPF_STAGE_COMPILE, count, 1, threads, compile_range, &b);
     if (status != SPF_OK)
         for (int i = 0; i < count; i++)
             ptxas_result_clear(&results[i]);

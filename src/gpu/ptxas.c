@@ -342,7 +342,8 @@ spf_status ptxas_compile(const char *ptxas, const ptx_unit *const *units,
     batch b = {.ptxas = ptxas, .dir = dir, .units = units, .reg_caps = reg_caps,
                .results = results};
     snprintf(b.arch, sizeof b.arch, "-arch=sm_%d", sm);
-    spf_status status = parallel_for(count, 1, threads, compile_range, &b);
+    spf_status status =
+        parallel_for_progress(SPF_STAGE_COMPILE, count, 1, threads, compile_range, &b);
     rmdir(dir);
     if (status != SPF_OK) {
         for (int i = 0; i < count; i++)

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/matrix.h"
 #include "core/overlap.h"
+#include "core/progress.h"
 #include "gpu/selfcheck.h"
 #include "gpu/timing.h"
 #include "plan/cache.h"
@@ -57,10 +58,12 @@ void spf_plan_options_init(spf_plan_options *options)
 
 /* The growable structs (spforge.h): fields added after their first layout
  * go after it, so a caller built against any header since passes at least
- * these sizes. spf_plan_info's first layout ended before `assembler`. A
- * size past GROWABLE_MAX is not one any header gave: the struct was not
- * initialized. */
-enum { OPTIONS_FIRST_SIZE = sizeof(spf_plan_options),
+ * these sizes. spf_plan_options's first layout ended before `progress`
+ * (its sizeof then, padding included, is that offset on every ABI spforge
+ * builds for: `config` made it pointer-aligned), spf_plan_info's before
+ * `assembler`. A size past GROWABLE_MAX is not one any header gave: the
+ * struct was not initialized. */
+enum { OPTIONS_FIRST_SIZE = offsetof(spf_plan_options, progress),
        INFO_FIRST_SIZE = offsetof(spf_plan_info, assembler),
        GROWABLE_MAX = 1 << 16 };
 
@@ -183,6 +186,32 @@ static int candidate_failure(spf_status st)
            st == SPF_ERR_OUT_OF_MEMORY;
 }
 
+/* Build candidate c as a BUILD progress stage, and time it as a TIME
+ * stage when `timed` (*us: its kernel time). On failure *state is NULL
+ * and *build_failed says whether the build (1) or the timing (0) failed. */
+static spf_status build_candidate(const planner_candidate *c, const problem *prob,
+                                  const strategy_env *env, int timed, void **state,
+                                  spf_plan_info *info, double *us, int *build_failed)
+{
+    spf_status status = SPF_OK;
+    *state = NULL;
+    *build_failed = 1;
+    TRY(progress_begin(SPF_STAGE_BUILD, 1, "%s", c->s->name));
+    TRY(progress_end(SPF_STAGE_BUILD, c->s->build(prob, env, state, info)));
+    *build_failed = 0;
+    *us = info->kernel_us;
+    if (timed && !(*us > 0)) {
+        TRY(progress_begin(SPF_STAGE_TIME, 1, "%s", c->s->name));
+        TRY(progress_end(SPF_STAGE_TIME, time_state(c->s, *state, env->check, us)));
+    }
+fail:
+    if (status != SPF_OK && *state) {
+        c->s->release(*state);
+        *state = NULL;
+    }
+    return status;
+}
+
 /* DESIGN.md decision 7: build the candidates the planner names; with more
  * than one, time each on the self-check's buffers and keep the fastest
  * (the others are released as soon as they lose). The plan's info gets
@@ -190,9 +219,10 @@ static int candidate_failure(spf_status st)
 static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_options *o,
                              const strategy_env *env)
 {
+    spf_status status = SPF_OK;
     planner_candidate cand[SPF_MAX_CANDIDATES];
     int count = planner_rank(prob, env->device, o, cand);
-    int kept = -1;
+    int kept = -1, to_build = 0, built = 0;
     /* AUTO times what it builds, so that its choice is a measurement and
      * the info says what each candidate took. */
     int timed = o->strategy == SPF_STRATEGY_AUTO && env->check;
@@ -202,37 +232,34 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
     char details[SPF_MAX_CANDIDATES][sizeof((spf_candidate *)0)->detail];
     spf_status last_failure = SPF_OK;
 
-    int builds = 0;
+    for (int i = 0; i < count; i++)
+        to_build += cand[i].build;
+    TRY(progress_begin(SPF_STAGE_CANDIDATES, to_build, "%d of %d strategies", to_build, count));
     for (int i = 0; i < count; i++) {
         planner_candidate *c = &cand[i];
         outcome[i] = !c->supported ? SPF_CANDIDATE_REFUSED : SPF_CANDIDATE_SKIPPED;
-        int late = timed && planner_build_late(c, kept >= 0 ? times[kept] : 0, builds);
+        int late = timed && planner_build_late(c, kept >= 0 ? times[kept] : 0, built);
         snprintf(details[i], sizeof details[i], "%s", c->reason);
         if (!c->build && !late)
             continue;
-        builds++;
         spf_plan_info info = {.verify_error = -1.0};
         void *state = NULL;
-        spf_status st = c->s->build(prob, env, &state, &info);
-        if (st != SPF_OK) {
-            if (!candidate_failure(st) || o->strategy != SPF_STRATEGY_AUTO)
-                return st;
+        double us = 0;
+        int build_failed = 0;
+        spf_status st = build_candidate(c, prob, env, timed, &state, &info, &us, &build_failed);
+        built++;
+        if (st != SPF_OK && build_failed && candidate_failure(st) &&
+            o->strategy == SPF_STRATEGY_AUTO) {
             snprintf(details[i], sizeof details[i], "%.159s", spf_last_error());
             log_msg(SPF_LOG_INFO, "plan: %s failed: %s", c->s->name, details[i]);
             outcome[i] = SPF_CANDIDATE_FAILED;
             last_failure = st;
             error_clear();
+            TRY(progress_step(SPF_STAGE_CANDIDATES, built));
             continue;
         }
+        TRY(st);
         snprintf(details[i], sizeof details[i], "%s", info.kernel_name);
-        double us = info.kernel_us;
-        if (timed && !(us > 0)) {
-            st = time_state(c->s, state, env->check, &us);
-            if (st != SPF_OK) {
-                c->s->release(state);
-                return st;
-            }
-        }
         times[i] = us;
         outcome[i] = SPF_CANDIDATE_SLOWER;
         if (kept < 0 || us < times[kept]) {
@@ -246,6 +273,7 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
         } else {
             c->s->release(state);
         }
+        TRY(progress_step(SPF_STAGE_CANDIDATES, built));
     }
     if (kept < 0) {
         char text[2048];
@@ -257,8 +285,8 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
                      details[i]);
             used = strlen(text);
         }
-        return FAIL(last_failure != SPF_OK ? last_failure : SPF_ERR_UNSUPPORTED,
-                    "no strategy could be built for %s", text);
+        FAIL_GOTO(last_failure != SPF_OK ? last_failure : SPF_ERR_UNSUPPORTED,
+                  "no strategy could be built for %s", text);
     }
     outcome[kept] = SPF_CANDIDATE_CHOSEN;
     p->info = kept_info;
@@ -271,7 +299,9 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
         d->kernel_us = times[i];
         memcpy(d->detail, details[i], sizeof d->detail);
     }
-    return SPF_OK;
+    return progress_end(SPF_STAGE_CANDIDATES, SPF_OK);
+fail:
+    return progress_end(SPF_STAGE_CANDIDATES, status);
 }
 
 #ifdef SPF_HAVE_CUDA
@@ -390,14 +420,19 @@ static spf_status build_checked(spf_plan *p, const problem *prob, const spf_plan
     selfcheck check = {0};
     double t0 = timing_now_s();
     if (needs_buffers(o)) {
-        TRY(selfcheck_prepare(prob, o->host_threads, &check));
+        TRY(progress_begin(SPF_STAGE_REFERENCE, 1, "random B%s, the CPU reference",
+                           prob->bias ? " and bias" : ""));
+        TRY(progress_end(SPF_STAGE_REFERENCE,
+                         selfcheck_prepare(prob, o->host_threads, &check)));
         env->check = &check;
     }
     double prepare_s = timing_now_s() - t0;
     TRY(build_best(p, prob, o, env));
     if (o->verify && p->info.verify_error < 0) { /* a tuner checked its pick already */
         t0 = timing_now_s();
-        TRY(selfcheck_measure(&check, launch_plan, p, &p->info.verify_error));
+        TRY(progress_begin(SPF_STAGE_VERIFY, 1, "%s", p->info.kernel_name));
+        TRY(progress_end(SPF_STAGE_VERIFY,
+                         selfcheck_measure(&check, launch_plan, p, &p->info.verify_error)));
         p->info.verify_s = prepare_s + (timing_now_s() - t0);
         double tolerance = dtype_tolerance(prob->dtype, prob->math);
         if (!(p->info.verify_error <= tolerance))
@@ -476,6 +511,8 @@ spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_option
     spf_status status = SPF_OK;
     spf_plan *p = NULL;
     spf_plan_options o;
+    progress reporter;
+    int entered = 0;
     error_clear();
     double t0 = timing_now_s();
     CHECK_ARG(out != NULL);
@@ -483,7 +520,15 @@ spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_option
     CHECK_ARG(a != NULL);
     TRY(options_read(options, &o));
     TRY(check_options(n, &o));
+    entered = 1;
 
+    /* From here on the caller's callback hears of the progress (and it is
+     * this thread's: core/progress.h); progress_leave has the last word. */
+    char what[160];
+    snprintf(what, sizeof what, "%lldx%lld, %lld nonzeros, N = %lld, %s, %s",
+             (long long)a->rows, (long long)a->cols, (long long)a->nnz, (long long)n,
+             dtype_name(o.dtype), spf_strategy_name(o.strategy));
+    TRY(progress_enter(&reporter, o.progress, o.progress_user, what));
     p = mem_calloc(1, sizeof *p);
     if (!p)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "a plan");
@@ -506,10 +551,13 @@ spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_option
     p->info.b_layout = prob.b_layout;
     p->info.c_layout = prob.c_layout;
     p->info.plan_s = timing_now_s() - t0;
-    *out = p;
-    p = NULL;
 fail:
-    spf_plan_free(p);
+    if (entered)
+        status = progress_leave(&reporter, status); /* a cancellation wins */
+    if (status == SPF_OK)
+        *out = p;
+    else
+        spf_plan_free(p);
     return status;
 }
 

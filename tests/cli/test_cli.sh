@@ -94,6 +94,49 @@ json_true run_file "d['passed'] and d['bias'] and d['relu'] and d['n'] == 7 and 
 expect_rc 0 run_n1 run "$tmp/k_2_4.smtx" --n 1 --json
 json_true run_n1 "d['relative_error'] <= 1e-6" "run N = 1"
 
+# ---- progress on stderr: off by default off a terminal and with --json;
+# --progress shows it (stdout keeps only the JSON), --no-progress never
+check "run --json wrote nothing to stderr" [ ! -s "$tmp/run_default.err" ]
+check "run off a terminal shows no progress" [ ! -s "$tmp/run_text.err" ]
+expect_rc 0 progress_json run --n 16 --repeat 3 --progress --json
+check "run --progress --json: stdout is the JSON object alone" parses progress_json
+json_true progress_json "d['passed']" "run --progress --json result"
+stderr_has progress_json "spforge run: "
+if [ "$backend" = cpu ]; then
+  stderr_has progress_json "cpu run 1/3"
+else
+  stderr_has progress_json "candidates"
+  stderr_has progress_json "plan ready"
+fi
+stderr_has progress_json "checking C against the double-accumulated reference"
+check "progress off a terminal is whole lines (no carriage return)" \
+  bash -c '! grep -q $'"'"'\r'"'"' "$1"' _ "$tmp/progress_json.err"
+expect_rc 0 progress_text run --n 16 --repeat 2 --progress
+stderr_has progress_text "spforge run: "
+check "run --progress keeps stdout's text" grep -Eq "^error .* ok$" "$tmp/progress_text.out"
+expect_rc 0 no_progress run --n 16 --repeat 2 --no-progress --json
+check "run --no-progress writes nothing to stderr" [ ! -s "$tmp/no_progress.err" ]
+expect_rc 2 both_progress run --n 16 --progress --no-progress
+stderr_has both_progress "--progress and --no-progress exclude each other"
+for opt in --progress --no-progress; do # tune's: test_tune.sh
+  check "run --help documents $opt" grep -q -- "$opt" "$tmp/help_run.out"
+done
+# On a terminal (script(1) gives one): one line redrawn in place and erased
+# at the end; with --json none. Skipped where script is missing.
+if command -v script >/dev/null 2>&1 && script -qfec true /dev/null >/dev/null 2>&1; then
+  script -qfec "$(printf '%q ' "$cli" run --n 512 --repeat 20)" /dev/null >"$tmp/tty.out" 2>&1
+  check "on a terminal: the progress line is redrawn (\\r) and erased (ESC[K)" \
+    grep -q $'\r.*spforge run: .*\033\[K' "$tmp/tty.out"
+  check "on a terminal: the results follow on a clean line" grep -Eq "^error .* ok" \
+    <(tr -d '\r' <"$tmp/tty.out" | sed 's/\x1b\[K//g')
+  script -qfec "$(printf '%q ' "$cli" run --n 64 --json)" /dev/null >"$tmp/tty_json.out" 2>&1
+  check "on a terminal with --json: no progress" bash -c '! grep -q "spforge run: " "$1"' _ \
+    "$tmp/tty_json.out"
+  check "on a terminal with --json: the JSON" grep -q '"command":"run"' "$tmp/tty_json.out"
+else
+  echo "NOTE: no script(1): the terminal display is not tested"
+fi
+
 # ---- input and runtime errors: exit 1, the message names the file
 expect_rc 1 missing stat "$tmp/nope.mtx"
 stderr_has missing "nope.mtx"

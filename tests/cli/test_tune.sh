@@ -11,7 +11,8 @@
 # ---- help: exit 0, every option of the synopsis documented
 expect_rc 0 help tune --help
 check "tune --help prints its usage" grep -q "usage: spforge tune FILE" "$tmp/help.out"
-for opt in --n --exhaustive --space --top-k --no-proxies --reorder --dtype --log --no-cache --json; do
+for opt in --n --exhaustive --space --top-k --no-proxies --reorder --dtype --log --no-cache --json \
+  --progress --no-progress; do
   check "tune --help documents $opt" grep -q -- "$opt" "$tmp/help.out"
 done
 expect_rc 0 main_help --help

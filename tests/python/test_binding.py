@@ -261,6 +261,101 @@ def shaped(values, typecode, shape):
     return memoryview(array.array(typecode, values)).cast("B").cast(typecode, shape)
 
 
+class ProgressTests(unittest.TestCase):
+    """Plan(progress=...) and the module's hook (set_progress) on the CPU
+    strategy, which runs without a GPU: events in order, a cancellation by
+    return value, an exception raised in the hook coming out of Plan(),
+    the logging hook."""
+
+    def setUp(self):
+        self.a = spforge.Matrix.generate(rows=40, cols=30, sparsity=0.8, seed=3)
+        self.previous = spforge.set_progress(None)
+
+    def tearDown(self):
+        spforge.set_progress(self.previous)
+        self.a.close()
+
+    def test_events_in_order(self):
+        events = []
+        with spforge.Plan(self.a, 4, strategy="cpu", progress=events.append) as plan:
+            self.assertEqual(plan.strategy, "cpu")
+        self.assertIsInstance(events[0], spforge.ProgressEvent)
+        self.assertEqual((events[0].stage, events[0].phase, events[0].depth), ("plan", "begin", 0))
+        self.assertEqual((events[-1].stage, events[-1].phase, events[-1].status, events[-1].done),
+                         ("plan", "end", 0, 1))
+        self.assertIn("40x30", events[0].text)
+        opened = []
+        for e in events:  # a stack of stages, each at its depth, done within total
+            self.assertLessEqual(0, e.done)
+            self.assertLessEqual(e.done, e.total)
+            if e.phase == "begin":
+                self.assertEqual(e.depth, len(opened))
+                opened.append(e.stage)
+            elif e.phase == "end":
+                self.assertEqual(opened.pop(), e.stage)
+                self.assertEqual(e.depth, len(opened))
+        self.assertEqual(opened, [])
+        builds = [e for e in events if e.stage == "build"]
+        self.assertEqual([(e.phase, e.text) for e in builds], [("begin", "cpu"), ("end", "cpu")])
+        times = [e.elapsed_s for e in events]
+        self.assertEqual(times, sorted(times))
+
+    def test_true_return_cancels(self):
+        seen = []
+
+        def stop_at_build(event):
+            seen.append(event)
+            return event.stage == "build"
+
+        with self.assertRaises(spforge.Cancelled) as ctx:
+            spforge.Plan(self.a, 4, strategy="cpu", progress=stop_at_build)
+        self.assertIsInstance(ctx.exception, spforge.Error)
+        self.assertEqual((ctx.exception.status, ctx.exception.name), (-13, "cancelled"))
+        self.assertIn("cancelled by the progress callback", ctx.exception.detail)
+        # nothing after the cancellation but the plan's end, with the status
+        self.assertEqual([(e.stage, e.phase) for e in seen][-2:], [("build", "begin"), ("plan", "end")])
+        self.assertEqual(seen[-1].status, -13)
+
+    def test_exception_in_the_hook_is_raised(self):
+        calls = []
+
+        def broken(event):
+            calls.append(event)
+            if event.stage == "candidates":
+                raise ValueError("from the hook")
+
+        with self.assertRaises(ValueError) as ctx:
+            spforge.Plan(self.a, 4, strategy="cpu", progress=broken)
+        self.assertEqual(str(ctx.exception), "from the hook")
+        self.assertEqual([e.stage for e in calls], ["plan", "candidates"])  # not called again
+        with spforge.Plan(self.a, 4, strategy="cpu") as plan:  # and the next plan is fine
+            self.assertEqual(plan.strategy, "cpu")
+
+    def test_module_hook_and_logging(self):
+        events = []
+        self.assertIsNone(spforge.set_progress(events.append))
+        self.assertEqual(len(self.a @ ([1.0] * 30)), 40)  # A @ b's plan reports too
+        self.assertEqual((events[0].stage, events[-1].stage), ("plan", "plan"))
+        count = len(events)
+        spforge.Plan(self.a, 4, strategy="cpu", progress=False).close()  # False: none
+        self.assertEqual(len(events), count)
+        self.assertEqual(spforge.set_progress(), events.append)  # default: "logging"
+        with self.assertLogs("spforge", "INFO") as logs:
+            spforge.Plan(self.a, 5, strategy="cpu").close()
+        text = "\n".join(logs.output)
+        self.assertIn("plan begin 0/1", text)
+        self.assertIn("build end 1/1", text)
+        self.assertIn("plan end 1/1", text)
+        with self.assertLogs("spforge", "INFO") as logs:
+            spforge.Plan(self.a, 5, strategy="cpu", progress="logging").close()
+        self.assertTrue(any("cpu" in line for line in logs.output))
+        for bad in (42, "print"):
+            with self.assertRaises(TypeError):
+                spforge.set_progress(bad)
+            with self.assertRaises(TypeError):
+                spforge.Plan(self.a, 4, strategy="cpu", progress=bad)
+
+
 class BoundaryTests(unittest.TestCase):
     """Every argument is checked before ctypes converts it: before these
     checks each case below returned a wrong result (or an unrelated error)."""
@@ -486,7 +581,7 @@ class MirrorTests(unittest.TestCase):
                "spf_matrix_stats": "MatrixStats", "spf_device_info": "DeviceInfo",
                "spf_kernel_config": "KernelConfig", "spf_plan_options": "PlanOptions",
                "spf_search_info": "SearchInfo", "spf_candidate": "Candidate",
-               "spf_plan_info": "PlanInfo"}
+               "spf_plan_info": "PlanInfo", "spf_progress": "Progress"}
     SCALARS = {"int": "i32", "int32_t": "i32", "uint32_t": "u32", "int64_t": "i64",
                "uint64_t": "u64", "double": "f64"}
 
@@ -499,6 +594,9 @@ class MirrorTests(unittest.TestCase):
         cls.structs = {name: body for name, body in
                        re.findall(r"typedef struct (spf_\w+) \{(.*?)\} \1;", text, flags=re.S)}
         cls.defines = dict(re.findall(r"#define (SPF_\w+) (\d+)\n", text))
+        # function pointer types: typedef int (*spf_x_fn)(const spf_y *a, void *b);
+        cls.functions = {name: (ret, params) for ret, name, params in
+                         re.findall(r"typedef (\w+) \(\*(spf_\w+)\)\((.*?)\);", text, flags=re.S)}
 
     def describe_c(self, base, declarator):
         """'i32', 'char[256]', 'ptr(KernelConfig)', 'KernelConfig', ... of one C field."""
@@ -509,6 +607,16 @@ class MirrorTests(unittest.TestCase):
         length = self.defines.get(length, length)
         if base == "char" and stars:
             kind = "char*"
+        elif base == "void" and stars:
+            kind = "void*"
+        elif base in self.functions:
+            ret, params = self.functions[base]
+            args = []
+            for param in params.split(","):
+                words = " ".join(param.replace("*", " * ").split()).replace("const ", "")
+                pbase, _, pdecl = words.partition(" ")
+                args.append(self.describe_c(pbase, pdecl)[1])
+            kind = "fn(%s: %s)" % (self.SCALARS.get(ret, ret), ", ".join(args))
         elif base == "char":
             kind = "char[%s]" % length
         elif base in self.enums:
@@ -526,9 +634,13 @@ class MirrorTests(unittest.TestCase):
     def describe_ctypes(ctype):
         import ctypes
         names = {ctypes.c_int32: "i32", ctypes.c_uint32: "u32", ctypes.c_int64: "i64",
-                 ctypes.c_uint64: "u64", ctypes.c_double: "f64", ctypes.c_char_p: "char*"}
+                 ctypes.c_uint64: "u64", ctypes.c_double: "f64", ctypes.c_char_p: "char*",
+                 ctypes.c_void_p: "void*"}
         if ctype in names:
             return names[ctype]
+        if hasattr(ctype, "_argtypes_"):  # a CFUNCTYPE
+            return "fn(%s: %s)" % (MirrorTests.describe_ctypes(ctype._restype_), ", ".join(
+                MirrorTests.describe_ctypes(t) for t in ctype._argtypes_))
         if getattr(ctype, "_type_", None) is ctypes.c_char and hasattr(ctype, "_length_"):
             return "char[%d]" % ctype._length_
         if hasattr(ctype, "_length_"):

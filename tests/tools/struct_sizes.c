@@ -19,5 +19,6 @@ int main(void)
     SIZE(spf_search_info);
     SIZE(spf_candidate);
     SIZE(spf_plan_info);
+    SIZE(spf_progress);
     return 0;
 }

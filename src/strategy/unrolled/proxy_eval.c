@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/matrix.h"
 #include "core/parallel.h"
+#include "core/progress.h"
 #include "gpu/jit.h"
 #include "gpu/timing.h"
 
@@ -183,10 +184,10 @@ static void candidate_failed(proxy_candidate *pc, spf_status st, const char *ker
 }
 
 /* Link and load shape s's proxy, then time each of its candidates. */
-static void run_shape(const proxy_request *q, const proxy_device *d, shape *s,
-                      const jit_object *o, const spf_kernel_config *cands, int count,
-                      const int *shape_of, int index, proxy_candidate *details, double *proxy_us,
-                      double *load_s)
+static spf_status run_shape(const proxy_request *q, const proxy_device *d, shape *s,
+                            const jit_object *o, const spf_kernel_config *cands, int count,
+                            const int *shape_of, int index, proxy_candidate *details,
+                            double *proxy_us, double *load_s, int *timed)
 {
     jit_module m = {0};
     jit_timings jt = {0};
@@ -207,6 +208,9 @@ static void run_shape(const proxy_request *q, const proxy_device *d, shape *s,
     for (int i = 0; i < count; i++) {
         if (shape_of[i] != index)
             continue;
+        /* the progress count: candidates whose proxy ran or failed */
+        if (progress_step(SPF_STAGE_PROXIES, (*timed)++) != SPF_OK)
+            break; /* cancelled */
         proxy_candidate *pc = &details[i];
         pc->registers = m.registers;
         pc->spill_bytes = o->spill_bytes;
@@ -234,6 +238,7 @@ static void run_shape(const proxy_request *q, const proxy_device *d, shape *s,
     }
     error_clear(); /* every failure is in its candidate's details and the log */
     jit_module_release(&m);
+    return progress_step(SPF_STAGE_PROXIES, *timed);
 }
 
 /* Compile every generated proxy in one batch, then run each shape. */
@@ -258,10 +263,12 @@ static spf_status compile_and_run(const proxy_request *q, const proxy_device *d,
     TRY(jit_compile(programs, built, q->sass_sm, q->threads, objects));
     t->compile_s = timing_now_s() - t0;
     double run0 = timing_now_s();
+    int timed = 0; /* candidates done: the progress count */
     for (int j = 0; j < built; j++) {
-        run_shape(q, d, &shapes[which[j]], &objects[j], cands, count, shape_of, which[j], details,
-                  proxy_us, &t->load_s);
+        spf_status st = run_shape(q, d, &shapes[which[j]], &objects[j], cands, count, shape_of,
+                                  which[j], details, proxy_us, &t->load_s, &timed);
         jit_object_release(&objects[j]);
+        TRY(st);
     }
     /* Linking and loading count as compiling, not as running. */
     t->compile_s += t->load_s;

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/matrix.h"
 #include "core/parallel.h"
+#include "core/progress.h"
 #include "strategy/unrolled/reorder.h"
 #include "strategy/unrolled/tile_stats.h"
 
@@ -86,8 +87,11 @@ spf_status row_orders_create(const spf_matrix *a, const spf_kernel_config *confi
     if (!out->order)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%d row orders", out->count);
     orders_job job = {a, out};
-    TRY(parallel_for(out->count, 1, threads, reorder_range, &job));
-    return SPF_OK;
+    TRY(progress_begin(SPF_STAGE_REORDER, out->count, "%d row orders (one per m1)", out->count));
+    status = progress_end(SPF_STAGE_REORDER, parallel_for_progress(SPF_STAGE_REORDER, out->count, 1,
+                                                                   threads, reorder_range, &job));
+    if (status == SPF_OK)
+        return SPF_OK;
 fail:
     row_orders_free(out);
     return status;

@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "core/matrix.h"
 #include "strategy/unrolled/proxy_eval.h"
 #include "gpu/timing.h"
@@ -53,7 +54,8 @@ static spf_status run_real(const search_request *q, const search_shortlist *s, c
                        .orders = q->reorder ? &s->orders : NULL, .dtype = q->dtype,
                        .f16x2_accumulate = q->f16x2_accumulate, .bias = q->bias,
                        .relu = q->relu, .ptx_sm = q->ptx_sm, .sass_sm = q->sass_sm,
-                       .threads = q->threads, .code_budget = q->code_budget, .check = q->check};
+                       .threads = q->threads, .code_budget = q->code_budget, .check = q->check,
+                       .search_final = 1};
     status = tuner_run(&tq, best, &part);
     double outside = 0;
     for (int i = 0; i < part.count; i++) {
@@ -103,12 +105,14 @@ static spf_status evaluate_proxies(const search_request *q, const search_shortli
                         .orders = q->reorder ? &s->orders : NULL, .ptx_sm = q->ptx_sm,
                         .sass_sm = q->sass_sm, .threads = q->threads, .check = q->check};
     proxy_timings pt = {0};
-    spf_status st = proxy_evaluate(&pq, s->configs, count, proxy_us, &pt);
+    TRY(progress_begin(SPF_STAGE_PROXIES, count, "%d candidates", count));
+    spf_status st = progress_end(SPF_STAGE_PROXIES,
+                                 proxy_evaluate(&pq, s->configs, count, proxy_us, &pt));
     info->proxy_build_s = pt.build_s;
     info->proxy_compile_s = pt.compile_s;
     info->proxy_run_s = pt.run_s;
-    if (st == SPF_ERR_OUT_OF_MEMORY)
-        FAIL_GOTO(st, "%s", spf_last_error());
+    if (st == SPF_ERR_OUT_OF_MEMORY || st == SPF_ERR_CANCELLED)
+        TRY(st); /* not a reason to fall back: the detail says why */
     int good = st == SPF_OK ? search_proxy_order(proxy_us, count, order, failed) : 0;
     if (good == 0) {
         log_msg(SPF_LOG_WARN, "search: proxies failed (%s); compiling and timing the %d "

@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/progress.h"
 #include "gpu/timing.h"
 #include "strategy/unrolled/constraints.h"
 
@@ -88,6 +89,7 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
 {
     spf_status status = SPF_OK;
     tile_space space = {0};
+    spf_stage stage = SPF_STAGE_PLAN; /* PLAN: no stage of this function open */
     memset(out, 0, sizeof *out);
     memset(info, 0, sizeof *info);
     if (!q || !q->a || q->n < 1 || q->top_k < 0)
@@ -115,6 +117,8 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
     if (q->sm_count > 0)
         co.sm_count = q->sm_count;
     int counts[CONSTRAINT_STAGES];
+    TRY(progress_begin(SPF_STAGE_CONSTRAINTS, space.count, "%d configurations", space.count));
+    stage = SPF_STAGE_CONSTRAINTS;
     TRY(space_reduce(&tiles, &co, &space, counts));
     info->space = counts[CONSTRAINT_STAGE_SPACE];
     info->after_register = counts[CONSTRAINT_STAGE_REGISTER];
@@ -134,9 +138,15 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
             "search: space %d -> register %d -> utilization %d -> balance %d (%.3f s)",
             info->space, info->after_register, info->after_utilization, info->after_balance,
             info->analysis_s);
+    stage = SPF_STAGE_PLAN;
+    TRY(progress_end(SPF_STAGE_CONSTRAINTS, SPF_OK));
 
     t0 = timing_now_s();
+    TRY(progress_begin(SPF_STAGE_RANK, out->count, "%d survivors", out->count));
+    stage = SPF_STAGE_RANK;
     TRY(rank_stage(q, out, q->top_k ? q->top_k : search_default_top_k(out->count)));
+    stage = SPF_STAGE_PLAN;
+    TRY(progress_end(SPF_STAGE_RANK, SPF_OK));
     info->rank_s = timing_now_s() - t0;
     info->after_rank = out->count;
     info->evaluated = out->count;
@@ -145,6 +155,8 @@ spf_status search_shortlist_create(const search_request *q, search_shortlist *ou
                 info->after_balance, 1e3 * info->rank_s);
     return SPF_OK;
 fail:
+    if (stage != SPF_STAGE_PLAN) /* the one of the two left open */
+        status = progress_end(stage, status);
     tile_space_free(&space);
     search_shortlist_free(out);
     return status;

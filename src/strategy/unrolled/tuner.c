@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "core/log.h"
 #include "core/parallel.h"
+#include "core/progress.h"
 #include "core/dtype.h"
 #include "gpu/timing.h"
 
@@ -236,8 +237,16 @@ static void evaluate(const tune_request *q, const ptx_program *p, const jit_obje
     jit_module_release(&m);
 }
 
+/* The progress stage of q's configurations. */
+static spf_stage stage_of(const tune_request *q)
+{
+    return q->search_final ? SPF_STAGE_FINAL : SPF_STAGE_TUNE;
+}
+
+/* The batch of count configurations from index first of the whole list
+ * (for the progress count). */
 static spf_status run_batch(const tune_request *q, const row_orders *orders, tune_row *rows,
-                            int count, jit_module *best, double *best_us)
+                            int first, int count, jit_module *best, double *best_us)
 {
     spf_status status = SPF_OK;
     ptx_program *programs = mem_calloc((size_t)count, sizeof *programs);
@@ -262,7 +271,9 @@ static spf_status run_batch(const tune_request *q, const row_orders *orders, tun
         log_msg(SPF_LOG_DEBUG, "tuner: %s", rows[index[j]].kernel_name);
         evaluate(q, compiled[j], &objects[j], &rows[index[j]], best, best_us);
         jit_object_release(&objects[j]);
+        TRY(progress_step(stage_of(q), first + index[j] + 1));
     }
+    TRY(progress_step(stage_of(q), first + count));
 fail:
     for (int j = 0; objects && j < ncompiled; j++)
         jit_object_release(&objects[j]);
@@ -304,6 +315,7 @@ spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
     tile_space space = {0};
     row_orders own = {0};
     double *features = NULL;
+    int staged = 0;
     double t0 = timing_now_s(), best_us = INFINITY;
     memset(best, 0, sizeof *best);
     *log = (tune_log){.m = spf_matrix_rows(q->a), .k = spf_matrix_cols(q->a), .n = q->n,
@@ -329,6 +341,9 @@ spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
             orders = &own;
         }
     }
+    TRY(progress_begin(stage_of(q), count, "%d configurations%s", count,
+                       q->search_final ? ", compiled, checked and timed" : ""));
+    staged = 1;
     log->rows = mem_calloc((size_t)count, sizeof *log->rows);
     features = mem_alloc_array((size_t)count * RANK_FEATURE_COUNT, sizeof *features);
     if (!log->rows || !features)
@@ -347,7 +362,7 @@ spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
         per_batch = 16;
     for (int first = 0; first < count; first += per_batch) {
         int len = count - first < per_batch ? count - first : per_batch;
-        TRY(run_batch(q, orders, log->rows + first, len, best, &best_us));
+        TRY(run_batch(q, orders, log->rows + first, first, len, best, &best_us));
         /* The progress line of long tunings (spforge tune shows it). */
         log_msg(SPF_LOG_INFO, "tuner: %d of %d configurations run, best %.2f us, %.1f s",
                 first + len, count, isfinite(best_us) ? best_us : 0.0, timing_now_s() - t0);
@@ -359,6 +374,8 @@ spf_status tuner_run(const tune_request *q, jit_module *best, tune_log *log)
     if (log->best < 0)
         TRY(none_passed(log));
 fail:
+    if (staged)
+        status = progress_end(stage_of(q), status);
     log->wall_s = timing_now_s() - t0;
     tile_space_free(&space);
     row_orders_free(&own);

@@ -87,6 +87,8 @@ typedef struct tune_request {
     int64_t code_budget;   /* per kernel, in instructions (≤ 0: none)           */
     selfcheck *check;      /* prepared buffers on the current device: every
                               configuration is checked and timed on them        */
+    int search_final;      /* progress (core/progress.h): the configurations
+                              count in the search's FINAL stage, not TUNE       */
 } tune_request;
 
 /* The rank features (plan/rank_features.h) of configs[0 .. count) for

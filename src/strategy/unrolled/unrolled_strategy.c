@@ -205,23 +205,27 @@ fail:
 
 /* The rank model's first choice (LO-SpMM §3.5) among the survivors of the
  * constraints in o->tune_space: the CPU stages of the search with K = 1,
- * milliseconds and no compile. 0 when there is none (no usable model,
- * nothing survives) or the model has not been trained for the request:
- * its training logs are all float32 without f16x2 accumulation. */
-static int ranked_config(const unrolled_build *u, spf_kernel_config *out)
+ * milliseconds and no compile. *found is 0 when there is none (no usable
+ * model, nothing survives, the stages failed) or the model has not been
+ * trained for the request: its training logs are all float32 without
+ * f16x2 accumulation. Fails only when the progress callback cancelled. */
+static spf_status ranked_config(const unrolled_build *u, spf_kernel_config *out, int *found)
 {
     const problem *p = u->p;
     const spf_plan_options *o = u->env->options;
+    *found = 0;
     if (p->dtype != SPF_DTYPE_F32 || f16x2_of(p))
-        return 0;
+        return SPF_OK;
     search_request q = {.a = p->a, .n = p->n, .space = o->tune_space, .dtype = p->dtype,
                         .bias = p->bias, .relu = p->relu, .top_k = 1,
                         .sm_count = u->env->device->sm_count, .threads = o->host_threads};
     search_shortlist s = {0};
     spf_search_info info;
     spf_status st = search_shortlist_create(&q, &s, &info);
-    int ok = st == SPF_OK && s.count > 0 && s.ranked;
-    if (ok)
+    if (st == SPF_ERR_CANCELLED)
+        return st;
+    *found = st == SPF_OK && s.count > 0 && s.ranked;
+    if (*found)
         *out = s.configs[0];
     else
         log_msg(SPF_LOG_INFO, "plan: no ranked configuration (%s); the fixed default",
@@ -229,7 +233,7 @@ static int ranked_config(const unrolled_build *u, spf_kernel_config *out)
                                                           : "nothing survives the constraints");
     error_clear();
     search_shortlist_free(&s);
-    return ok;
+    return SPF_OK;
 }
 
 /* A plan without search or tuning: the forced configuration; else the
@@ -246,7 +250,11 @@ static spf_status build_configured(const unrolled_build *u)
     if (o->config)
         return build_one(u, *o->config);
     spf_kernel_config fixed = default_config(u->p->n, f16x2_of(u->p)), ranked;
-    if (ranked_config(u, &ranked) && memcmp(&ranked, &fixed, sizeof fixed) != 0) {
+    int found = 0;
+    spf_status cancelled = ranked_config(u, &ranked, &found);
+    if (cancelled != SPF_OK)
+        return cancelled;
+    if (found && memcmp(&ranked, &fixed, sizeof fixed) != 0) {
         spf_status st = build_one(u, ranked);
         if (st != SPF_ERR_UNSUPPORTED && st != SPF_ERR_COMPILE)
             return st;
