@@ -24,6 +24,7 @@ if not os.environ.get("SPF_TEST_INSTALLED"):  # else the installed package (test
 sys.path.insert(0, HERE)
 
 import spforge  # noqa: E402
+import unittest_run  # noqa: E402
 from spforge import _convert  # noqa: E402
 
 if os.environ.get("SPF_TEST_INSTALLED"):
@@ -655,18 +656,7 @@ class TorchTests(TorchCases, unittest.TestCase):
 
 
 def main():
-    try:
-        spforge.version()
-    except OSError as e:
-        print("SKIP: %s" % e)
-        return 77
-    result = unittest.TextTestRunner(verbosity=2).run(
-        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]))
-    failed = len(result.failures) + len(result.errors)
-    print("%d passed, %d failed, %d skipped%s"
-          % (result.testsRun - failed - len(result.skipped), failed, len(result.skipped),
-             "".join("\n  skipped %s: %s" % (test.id(), why) for test, why in result.skipped)))
-    return 0 if result.wasSuccessful() else 1
+    return unittest_run.run(__name__)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ except ImportError:
                     "fake_torch by python_torch_fake)")
 
 import spforge  # noqa: E402
+import unittest_run  # noqa: E402
 
 if torch is not None and SKIP is None:
     import spforge.torch as st  # noqa: E402
@@ -369,23 +370,8 @@ class ImportTests(unittest.TestCase):
 
 
 def main():
-    try:
-        spforge.version()
-    except OSError as e:
-        print("SKIP: %s" % e)
-        return 77
-    if SKIP:
-        print("SKIP: %s" % SKIP)
-        return 77
-    print("spforge.torch on %s (torch %s)" % ("fake_torch" if FAKE else "the real torch",
-                                             torch.__version__))
-    result = unittest.TextTestRunner(verbosity=2).run(
-        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]))
-    failed = len(result.failures) + len(result.errors)
-    print("%d passed, %d failed, %d skipped%s"
-          % (result.testsRun - failed - len(result.skipped), failed, len(result.skipped),
-             "".join("\n  skipped %s: %s" % (test.id(), why) for test, why in result.skipped)))
-    return 0 if result.wasSuccessful() else 1
+    return unittest_run.run(__name__, SKIP, lambda: "spforge.torch on %s (torch %s)" % (
+        "fake_torch" if FAKE else "the real torch", torch.__version__))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ if not os.environ.get("SPF_TEST_INSTALLED"):
 os.environ.setdefault("SPFORGE_CACHE_DIR", "off")
 
 import spforge  # noqa: E402
+import unittest_run  # noqa: E402
 
 try:
     import torch
@@ -192,24 +193,10 @@ class GpuTests(unittest.TestCase):
 
 
 def main():
-    try:
-        spforge.version()
-    except OSError as e:
-        print("SKIP: %s" % e)
-        return 77
-    why = why_skip()
-    if why:
-        print("SKIP: %s" % why)
-        return 77
-    print("spforge.torch on %s, torch %s, library %s" % (torch.cuda.get_device_name(),
-                                                        torch.__version__, spforge._capi.path))
-    result = unittest.TextTestRunner(verbosity=2).run(
-        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]))
-    failed = len(result.failures) + len(result.errors)
-    print("%d passed, %d failed, %d skipped%s"
-          % (result.testsRun - failed - len(result.skipped), failed, len(result.skipped),
-             "".join("\n  skipped %s: %s" % (test.id(), why) for test, why in result.skipped)))
-    return 0 if result.wasSuccessful() else 1
+    def banner():
+        return "spforge.torch on %s, torch %s, library %s" % (
+            torch.cuda.get_device_name(), torch.__version__, spforge._capi.path)
+    return unittest_run.run(__name__, why_skip, banner)
 
 
 if __name__ == "__main__":
