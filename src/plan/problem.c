@@ -31,3 +31,11 @@ void problem_describe(const problem *p, char *buf, size_t cap)
              spf_layout_name(p->b_layout), spf_layout_name(p->c_layout), p->bias ? ", bias" : "",
              p->relu ? ", relu" : "");
 }
+
+spmm_operands problem_operands(const problem *p, const void *b, void *c, const float *bias)
+{
+    operand_strides bs = problem_b_strides(p), cs = problem_c_strides(p);
+    return (spmm_operands){.n = p->n, .b_layout = p->b_layout, .b = b, .b_row = bs.row,
+                           .b_col = bs.col, .c = c, .c_row = cs.row, .c_col = cs.col,
+                           .bias = p->bias ? bias : NULL, .relu = p->relu};
+}

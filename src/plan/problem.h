@@ -32,6 +32,23 @@ operand_strides problem_c_strides(const problem *p);
 
 /* "1024×4096 at n = 256, f16 (math default), B n_last, C n_first, bias,
  * relu": for messages and logs. */
+/* The operands of one launch of p, as the precompiled tensor-core kernels
+ * (tc, tcfrag) take them: B element (k, j) at b[k·b_row + j·b_col], C
+ * element (i, j) at c[i·c_row + j·c_col], the bias (NULL unless p has
+ * one) and ReLU. */
+typedef struct spmm_operands {
+    int64_t n;
+    spf_layout b_layout;
+    const void *b;
+    int64_t b_row, b_col;
+    void *c;
+    int64_t c_row, c_col;
+    const float *bias;
+    int relu;
+} spmm_operands;
+
+spmm_operands problem_operands(const problem *p, const void *b, void *c, const float *bias);
+
 void problem_describe(const problem *p, char *buf, size_t cap);
 
 #endif

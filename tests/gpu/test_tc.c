@@ -147,7 +147,7 @@ static void run_format(const char *label, const spf_matrix *a, int kind, spf_lay
                         tc_schedule sched;
                         CHECK_OK(tc_schedule_make(&f, &cfg, n, 1 << 20, 1, &sched));
                         for (int cl = SPF_LAYOUT_N_LAST; cl <= SPF_LAYOUT_N_FIRST; cl++) {
-                            tc_operands op = {.n = n, .b_layout = bl, .b = t.db, .c = t.dc,
+                            spmm_operands op = {.n = n, .b_layout = bl, .b = t.db, .c = t.dc,
                                               .bias = bias ? t.dbias : NULL, .relu = relu};
                             spmm_case_strides(&t, (spf_layout)cl, &op.b_row, &op.b_col, &op.c_row,
                                               &op.c_col);

@@ -106,7 +106,7 @@ static void run_format(const char *label, const spf_matrix *a, spf_dtype dtype, 
                         /* cut: as for a device of 2^20 SMs, so K is cut into every chunk */
                         CHECK_OK(frag_schedule_make(&dev, &cfg, n, cut ? 1 << 20 : 1, 1, &sched));
                         for (int cl = SPF_LAYOUT_N_LAST; cl <= SPF_LAYOUT_N_FIRST; cl++) {
-                            frag_operands op = {.n = n, .b_layout = bl, .b = t.db, .c = t.dc,
+                            spmm_operands op = {.n = n, .b_layout = bl, .b = t.db, .c = t.dc,
                                                 .bias = bias ? t.dbias : NULL, .relu = relu};
                             spmm_case_strides(&t, (spf_layout)cl, &op.b_row, &op.b_col, &op.c_row,
                                               &op.c_col);

@@ -25,6 +25,7 @@
 #define SPF_STRATEGY_TC_TC_KERNEL_H
 
 #include "spforge.h"
+#include "plan/problem.h"
 #include "strategy/tc/tc_format.h"
 
 #include <stddef.h>
@@ -151,23 +152,11 @@ spf_status tc_config_from_name(const char *name, tc_config *out);
 spf_status tc_config_occupancy(const tc_config *c, spf_dtype dtype, spf_layout b_layout,
                                int *blocks);
 
-/* C = A·B (+ bias[row]) (ReLU) with A on the device, B and C device
- * buffers in the given layouts (B: element (k, j) at b[k·b_row + j·b_col];
- * C: element (i, j) at c[i·c_row + j·c_col]). math TF32 for f32, DEFAULT
- * for f16 / bf16. No allocation, no synchronization. */
-typedef struct tc_operands {
-    int64_t n;
-    spf_layout b_layout;
-    const void *b;
-    int64_t b_row, b_col;
-    void *c;
-    int64_t c_row, c_col;
-    const float *bias;
-    int relu;
-} tc_operands;
-
+/* C = A·B (+ bias[row]) (ReLU) with A on the device and op's B and C in
+ * their layouts (plan/problem.h); math TF32 for f32, DEFAULT for f16 /
+ * bf16. No allocation, no synchronization. */
 spf_status tc_launch(const tc_device *d, const tc_schedule *s, const tc_config *c,
-                     const tc_operands *op, void *stream);
+                     const spmm_operands *op, void *stream);
 
 #ifdef __cplusplus
 }

@@ -94,18 +94,10 @@ typedef struct timed_config {
     const selfcheck *check;
 } timed_config;
 
-static tc_operands operands_of(const problem *p, const void *b, void *c, const float *bias)
-{
-    operand_strides bs = problem_b_strides(p), cs = problem_c_strides(p);
-    return (tc_operands){.n = p->n, .b_layout = p->b_layout, .b = b, .b_row = bs.row,
-                         .b_col = bs.col, .c = c, .c_row = cs.row, .c_col = cs.col,
-                         .bias = p->bias ? bias : NULL, .relu = p->relu};
-}
-
 static spf_status timed_launch(void *ctx, void *stream)
 {
     const timed_config *t = ctx;
-    tc_operands op = operands_of(&t->s->p, t->check->b, t->check->c, t->check->bias);
+    spmm_operands op = problem_operands(&t->s->p, t->check->b, t->check->c, t->check->bias);
     return tc_launch(&t->s->dev, t->sched, t->config, &op, stream);
 }
 
@@ -271,7 +263,7 @@ fail:
 
 typedef struct tc_call {
     const tc_state *s;
-    tc_operands op;
+    spmm_operands op;
 } tc_call;
 
 static spf_status run_state(const void *ctx, void *stream)
@@ -284,7 +276,7 @@ static spf_status tc_launch_state(const void *state, const void *b, void *c, con
                                   void *stream)
 {
     const tc_state *s = state;
-    tc_call call = {s, operands_of(&s->p, b, c, bias)};
+    tc_call call = {s, problem_operands(&s->p, b, c, bias)};
     if (!s->sched.workspace)
         return run_state(&call, stream);
     /* split windows share the plan's workspace: one launch at a time */

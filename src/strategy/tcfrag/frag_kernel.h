@@ -24,6 +24,7 @@
 #define SPF_STRATEGY_TCFRAG_FRAG_KERNEL_H
 
 #include "spforge.h"
+#include "plan/problem.h"
 #include "strategy/tcfrag/frag_format.h"
 
 #include <stddef.h>
@@ -100,22 +101,10 @@ spf_status frag_config_from_name(const char *name, frag_config *out);
 spf_status frag_config_occupancy(const frag_config *c, spf_dtype dtype, spf_layout b_layout,
                                  int *blocks);
 
-/* C = A·B (+ bias[row]) (ReLU): B element (k, j) at b[k·b_row + j·b_col],
- * C element (i, j) at c[i·c_row + j·c_col], fp16 or bf16 as the format.
- * No allocation, no synchronization. */
-typedef struct frag_operands {
-    int64_t n;
-    spf_layout b_layout;
-    const void *b;
-    int64_t b_row, b_col;
-    void *c;
-    int64_t c_row, c_col;
-    const float *bias;
-    int relu;
-} frag_operands;
-
+/* C = A·B (+ bias[row]) (ReLU) with op's B and C (plan/problem.h) in
+ * fp16 or bf16 as the format. No allocation, no synchronization. */
 spf_status frag_launch(const frag_device *d, const frag_schedule *s, const frag_config *c,
-                       const frag_operands *op, void *stream);
+                       const spmm_operands *op, void *stream);
 
 #ifdef __cplusplus
 }

@@ -115,20 +115,12 @@ typedef struct frag_state {
     launch_order order; /* made when K is cut (a workspace) */
 } frag_state;
 
-static frag_operands operands_of(const problem *p, const void *b, void *c, const float *bias)
-{
-    operand_strides bs = problem_b_strides(p), cs = problem_c_strides(p);
-    return (frag_operands){.n = p->n, .b_layout = p->b_layout, .b = b, .b_row = bs.row,
-                           .b_col = bs.col, .c = c, .c_row = cs.row, .c_col = cs.col,
-                           .bias = p->bias ? bias : NULL, .relu = p->relu};
-}
-
 typedef struct frag_call {
     const problem *p;
     const frag_device *dev;
     const frag_schedule *sched;
     const frag_config *config;
-    frag_operands op;
+    spmm_operands op;
 } frag_call;
 
 static spf_status run_call(const void *ctx, void *stream)
@@ -209,7 +201,7 @@ static spf_status time_config(const problem *p, const frag_device *dev, const fr
     status = frag_schedule_make(dev, c, p->n, device ? device->sm_count : 0, blocks, &sched);
     if (status != SPF_OK)
         return status;
-    frag_call call = {p, dev, &sched, c, operands_of(p, check->b, check->c, check->bias)};
+    frag_call call = {p, dev, &sched, c, problem_operands(p, check->b, check->c, check->bias)};
     timing_result r;
     status = timing_measure(timed_launch, &call, NULL, NULL, &r);
     *us = r.median_us;
@@ -289,7 +281,7 @@ static spf_status frag_launch_state(const void *state, const void *b, void *c, c
                                     void *stream)
 {
     const frag_state *s = state;
-    frag_call call = {&s->p, &s->dev, &s->sched, &s->config, operands_of(&s->p, b, c, bias)};
+    frag_call call = {&s->p, &s->dev, &s->sched, &s->config, problem_operands(&s->p, b, c, bias)};
     if (!s->sched.workspace)
         return run_call(&call, stream);
     /* K parts share the plan's workspace: one launch at a time */

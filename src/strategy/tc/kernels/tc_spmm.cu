@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "gpu/cuda_check.h"
+#include "gpu/epilogue.cuh"
 #include "gpu/mma_ptx.cuh"
 #include "gpu/smem_limit.cuh"
 #include "strategy/tc/tc_kernel.h"
@@ -237,17 +238,6 @@ __device__ __forceinline__ void multiply(const T *bs, const uint32_t (&v)[4][2],
             }
         }
     }
-}
-
-template <typename T>
-__device__ __forceinline__ void store(const args &a, int64_t row, int j, float v)
-{
-    int64_t out = a.row_map ? a.row_map[row] : row;
-    if (a.bias)
-        v += a.bias[out];
-    if (a.relu)
-        v = fmaxf(v, 0.0f);
-    static_cast<T *>(a.c)[out * a.c_row + j * a.c_col] = elem<T>::from_float(v);
 }
 
 /* A lane's place in the mma fragments: its bits in a quadrant (fp16 p0 =
@@ -494,7 +484,7 @@ extern "C" spf_status tc_config_occupancy(const tc_config *c, spf_dtype dtype, s
 }
 
 extern "C" spf_status tc_launch(const tc_device *d, const tc_schedule *s, const tc_config *c,
-                                const tc_operands *op, void *stream)
+                                const spmm_operands *op, void *stream)
 {
     int es = d->dtype == SPF_DTYPE_F32 ? 4 : 2;
     int nb = 8 * c->nt;

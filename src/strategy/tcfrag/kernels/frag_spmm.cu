@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "gpu/cuda_check.h"
+#include "gpu/epilogue.cuh"
 #include "gpu/mma_ptx.cuh"
 #include "gpu/smem_limit.cuh"
 #include "strategy/tcfrag/frag_kernel.h"
@@ -140,17 +141,6 @@ __device__ __forceinline__ int decode(const unsigned char *h, uint32_t vals, int
         a[r] = __byte_perm(x, y, sel);
     }
     return static_cast<int>((pre.y >> 24) + (pre.x & 0xffu));
-}
-
-template <typename T>
-__device__ __forceinline__ void store(const args &a, int64_t row, int j, float v)
-{
-    int64_t out = a.row_map ? a.row_map[row] : row;
-    if (a.bias)
-        v += a.bias[out];
-    if (a.relu)
-        v = fmaxf(v, 0.0f);
-    static_cast<T *>(a.c)[out * a.c_row + j * a.c_col] = elem<T>::from_float(v);
 }
 
 /* Two adjacent floats added into the workspace. */
@@ -384,7 +374,7 @@ extern "C" spf_status frag_config_occupancy(const frag_config *c, spf_dtype dtyp
 }
 
 extern "C" spf_status frag_launch(const frag_device *d, const frag_schedule *s,
-                                  const frag_config *c, const frag_operands *op, void *stream)
+                                  const frag_config *c, const spmm_operands *op, void *stream)
 {
     const void *k = kernel_for(c, d->dtype, op->b_layout);
     if (!k || c->group != d->group)
