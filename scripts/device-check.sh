@@ -121,7 +121,8 @@ exclude='^$'
 # compute-sanitizer over each GPU strategy's quick tests: test_generic
 # --quick (the GENERIC CSR kernel), test_tc --quick (the tensor-core kernels:
 # two shapes, N 3 and 49, every nt and split), test_tcfrag --quick (three
-# shapes, K whole and cut) and test_plan quick (AUTO's pick, a forced
+# shapes, K whole and cut), test_panel --quick (three shapes, one panel and
+# several) and test_plan quick (AUTO's pick, a forced
 # UNROLLED f16 kernel, GENERIC bf16) under memcheck (out-of-bounds and
 # misaligned accesses, device leaks), racecheck (shared-memory hazards) and
 # initcheck (reads of uninitialised global memory), a few seconds each; and
@@ -135,7 +136,9 @@ sanitize_gpu() {
   local log=$out/compute-sanitizer.log r tool test secs t0 rc errors hazards run
   echo "== compute-sanitizer ($(left)s left)" | tee -a "$out/summary.txt"
   : >"$log"
-  local runs=("memcheck:test_tcfrag --quick" "racecheck:test_tcfrag --quick"
+  local runs=("memcheck:test_panel --quick" "racecheck:test_panel --quick"
+    "initcheck:test_panel --quick"
+    "memcheck:test_tcfrag --quick" "racecheck:test_tcfrag --quick"
     "initcheck:test_tcfrag --quick"
     "memcheck:test_generic --quick" "memcheck:test_plan quick" "memcheck:test_tc --quick"
     "racecheck:test_generic --quick" "racecheck:test_plan quick" "racecheck:test_tc --quick"

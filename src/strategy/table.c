@@ -7,7 +7,7 @@
 #include <string.h>
 
 extern const strategy strategy_unrolled, strategy_generic, strategy_cpu;
-extern const strategy strategy_dense, strategy_tc, strategy_tcfrag;
+extern const strategy strategy_dense, strategy_tc, strategy_tcfrag, strategy_panel;
 
 /* The planner lists candidates in this order; AUTO considers the rows that
  * run on a device. */
@@ -16,6 +16,7 @@ const strategy *const strategy_table[] = {
     &strategy_generic,
     &strategy_tc,
     &strategy_tcfrag,
+    &strategy_panel,
     &strategy_dense,
     &strategy_cpu,
 };

@@ -60,7 +60,7 @@ typedef struct test_case {
  * no expectation (a strategy this table does not know yet: only its
  * results are checked). */
 static int expected_support(spf_strategy s, spf_dtype dtype, spf_math math, spf_layout bl,
-                            spf_layout cl, int64_t n)
+                            spf_layout cl, int64_t n, double density)
 {
     switch (s) {
     case SPF_STRATEGY_UNROLLED: /* f16x2 accumulates pairs of columns */
@@ -77,6 +77,8 @@ static int expected_support(spf_strategy s, spf_dtype dtype, spf_math math, spf_
     case SPF_STRATEGY_TCFRAG: /* f16 / bf16 with fp32 accumulation (every case here is a layer,
                                  not a graph: its tiles hold nonzeros) */
         return dtype != SPF_DTYPE_F32 && math == SPF_MATH_DEFAULT;
+    case SPF_STRATEGY_PANEL: /* f16 / bf16, fp32 accumulation, at most half dense */
+        return dtype != SPF_DTYPE_F32 && math == SPF_MATH_DEFAULT && density <= 0.5;
     default:
         return -1;
     }
@@ -206,11 +208,12 @@ static void inputs_free(inputs *in)
 /* Strategies that store A in the plan's dtype. */
 static int rounds_a(spf_strategy s)
 {
-    return s == SPF_STRATEGY_TC || s == SPF_STRATEGY_TCFRAG || s == SPF_STRATEGY_DENSE;
+    return s == SPF_STRATEGY_TC || s == SPF_STRATEGY_TCFRAG || s == SPF_STRATEGY_PANEL ||
+           s == SPF_STRATEGY_DENSE;
 }
 
 /* Run plan p on fresh inputs; the relative error against the reference.
- * round_a: the plan's strategy stores A in the dtype (tc, tcfrag, dense), so the
+ * round_a: the plan's strategy stores A in the dtype (tc, tcfrag, panel, dense), so the
  * reference multiplies A rounded to it, as it does B (one output of a long
  * row with cancellation otherwise measures bf16's rounding of A, not the
  * kernel). */
@@ -245,7 +248,9 @@ static void run_one(spf_strategy s, int on_device, const test_case *tc, int64_t 
     char what[96];
     describe(what, sizeof what, dm, bl, cl);
     tally *t = &tallies[s][dm][bl][cl];
-    int expect = expected_support(s, o.dtype, o.math, bl, cl, n);
+    double density = (double)spf_matrix_nnz(tc->a) /
+                     ((double)spf_matrix_rows(tc->a) * (double)spf_matrix_cols(tc->a));
+    int expect = expected_support(s, o.dtype, o.math, bl, cl, n, density);
 
     spf_plan *p = NULL;
     spf_status st = spf_plan_create(tc->a, n, &o, &p);

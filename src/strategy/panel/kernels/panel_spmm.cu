@@ -1,0 +1,299 @@
+/* The panel kernel (panel_kernel.h says how the work is cut, panel_format.h
+ * what the entries hold). Instantiated for fp16 and bf16 × nc ∈ {8, 16, 32}
+ * × B's layout.
+ *
+ * Per entry a lane does nc/8 shared loads of 16 bytes (the entry's row of
+ * the staged B), nc conversions to fp32 and nc FMAs: about 2.2·nc
+ * instructions, with the shared-memory gathers of random rows (bank
+ * conflicts of about 2×) as the other limit. That is why the strategy is
+ * for high sparsity and small N: a tensor-core tile costs the same
+ * whatever its sparsity (bench/results/tcfrag/README.md), this kernel
+ * costs per nonzero. */
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+
+#include "gpu/cuda_check.h"
+#include "gpu/epilogue.cuh"
+#include "gpu/mma_ptx.cuh"
+#include "gpu/smem_limit.cuh"
+#include "strategy/panel/panel_kernel.h"
+
+namespace {
+
+constexpr int kMaxThreads = 512;
+
+struct args {
+    const uint32_t *entry;
+    const int32_t *ptr;
+    int32_t m, k, n;
+    int32_t width, panels, rows; /* rows: of A per block */
+    const void *b;
+    int64_t b_row, b_col; /* element (kk, j) at b[kk·b_row + j·b_col] */
+    void *c;
+    int64_t c_row, c_col;
+    const float *bias;
+    int relu;
+    const int32_t *row_map; /* always NULL: the epilogue's argument */
+    int vector_b;           /* B's rows allow 16-byte loads          */
+};
+
+/* The two 16-bit elements of a word as floats (low half first). */
+template <typename T> __device__ __forceinline__ float2 pair_floats(uint32_t w);
+template <> __device__ __forceinline__ float2 pair_floats<__half>(uint32_t w)
+{
+    return __half22float2(*reinterpret_cast<const __half2 *>(&w));
+}
+template <> __device__ __forceinline__ float2 pair_floats<__nv_bfloat16>(uint32_t w)
+{
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+
+/* An entry's value (its high half) as a float. */
+template <typename T> __device__ __forceinline__ float entry_value(uint32_t e);
+template <> __device__ __forceinline__ float entry_value<__half>(uint32_t e)
+{
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(e >> 16)));
+}
+template <> __device__ __forceinline__ float entry_value<__nv_bfloat16>(uint32_t e)
+{
+    return __uint_as_float(e & 0xffff0000u);
+}
+
+/* Copy panel p's rows of B, columns n0 .. n0 + NC - 1, into bs ([kk][NC]);
+ * columns past N as zeros. Rows past K are not copied: no entry of the
+ * panel points there. K×N rows go by cp.async; N×K ones are read along K
+ * (coalesced) and written transposed. */
+template <typename T, int NC, bool BNK>
+__device__ __forceinline__ void stage(const args &a, int p, int n0, T *bs)
+{
+    const int k0 = p * a.width, rows = min(a.width, a.k - k0);
+    const T *b = static_cast<const T *>(a.b);
+    unsigned short *out = reinterpret_cast<unsigned short *>(bs);
+    const unsigned short *in = reinterpret_cast<const unsigned short *>(b);
+    if (!BNK && a.vector_b) {
+        constexpr int pieces = NC / 8;
+        for (int i = threadIdx.x; i < rows * pieces; i += blockDim.x) {
+            int r = i / pieces, j = n0 + i % pieces * 8;
+            int bytes = min(max(a.n - j, 0) * 2, 16);
+            copy16(bs + r * NC + i % pieces * 8, bytes ? b + (k0 + r) * a.b_row + j : b, bytes);
+        }
+    } else if (BNK && a.vector_b) {
+        const int pieces = (rows + 7) / 8;
+        for (int i = threadIdx.x; i < NC * pieces; i += blockDim.x) {
+            int jj = i / pieces, kk = i % pieces * 8, j = n0 + jj;
+            const unsigned short *src = in + j * a.b_col + k0 + kk;
+            if (j < a.n && kk + 8 <= rows) {
+                const uint4 v = __ldg(reinterpret_cast<const uint4 *>(src));
+                const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    out[(kk + u) * NC + jj] = static_cast<unsigned short>(w[u / 2] >> (16 * (u & 1)));
+            } else {
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    if (kk + u < rows)
+                        out[(kk + u) * NC + jj] = j < a.n ? src[u] : 0;
+            }
+        }
+    } else {
+        for (int i = threadIdx.x; i < rows * NC; i += blockDim.x) {
+            /* K×N: along a row of B; N×K: along K */
+            int r = BNK ? i % rows : i / NC, jj = BNK ? i / rows : i % NC, j = n0 + jj;
+            out[r * NC + jj] = j < a.n ? in[(k0 + r) * a.b_row + j * a.b_col] : 0;
+        }
+    }
+}
+
+/* The sums of v[0..NC) over the 32 lanes: each exchange step keeps half
+ * (H) of the values and swaps the other half with the lane M apart, so NC
+ * values become one in log2(NC) steps of NC/2, NC/4, ... shuffles; lanes
+ * that still hold partial sums of one column add them last. After it
+ * v[0] is the sum of column *col; every 32/NC-th lane holds a distinct
+ * column. (Templates, so that every index is a constant and v stays in
+ * registers.) */
+template <int NC, int H, int M> struct halving {
+    static __device__ __forceinline__ void run(float (&v)[NC], int lane, int *col)
+    {
+        const bool upper = lane & M;
+#pragma unroll
+        for (int i = 0; i < H; i++) {
+            float send = upper ? v[i] : v[i + H];
+            float keep = upper ? v[i + H] : v[i];
+            v[i] = keep + __shfl_xor_sync(0xffffffffu, send, M);
+        }
+        *col += upper ? H : 0;
+        halving<NC, H / 2, M / 2>::run(v, lane, col);
+    }
+};
+template <int NC, int M> struct halving<NC, 0, M> {
+    static __device__ __forceinline__ void run(float (&)[NC], int, int *) {}
+};
+
+template <int NC> __device__ __forceinline__ float reduce_columns(float (&v)[NC], int lane, int *col)
+{
+    *col = 0;
+    halving<NC, NC / 2, 16>::run(v, lane, col);
+#pragma unroll
+    for (int m = 16 / NC; m >= 1; m /= 2)
+        v[0] += __shfl_xor_sync(0xffffffffu, v[0], m);
+    return v[0];
+}
+
+template <typename T, int NC, bool BNK>
+__global__ void __launch_bounds__(kMaxThreads) panel_spmm_kernel(const args a)
+{
+    constexpr int U = NC == 32 ? 2 : 4; /* entries a lane has in flight */
+    extern __shared__ __align__(16) unsigned char smem[];
+    T *const buf0 = reinterpret_cast<T *>(smem);
+    T *const buf1 = buf0 + a.width * NC;
+    float *const sums = reinterpret_cast<float *>(buf1 + a.width * NC); /* [rows][NC] */
+    const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int row0 = blockIdx.x * a.rows, n0 = blockIdx.y * NC;
+    const int rows = min(a.rows, a.m - row0);
+    for (int i = threadIdx.x; i < rows * NC; i += blockDim.x)
+        sums[i] = 0.f;
+
+    if (a.panels > 0)
+        stage<T, NC, BNK>(a, 0, n0, buf0);
+    copy_commit();
+    for (int p = 0; p < a.panels; p++) {
+        if (p + 1 < a.panels) { /* its buffer was freed by the barrier ending p - 1 */
+            stage<T, NC, BNK>(a, p + 1, n0, (p & 1) ? buf0 : buf1);
+            copy_commit();
+            copy_wait<1>();
+        } else {
+            copy_wait<0>();
+        }
+        __syncthreads(); /* panel p landed for every thread */
+        const T *bs = (p & 1) ? buf1 : buf0;
+        const int32_t *ptr = a.ptr + static_cast<int64_t>(p) * a.m + row0;
+        for (int r = warp; r < rows; r += warps) {
+            const int32_t begin = ptr[r], end = ptr[r + 1];
+            if (begin == end)
+                continue;
+            float acc[NC];
+#pragma unroll
+            for (int j = 0; j < NC; j++)
+                acc[j] = 0.f;
+            for (int32_t e0 = begin + lane; e0 < end; e0 += 32 * U) {
+                uint32_t x[U];
+#pragma unroll
+                for (int u = 0; u < U; u++)
+                    x[u] = e0 + 32 * u < end ? __ldg(a.entry + e0 + 32 * u) : 0u;
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    if (e0 + 32 * u >= end)
+                        break;
+                    const float v = entry_value<T>(x[u]);
+                    const uint4 *brow = reinterpret_cast<const uint4 *>(bs + (x[u] & 0xffffu) * NC);
+#pragma unroll
+                    for (int q = 0; q < NC / 8; q++) {
+                        const uint4 w = brow[q];
+                        const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                        for (int h = 0; h < 4; h++) {
+                            float2 f = pair_floats<T>(words[h]);
+                            acc[8 * q + 2 * h] = fmaf(v, f.x, acc[8 * q + 2 * h]);
+                            acc[8 * q + 2 * h + 1] = fmaf(v, f.y, acc[8 * q + 2 * h + 1]);
+                        }
+                    }
+                }
+            }
+            int col = 0;
+            const float s = reduce_columns<NC>(acc, lane, &col);
+            if ((lane & (32 / NC - 1)) == 0)
+                sums[r * NC + col] += s; /* one warp owns row r */
+        }
+        __syncthreads(); /* panel p's buffer is free; the sums are complete at the end */
+    }
+
+    /* The epilogue, along C's contiguous dimension. */
+    const bool rows_fast = a.c_row == 1;
+    for (int i = threadIdx.x; i < rows * NC; i += blockDim.x) {
+        int r = rows_fast ? i % rows : i / NC, jj = rows_fast ? i / rows : i % NC;
+        if (n0 + jj < a.n)
+            store<T>(a, row0 + r, n0 + jj, sums[r * NC + jj]);
+    }
+}
+
+template <typename T, bool BNK> void *kernel_nc(int nc)
+{
+    switch (nc) {
+    case 8: return (void *)panel_spmm_kernel<T, 8, BNK>;
+    case 16: return (void *)panel_spmm_kernel<T, 16, BNK>;
+    case 32: return (void *)panel_spmm_kernel<T, 32, BNK>;
+    default: return nullptr;
+    }
+}
+
+void *kernel_for(const panel_config *c, spf_dtype dtype, spf_layout b_layout)
+{
+    bool bnk = b_layout == SPF_LAYOUT_N_FIRST;
+    if (dtype == SPF_DTYPE_F16)
+        return bnk ? kernel_nc<__half, true>(c->nc) : kernel_nc<__half, false>(c->nc);
+    if (dtype == SPF_DTYPE_BF16)
+        return bnk ? kernel_nc<__nv_bfloat16, true>(c->nc)
+                   : kernel_nc<__nv_bfloat16, false>(c->nc);
+    return nullptr;
+}
+
+} // namespace
+
+extern "C" spf_status panel_config_occupancy(const panel_config *c, spf_dtype dtype,
+                                             spf_layout b_layout, int *blocks)
+{
+    const void *k = kernel_for(c, dtype, b_layout);
+    if (!k)
+        return FAIL(SPF_ERR_UNSUPPORTED, "panel: no kernel for nc %d, %s", c->nc,
+                    spf_dtype_name(dtype));
+    size_t smem = panel_config_smem(c);
+    spf_status status = smem_allow(k, smem);
+    if (status != SPF_OK)
+        return status;
+    return CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, 32 * c->warps, smem));
+}
+
+extern "C" spf_status panel_launch(const panel_device *d, const panel_config *c,
+                                   const spmm_operands *op, void *stream)
+{
+    const void *k = kernel_for(c, d->dtype, op->b_layout);
+    if (!k || c->width != d->width)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "panel: config nc %d, width %d for a format of "
+                    "width %d", c->nc, c->width, d->width);
+    int64_t col_blocks = (op->n + c->nc - 1) / c->nc;
+    int64_t row_blocks = (d->rows + c->rows - 1) / c->rows;
+    if (row_blocks == 0 || col_blocks == 0)
+        return SPF_OK;
+    if (col_blocks > 65535 || row_blocks > INT32_MAX)
+        return FAIL(SPF_ERR_UNSUPPORTED, "panel: %lld × %lld blocks exceed the grid",
+                    (long long)row_blocks, (long long)col_blocks);
+    args a = {};
+    a.entry = d->entry;
+    a.ptr = d->ptr;
+    a.m = static_cast<int32_t>(d->rows);
+    a.k = static_cast<int32_t>(d->cols);
+    a.n = static_cast<int32_t>(op->n);
+    a.width = d->width;
+    a.panels = d->panels;
+    a.rows = c->rows;
+    a.b = op->b;
+    a.b_row = op->b_row;
+    a.b_col = op->b_col;
+    a.c = op->c;
+    a.c_row = op->c_row;
+    a.c_col = op->c_col;
+    a.bias = op->bias;
+    a.relu = op->relu;
+    int64_t pitch = op->b_layout == SPF_LAYOUT_N_FIRST ? op->b_col : op->b_row;
+    a.vector_b = reinterpret_cast<uintptr_t>(op->b) % 16 == 0 && (pitch * 2) % 16 == 0;
+    dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
+    size_t smem = panel_config_smem(c);
+    void *params[] = {&a};
+    spf_status status = smem_allow(k, smem);
+    if (status != SPF_OK)
+        return status;
+    return CUDA_CHECK(cudaLaunchKernel(k, grid, dim3(32 * c->warps), params, smem,
+                                       static_cast<cudaStream_t>(stream)));
+}
