@@ -60,7 +60,23 @@ template <> __device__ __forceinline__ float entry_value<__nv_bfloat16>(uint32_t
     return __uint_as_float(e & 0xffff0000u);
 }
 
-/* Copy panel p's rows of B, columns n0 .. n0 + NC - 1, into bs ([kk][NC]);
+/* Where element jj of staged row r sits: the row's 16-byte pieces are
+ * permuted by bits of r so that the first piece of 32 random rows falls on
+ * all eight 16-byte bank groups, not on the 8/(NC/8) that the plain layout
+ * gives (rows of 32 bytes start on even groups only): the gathers of
+ * random rows are what bounds the kernel (the note above). */
+template <int NC> __device__ __forceinline__ int piece_swizzle(int r)
+{
+    constexpr int pieces = NC / 8, rows_per_line = 8 / pieces; /* 128-byte lines */
+    return pieces == 1 ? 0 : (r / rows_per_line) & (pieces - 1);
+}
+template <int NC> __device__ __forceinline__ int slot(int r, int jj)
+{
+    return r * NC + (((jj >> 3) ^ piece_swizzle<NC>(r)) << 3) + (jj & 7);
+}
+
+/* Copy panel p's rows of B, columns n0 .. n0 + NC - 1, into bs ([kk][NC],
+ * pieces swizzled);
  * columns past N as zeros. Rows past K are not copied: no entry of the
  * panel points there. K×N rows go by cp.async; N×K ones are read along K
  * (coalesced) and written transposed. */
@@ -76,7 +92,7 @@ __device__ __forceinline__ void stage(const args &a, int p, int n0, T *bs)
         for (int i = threadIdx.x; i < rows * pieces; i += blockDim.x) {
             int r = i / pieces, j = n0 + i % pieces * 8;
             int bytes = min(max(a.n - j, 0) * 2, 16);
-            copy16(bs + r * NC + i % pieces * 8, bytes ? b + (k0 + r) * a.b_row + j : b, bytes);
+            copy16(bs + slot<NC>(r, i % pieces * 8), bytes ? b + (k0 + r) * a.b_row + j : b, bytes);
         }
     } else if (BNK && a.vector_b) {
         const int pieces = (rows + 7) / 8;
@@ -88,19 +104,19 @@ __device__ __forceinline__ void stage(const args &a, int p, int n0, T *bs)
                 const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
                 for (int u = 0; u < 8; u++)
-                    out[(kk + u) * NC + jj] = static_cast<unsigned short>(w[u / 2] >> (16 * (u & 1)));
+                    out[slot<NC>(kk + u, jj)] = static_cast<unsigned short>(w[u / 2] >> (16 * (u & 1)));
             } else {
 #pragma unroll
                 for (int u = 0; u < 8; u++)
                     if (kk + u < rows)
-                        out[(kk + u) * NC + jj] = j < a.n ? src[u] : 0;
+                        out[slot<NC>(kk + u, jj)] = j < a.n ? src[u] : 0;
             }
         }
     } else {
         for (int i = threadIdx.x; i < rows * NC; i += blockDim.x) {
             /* K×N: along a row of B; N×K: along K */
             int r = BNK ? i % rows : i / NC, jj = BNK ? i / rows : i % NC, j = n0 + jj;
-            out[r * NC + jj] = j < a.n ? in[(k0 + r) * a.b_row + j * a.b_col] : 0;
+            out[slot<NC>(r, jj)] = j < a.n ? in[(k0 + r) * a.b_row + j * a.b_col] : 0;
         }
     }
 }
@@ -168,42 +184,75 @@ __global__ void __launch_bounds__(kMaxThreads) panel_spmm_kernel(const args a)
         __syncthreads(); /* panel p landed for every thread */
         const T *bs = (p & 1) ? buf1 : buf0;
         const int32_t *ptr = a.ptr + static_cast<int64_t>(p) * a.m + row0;
-        for (int r = warp; r < rows; r += warps) {
-            const int32_t begin = ptr[r], end = ptr[r + 1];
-            if (begin == end)
-                continue;
-            float acc[NC];
+        /* The warp's rows r = warp, warp + warps, ... in batches of 32·U
+         * entries; the next batch's entries (and the next row's offsets, a
+         * row ahead) are loaded before the current batch is multiplied, so
+         * that a warp has a batch of DRAM loads in flight while it computes
+         * (with one row at a time the loads' latency was exposed). */
+        int r = warp;
+        int32_t b0 = 0, b1 = 0, nb0 = 0, nb1 = 0;
+        if (r < rows)
+            b0 = ptr[r], b1 = ptr[r + 1];
+        if (r + warps < rows)
+            nb0 = ptr[r + warps], nb1 = ptr[r + warps + 1];
+        int32_t e = b0;
+        uint32_t x[U];
 #pragma unroll
-            for (int j = 0; j < NC; j++)
-                acc[j] = 0.f;
-            for (int32_t e0 = begin + lane; e0 < end; e0 += 32 * U) {
-                uint32_t x[U];
+        for (int u = 0; u < U; u++)
+            x[u] = e + lane + 32 * u < b1 ? __ldg(a.entry + e + lane + 32 * u) : 0u;
+        float acc[NC];
 #pragma unroll
-                for (int u = 0; u < U; u++)
-                    x[u] = e0 + 32 * u < end ? __ldg(a.entry + e0 + 32 * u) : 0u;
+        for (int j = 0; j < NC; j++)
+            acc[j] = 0.f;
+        while (r < rows) {
+            const bool same = e + 32 * U < b1; /* the next batch is of this row */
+            const int rn = same ? r : r + warps;
+            const int32_t en = same ? e + 32 * U : nb0, endn = same ? b1 : nb1;
+            uint32_t xn[U];
 #pragma unroll
-                for (int u = 0; u < U; u++) {
-                    if (e0 + 32 * u >= end)
-                        break;
-                    const float v = entry_value<T>(x[u]);
-                    const uint4 *brow = reinterpret_cast<const uint4 *>(bs + (x[u] & 0xffffu) * NC);
+            for (int u = 0; u < U; u++)
+                xn[u] = rn < rows && en + lane + 32 * u < endn
+                            ? __ldg(a.entry + en + lane + 32 * u)
+                            : 0u;
+            int32_t nnb0 = 0, nnb1 = 0;
+            if (!same && rn + warps < rows)
+                nnb0 = ptr[rn + warps], nnb1 = ptr[rn + warps + 1];
 #pragma unroll
-                    for (int q = 0; q < NC / 8; q++) {
-                        const uint4 w = brow[q];
-                        const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+            for (int u = 0; u < U; u++) {
+                if (e + lane + 32 * u >= b1)
+                    break;
+                const float v = entry_value<T>(x[u]);
+                const int col = static_cast<int>(x[u] & 0xffffu);
+                const uint4 *brow = reinterpret_cast<const uint4 *>(bs + col * NC);
+                const int sw = piece_swizzle<NC>(col);
 #pragma unroll
-                        for (int h = 0; h < 4; h++) {
-                            float2 f = pair_floats<T>(words[h]);
-                            acc[8 * q + 2 * h] = fmaf(v, f.x, acc[8 * q + 2 * h]);
-                            acc[8 * q + 2 * h + 1] = fmaf(v, f.y, acc[8 * q + 2 * h + 1]);
-                        }
+                for (int q = 0; q < NC / 8; q++) {
+                    const uint4 w = brow[q ^ sw];
+                    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+                    for (int h = 0; h < 4; h++) {
+                        float2 f = pair_floats<T>(words[h]);
+                        acc[8 * q + 2 * h] = fmaf(v, f.x, acc[8 * q + 2 * h]);
+                        acc[8 * q + 2 * h + 1] = fmaf(v, f.y, acc[8 * q + 2 * h + 1]);
                     }
                 }
             }
-            int col = 0;
-            const float s = reduce_columns<NC>(acc, lane, &col);
-            if ((lane & (32 / NC - 1)) == 0)
-                sums[r * NC + col] += s; /* one warp owns row r */
+            if (!same) { /* row r is done */
+                if (b0 < b1) {
+                    int col = 0;
+                    const float sum = reduce_columns<NC>(acc, lane, &col);
+                    if ((lane & (32 / NC - 1)) == 0)
+                        sums[r * NC + col] += sum; /* one warp owns row r */
+#pragma unroll
+                    for (int j = 0; j < NC; j++)
+                        acc[j] = 0.f;
+                }
+                b0 = nb0, b1 = nb1, nb0 = nnb0, nb1 = nnb1;
+            }
+            r = rn, e = en;
+#pragma unroll
+            for (int u = 0; u < U; u++)
+                x[u] = xn[u];
         }
         __syncthreads(); /* panel p's buffer is free; the sums are complete at the end */
     }
