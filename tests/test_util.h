@@ -82,6 +82,18 @@ static inline spf_matrix *data_case_matrix(const char *rel, int64_t *rows, int64
     return a;
 }
 
+/* 3 × 1000 with one nonzero, 0.75 at row 1, column 998 (the last tile of
+ * a row of tiles, the last panel): the kernel tests' single-nonzero case. */
+static inline spf_matrix *one_nonzero_csr(void)
+{
+    int64_t rp[4] = {0, 0, 1, 1};
+    int32_t ci[1] = {998};
+    float v[1] = {0.75f};
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_create_csr(3, 1000, 1, rp, ci, v, 0, &a));
+    return a;
+}
+
 /* A random m×k CSR matrix whose row i keeps each column with probability
  * row_density[i] (0: an empty row, which draws nothing from the stream).
  * Values are uniform in ±[0.05, 1], never zero. One CHECK. */

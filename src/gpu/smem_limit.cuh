@@ -1,4 +1,5 @@
-/* The dynamic shared-memory limit of a precompiled kernel (tc, tcfrag). */
+/* The dynamic shared-memory limit of a precompiled kernel (tc, tcfrag,
+ * panel), and the occupancy query and launch that set it first. */
 #ifndef SPF_GPU_SMEM_LIMIT_CUH
 #define SPF_GPU_SMEM_LIMIT_CUH
 
@@ -19,6 +20,29 @@ static inline spf_status smem_allow(const void *k, size_t smem)
 {
     return CUDA_CHECK(
         cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+}
+
+/* Blocks of `threads` threads of kernel k an SM holds with smem bytes of
+ * dynamic shared memory (the limit set first). */
+static inline spf_status smem_occupancy(const void *k, int threads, size_t smem, int *blocks)
+{
+    spf_status status = smem_allow(k, smem);
+    if (status != SPF_OK)
+        return status;
+    return CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, threads, smem));
+}
+
+/* Launch kernel k, whose one parameter is the struct at args, with smem
+ * bytes of dynamic shared memory (the limit set first). */
+static inline spf_status smem_launch(const void *k, dim3 grid, int threads, size_t smem,
+                                     void *args, void *stream)
+{
+    spf_status status = smem_allow(k, smem);
+    if (status != SPF_OK)
+        return status;
+    void *params[] = {args};
+    return CUDA_CHECK(cudaLaunchKernel(k, grid, dim3(threads), params, smem,
+                                       static_cast<cudaStream_t>(stream)));
 }
 
 #endif

@@ -104,16 +104,6 @@ static void run_matrix(const char *label, const spf_matrix *a, int quick)
         }
 }
 
-static spf_matrix *one_nonzero(void)
-{
-    int64_t rp[4] = {0, 0, 1, 1};
-    int32_t ci[1] = {998};
-    float v[1] = {0.75f};
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_create_csr(3, 1000, 1, rp, ci, v, 0, &a));
-    return a;
-}
-
 static void test_kernels(int quick)
 {
     double d1[37], d2[130], d4[200], dk[1000];
@@ -128,7 +118,7 @@ static void test_kernels(int quick)
     spf_matrix *odd = random_csr(37, 53, d1, 11);
     spf_matrix *holes = random_csr(130, 257, d2, 12);
     spf_matrix *layer = random_csr(200, 1000, d4, 16);
-    spf_matrix *single = one_nonzero();
+    spf_matrix *single = one_nonzero_csr();
     spf_matrix *narrow = random_csr(1000, 3, dk, 14);
     run_matrix("37x53 odd", odd, quick);
     run_matrix("130x257 empty rows, a full row", holes, quick);

@@ -189,16 +189,6 @@ static void run_matrix(const char *label, const spf_matrix *a, int quick)
     }
 }
 
-static spf_matrix *one_nonzero(void)
-{
-    int64_t rp[4] = {0, 0, 1, 1};
-    int32_t ci[1] = {998};
-    float v[1] = {0.75f};
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_create_csr(3, 1000, 1, rp, ci, v, 0, &a));
-    return a;
-}
-
 static void test_kernels(int quick)
 {
     double d1[37], d2[130], d3[48];
@@ -211,7 +201,7 @@ static void test_kernels(int quick)
     spf_matrix *odd = random_csr(37, 53, d1, 11);
     spf_matrix *holes = random_csr(130, 257, d2, 12);
     spf_matrix *full = random_csr(48, 64, d3, 13);
-    spf_matrix *single = one_nonzero();
+    spf_matrix *single = one_nonzero_csr();
     double dk[1000];
     for (int i = 0; i < 1000; i++)
         dk[i] = 0.6;

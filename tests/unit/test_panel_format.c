@@ -77,16 +77,6 @@ static void check_format(const char *label, const spf_matrix *a, spf_dtype dtype
     panel_format_free(&g);
 }
 
-static spf_matrix *one_nonzero(void)
-{
-    int64_t rp[4] = {0, 0, 1, 1};
-    int32_t ci[1] = {998};
-    float v[1] = {0.75f};
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_create_csr(3, 1000, 1, rp, ci, v, 0, &a));
-    return a;
-}
-
 static void test_round_trips(void)
 {
     double d1[37], d2[130], d3[1000], d4[40];
@@ -99,7 +89,7 @@ static void test_round_trips(void)
     for (int i = 0; i < 40; i++)
         d4[i] = 0.1;
     spf_matrix *m[] = {random_csr(37, 53, d1, 1), random_csr(130, 257, d2, 2),
-                       random_csr(1000, 3, d3, 3), random_csr(40, 70000, d4, 4), one_nonzero(),
+                       random_csr(1000, 3, d3, 3), random_csr(40, 70000, d4, 4), one_nonzero_csr(),
                        random_csr(0, 17, d1, 5), random_csr(5, 0, d1, 6)};
     const char *names[] = {"37x53", "130x257 empty rows", "1000x3", "40x70000", "3x1000 one",
                            "0x17", "5x0"};

@@ -300,11 +300,7 @@ extern "C" spf_status panel_config_occupancy(const panel_config *c, spf_dtype dt
         return FAIL(SPF_ERR_UNSUPPORTED, "panel: no kernel for nc %d, %s", c->nc,
                     spf_dtype_name(dtype));
     size_t smem = panel_config_smem(c);
-    spf_status status = smem_allow(k, smem);
-    if (status != SPF_OK)
-        return status;
-    return CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, 32 * c->warps, smem));
+    return smem_occupancy(k, 32 * c->warps, smem, blocks);
 }
 
 extern "C" spf_status panel_launch(const panel_device *d, const panel_config *c,
@@ -330,22 +326,8 @@ extern "C" spf_status panel_launch(const panel_device *d, const panel_config *c,
     a.width = d->width;
     a.panels = d->panels;
     a.rows = c->rows;
-    a.b = op->b;
-    a.b_row = op->b_row;
-    a.b_col = op->b_col;
-    a.c = op->c;
-    a.c_row = op->c_row;
-    a.c_col = op->c_col;
-    a.bias = op->bias;
-    a.relu = op->relu;
-    int64_t pitch = op->b_layout == SPF_LAYOUT_N_FIRST ? op->b_col : op->b_row;
-    a.vector_b = reinterpret_cast<uintptr_t>(op->b) % 16 == 0 && (pitch * 2) % 16 == 0;
+    take_operands(a, op, 2);
     dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
     size_t smem = panel_config_smem(c);
-    void *params[] = {&a};
-    spf_status status = smem_allow(k, smem);
-    if (status != SPF_OK)
-        return status;
-    return CUDA_CHECK(cudaLaunchKernel(k, grid, dim3(32 * c->warps), params, smem,
-                                       static_cast<cudaStream_t>(stream)));
+    return smem_launch(k, grid, 32 * c->warps, smem, &a, stream);
 }

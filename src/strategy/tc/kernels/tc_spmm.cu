@@ -477,10 +477,7 @@ extern "C" spf_status tc_config_occupancy(const tc_config *c, spf_dtype dtype, s
 {
     const void *k = kernel_for(c, dtype, b_layout);
     size_t smem = tc_config_smem(c, dtype, b_layout);
-    spf_status status = smem_allow(k, smem);
-    if (status != SPF_OK)
-        return status;
-    return CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, 32 * c->warps, smem));
+    return smem_occupancy(k, 32 * c->warps, smem, blocks);
 }
 
 extern "C" spf_status tc_launch(const tc_device *d, const tc_schedule *s, const tc_config *c,
@@ -502,14 +499,7 @@ extern "C" spf_status tc_launch(const tc_device *d, const tc_schedule *s, const 
     a.m = static_cast<int32_t>(d->rows);
     a.k = static_cast<int32_t>(d->cols);
     a.n = static_cast<int32_t>(op->n);
-    a.b = op->b;
-    a.b_row = op->b_row;
-    a.b_col = op->b_col;
-    a.c = op->c;
-    a.c_row = op->c_row;
-    a.c_col = op->c_col;
-    a.bias = op->bias;
-    a.relu = op->relu;
+    take_operands(a, op, es);
     a.workspace = s->workspace;
     a.counters = s->counters;
     a.col_blocks = static_cast<int32_t>(col_blocks);
@@ -518,20 +508,12 @@ extern "C" spf_status tc_launch(const tc_device *d, const tc_schedule *s, const 
     a.kblocks = static_cast<int32_t>((d->cols + 15) / 16);
     a.ksplit = s->ksplit > 0 ? s->ksplit : 1;
     a.stages = c->stages;
-    /* 16-byte pieces of B: the base aligned and every row start too */
-    int64_t pitch = op->b_layout == SPF_LAYOUT_N_FIRST ? op->b_col : op->b_row;
-    a.vector_b = reinterpret_cast<uintptr_t>(op->b) % 16 == 0 && (pitch * es) % 16 == 0;
     int64_t blocks = c->group ? (d->windows + c->warps - 1) / c->warps * a.ksplit
                               : (s->units + c->warps - 1) / c->warps;
     if (blocks == 0)
         return SPF_OK;
     dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(col_blocks));
     size_t smem = tc_config_smem(c, d->dtype, op->b_layout);
-    void *params[] = {&a};
-    spf_status status = smem_allow(kernel_for(c, d->dtype, op->b_layout), smem);
-    if (status != SPF_OK)
-        return status;
-    return CUDA_CHECK(cudaLaunchKernel(kernel_for(c, d->dtype, op->b_layout), grid,
-                                       dim3(32 * c->warps), params, smem,
-                                       static_cast<cudaStream_t>(stream)));
+    return smem_launch(kernel_for(c, d->dtype, op->b_layout), grid, 32 * c->warps, smem, &a,
+                       stream);
 }

@@ -367,10 +367,7 @@ extern "C" spf_status frag_config_occupancy(const frag_config *c, spf_dtype dtyp
         return FAIL(SPF_ERR_UNSUPPORTED, "tcfrag: no kernel for group %d, nt %d, %s", c->group,
                     c->nt, spf_dtype_name(dtype));
     size_t smem = frag_config_smem(c, b_layout);
-    spf_status status = smem_allow(k, smem);
-    if (status != SPF_OK)
-        return status;
-    return CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(blocks, k, 32 * c->warps, smem));
+    return smem_occupancy(k, 32 * c->warps, smem, blocks);
 }
 
 extern "C" spf_status frag_launch(const frag_device *d, const frag_schedule *s,
@@ -394,31 +391,17 @@ extern "C" spf_status frag_launch(const frag_device *d, const frag_schedule *s,
     a.k = static_cast<int32_t>(d->cols);
     a.n = static_cast<int32_t>(op->n);
     a.capacity = static_cast<int32_t>(frag_capacity(c->group));
-    a.b = op->b;
-    a.b_row = op->b_row;
-    a.b_col = op->b_col;
-    a.c = op->c;
-    a.c_row = op->c_row;
-    a.c_col = op->c_col;
-    a.bias = op->bias;
-    a.relu = op->relu;
+    take_operands(a, op, 2);
     a.row_map = d->row_map;
     a.workspace = s->workspace;
     a.counters = s->counters;
     a.ws_pitch = col_blocks * nb;
     a.stages = c->stages;
-    int64_t pitch = op->b_layout == SPF_LAYOUT_N_FIRST ? op->b_col : op->b_row;
-    a.vector_b = reinterpret_cast<uintptr_t>(op->b) % 16 == 0 && (pitch * 2) % 16 == 0;
     if (row_blocks == 0 || col_blocks == 0)
         return SPF_OK; /* K = 0 still launches: the epilogue writes bias or zeros */
     if (a.ksplit > 1 && !s->workspace)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "tcfrag: %d K parts without a workspace", a.ksplit);
     dim3 grid(static_cast<unsigned>(row_blocks * a.ksplit), static_cast<unsigned>(col_blocks));
     size_t smem = frag_config_smem(c, op->b_layout);
-    void *params[] = {&a};
-    spf_status status = smem_allow(k, smem);
-    if (status != SPF_OK)
-        return status;
-    return CUDA_CHECK(cudaLaunchKernel(k, grid, dim3(32 * c->warps), params, smem,
-                                       static_cast<cudaStream_t>(stream)));
+    return smem_launch(k, grid, 32 * c->warps, smem, &a, stream);
 }
