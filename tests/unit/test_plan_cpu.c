@@ -210,7 +210,7 @@ static void test_bad_options(void)
     } while (0)
     CASE("n = 0", 0, (void)o, SPF_ERR_INVALID_ARGUMENT);
     CASE("n > int32", (int64_t)1 << 31, (void)o, SPF_ERR_INVALID_ARGUMENT);
-    CASE("strategy", 4, o->strategy = (spf_strategy)7, SPF_ERR_INVALID_ARGUMENT);
+    CASE("strategy", 4, o->strategy = (spf_strategy)99, SPF_ERR_INVALID_ARGUMENT);
     CASE("dtype", 4, o->dtype = (spf_dtype)9, SPF_ERR_INVALID_ARGUMENT);
     CASE("flag", 4, o->relu = 2, SPF_ERR_INVALID_ARGUMENT);
     CASE("verify flag", 4, o->verify = -1, SPF_ERR_INVALID_ARGUMENT);
