@@ -24,6 +24,12 @@ operand_strides problem_c_strides(const problem *p)
                                             : (operand_strides){1, p->m};
 }
 
+double problem_density(const problem *p)
+{
+    double cells = (double)p->m * (double)p->k;
+    return cells > 0 ? (double)spf_matrix_nnz(p->a) / cells : 0.0;
+}
+
 void problem_describe(const problem *p, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%lld×%lld at n = %lld, %s (math %s), B %s, C %s%s%s", (long long)p->m,

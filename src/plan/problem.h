@@ -30,6 +30,10 @@ typedef struct operand_strides {
 operand_strides problem_b_strides(const problem *p);
 operand_strides problem_c_strides(const problem *p);
 
+/* A's nonzeros over its M·K cells (0 for an empty shape): the strategies
+ * that refuse too dense or too sparse a matrix ask it. */
+double problem_density(const problem *p);
+
 /* "1024×4096 at n = 256, f16 (math default), B n_last, C n_first, bias,
  * relu": for messages and logs. */
 /* The operands of one launch of p, as the precompiled tensor-core kernels

@@ -38,12 +38,6 @@
 #define ISSUE_PER_US 3.5e3
 #define SMEM_BYTES_PER_US (64.0 * 1755.0)
 
-static double density_of(const problem *p)
-{
-    double cells = (double)p->m * (double)p->k;
-    return cells > 0 ? (double)spf_matrix_nnz(p->a) / cells : 0.0;
-}
-
 static int panel_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                           char *reason, size_t cap)
 {
@@ -78,9 +72,9 @@ static int panel_supports(const problem *p, const spf_device_info *dev, const sp
         snprintf(reason, cap, "M, K or the nonzeros reach 2^31 (the kernel's int32 offsets)");
         return 0;
     }
-    if (density_of(p) > PANEL_MAX_DENSITY) {
+    if (problem_density(p) > PANEL_MAX_DENSITY) {
         snprintf(reason, cap, "%.0f%% dense: at four bytes a nonzero the format is larger than "
-                 "dense", 100.0 * density_of(p));
+                 "dense", 100.0 * problem_density(p));
         return 0;
     }
     return 1;

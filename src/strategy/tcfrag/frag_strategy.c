@@ -43,12 +43,6 @@
 
 static int nt_for(int64_t n) { return n <= 16 ? 2 : n <= 32 ? 4 : 8; }
 
-static double density_of(const problem *p)
-{
-    double cells = (double)p->m * (double)p->k;
-    return cells > 0 ? (double)spf_matrix_nnz(p->a) / cells : 0.0;
-}
-
 static int frag_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                          char *reason, size_t cap)
 {
@@ -83,7 +77,7 @@ static int frag_supports(const problem *p, const spf_device_info *dev, const spf
         snprintf(reason, cap, "M or K reach 2^31 (the kernel's int32 rows and columns)");
         return 0;
     }
-    double share = 1.0 - pow(1.0 - density_of(p), FRAG_TILE * FRAG_TILE);
+    double share = 1.0 - pow(1.0 - problem_density(p), FRAG_TILE * FRAG_TILE);
     if (share < MIN_TILE_SHARE) {
         snprintf(reason, cap, "about %.0f%% of the 16×16 tiles hold nonzeros: the stream would be "
                  "mostly headers (the tc strategy condenses such matrices)", 100.0 * share);
