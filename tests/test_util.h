@@ -82,6 +82,20 @@ static inline spf_matrix *data_case_matrix(const char *rel, int64_t *rows, int64
     return a;
 }
 
+/* 1 when the folder at path exists and holds nothing but . and .. (the
+ * compilers' temporary folders left clean). */
+static inline int dir_is_empty(const char *path)
+{
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return entries == 0;
+}
+
 /* 3 × 1000 with one nonzero, 0.75 at row 1, column 998 (the last tile of
  * a row of tiles, the last panel): the kernel tests' single-nonzero case. */
 static inline spf_matrix *one_nonzero_csr(void)

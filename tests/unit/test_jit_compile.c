@@ -12,7 +12,6 @@
 #include "core/rng.h"
 #include "gpu/jit.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -53,18 +52,6 @@ static double now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int dir_is_empty(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    int entries = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return entries == 0;
 }
 
 static void test_parse_verbose(void)

@@ -17,7 +17,6 @@
 #include "gpu/ptx_compiler.h"
 #include "strategy/unrolled/unrolled.h"
 
-#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -129,18 +128,6 @@ static int same_code(const ptxas_result *x, const ptxas_result *y, const char **
 }
 
 /* ------------------------------------------------------------- helpers */
-
-static int dir_is_empty(const char *path)
-{
-    DIR *d = opendir(path);
-    if (!d)
-        return 0;
-    int entries = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        entries += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return entries == 0;
-}
 
 /* major.minor of the ptxas found ("V13.0.88"), 0 when unknown. */
 static int ptxas_version(const char *ptxas, int *major, int *minor)
