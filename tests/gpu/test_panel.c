@@ -1,7 +1,9 @@
-/* The panel kernel (src/strategy/panel/panel_kernel.h) config by config
- * against the CPU reference accumulated in double: nc ∈ {8, 16, 32} ×
- * warps × panel widths (one panel and several, a last panel cut short) ×
- * rows per block (one row, a few, more than the warps) × fp16 / bf16 × B
+/* The panel kernels (src/strategy/panel/panel_kernel.h) config by config
+ * against the CPU reference accumulated in double: both engines (CUDA
+ * cores: nc ∈ {8, 16, 32}; tensor cores: nc ∈ {16, 32, 64}) × warps ×
+ * panel widths (one panel and several, a last panel cut short) × rows per
+ * block (one row, a few, octets shared by 5 warps, more octets than
+ * warps) × fp16 / bf16 × B
  * K×N and N×K × C in both layouts, on odd shapes (M, K, N multiples of no
  * tile; N ∈ {1, 3, 17, 49, 127}: column blocks with a ragged edge), empty
  * rows and empty runs of a panel, a full row longer than the lanes, one
@@ -25,7 +27,7 @@
 static const int ns[] = {1, 3, 8, 17, 49, 127};
 static const spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
 static const int32_t widths[] = {8, 40, 1024};
-static const int rows_per_block[] = {1, 5, 48};
+static const int rows_per_block[] = {1, 5, 20, 48};
 
 static uint64_t next_seed = 0x7e000000;
 static int launches;
@@ -51,13 +53,14 @@ static void run_format(const char *label, const spf_matrix *a, spf_dtype dtype, 
         spmm_case t;
         spmm_case_make(&t, a, dtype, bl, n, bias, relu, NULL, next_seed);
         next_seed += 2;
-        for (int nc = panel_nc_for(n); nc <= 32; nc *= 2)
+        for (int mma = 0; mma <= 1; mma++)
+        for (int nc = panel_nc_for(mma, n); nc <= (mma ? 64 : 32); nc *= 2)
             for (int warps = 4; warps <= 16; warps *= 4)
                 for (size_t ri = 0; ri < sizeof rows_per_block / sizeof *rows_per_block; ri++) {
-                    panel_config cfg = {nc, warps, width, rows_per_block[ri]};
+                    panel_config cfg = {nc, warps, width, rows_per_block[ri], mma};
                     if (panel_config_refusal(&cfg, width))
                         continue;
-                    if (quick && (warps != 4 || ri == 0))
+                    if (quick && (warps != 4 || ri == 0 || (ri == 2 && !mma)))
                         continue;
                     int blocks = 0;
                     CHECK_OK(panel_config_occupancy(&cfg, dtype, bl, &blocks));

@@ -7,12 +7,21 @@
 #include <stdio.h>
 #include <string.h>
 
-int panel_nc_for(int64_t n) { return n <= 8 ? 8 : n <= 16 ? 16 : 32; }
+int panel_nc_for(int mma, int64_t n)
+{
+    if (mma)
+        return n <= 16 ? 16 : n <= 32 ? 32 : 64;
+    return n <= 8 ? 8 : n <= 16 ? 16 : 32;
+}
 
 const char *panel_config_refusal(const panel_config *c, int32_t width)
 {
-    if (c->nc != 8 && c->nc != 16 && c->nc != 32)
-        return "nc must be 8, 16 or 32";
+    if (c->mma != 0 && c->mma != 1)
+        return "mma must be 0 or 1";
+    if (!c->mma && c->nc != 8 && c->nc != 16 && c->nc != 32)
+        return "nc must be 8, 16 or 32 on CUDA cores";
+    if (c->mma && c->nc != 16 && c->nc != 32 && c->nc != 64)
+        return "nc must be 16, 32 or 64 on tensor cores";
     if (c->warps != 4 && c->warps != 8 && c->warps != 16)
         return "warps must be 4, 8 or 16";
     if (c->width < 8 || c->width > PANEL_MAX_WIDTH || c->width % 8 != 0)
@@ -44,7 +53,8 @@ int panel_rows_for(int64_t m, int64_t n, int nc, int sms, int blocks_per_sm)
 
 void panel_config_name(const panel_config *c, char *buf, size_t size)
 {
-    snprintf(buf, size, "nc%d_w%d_p%d_r%d", c->nc, c->warps, c->width, c->rows);
+    snprintf(buf, size, "%snc%d_w%d_p%d_r%d", c->mma ? "mma_" : "", c->nc, c->warps, c->width,
+             c->rows);
 }
 
 spf_status panel_config_from_name(const char *name, panel_config *out)
@@ -52,9 +62,13 @@ spf_status panel_config_from_name(const char *name, panel_config *out)
     CHECK_ARG(name != NULL && out != NULL);
     panel_config c = {0};
     int used = 0;
-    if (sscanf(name, "nc%d_w%d_p%d_r%d%n", &c.nc, &c.warps, &c.width, &c.rows, &used) != 4 ||
-        name[used] != '\0')
-        return FAIL(SPF_ERR_PARSE, "panel config \"%s\": expected nc<C>_w<W>_p<P>_r<R>", name);
+    const char *rest = name;
+    if (strncmp(rest, "mma_", 4) == 0)
+        c.mma = 1, rest += 4;
+    if (sscanf(rest, "nc%d_w%d_p%d_r%d%n", &c.nc, &c.warps, &c.width, &c.rows, &used) != 4 ||
+        rest[used] != '\0')
+        return FAIL(SPF_ERR_PARSE, "panel config \"%s\": expected [mma_]nc<C>_w<W>_p<P>_r<R>",
+                    name);
     const char *why = panel_config_refusal(&c, c.width);
     if (why)
         return FAIL(SPF_ERR_PARSE, "panel config \"%s\": %s", name, why);

@@ -5,9 +5,18 @@
  *
  * K is cut into panels of `width` columns (the rows of B a block stages in
  * shared memory at a time); within a panel each row's nonzeros are one run
- * of 32-bit entries, in column order:
+ * of 32-bit entries, in bank order:
  *     bits  0-15  the column within the panel (width ≤ 65536);
  *     bits 16-31  the value in the dtype (fp16 or bf16 bits).
+ * Bank order: the run is cut into groups of eight from its start, and each
+ * group takes one entry from each of the residues of the column mod 8 that
+ * have the most entries left (a residue twice in a group only when fewer
+ * than eight residues are left), ascending columns within a residue. The
+ * kernels gather a group's rows of the staged B at once (eight lanes of
+ * a 16-byte load, or an 8×8 ldmatrix), and a staged row's place in the
+ * banks follows its column mod 8 (panel_spmm.cu's swizzle): in bank order
+ * the eight land on distinct banks, where random columns collide about
+ * twice as often.
  * Four bytes a nonzero, against CSR's 8 (fp32 value, int32 column) and
  * dense fp16's 2 a weight: below dense from 50 % sparsity, 0.4 bytes a
  * weight at 90 %. A bf16 value is an fp32 with the low half cleared, so
@@ -58,8 +67,8 @@ double panel_format_bytes_per_weight(const panel_format *f);
 /* The format read back into a dense rows × cols float matrix (row-major),
  * run by run as the kernel reads it, for tests and checks. SPF_ERR_PARSE,
  * naming the panel and row, when the offsets are not ascending or leave
- * the entries, or an entry's column is outside its panel or not above the
- * one before it. */
+ * the entries, or an entry's column is outside its panel or twice in its
+ * run. */
 spf_status panel_format_to_dense(const panel_format *f, float *dense);
 
 #ifdef __cplusplus

@@ -1,14 +1,15 @@
 /* The panel strategy's row (strategy.h): pruned weights in the panel
  * format (panel_format.h) on the device, multiplied on CUDA cores by the
- * precompiled kernel of panel_kernel.h, fp16 and bf16 with fp32
- * accumulation. Its regime is high sparsity at small N (LLM decoding at
- * 80-95 % sparsity), where tensor-core tiles are mostly empty and the
- * kernel that pays per nonzero wins.
+ * precompiled kernels of panel_kernel.h (tensor cores or CUDA cores),
+ * fp16 and bf16 with fp32 accumulation. Its regime is high sparsity at
+ * small N (LLM decoding at 70-95 % sparsity), where the tiles of a tiled
+ * tensor-core format are mostly empty and a kernel that pays per nonzero
+ * wins.
  *
- * Choosing the configuration: nc is the narrowest column block that holds
- * N (32 beyond 16 columns); for each panel width whose two staged panels
- * fit in shared memory the format is built once, and warps ∈ {8, 16} ×
- * rows per block ∈ {one wave, half of it} are timed on the self-check's
+ * Choosing the configuration: for each panel width whose two staged panels
+ * fit in shared memory the format is built once, and both engines (each
+ * with the narrowest column block that holds N) × warps ∈ {8, 16} × rows
+ * per block ∈ {one wave, half of it} are timed on the self-check's
  * buffers; the fastest is kept. */
 #include "strategy/panel/panel_kernel.h"
 
@@ -31,10 +32,12 @@
 /* Four bytes a nonzero reach dense fp16's two a weight at this density. */
 #define PANEL_MAX_DENSITY 0.5
 
-/* The planner's estimate (kernels/panel_spmm.cu): per entry and column
- * block a lane issues about 2.2·nc + 6 instructions, 2 warp instructions
- * a cycle per SM at 1.755 GHz; its gathers of random B rows in shared
- * memory move 2·nc bytes at about half of 128 bytes a cycle. */
+/* The planner's estimate (kernels/panel_spmm.cu), the faster engine's:
+ * per entry and column block a CUDA-core lane issues about 2.2·nc + 6
+ * instructions, the tensor-core engine about (20 + 2·nc / 16) / 16 warp
+ * instructions; 2 warp instructions a cycle per SM at 1.755 GHz. The
+ * gathers of random B rows in shared memory move 2·nc bytes an entry at
+ * about half of 128 bytes a cycle. */
 #define ISSUE_PER_US 3.5e3
 #define SMEM_BYTES_PER_US (64.0 * 1755.0)
 
@@ -80,17 +83,23 @@ static int panel_supports(const problem *p, const spf_device_info *dev, const sp
     return 1;
 }
 
-static double panel_estimate_us(const problem *p, const spf_device_info *dev)
+static double engine_estimate_us(const problem *p, const spf_device_info *dev, int mma)
 {
-    double n = (double)p->n, nc = panel_nc_for(p->n), nnz = (double)spf_matrix_nnz(p->a);
+    double n = (double)p->n, nc = panel_nc_for(mma, p->n), nnz = (double)spf_matrix_nnz(p->a);
     double col_blocks = ceil(n / nc);
     double bytes = 4.0 * nnz * col_blocks + 2.0 * n * ((double)p->k + (double)p->m);
     int sms = dev && dev->available && dev->sm_count > 0 ? dev->sm_count : 132;
     double work = nnz * col_blocks / sms;
-    double issue_us = work * (2.2 * nc + 6.0) / 32.0 / ISSUE_PER_US;
+    double per_entry = mma ? (20.0 + 2.0 * nc / 16.0) / 16.0 : (2.2 * nc + 6.0) / 32.0;
+    double issue_us = work * per_entry / ISSUE_PER_US;
     double smem_us = work * 2.0 * nc / SMEM_BYTES_PER_US;
     double memory_us = bytes / roofline_bandwidth(dev) * 1e6;
     return fmax(fmax(issue_us, smem_us), memory_us) + ROOFLINE_LAUNCH_US;
+}
+
+static double panel_estimate_us(const problem *p, const spf_device_info *dev)
+{
+    return fmin(engine_estimate_us(p, dev, 0), engine_estimate_us(p, dev, 1));
 }
 
 #ifdef SPF_HAVE_CUDA
@@ -152,6 +161,8 @@ static int rows_of(const problem *p, panel_config c, const spf_device_info *devi
         return 0;
     int rows = panel_rows_for(p->m, p->n, c.nc, device ? device->sm_count : 0, blocks);
     rows = (rows + share - 1) / share;
+    if (c.mma) /* whole octets */
+        rows = (rows + 7) / 8 * 8 < PANEL_MAX_ROWS ? (rows + 7) / 8 * 8 : PANEL_MAX_ROWS;
     c.rows = rows;
     if (panel_config_occupancy(&c, p->dtype, p->b_layout, &blocks) != SPF_OK) {
         error_clear();
@@ -171,8 +182,9 @@ static spf_status time_config(const problem *p, const panel_device *dev, const p
 }
 
 /* Panel widths tried: two panels of B in shared memory at 32 to 128 KiB
- * for nc = 16 (more blocks an SM against fewer panels a row). */
-static const int panel_widths[] = {2048, 1024, 4096};
+ * for nc = 16 (more blocks an SM against fewer panels a row); 512 for the
+ * tensor-core engine's nc = 64. */
+static const int panel_widths[] = {2048, 1024, 4096, 512};
 static const int panel_warps[] = {8, 16};
 
 /* The width actually used: a K that fits in one panel gets one panel. */
@@ -197,34 +209,36 @@ static spf_status panel_build(const problem *p, const strategy_env *env, void **
         if (width == last_width || (!env->check && have))
             continue; /* the same panels again; or nothing to time with: the first config */
         last_width = width;
-        panel_config c = {panel_nc_for(p->n), 8, width, 1};
         int improved = 0, uploaded = 0;
-        for (size_t ki = 0; ki < sizeof panel_warps / sizeof *panel_warps; ki++)
-            for (int share = 1; share <= 2; share++) {
-                c.warps = panel_warps[ki];
-                c.rows = rows_of(p, c, env->device, share);
-                if (c.rows == 0 || (!env->check && have))
-                    continue;
-                if (!uploaded) {
-                    double t1 = timing_now_s();
-                    TRY(upload_format(p, width, &dev, &build_s));
-                    load_s += timing_now_s() - t1;
-                    uploaded = 1;
-                }
-                if (!env->check) { /* the first config that launches */
-                    best = c, have = improved = 1;
-                    continue;
-                }
-                double us = 0;
-                tried++;
-                if (time_config(p, &dev, &c, env->check, &us) != SPF_OK) {
-                    log_msg(SPF_LOG_DEBUG, "panel: a config did not run: %s", spf_last_error());
-                    error_clear();
-                    continue;
-                }
-                if (!have || us < best_us)
-                    best = c, best_us = us, have = improved = 1;
+        /* tensor cores first: without timing (no check buffers) the first
+         * config that launches is kept */
+        for (int trial = 0; trial < 8; trial++) {
+            int mma = trial < 4, share = 1 + trial % 2;
+            panel_config c = {panel_nc_for(mma, p->n), panel_warps[trial / 2 % 2], width, 1,
+                              mma};
+            c.rows = rows_of(p, c, env->device, share);
+            if (c.rows == 0 || (!env->check && have))
+                continue;
+            if (!uploaded) {
+                double t1 = timing_now_s();
+                TRY(upload_format(p, width, &dev, &build_s));
+                load_s += timing_now_s() - t1;
+                uploaded = 1;
             }
+            if (!env->check) { /* the first config that launches */
+                best = c, have = improved = 1;
+                continue;
+            }
+            double us = 0;
+            tried++;
+            if (time_config(p, &dev, &c, env->check, &us) != SPF_OK) {
+                log_msg(SPF_LOG_DEBUG, "panel: a config did not run: %s", spf_last_error());
+                error_clear();
+                continue;
+            }
+            if (!have || us < best_us)
+                best = c, best_us = us, have = improved = 1;
+        }
         if (improved) {
             panel_device_release(&best_dev);
             best_dev = dev;
@@ -293,7 +307,7 @@ static spf_status panel_decode(const problem *p, const strategy_env *env,
     status = panel_config_from_name(name, &c);
     if (status != SPF_OK)
         return status;
-    if (c.nc != panel_nc_for(p->n))
+    if (c.nc != panel_nc_for(c.mma, p->n))
         return FAIL(SPF_ERR_PARSE, "panel config \"%s\" for N = %lld", name, (long long)p->n);
     panel_state *s = mem_calloc(1, sizeof *s);
     if (!s)
