@@ -261,38 +261,37 @@ __device__ __forceinline__ void settle(int32_t run, int shares, int &j, int32_t 
     }
 }
 
-/* The next U chunks of 16 entries: the entry this lane points at (0, that
- * is row 0 of B times 0, past the run's end) and each chunk's octet row,
- * 4 bits each (15: no chunk). */
+/* A batch: up to U chunks of 16 entries of row j from pos on, the entry
+ * this lane points at in each (0, that is row 0 of B times 0, past the
+ * run's end); then pos and j move past the batch (settle). */
 template <int U>
 __device__ __forceinline__ void fill(const args &a, int32_t run, int shares, int kk, int &j,
-                                     int32_t &pos, int32_t &end, uint32_t (&x)[U],
-                                     uint32_t &rows_of)
+                                     int32_t &pos, int32_t &end, uint32_t (&x)[U], int &row,
+                                     int &chunks)
 {
-    rows_of = 0;
+    row = j < 8 ? j : -1;
+    chunks = j < 8 ? min(U, (end - pos + 15) / 16) : 0;
 #pragma unroll
-    for (int c = 0; c < U; c++) {
-        x[c] = j < 8 && pos + kk < end ? __ldg(a.entry + pos + kk) : 0u;
-        rows_of |= static_cast<uint32_t>(j < 8 ? j : 15) << (4 * c);
-        if (j < 8) {
-            pos += 16;
-            settle(run, shares, j, pos, end);
-        }
+    for (int c = 0; c < U; c++)
+        x[c] = c < chunks && pos + 16 * c + kk < end ? __ldg(a.entry + pos + 16 * c + kk) : 0u;
+    if (j < 8) {
+        pos += 16 * chunks;
+        settle(run, shares, j, pos, end);
     }
 }
 
 /* The tensor-core engine's work on one staged panel (bs): units (octet o,
  * share s) of the block's rows, warp by warp; a unit takes the rows
  * j ≡ s (mod shares) of its octet, 16 entries of one row an mma (the
- * note at the top, panel_kernel.h), U such chunks loaded while the
- * previous U are multiplied, and adds its accumulator into those rows'
- * sums. */
+ * note at the top, panel_kernel.h), a batch of up to U chunks of one row
+ * loaded while the previous batch is multiplied, and adds its
+ * accumulator into those rows' sums. */
 template <typename T, int NC>
 __device__ __forceinline__ void mma_panel(const args &a, const T *bs, const int32_t *ptr, int rows,
                                           float *sums)
 {
     constexpr int MT = NC / 16; /* mma tiles of 16 columns of B */
-    constexpr int U = NC == 16 ? 8 : NC == 32 ? 4 : 2; /* chunks in flight (even) */
+    constexpr int U = NC == 16 ? 8 : 2; /* chunks in flight (even; no spills at 64 registers) */
     const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     /* ldmatrix.x4.trans: lane i points at matrix i / 8's row i % 8;
@@ -316,16 +315,17 @@ __device__ __forceinline__ void mma_panel(const args &a, const T *bs, const int3
         for (int m = 0; m < 2 * MT; m++)
             d[m / MT][m % MT][0] = d[m / MT][m % MT][1] = d[m / MT][m % MT][2] =
                 d[m / MT][m % MT][3] = 0.f;
-        /* the chunks' rows, 4 bits each (15: none) */
-        uint32_t x[U], rows_of;
-        fill<U>(a, run, shares, kk, j, pos, end, x, rows_of);
-        while ((rows_of & 15u) != 15u) {
-            uint32_t xn[U], rows_next;
-            fill<U>(a, run, shares, kk, j, pos, end, xn, rows_next);
+        uint32_t x[U];
+        int row, chunks;
+        fill<U>(a, run, shares, kk, j, pos, end, x, row, chunks);
+        while (chunks > 0) {
+            uint32_t xn[U];
+            int row_next, chunks_next;
+            fill<U>(a, run, shares, kk, j, pos, end, xn, row_next, chunks_next);
+            const bool mine = g == row;
 #pragma unroll
             for (int c = 0; c < U; c++) {
-                const int row = static_cast<int>(rows_of >> (4 * c) & 15u);
-                if (row == 15)
+                if (c == chunks)
                     break;
                 /* B operand: the 16 values as (k, k + 1) pairs in column
                  * row: lane 2i holds the pair of entries kk(2i), kk(2i) + 1 */
@@ -333,7 +333,6 @@ __device__ __forceinline__ void mma_panel(const args &a, const T *bs, const int3
                 const uint32_t pair = __byte_perm(x[c], other, 0x7632);
                 const uint32_t lo = __shfl_sync(0xffffffffu, pair, 2 * t);
                 const uint32_t hi = __shfl_sync(0xffffffffu, pair, 2 * t + 16);
-                const bool mine = g == row;
                 const uint32_t b0 = mine ? lo : 0u, b1 = mine ? hi : 0u;
                 const int col = static_cast<int>(x[c] & 0xffffu); /* padding: row 0, value 0 */
 #pragma unroll
@@ -346,7 +345,7 @@ __device__ __forceinline__ void mma_panel(const args &a, const T *bs, const int3
 #pragma unroll
             for (int c = 0; c < U; c++)
                 x[c] = xn[c];
-            rows_of = rows_next;
+            row = row_next, chunks = chunks_next;
         }
         /* d[m][e]: column 16m + g + 8·(e >> 1) of B, octet row 2t + (e & 1) */
 #pragma unroll
