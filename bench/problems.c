@@ -46,6 +46,23 @@ static const shape large[] = {
  * (decode; the large layers' plans and references take the longest). */
 static const int large_quick[] = {0, 1, 3};
 
+/* The structured set (issue 13): the BERT and LLM layers of `large`
+ * pruned with a pattern each. */
+typedef struct pattern {
+    const char *name;
+    spf_generator kind;
+    int vector_length, keep, group;
+} pattern;
+static const pattern structured_patterns[] = {
+    {"2:4", SPF_GEN_VNM, 1, 2, 4},          {"V64:2:8", SPF_GEN_VNM, 64, 2, 8},
+    {"V128:2:8", SPF_GEN_VNM, 128, 2, 8},   {"V64:2:16", SPF_GEN_VNM, 64, 2, 16},
+    {"V128:2:16", SPF_GEN_VNM, 128, 2, 16}, {"colvec4", SPF_GEN_COLUMN_VECTOR, 4, 0, 0},
+    {"colvec8", SPF_GEN_COLUMN_VECTOR, 8, 0, 0}, {"colvec16", SPF_GEN_COLUMN_VECTOR, 16, 0, 0},
+};
+static const double colvec_sparsities[] = {0.75, 0.9};
+/* --quick: 2:4 and V128:2:8 on LLM 4096×4096 at N = 16 */
+static const int structured_quick_patterns[] = {0, 2};
+
 static const double sparsert20_sparsities[] = {0.9, 0.95};
 static const double large_sparsities[] = {0.5, 0.7, 0.9, 0.95, 0.98};
 static const double dlmc_sparsities[] = {0.9, 0.95};
@@ -123,6 +140,48 @@ static spf_status add_shapes(plist *l, const char *set, const shape *shapes, int
                     return st;
             }
         }
+    return SPF_OK;
+}
+
+/* Every pattern × the BERT and LLM shapes × their N; column vectors at
+ * each sparsity (--sparsity, or 0.75 and 0.9), V:N:M at its own 1 - N/M. */
+static spf_status add_structured(plist *l)
+{
+    const double *sp;
+    int nsp;
+    sparsities_of(l->sel, colvec_sparsities, COUNT_OF(colvec_sparsities), &sp, &nsp);
+    for (int pi = 0; pi < COUNT_OF(structured_patterns); ++pi) {
+        const pattern *pat = &structured_patterns[pi];
+        int vnm = pat->kind == SPF_GEN_VNM;
+        if (l->sel->quick && !in_list(structured_quick_patterns,
+                                      COUNT_OF(structured_quick_patterns), pi))
+            continue;
+        for (int s = 0; s < (vnm ? 1 : nsp); ++s)
+            for (int i = 0; i < COUNT_OF(large); ++i) {
+                if (l->sel->quick && i != 3)
+                    continue;
+                for (int j = 0; j < SHAPE_MAX_NS && large[i].n[j] > 0; ++j) {
+                    if (l->sel->quick && j > 0)
+                        break;
+                    bench_problem p = {.m = large[i].m, .k = large[i].k, .n = large[i].n[j],
+                                       .kind = pat->kind, .vector_length = pat->vector_length,
+                                       .keep = pat->keep, .group = pat->group};
+                    p.sparsity = vnm ? 1.0 - (double)pat->keep / pat->group : sp[s];
+                    snprintf(p.set, sizeof p.set, "structured");
+                    snprintf(p.use, sizeof p.use, "%s", large[i].use);
+                    if (vnm)
+                        snprintf(p.name, sizeof p.name, "%s %lldx%lld N=%lld %s", large[i].use,
+                                 (long long)p.m, (long long)p.k, (long long)p.n, pat->name);
+                    else
+                        snprintf(p.name, sizeof p.name, "%s %lldx%lld N=%lld %s s%g",
+                                 large[i].use, (long long)p.m, (long long)p.k, (long long)p.n,
+                                 pat->name, sp[s]);
+                    spf_status st = plist_add(l, &p);
+                    if (st != SPF_OK)
+                        return st;
+                }
+            }
+    }
     return SPF_OK;
 }
 
@@ -334,9 +393,11 @@ spf_status problems_list(const char *set, const bench_selection *sel, bench_prob
         st = add_graphs(&l);
     else if (strcmp(set, "rank") == 0)
         st = add_rank(&l);
+    else if (strcmp(set, "structured") == 0)
+        st = add_structured(&l);
     else
-        st = FAIL(SPF_ERR_INVALID_ARGUMENT,
-                  "unknown problem set \"%s\" (sparsert20, large, dlmc, graphs, rank)", set);
+        st = FAIL(SPF_ERR_INVALID_ARGUMENT, "unknown problem set \"%s\" (sparsert20, large, "
+                  "dlmc, graphs, rank, structured)", set);
     if (st != SPF_OK) {
         free(l.items);
         return st;
@@ -354,7 +415,11 @@ spf_status problem_matrix(bench_problem *p, spf_matrix **out)
     } else {
         spf_gen_options o;
         spf_gen_options_init(&o);
-        o.kind = SPF_GEN_UNIFORM;
+        o.kind = p->kind;
+        if (p->kind == SPF_GEN_VNM || p->kind == SPF_GEN_COLUMN_VECTOR)
+            o.vector_length = p->vector_length;
+        if (p->kind == SPF_GEN_VNM)
+            o.n = p->keep, o.m = p->group;
         o.rows = p->m;
         o.cols = p->k;
         o.sparsity = p->sparsity;

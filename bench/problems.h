@@ -9,7 +9,10 @@
  *   graphs      the Matrix Market files under data/ with N ∈ {32, 128, 256}
  *               (generic kernel and cuSPARSE only);
  *   rank        64 seeded random shapes over LO-SpMM Table 3's ranges, the
- *               rank model's training problems (problems.c says which). */
+ *               rank model's training problems (problems.c says which);
+ *   structured  the BERT and LLM layers pruned with structure (issue 13):
+ *               2:4, V:2:8 and V:2:16 with V ∈ {64, 128}, and column
+ *               vectors of 4, 8, 16 rows at sparsity 0.75 and 0.9. */
 #ifndef SPF_BENCH_PROBLEMS_H
 #define SPF_BENCH_PROBLEMS_H
 
@@ -26,6 +29,9 @@ typedef struct bench_problem {
     double sparsity;   /* the pruning target, or -1 for files           */
     int graph;         /* graphs: generic kernel and cuSPARSE only      */
     uint64_t seed;     /* generated matrices: the generator's seed (0: 1) */
+    spf_generator kind;  /* generated matrices: UNIFORM (0) unless structured */
+    int vector_length;   /* VNM: V (1 for N:M); COLUMN_VECTOR: its length  */
+    int keep, group;     /* VNM: keep N of M columns                       */
 } bench_problem;
 
 typedef struct bench_selection {

@@ -8,6 +8,7 @@
 
 extern const strategy strategy_unrolled, strategy_generic, strategy_cpu;
 extern const strategy strategy_dense, strategy_tc, strategy_tcfrag, strategy_panel;
+extern const strategy strategy_structured;
 
 /* The planner lists candidates in this order; AUTO considers the rows that
  * run on a device. */
@@ -17,6 +18,7 @@ const strategy *const strategy_table[] = {
     &strategy_tc,
     &strategy_tcfrag,
     &strategy_panel,
+    &strategy_structured,
     &strategy_dense,
     &strategy_cpu,
 };

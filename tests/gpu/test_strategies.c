@@ -9,7 +9,8 @@
  *
  * Cases: M and K multiples of no tile (37×53, 130×257), one row (1×1000),
  * K = 3 (1000×3), empty rows and rows longer than a staged chunk (75×300),
- * N ∈ {1, 3, 49, 127, 300}. The unrolled strategy compiles each plan with
+ * 2:4 (45×100) and V64:2:8 (150×256, a last block of 22 rows) for the
+ * structured strategy, N ∈ {1, 3, 49, 127, 300}. The unrolled strategy compiles each plan with
  * ptxas, so it runs the small cases only.
  *
  * A refusal (SPF_ERR_UNSUPPORTED) prints "<strategy>: <dtype/math/layouts>:
@@ -26,6 +27,7 @@
 #include "core/matrix.h"
 #include "core/rng.h"
 #include "strategy/strategy.h"
+#include "strategy/structured/sp_pattern.h"
 #include "strategy/tc/affinity.h"
 
 #include <ctype.h>
@@ -60,7 +62,7 @@ typedef struct test_case {
  * no expectation (a strategy this table does not know yet: only its
  * results are checked). */
 static int expected_support(spf_strategy s, spf_dtype dtype, spf_math math, spf_layout bl,
-                            spf_layout cl, int64_t n, double density)
+                            spf_layout cl, int64_t n, double density, int structured)
 {
     switch (s) {
     case SPF_STRATEGY_UNROLLED: /* f16x2 accumulates pairs of columns */
@@ -79,6 +81,8 @@ static int expected_support(spf_strategy s, spf_dtype dtype, spf_math math, spf_
         return dtype != SPF_DTYPE_F32 && math == SPF_MATH_DEFAULT;
     case SPF_STRATEGY_PANEL: /* f16 / bf16, fp32 accumulation, at most half dense */
         return dtype != SPF_DTYPE_F32 && math == SPF_MATH_DEFAULT && density <= 0.5;
+    case SPF_STRATEGY_STRUCTURED: /* f16 / bf16, fp32 accumulation, a 2:4 or V:2:M matrix */
+        return dtype != SPF_DTYPE_F32 && math == SPF_MATH_DEFAULT && structured;
     default:
         return -1;
     }
@@ -209,11 +213,11 @@ static void inputs_free(inputs *in)
 static int rounds_a(spf_strategy s)
 {
     return s == SPF_STRATEGY_TC || s == SPF_STRATEGY_TCFRAG || s == SPF_STRATEGY_PANEL ||
-           s == SPF_STRATEGY_DENSE;
+           s == SPF_STRATEGY_STRUCTURED || s == SPF_STRATEGY_DENSE;
 }
 
 /* Run plan p on fresh inputs; the relative error against the reference.
- * round_a: the plan's strategy stores A in the dtype (tc, tcfrag, panel, dense), so the
+ * round_a: the plan's strategy stores A in the dtype (tc, tcfrag, panel, structured, dense), so the
  * reference multiplies A rounded to it, as it does B (one output of a long
  * row with cancellation otherwise measures bf16's rounding of A, not the
  * kernel). */
@@ -250,7 +254,10 @@ static void run_one(spf_strategy s, int on_device, const test_case *tc, int64_t 
     tally *t = &tallies[s][dm][bl][cl];
     double density = (double)spf_matrix_nnz(tc->a) /
                      ((double)spf_matrix_rows(tc->a) * (double)spf_matrix_cols(tc->a));
-    int expect = expected_support(s, o.dtype, o.math, bl, cl, n, density);
+    sp_pattern pattern;
+    char why[256];
+    int structured = sp_pattern_detect(tc->a, &pattern, why, sizeof why);
+    int expect = expected_support(s, o.dtype, o.math, bl, cl, n, density, structured);
 
     spf_plan *p = NULL;
     spf_status st = spf_plan_create(tc->a, n, &o, &p);
@@ -447,6 +454,16 @@ static spf_matrix *matrix_empty_rows(void)
     return random_csr(ROWS, COLS, density, 76);
 }
 
+/* A V:2:M matrix (M = 4, v = 1: 2:4), for the structured strategy. */
+static spf_matrix *matrix_vnm(int64_t rows, int64_t cols, int v, int m, uint64_t seed)
+{
+    spf_gen_options o = gen_options(SPF_GEN_VNM, rows, cols, 0, seed);
+    o.vector_length = v, o.n = 2, o.m = m;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(&o, &a));
+    return a;
+}
+
 int main(void)
 {
     test_case cases[] = {
@@ -455,6 +472,8 @@ int main(void)
         {"130x257", gen_matrix(SPF_GEN_UNIFORM, 130, 257, 0.9, 2), 0},
         {"1x1000", gen_matrix(SPF_GEN_UNIFORM, 1, 1000, 0.9, 3), 0},
         {"1000x3", gen_matrix(SPF_GEN_UNIFORM, 1000, 3, 0.3, 4), 0},
+        {"2:4 45x100", matrix_vnm(45, 100, 1, 4, 5), 1},
+        {"V64:2:8 150x256", matrix_vnm(150, 256, 64, 8, 6), 0},
     };
     const int case_count = (int)(sizeof cases / sizeof cases[0]);
     spf_matrix_stats stats;

@@ -1,0 +1,45 @@
+/* The structured format on the device (sp_kernel.h). */
+#include "strategy/structured/sp_kernel.h"
+
+#include "core/error.h"
+
+#include <string.h>
+
+#ifdef SPF_HAVE_CUDA
+#include "gpu/cuda_check.h"
+#include "gpu/device_upload.h"
+
+spf_status sp_device_upload(const sp_format *f, sp_device *out)
+{
+    CHECK_ARG(out != NULL);
+    memset(out, 0, sizeof *out);
+    CHECK_ARG(f != NULL);
+    spf_status status = SPF_OK;
+    sp_device *d = out;
+    d->rows = f->rows, d->cols = f->cols, d->tiles = f->tiles, d->pairs = f->pairs;
+    d->dtype = f->dtype, d->pattern = f->pattern;
+    int64_t words = f->tiles * f->pairs * 256;
+    TRY(device_upload((void **)&d->values, f->values, words + 1, sizeof *f->values, &d->bytes));
+    TRY(device_upload((void **)&d->meta, f->meta, words / 8 + 1, sizeof *f->meta, &d->bytes));
+    if (f->gather) {
+        int64_t blocks = (f->rows + f->pattern.v - 1) / f->pattern.v;
+        TRY(device_upload((void **)&d->gather, f->gather, blocks * f->pairs * 64,
+                          sizeof *f->gather, &d->bytes));
+    }
+    return SPF_OK;
+fail:
+    sp_device_release(d);
+    return status;
+}
+
+void sp_device_release(sp_device *d)
+{
+    if (!d)
+        return;
+    cuda_free_quiet(d->values);
+    cuda_free_quiet(d->meta);
+    cuda_free_quiet(d->gather);
+    memset(d, 0, sizeof *d);
+}
+
+#endif

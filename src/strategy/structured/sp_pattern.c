@@ -1,0 +1,135 @@
+/* Pattern detection (sp_pattern.h): one pass over the nonzeros per
+ * candidate pattern. A V:2:M pattern that holds for V holds for every V'
+ * dividing V (a block of V rows is a union of blocks of V'), so V = 16 is
+ * tried first and a failure there rules out M. */
+#include "strategy/structured/sp_pattern.h"
+
+#include "core/alloc.h"
+#include "core/matrix.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { KEPT = 4, MAX_PER_ROW = 2 };
+
+static const int32_t groups_tried[] = {32, 16, 8}; /* the fewest bytes first */
+static const int32_t blocks_tried[] = {128, 64, 32}; /* after 16 */
+
+/* Where a pattern first fails, for the reason. */
+typedef struct miss {
+    int64_t row, col; /* the row (the block's first for a union), a column of the group */
+    int count;        /* nonzeros in the row's group, or distinct columns of the block's */
+    int union_miss;   /* 1: the block's union of columns; 0: one row's count          */
+} miss;
+
+static int holds_24(const spf_matrix *a, miss *at)
+{
+    for (int64_t r = 0; r < a->rows; r++) {
+        int64_t group = -1;
+        int count = 0;
+        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
+            int64_t g = a->col_idx[i] / KEPT;
+            count = g == group ? count + 1 : 1;
+            group = g;
+            if (count > MAX_PER_ROW) {
+                *at = (miss){r, a->col_idx[i], count, 0};
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+/* V:2:M over blocks of v rows: seen[g·KEPT ..] holds the distinct columns
+ * of group g in the current block, used[g] how many (groups entries). */
+static int holds_vnm(const spf_matrix *a, int32_t m, int32_t v, int32_t *seen, int8_t *used,
+                     int64_t groups, miss *at)
+{
+    for (int64_t r0 = 0; r0 < a->rows; r0 += v) {
+        memset(used, 0, (size_t)groups);
+        int64_t end = a->rows - r0 < v ? a->rows : r0 + v;
+        for (int64_t r = r0; r < end; r++) {
+            int64_t group = -1;
+            int count = 0;
+            for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
+                int32_t col = a->col_idx[i];
+                int64_t g = col / m;
+                count = g == group ? count + 1 : 1;
+                group = g;
+                if (count > MAX_PER_ROW) {
+                    *at = (miss){r, col, count, 0};
+                    return 0;
+                }
+                int32_t *s = seen + g * KEPT;
+                int k = 0;
+                while (k < used[g] && s[k] != col)
+                    k++;
+                if (k < used[g])
+                    continue;
+                if (used[g] == KEPT) {
+                    *at = (miss){r0, col, KEPT + 1, 1};
+                    return 0;
+                }
+                s[used[g]++] = col;
+            }
+        }
+    }
+    return 1;
+}
+
+int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t cap)
+{
+    miss m24 = {0}, m8 = {0};
+    int64_t groups = (a->cols + KEPT * 2 - 1) / (KEPT * 2) + 1; /* the most: M = 8 */
+    int32_t *seen = mem_alloc_array((size_t)groups * KEPT, sizeof *seen);
+    int8_t *used = mem_alloc((size_t)groups);
+    int found = 0;
+    if (!seen || !used) {
+        snprintf(reason, cap, "out of memory checking for a V:2:M pattern");
+        goto done;
+    }
+    for (size_t mi = 0; mi < sizeof groups_tried / sizeof *groups_tried && !found; mi++) {
+        int32_t m = groups_tried[mi];
+        int64_t gm = (a->cols + m - 1) / m;
+        miss at;
+        if (!holds_vnm(a, m, 16, seen, used, gm, &at)) {
+            m8 = at; /* the last tried: M = 8 */
+            continue;
+        }
+        *out = (sp_pattern){m, 16};
+        for (size_t vi = 0; vi < sizeof blocks_tried / sizeof *blocks_tried; vi++)
+            if (holds_vnm(a, m, blocks_tried[vi], seen, used, gm, &at)) {
+                out->v = blocks_tried[vi];
+                break;
+            }
+        found = 1;
+    }
+    if (!found && holds_24(a, &m24)) {
+        *out = (sp_pattern){KEPT, 0};
+        found = 1;
+    }
+    if (!found)
+        snprintf(reason, cap, "not 2:4 (row %lld has %d nonzeros in columns %lld-%lld) nor "
+                 "V:2:M for M = 8, 16, 32 (at V = 16, %s %lld, columns %lld-%lld: %s)",
+                 (long long)m24.row, m24.count, (long long)(m24.col / KEPT * KEPT),
+                 (long long)(m24.col / KEPT * KEPT + KEPT - 1), m8.union_miss ? "rows from" : "row",
+                 (long long)m8.row, (long long)(m8.col / 8 * 8), (long long)(m8.col / 8 * 8 + 7),
+                 m8.union_miss ? "more than 4 distinct columns" : "more than 2 nonzeros");
+done:
+    mem_free(seen);
+    mem_free(used);
+    return found;
+}
+
+void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap)
+{
+    if (p->v == 0)
+        snprintf(buf, cap, "2:4");
+    else
+        snprintf(buf, cap, "V%d:2:%d", p->v, p->group);
+}
+
+int64_t sp_pattern_condensed_cols(const sp_pattern *p, int64_t k)
+{
+    return p->v == 0 ? k : (k + p->group - 1) / p->group * KEPT;
+}

@@ -1,0 +1,51 @@
+/* Which semi-structured pattern a matrix has, as the sparse tensor cores
+ * (mma.sp, 2:4 along K) can take it (issue 13; STuning-DL §II, VENOM).
+ *
+ *   2:4     every run of four columns 4q .. 4q+3 of a row holds at most
+ *           two nonzeros: the operand of mma.sp as it is.
+ *   V:2:M   (M = 8, 16, 32) the rows in blocks of V (16 .. 128), the
+ *           columns in groups of M; the nonzeros of a V×M block lie in at
+ *           most four of its columns, and a row of the block holds at most
+ *           two. Condensing each group to its four columns makes a 2:4
+ *           matrix of K·4/M columns, whose rows of B the kernel gathers.
+ *           N:M with N = 1 is the same with at most one a row.
+ *
+ * A last group cut short by K, and a last block of rows cut short by M,
+ * count like whole ones. A V:2:M matrix is 2:4 as well (two nonzeros in
+ * M columns are at most two in any four), but condensed it moves 4/M of
+ * the bytes. So detection takes the first that holds in the order M = 32,
+ * 16, 8, each with the largest V that holds (the widest reuse of a
+ * gathered row of B), then 2:4. */
+#ifndef SPF_STRATEGY_STRUCTURED_SP_PATTERN_H
+#define SPF_STRATEGY_STRUCTURED_SP_PATTERN_H
+
+#include "spforge.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sp_pattern {
+    int32_t group; /* M: 4 for 2:4 (no gather); 8, 16 or 32 for V:2:M       */
+    int32_t v;     /* rows sharing a group's four columns; 0 for 2:4       */
+} sp_pattern;
+
+/* The pattern of a (CSR), or 0 with a reason in reason (cap bytes) naming
+ * the first row and group that no pattern allows. */
+int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t cap);
+
+/* "2:4" or "V128:2:8". */
+void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap);
+
+/* Columns of the condensed 2:4 matrix: K for 2:4, K·4/M (the last group
+ * rounded up) for V:2:M. */
+int64_t sp_pattern_condensed_cols(const sp_pattern *p, int64_t k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

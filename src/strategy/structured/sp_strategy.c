@@ -1,0 +1,297 @@
+/* The structured strategy's row (strategy.h): 2:4 and V:2:M matrices
+ * (sp_pattern.h) on the sparse tensor cores, mma.sp m16n8k32, fp16 and
+ * bf16 with fp32 accumulation, over the format of sp_format.h (issue 13;
+ * STuning-DL §II for V:N:M, whose kept columns are gathered).
+ *
+ * It says no, with the reason, to a matrix without such a pattern. Its
+ * regime is a model pruned with structure, at every N: the format moves
+ * 1.125 bytes a weight (2:4) or 0.56 (V:2:8) where dense fp16 moves 2.
+ *
+ * Choosing the configuration: the narrowest column block that holds N (up
+ * to 64), and rt ∈ {2, 1} × warps ∈ {4, 8, 16} timed on the self-check's
+ * buffers; the fastest is kept. */
+#include "strategy/structured/sp_kernel.h"
+
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "gpu/timing.h"
+#include "strategy/roofline.h"
+#include "strategy/strategy.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* grid.y counts column blocks of 64 (≤ 65535) */
+#define SP_MAX_N ((int64_t)65535 * 64)
+
+static int sp_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
+                       char *reason, size_t cap)
+{
+    (void)o;
+#ifndef SPF_HAVE_CUDA
+    snprintf(reason, cap, "built without CUDA");
+    return 0;
+#endif
+    if (!dev || !dev->available) {
+        snprintf(reason, cap, "no device: %s", dev ? dev->reason : "none");
+        return 0;
+    }
+    if (dev->cc_major < 8) {
+        snprintf(reason, cap, "mma.sp needs compute capability 8.0 or later; the device is "
+                 "%d.%d", dev->cc_major, dev->cc_minor);
+        return 0;
+    }
+    if (p->dtype != SPF_DTYPE_F16 && p->dtype != SPF_DTYPE_BF16) {
+        snprintf(reason, cap, "f16 and bf16 only (the sparse tensor cores' 2:4 types)");
+        return 0;
+    }
+    if (p->math != SPF_MATH_DEFAULT) {
+        snprintf(reason, cap, "accumulates in fp32 (math %s asked)", spf_math_name(p->math));
+        return 0;
+    }
+    if (p->n > SP_MAX_N) {
+        snprintf(reason, cap, "N = %lld: at most %lld columns", (long long)p->n,
+                 (long long)SP_MAX_N);
+        return 0;
+    }
+    if (p->m >= INT32_MAX || p->k >= INT32_MAX) {
+        snprintf(reason, cap, "M or K reaches 2^31 (the kernel's int32 offsets)");
+        return 0;
+    }
+    sp_pattern pat;
+    return sp_pattern_detect(p->a, &pat, reason, cap);
+}
+
+/* Bytes of A (1.125 a condensed weight) once per column block, B and C;
+ * the rows of B every pair of row tiles reads from L2 (at about three
+ * times the DRAM rate); mma.sp at twice the dense tensor-core rate. */
+static double sp_estimate_us(const problem *p, const spf_device_info *dev)
+{
+    sp_pattern pat = {4, 0}; /* a matrix without a pattern (never built) as 2:4 */
+    char why[8];
+    sp_pattern_detect(p->a, &pat, why, sizeof why);
+    double m = (double)p->m, n = (double)p->n;
+    double kc = ceil((double)sp_pattern_condensed_cols(&pat, p->k) / 64.0) * 64.0;
+    double nc = 8.0 * sp_nb_for(p->n), col_blocks = ceil(n / nc);
+    double bw = roofline_bandwidth(dev);
+    double bytes = 1.125 * m * kc * col_blocks + 2.0 * n * ((double)p->k + m);
+    double b_reads = ceil(m / 32.0) * kc * fmin(n, 64.0) * 2.0 * col_blocks;
+    double flops = 2.0 * m * kc * n / 2.0;
+    double peak = 2.0 * roofline_peak_flops(dev, p->dtype, p->math, ROOFLINE_TENSOR_CORES);
+    return fmax(fmax(bytes / bw, b_reads / (3.0 * bw)), flops / peak) * 1e6 + ROOFLINE_LAUNCH_US;
+}
+
+#ifdef SPF_HAVE_CUDA
+
+typedef struct sp_state {
+    problem p; /* the matrix pointer is not kept */
+    sp_config config;
+    sp_device dev;
+} sp_state;
+
+typedef struct sp_call {
+    const sp_device *dev;
+    const sp_config *config;
+    spmm_operands op;
+} sp_call;
+
+static spf_status timed_launch(void *ctx, void *stream)
+{
+    const sp_call *call = ctx;
+    return sp_launch(call->dev, call->config, &call->op, stream);
+}
+
+static void sp_release(void *state)
+{
+    sp_state *s = state;
+    if (!s)
+        return;
+    sp_device_release(&s->dev);
+    mem_free(s);
+}
+
+/* Detect, build and upload the format of p. */
+static spf_status upload_format(const problem *p, sp_device *dev, double *build_s)
+{
+    sp_pattern pat;
+    char reason[256];
+    if (!sp_pattern_detect(p->a, &pat, reason, sizeof reason))
+        return FAIL(SPF_ERR_UNSUPPORTED, "structured: %s", reason);
+    sp_format f;
+    spf_status status = sp_format_build(p->a, &pat, p->dtype, 0, &f);
+    if (status != SPF_OK)
+        return status;
+    *build_s = f.build_s;
+    char name[32];
+    sp_pattern_name(&pat, name, sizeof name);
+    log_msg(SPF_LOG_DEBUG, "structured: %s, %lld tiles × %lld step pairs, %.3f bytes per weight, "
+            "built in %.3f s", name, (long long)f.tiles, (long long)f.pairs,
+            sp_format_bytes_per_weight(&f), f.build_s);
+    status = sp_device_upload(&f, dev);
+    sp_format_free(&f);
+    return status;
+}
+
+static const int sp_row_tiles[] = {2, 1};
+static const int sp_warps[] = {8, 4, 16};
+
+static spf_status sp_build(const problem *p, const strategy_env *env, void **state,
+                           spf_plan_info *info)
+{
+    *state = NULL;
+    spf_status status = SPF_OK;
+    sp_device dev = {0};
+    sp_config best = {0};
+    double best_us = 0, build_s = 0;
+    int tried = 0, have = 0;
+    double t0 = timing_now_s();
+    TRY(upload_format(p, &dev, &build_s));
+    double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
+    for (size_t ri = 0; ri < sizeof sp_row_tiles / sizeof *sp_row_tiles; ri++)
+        for (size_t wi = 0; wi < sizeof sp_warps / sizeof *sp_warps; wi++) {
+            sp_config c = {sp_nb_for(p->n), sp_row_tiles[ri], sp_warps[wi]};
+            int blocks = 0;
+            if ((have && !env->check) || sp_config_refusal(&c, &dev.pattern))
+                continue;
+            if (sp_config_occupancy(&c, &dev, &blocks) != SPF_OK || blocks == 0) {
+                error_clear();
+                continue;
+            }
+            if (!env->check) { /* nothing to time with: the first config that launches */
+                best = c, have = 1;
+                continue;
+            }
+            sp_call call = {&dev, &c, problem_operands(p, env->check->b, env->check->c,
+                                                       env->check->bias)};
+            timing_result r;
+            tried++;
+            if (timing_measure(timed_launch, &call, NULL, NULL, &r) != SPF_OK) {
+                log_msg(SPF_LOG_DEBUG, "structured: a config did not run: %s", spf_last_error());
+                error_clear();
+                continue;
+            }
+            if (!have || r.median_us < best_us)
+                best = c, best_us = r.median_us, have = 1;
+        }
+    if (!have)
+        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "structured: no config launches on this device");
+    info->generate_s = build_s;
+    info->load_s = load_s;
+    if (env->check) {
+        info->tune_s = timing_now_s() - tune0;
+        info->configs_tried = tried;
+        info->kernel_us = best_us;
+    }
+    sp_state *s = mem_calloc(1, sizeof *s);
+    if (!s)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "a structured plan");
+    s->p = *p;
+    s->p.a = NULL;
+    s->config = best;
+    s->dev = dev;
+    char pattern[32];
+    sp_pattern_name(&dev.pattern, pattern, sizeof pattern);
+    sp_config_name(&best, info->config, sizeof info->config);
+    snprintf(info->kernel_name, sizeof info->kernel_name, "structured_%s_%s_%s",
+             dtype_name(p->dtype), pattern, info->config);
+    info->device_bytes = s->dev.bytes;
+    *state = s;
+    return SPF_OK;
+fail:
+    sp_device_release(&dev);
+    return status;
+}
+
+static spf_status sp_launch_state(const void *state, const void *b, void *c, const float *bias,
+                                  void *stream)
+{
+    const sp_state *s = state;
+    spmm_operands op = problem_operands(&s->p, b, c, bias);
+    return sp_launch(&s->dev, &s->config, &op, stream);
+}
+
+/* The cache keeps the config's name: decode detects and builds the format
+ * again and uploads it, without timing. */
+static spf_status sp_encode(const void *state, unsigned char **bytes, size_t *size)
+{
+    const sp_state *s = state;
+    char name[64];
+    sp_config_name(&s->config, name, sizeof name);
+    return strategy_encode_name(name, bytes, size);
+}
+
+static spf_status sp_decode(const problem *p, const strategy_env *env, const spf_plan_info *stored,
+                            const unsigned char *bytes, size_t size, void **state)
+{
+    (void)stored, (void)env;
+    *state = NULL;
+    char name[64];
+    spf_status status = strategy_decode_name(bytes, size, "structured", name, sizeof name);
+    if (status != SPF_OK)
+        return status;
+    sp_config c;
+    status = sp_config_from_name(name, &c);
+    if (status != SPF_OK)
+        return status;
+    if (c.nb != sp_nb_for(p->n))
+        return FAIL(SPF_ERR_PARSE, "structured config \"%s\" for N = %lld", name,
+                    (long long)p->n);
+    sp_state *s = mem_calloc(1, sizeof *s);
+    if (!s)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "a structured plan");
+    double build_s = 0;
+    status = upload_format(p, &s->dev, &build_s);
+    if (status == SPF_OK && sp_config_refusal(&c, &s->dev.pattern))
+        status = FAIL(SPF_ERR_PARSE, "structured config \"%s\": %s", name,
+                      sp_config_refusal(&c, &s->dev.pattern));
+    if (status != SPF_OK) {
+        sp_release(s);
+        return status;
+    }
+    s->p = *p;
+    s->p.a = NULL;
+    s->config = c;
+    *state = s;
+    return SPF_OK;
+}
+
+#else /* no CUDA: supports() refuses, so none of these runs */
+
+static spf_status sp_build(const problem *p, const strategy_env *env, void **state,
+                           spf_plan_info *info)
+{
+    (void)p, (void)env, (void)info;
+    *state = NULL;
+    return FAIL(SPF_ERR_NO_DEVICE, "structured: built without CUDA");
+}
+
+static spf_status sp_launch_state(const void *state, const void *b, void *c, const float *bias,
+                                  void *stream)
+{
+    (void)state, (void)b, (void)c, (void)bias, (void)stream;
+    return FAIL(SPF_ERR_NO_DEVICE, "structured: built without CUDA");
+}
+
+static void sp_release(void *state) { (void)state; }
+
+#define sp_encode NULL
+#define sp_decode NULL
+
+#endif
+
+const strategy strategy_structured = {
+    .id = SPF_STRATEGY_STRUCTURED,
+    .name = "structured",
+    .on_device = 1,
+    .supports = sp_supports,
+    .estimate_us = sp_estimate_us,
+    .build = sp_build,
+    .launch = sp_launch_state,
+    .release = sp_release,
+    .encode = sp_encode,
+    .decode = sp_decode,
+};

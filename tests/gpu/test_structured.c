@@ -1,0 +1,175 @@
+/* The structured kernel (src/strategy/structured/sp_kernel.h) config by
+ * config against the CPU reference accumulated in double: nb (its own for
+ * N and the wider ones) × rt ∈ {1, 2} × warps ∈ {1, 3, 8, 16} × fp16 /
+ * bf16 × B K×N and N×K × C in both layouts, on 2:4 (37×52: M, K multiples
+ * of no tile; a 200×1000 layer), V128:2:8 (300×200: a last block of 44
+ * rows), V32:1:16, K = 3, and lone nonzeros at each place of a run with
+ * empty rows; each V:2:M matrix also in the 2:4 format (it is 2:4 too); N ∈ {1, 3, 8, 17, 49, 127} (a ragged last column block; N
+ * odd takes the B loads of one element). Bias and ReLU cycle.
+ *
+ * The launches skip visibly (exit 77) when there is no device.
+ * `test_structured --quick` runs a subset (compute-sanitizer in
+ * scripts/device-check.sh). */
+#include "test_util.h"
+
+#include "core/dtype.h"
+#include "core/matrix.h"
+#include "strategy/structured/sp_kernel.h"
+
+#include <stdint.h>
+
+#ifdef SPF_HAVE_CUDA
+#include "spmm_case.h"
+
+static const int ns[] = {1, 3, 8, 17, 49, 127};
+static const spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
+static const int warp_counts[] = {1, 3, 8, 16};
+
+static uint64_t next_seed = 0x5d000000;
+static int launches;
+
+/* One (matrix, pattern, dtype, B layout): every config, N and C layout. */
+static void run_format(const char *label, const spf_matrix *a, const sp_pattern *pat,
+                       spf_dtype dtype, spf_layout bl, int quick)
+{
+    sp_format f;
+    CHECK_OK(sp_format_build(a, pat, dtype, 2, &f));
+    sp_device dev;
+    CHECK_OK(sp_device_upload(&f, &dev));
+    double tol = dtype_tolerance(dtype, SPF_MATH_DEFAULT), worst = 0;
+    char worst_what[96] = "", pname[32];
+    sp_pattern_name(pat, pname, sizeof pname);
+    int variant = 0;
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        int64_t n = ns[ni];
+        if (quick && n != 3 && n != 49)
+            continue;
+        int bias = variant & 1, relu = variant >> 1 & 1;
+        variant++;
+        spmm_case t;
+        spmm_case_make(&t, a, dtype, bl, n, bias, relu, NULL, next_seed);
+        next_seed += 2;
+        for (int nb = sp_nb_for(n); nb <= 8; nb *= 2)
+            for (int rt = 1; rt <= 2; rt++)
+                for (size_t wi = 0; wi < sizeof warp_counts / sizeof *warp_counts; wi++) {
+                    sp_config cfg = {nb, rt, warp_counts[wi]};
+                    if (sp_config_refusal(&cfg, pat))
+                        continue;
+                    if (quick && (wi == 0 || wi == 3 || nb != sp_nb_for(n)))
+                        continue;
+                    int blocks = 0;
+                    CHECK_OK(sp_config_occupancy(&cfg, &dev, &blocks));
+                    CHECK_MSG(blocks > 0, "%s: nb %d rt %d w %d does not fit an SM", label, nb,
+                              rt, cfg.warps);
+                    for (int cl = SPF_LAYOUT_N_LAST; cl <= SPF_LAYOUT_N_FIRST; cl++) {
+                        spmm_operands op = {.n = n, .b_layout = bl, .b = t.db, .c = t.dc,
+                                            .bias = bias ? t.dbias : NULL, .relu = relu};
+                        spmm_case_strides(&t, (spf_layout)cl, &op.b_row, &op.b_col, &op.c_row,
+                                          &op.c_col);
+                        spmm_case_poison(&t);
+                        CHECK_OK(sp_launch(&dev, &cfg, &op, NULL));
+                        int past = 1;
+                        double err = spmm_case_error(&t, (spf_layout)cl, &past);
+                        char name[32], what[96];
+                        sp_config_name(&cfg, name, sizeof name);
+                        snprintf(what, sizeof what, "%s N=%lld C %s", name, (long long)n,
+                                 spf_layout_name((spf_layout)cl));
+                        CHECK_MSG(past, "%s: %s: wrote past the end of C", label, what);
+                        CHECK_MSG(err <= tol, "%s %s %s B %s: %s (bias %d relu %d): relative "
+                                  "error %.3g > %g", label, pname, dtype_name(dtype),
+                                  spf_layout_name(bl), what, bias, relu, err, tol);
+                        if (!(err <= worst))
+                            worst = err, snprintf(worst_what, sizeof worst_what, "%s", what);
+                        launches++;
+                    }
+                }
+        spmm_case_free(&t);
+    }
+    printf("%s: %s %s B %s: %lld tiles × %lld step pairs, worst relative error %.3g (%s)\n",
+           label, pname, dtype_name(dtype), spf_layout_name(bl), (long long)f.tiles,
+           (long long)f.pairs, worst, worst_what);
+    sp_device_release(&dev);
+    sp_format_free(&f);
+}
+
+/* a in its detected pattern and, when asked, in 2:4. */
+static void run_matrix(const char *label, const spf_matrix *a, int also_24, int quick)
+{
+    sp_pattern detected, p24 = {4, 0};
+    char why[256];
+    CHECK_MSG(sp_pattern_detect(a, &detected, why, sizeof why), "%s: %s", label, why);
+    for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
+        for (int bl = SPF_LAYOUT_N_LAST; bl <= SPF_LAYOUT_N_FIRST; bl++) {
+            if (quick && d > 0 && bl == SPF_LAYOUT_N_LAST)
+                continue;
+            run_format(label, a, &detected, dtypes[d], (spf_layout)bl, quick);
+            if (also_24 && detected.v != 0)
+                run_format(label, a, &p24, dtypes[d], (spf_layout)bl, quick);
+        }
+}
+
+static spf_matrix *vnm(int64_t rows, int64_t cols, int v, int n, int m, uint64_t seed)
+{
+    spf_gen_options o = gen_options(SPF_GEN_VNM, rows, cols, 0, seed);
+    o.vector_length = v, o.n = n, o.m = m;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(&o, &a));
+    return a;
+}
+
+static void test_kernels(int quick)
+{
+    spf_matrix *odd = vnm(37, 52, 1, 2, 4, 31);
+    spf_matrix *v8 = vnm(300, 200, 128, 2, 8, 32);
+    spf_matrix *v16 = vnm(70, 256, 32, 1, 16, 33);
+    spf_matrix *layer = vnm(200, 1000, 1, 2, 4, 34);
+    spf_matrix *k3 = NULL;
+    {   /* K = 3: two of the three columns in each row */
+        int64_t rp[41];
+        int32_t ci[80];
+        for (int r = 0; r <= 40; r++)
+            rp[r] = 2 * r;
+        for (int r = 0; r < 40; r++)
+            ci[2 * r] = r % 3 == 2 ? 1 : 0, ci[2 * r + 1] = r % 3 == 0 ? 1 : 2;
+        CHECK_OK(spf_matrix_create_csr(40, 3, 80, rp, ci, NULL, 35, &k3));
+    }
+    /* lone nonzeros at places 3, 0, 1 and 3 of their runs; rows 0, 3 and
+     * 5..19 empty */
+    int64_t rp[21] = {0, 0, 1, 2, 2, 4};
+    for (int r = 6; r <= 20; r++)
+        rp[r] = 4;
+    int32_t ci[4] = {3, 4, 9, 11};
+    float v[4] = {0.75f, -0.5f, 0.25f, 1.5f};
+    spf_matrix *lone = NULL;
+    CHECK_OK(spf_matrix_create_csr(20, 70, 4, rp, ci, v, 0, &lone));
+    run_matrix("37x52 2:4", odd, 0, quick);
+    run_matrix("300x200 V:2:8", v8, 1, quick);
+    run_matrix("200x1000 2:4", layer, 1, quick);
+    if (!quick) {
+        run_matrix("70x256 V:1:16", v16, 1, quick);
+        run_matrix("40x3", k3, 1, quick);
+        run_matrix("20x70 lone nonzeros", lone, 1, quick);
+    }
+    printf("%d launches checked\n", launches);
+    spf_matrix_free(odd);
+    spf_matrix_free(v8);
+    spf_matrix_free(v16);
+    spf_matrix_free(layer);
+    spf_matrix_free(k3);
+    spf_matrix_free(lone);
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    spf_device_info info;
+    CHECK_OK(spf_device_query(0, &info));
+    if (!info.available)
+        SKIP("no CUDA device (%s): structured kernel launches not run", info.reason);
+#ifdef SPF_HAVE_CUDA
+    test_kernels(argc > 1 && strcmp(argv[1], "--quick") == 0);
+#else
+    (void)argc, (void)argv;
+#endif
+    return check_report();
+}

@@ -1,0 +1,330 @@
+/* The structured strategy's host side on the CPU (src/strategy/structured):
+ *   - pattern detection: 2:4 and V:2:M (M = 8, 16; V = 128, 64, 16)
+ *     from the generator, the largest V taken, a last block or group cut
+ *     short; a stray nonzero, a random matrix and a row of three in a run
+ *     refused with a reason naming the row; a matrix without nonzeros
+ *     takes the most compact pattern (V128:2:32);
+ *   - the format, bit-exact against a plain reference written here from
+ *     sp_format.h's text: each (row, run)'s metadata nibble and value
+ *     pair from the dense matrix, the gathered columns of each block of V
+ *     rows, read at the word and bit the text names;
+ *   - the format read back to the matrix rounded to the dtype, on odd
+ *     shapes (M, K multiples of no tile, K = 3, empty rows, a lone
+ *     nonzero in the last place of a run), fp16 and bf16, one thread and
+ *     several giving the same bytes;
+ *   - refusals: another dtype, a matrix without the pattern given;
+ *   - bytes per weight (1.125 for 2:4 on whole tiles, 0.5625 for V:2:8),
+ *     config names and refusals. */
+#include "test_util.h"
+
+#include "core/dtype.h"
+#include "core/matrix.h"
+#include "strategy/structured/sp_format.h"
+#include "strategy/structured/sp_kernel.h"
+#include "strategy/structured/sp_pattern.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static float *dense_of(const spf_matrix *a, spf_dtype dtype)
+{
+    float *d = calloc((size_t)(a->rows * a->cols) + 1, sizeof *d);
+    for (int64_t r = 0; r < a->rows; r++)
+        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
+            d[r * a->cols + a->col_idx[i]] = a->values[i];
+    dtype_round(dtype, d, a->rows * a->cols);
+    return d;
+}
+
+/* A V:N:M matrix from the generator (which wants M to divide the
+ * columns), its columns past cols dropped: a last group cut short. */
+static spf_matrix *vnm(int64_t rows, int64_t cols, int v, int n, int m, uint64_t seed)
+{
+    spf_gen_options o = gen_options(SPF_GEN_VNM, rows, (cols + m - 1) / m * m, 0, seed);
+    o.vector_length = v, o.n = n, o.m = m;
+    spf_matrix *g = NULL, *a = NULL;
+    CHECK_OK(spf_matrix_generate(&o, &g));
+    int64_t *rp = malloc((size_t)(rows + 1) * sizeof *rp), at = 0;
+    int32_t *ci = malloc((size_t)g->nnz * sizeof *ci + 1);
+    float *val = malloc((size_t)g->nnz * sizeof *val + 1);
+    rp[0] = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t i = g->row_ptr[r]; i < g->row_ptr[r + 1]; i++)
+            if (g->col_idx[i] < cols)
+                ci[at] = g->col_idx[i], val[at++] = g->values[i];
+        rp[r + 1] = at;
+    }
+    CHECK_OK(spf_matrix_create_csr(rows, cols, at, rp, ci, val, 0, &a));
+    free(rp), free(ci), free(val);
+    spf_matrix_free(g);
+    return a;
+}
+
+static void expect_pattern(const char *label, const spf_matrix *a, int group, int v)
+{
+    sp_pattern p;
+    char why[256] = "";
+    int ok = sp_pattern_detect(a, &p, why, sizeof why);
+    CHECK_MSG(ok && p.group == group && p.v == v, "%s: detected %d (M %d V %d, %s), expected M "
+              "%d V %d", label, ok, ok ? p.group : 0, ok ? p.v : 0, why, group, v);
+}
+
+static void expect_refusal(const char *label, const spf_matrix *a, const char *names)
+{
+    sp_pattern p;
+    char why[256] = "";
+    CHECK_MSG(!sp_pattern_detect(a, &p, why, sizeof why), "%s: detected a pattern", label);
+    CHECK_MSG(strstr(why, names) != NULL, "%s: reason \"%s\" does not name \"%s\"", label, why,
+              names);
+}
+
+static void test_detection(void)
+{
+    spf_matrix *a24 = vnm(100, 203, 1, 2, 4, 3); /* K % 4 = 3: a last run cut short */
+    expect_pattern("2:4", a24, 4, 0);
+    spf_matrix *v8 = vnm(300, 512, 128, 2, 8, 4); /* a last block of 44 rows */
+    expect_pattern("V128:2:8", v8, 8, 128);
+    spf_matrix *v16 = vnm(256, 1024, 64, 2, 16, 5);
+    expect_pattern("V64:2:16", v16, 16, 64);
+    spf_matrix *v16b = vnm(48, 96, 16, 1, 16, 6); /* 1:16 */
+    expect_pattern("V16:1:16", v16b, 16, 16);
+    spf_matrix *empty = NULL;
+    CHECK_OK(spf_matrix_create_csr(5, 7, 0, (int64_t[]){0, 0, 0, 0, 0, 0}, NULL, NULL, 0,
+                                   &empty));
+    expect_pattern("no nonzeros", empty, 32, 128); /* the fewest bytes */
+
+    /* one stray: 24 rows of 16 columns at 2:4 (columns 4q and 4q + 2 of
+     * every run), and row 17 with a third nonzero in its run 1 */
+    int64_t rp[25];
+    int32_t ci[24 * 8 + 1];
+    int64_t at = 0;
+    rp[0] = 0;
+    for (int r = 0; r < 24; r++) {
+        for (int q = 0; q < 4; q++) {
+            ci[at++] = 4 * q;
+            if (r == 17 && q == 1)
+                ci[at++] = 4 * q + 1;
+            ci[at++] = 4 * q + 2;
+        }
+        rp[r + 1] = at;
+    }
+    spf_matrix *stray = NULL;
+    CHECK_OK(spf_matrix_create_csr(24, 16, at, rp, ci, NULL, 7, &stray));
+    expect_refusal("2:4 with a stray", stray, "row 17");
+    double d[64];
+    for (int i = 0; i < 64; i++)
+        d[i] = 0.5;
+    spf_matrix *random = random_csr(64, 200, d, 9);
+    expect_refusal("random at 50 %", random, "not 2:4");
+    spf_matrix_free(a24);
+    spf_matrix_free(v8);
+    spf_matrix_free(v16);
+    spf_matrix_free(v16b);
+    spf_matrix_free(empty);
+    spf_matrix_free(stray);
+    spf_matrix_free(random);
+}
+
+/* The expected gathered columns of block blk, group q (sp_format.h): the
+ * distinct columns of the block's rows in the group, ascending, then the
+ * first repeated (or the group's first column when it has none). */
+static void expected_kept(const spf_matrix *a, const sp_pattern *p, int64_t blk, int64_t q,
+                          int32_t kept[4])
+{
+    int n = 0;
+    for (int32_t c = (int32_t)(q * p->group); c < (q + 1) * p->group && c < a->cols; c++) {
+        int used = 0;
+        for (int64_t r = blk * p->v; r < (blk + 1) * p->v && r < a->rows && !used; r++)
+            for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
+                used |= a->col_idx[i] == c;
+        if (used)
+            kept[n++] = c;
+    }
+    for (int k = n; k < 4; k++)
+        kept[k] = n ? kept[0] : (int32_t)(q * p->group);
+}
+
+/* The format of a against the plain reference: every (row, run) of every
+ * tile and step, padding included. */
+static void check_bits(const char *label, const spf_matrix *a, const sp_pattern *p,
+                       const sp_format *f)
+{
+    float *d = dense_of(a, f->dtype);
+    int64_t kc = f->pairs * 64, bad = 0, runs = f->pairs * 16;
+    for (int64_t blk = 0; p->v && blk < (a->rows + p->v - 1) / p->v; blk++)
+        for (int64_t q = 0; q < kc / 4; q++) {
+            int32_t kept[4] = {0, 0, 0, 0};
+            if (q < (a->cols + p->group - 1) / p->group)
+                expected_kept(a, p, blk, q, kept);
+            for (int k = 0; k < 4; k++)
+                bad += f->gather[blk * kc + q * 4 + k] != kept[k];
+        }
+    CHECK_MSG(bad == 0, "%s: %lld gathered columns differ", label, (long long)bad);
+    bad = 0;
+    for (int64_t r = 0; r < f->tiles * 16; r++)
+        for (int64_t q = 0; q < runs; q++) {
+            /* the run's four columns of A */
+            int32_t cols[4] = {-1, -1, -1, -1}; /* past the last group: none */
+            if (p->v == 0)
+                for (int k = 0; k < 4; k++)
+                    cols[k] = (int32_t)(q * 4 + k);
+            else if (q < (a->cols + p->group - 1) / p->group)
+                for (int k = 0; k < 4; k++)
+                    cols[k] = f->gather[r / p->v * kc + q * 4 + k];
+            int places[2], n = 0;
+            float vals[2] = {0, 0};
+            for (int k = 0; k < 4 && r < a->rows; k++) {
+                int dup = 0; /* a repeated filler column counts once, at its first place */
+                for (int j = 0; j < k; j++)
+                    dup |= cols[j] == cols[k];
+                if (!dup && cols[k] >= 0 && cols[k] < a->cols && d[r * a->cols + cols[k]] != 0.0f)
+                    places[n] = k, vals[n] = d[r * a->cols + cols[k]], n++;
+            }
+            uint32_t nibble = 0x4;
+            if (n == 2)
+                nibble = (uint32_t)(places[0] | places[1] << 2);
+            else if (n == 1 && places[0] < 3)
+                nibble = (uint32_t)(places[0] | (places[0] + 1) << 2);
+            else if (n == 1)
+                nibble = 2 | 3 << 2, vals[1] = vals[0], vals[0] = 0;
+            uint16_t bits[2];
+            dtype_from_float(f->dtype, vals, bits, 2);
+            uint32_t pair = bits[0] | (uint32_t)bits[1] << 16;
+            /* where sp_format.h puts them */
+            int64_t t = r / 16, s = q / 8, pr = s / 2;
+            int rr = (int)(r % 16), h = (int)(s % 2), j = (int)(q % 8), g = rr % 8, hi = rr / 8;
+            uint32_t got_pair = f->values[((((t * f->pairs + pr) * 2 + h) * 32) + 4 * g + j % 4) * 4 +
+                                          hi + 2 * (j / 4)];
+            uint32_t got_nibble = f->meta[(t * f->pairs + pr) * 32 + 4 * g + 2 * h + j / 4] >>
+                                      (16 * hi + 4 * (j % 4)) & 0xfu;
+            if (got_pair != pair || got_nibble != nibble) {
+                if (bad++ < 3)
+                    fprintf(stderr, "%s: row %lld run %lld: pair %08x nibble %x, expected %08x "
+                            "%x\n", label, (long long)r, (long long)q, got_pair, got_nibble,
+                            pair, nibble);
+            }
+        }
+    CHECK_MSG(bad == 0, "%s: %lld runs differ from the reference", label, (long long)bad);
+    free(d);
+}
+
+/* a in the format of its detected pattern, and (every matrix here has at
+ * most two nonzeros in any four columns) of 2:4. */
+static void check_matrix(const char *label, const spf_matrix *a)
+{
+    sp_pattern detected, p24 = {4, 0};
+    char why[256];
+    CHECK_MSG(sp_pattern_detect(a, &detected, why, sizeof why), "%s: %s", label, why);
+    spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
+    for (int pi = 0; pi < 2; pi++)
+    for (int di = 0; di < 2; di++) {
+        const sp_pattern p = pi ? p24 : detected;
+        sp_format f, f1;
+        CHECK_OK(sp_format_build(a, &p, dtypes[di], 3, &f));
+        CHECK_OK(sp_format_build(a, &p, dtypes[di], 1, &f1));
+        int64_t words = f.tiles * f.pairs * 256;
+        CHECK_MSG(f.bytes == f1.bytes && memcmp(f.values, f1.values, (size_t)words * 4) == 0 &&
+                      memcmp(f.meta, f1.meta, (size_t)words / 2) == 0,
+                  "%s: one thread and three build different formats", label);
+        check_bits(label, a, &p, &f);
+        float *want = dense_of(a, dtypes[di]);
+        float *got = malloc((size_t)(a->rows * a->cols + 1) * sizeof *got);
+        CHECK_OK(sp_format_to_dense(&f, got));
+        int64_t diff = 0;
+        for (int64_t i = 0; i < a->rows * a->cols; i++)
+            diff += got[i] != want[i];
+        CHECK_MSG(diff == 0, "%s %s: %lld cells read back differ", label, dtype_name(dtypes[di]),
+                  (long long)diff);
+        free(want);
+        free(got);
+        sp_format_free(&f);
+        sp_format_free(&f1);
+    }
+}
+
+static void test_formats(void)
+{
+    spf_matrix *a24 = vnm(37, 53, 1, 2, 4, 21);
+    check_matrix("2:4 37x53", a24);
+    spf_matrix *v8 = vnm(300, 200, 128, 2, 8, 22);
+    check_matrix("V128:2:8 300x200", v8);
+    spf_matrix *v16 = vnm(70, 256, 32, 1, 16, 23);
+    check_matrix("V32:1:16 70x256", v16);
+    spf_matrix *k3 = vnm(40, 3, 1, 2, 4, 24);
+    check_matrix("2:4 K=3", k3);
+    /* empty rows, and lone nonzeros at each place of a run (the last
+     * takes the pair (2, 3) with a zero before it) */
+    int64_t rp[6] = {0, 0, 1, 2, 2, 4};
+    int32_t ci[4] = {3, 4, 9, 11};
+    float v[4] = {0.75f, -0.5f, 0.25f, 1.5f};
+    spf_matrix *lone = NULL;
+    CHECK_OK(spf_matrix_create_csr(5, 70, 4, rp, ci, v, 0, &lone));
+    check_matrix("lone nonzeros", lone);
+
+    /* refusals */
+    sp_pattern p24 = {4, 0};
+    sp_format f;
+    CHECK_STATUS(sp_format_build(a24, &p24, SPF_DTYPE_F32, 1, &f), SPF_ERR_INVALID_ARGUMENT);
+    double d[16];
+    for (int i = 0; i < 16; i++)
+        d[i] = 0.9;
+    spf_matrix *dense = random_csr(16, 40, d, 25);
+    CHECK_STATUS(sp_format_build(dense, &p24, SPF_DTYPE_F16, 1, &f), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(spf_last_error(), "row") != NULL, "no row named: %s", spf_last_error());
+    sp_pattern bad = {8, 24};
+    CHECK_STATUS(sp_format_build(v8, &bad, SPF_DTYPE_F16, 1, &f), SPF_ERR_INVALID_ARGUMENT);
+
+    /* bytes per weight on whole tiles and step pairs */
+    spf_matrix *big24 = vnm(64, 256, 1, 2, 4, 26), *big8 = vnm(128, 512, 128, 2, 8, 27);
+    sp_pattern pb;
+    char why[64];
+    CHECK(sp_pattern_detect(big24, &pb, why, sizeof why));
+    CHECK_OK(sp_format_build(big24, &pb, SPF_DTYPE_F16, 2, &f));
+    CHECK_MSG(fabs(sp_format_bytes_per_weight(&f) - 1.125) < 1e-12, "2:4: %.4f bytes a weight",
+              sp_format_bytes_per_weight(&f));
+    sp_format_free(&f);
+    CHECK(sp_pattern_detect(big8, &pb, why, sizeof why));
+    CHECK_OK(sp_format_build(big8, &pb, SPF_DTYPE_F16, 2, &f));
+    /* values and metadata at half the columns, plus 4 bytes a kept column per 128 rows */
+    double want = 1.125 / 2 + 4.0 / 128 / 2;
+    CHECK_MSG(fabs(sp_format_bytes_per_weight(&f) - want) < 1e-12, "V:2:8: %.4f bytes a weight, "
+              "expected %.4f", sp_format_bytes_per_weight(&f), want);
+    sp_format_free(&f);
+    spf_matrix_free(a24);
+    spf_matrix_free(v8);
+    spf_matrix_free(v16);
+    spf_matrix_free(k3);
+    spf_matrix_free(lone);
+    spf_matrix_free(dense);
+    spf_matrix_free(big24);
+    spf_matrix_free(big8);
+}
+
+static void test_configs(void)
+{
+    sp_pattern p24 = {4, 0}, v16 = {8, 16};
+    sp_config c = {2, 2, 8}, back;
+    char name[32];
+    sp_config_name(&c, name, sizeof name);
+    CHECK(strcmp(name, "nb2_rt2_w8") == 0);
+    CHECK_OK(sp_config_from_name(name, &back));
+    CHECK(back.nb == 2 && back.rt == 2 && back.warps == 8);
+    CHECK_STATUS(sp_config_from_name("nb3_rt2_w8", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("nb2_rt2_w8x", &back), SPF_ERR_PARSE);
+    CHECK(sp_config_refusal(&c, &p24) == NULL);
+    CHECK(sp_config_refusal(&c, &v16) != NULL); /* two tiles of 16 rows in a block of 16 */
+    sp_config wide = {8, 1, 16};
+    CHECK(sp_config_refusal(&wide, &p24) != NULL);
+    CHECK(sp_nb_for(1) == 1 && sp_nb_for(16) == 2 && sp_nb_for(17) == 4 && sp_nb_for(4096) == 8);
+    CHECK(sp_config_smem(&c) == 8 * 2 * 2 * 128 * 4);
+    sp_config one = {2, 2, 1};
+    CHECK(sp_config_smem(&one) == 0);
+}
+
+int main(void)
+{
+    test_detection();
+    test_formats();
+    test_configs();
+    return check_report();
+}
