@@ -122,7 +122,7 @@ exclude='^$'
 # --quick (the GENERIC CSR kernel), test_tc --quick (the tensor-core kernels:
 # two shapes, N 3 and 49, every nt and split), test_tcfrag --quick (three
 # shapes, K whole and cut), test_panel --quick (three shapes, one panel and
-# several) and test_plan quick (AUTO's pick, a forced
+# several), test_structured --quick (2:4 and V:2:8, odd shapes) and test_plan quick (AUTO's pick, a forced
 # UNROLLED f16 kernel, GENERIC bf16) under memcheck (out-of-bounds and
 # misaligned accesses, device leaks), racecheck (shared-memory hazards) and
 # initcheck (reads of uninitialised global memory), a few seconds each; and
@@ -140,6 +140,8 @@ sanitize_gpu() {
     "initcheck:test_panel --quick"
     "memcheck:test_tcfrag --quick" "racecheck:test_tcfrag --quick"
     "initcheck:test_tcfrag --quick"
+    "memcheck:test_structured --quick" "racecheck:test_structured --quick"
+    "initcheck:test_structured --quick"
     "memcheck:test_generic --quick" "memcheck:test_plan quick" "memcheck:test_tc --quick"
     "racecheck:test_generic --quick" "racecheck:test_plan quick" "racecheck:test_tc --quick"
     "initcheck:test_generic --quick" "initcheck:test_plan quick" "initcheck:test_tc --quick"
