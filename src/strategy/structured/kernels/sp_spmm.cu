@@ -111,6 +111,56 @@ __device__ __forceinline__ uint32_t b_pair(const args &a, const unsigned short *
     return lo | hi << 16;
 }
 
+/* The rows of B that lane 4g + t multiplies in step h of pair p: k = 8i +
+ * 2t and k + 1 (i = 0 .. 3), gathered for V:2:M. */
+template <bool GATHER>
+__device__ __forceinline__ void b_rows(const int32_t *gather, int p, int h, int lane,
+                                       int (&ks)[4][2])
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const int k = (2 * p + h) * 32 + 8 * i + 2 * (lane & 3);
+        if constexpr (GATHER) {
+            const int2 kk = __ldg(reinterpret_cast<const int2 *>(gather + k));
+            ks[i][0] = kk.x, ks[i][1] = kk.y;
+        } else {
+            ks[i][0] = k, ks[i][1] = k + 1;
+        }
+    }
+}
+
+/* The B fragment of rows ks, column j. */
+template <bool GATHER>
+__device__ __forceinline__ void b_frag(const args &a, const unsigned short *b, const int (&ks)[4][2],
+                                       int j, uint32_t (&bf)[4])
+{
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        bf[i] = b_pair<GATHER>(a, b, ks[i][0], ks[i][1], j);
+}
+
+/* Both steps' B fragments of pair p, every column block; zeros past the
+ * last pair. */
+template <int NB, bool GATHER>
+__device__ __forceinline__ void load_b(const args &a, const unsigned short *b,
+                                       const int32_t *gather, int p, int n0, int lane,
+                                       uint32_t (&bf)[2][NB][4])
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int ks[4][2];
+        if (p < a.pairs)
+            b_rows<GATHER>(gather, p, h, lane, ks);
+#pragma unroll
+        for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                bf[h][nb][i] = p < a.pairs ? b_pair<GATHER>(a, b, ks[i][0], ks[i][1],
+                                                           n0 + 8 * nb + (lane >> 2))
+                                           : 0u;
+    }
+}
+
 /* Sum e of the block (tile r, column block nb, accumulator j, packed as
  * (r·NB + nb)·4 + j) of lane to C. */
 template <typename T, int NB>
@@ -130,7 +180,7 @@ __global__ void __launch_bounds__(NB >= 4 ? 256 : 512) sp_spmm_kernel(const args
     extern __shared__ float sums[]; /* [warp][RT·NB·4][32 lanes] */
     constexpr int E = RT * NB * 4;
     const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int t = lane & 3, tile0 = blockIdx.x * RT, n0 = blockIdx.y * 8 * NB;
+    const int tile0 = blockIdx.x * RT, n0 = blockIdx.y * 8 * NB;
     const unsigned short *b = static_cast<const unsigned short *>(a.b);
     const int32_t *gather = nullptr;
     if constexpr (GATHER)
@@ -145,32 +195,34 @@ __global__ void __launch_bounds__(NB >= 4 ? 256 : 512) sp_spmm_kernel(const args
             for (int j = 0; j < 4; j++)
                 acc[r][nb][j] = 0.f;
 
+    /* A (and, at nb ≤ 2, B) of the next step pair load while this one
+     * multiplies: with B loaded in the same pair its L2 latency was
+     * exposed once a pair. Wider column blocks load B a fragment at a
+     * time (the registers of a whole pair's would spill). */
+    constexpr bool kPrefetchB = NB <= 2;
     uint4 cur[RT][2], nxt[RT][2];
-    uint32_t cm[RT], nm[RT];
+    uint32_t cm[RT], nm[RT], bcur[2][kPrefetchB ? NB : 1][4], bnxt[2][kPrefetchB ? NB : 1][4];
     load_a<RT>(a, tile0, warp, lane, cur, cm);
+    if constexpr (kPrefetchB)
+        load_b<NB, GATHER>(a, b, gather, warp, n0, lane, bcur);
     for (int p = warp; p < a.pairs; p += warps) {
         load_a<RT>(a, tile0, p + warps, lane, nxt, nm);
+        if constexpr (kPrefetchB)
+            load_b<NB, GATHER>(a, b, gather, p + warps, n0, lane, bnxt);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            /* rows of B of this lane's fragment: k = 8i + 2t, + 1 */
             int ks[4][2];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int k = (2 * p + h) * 32 + 8 * i + 2 * t;
-                if constexpr (GATHER) {
-                    const int2 kk = __ldg(reinterpret_cast<const int2 *>(gather + k));
-                    ks[i][0] = kk.x, ks[i][1] = kk.y;
-                } else {
-                    ks[i][0] = k, ks[i][1] = k + 1;
-                }
-            }
+            if constexpr (!kPrefetchB)
+                b_rows<GATHER>(gather, p, h, lane, ks);
 #pragma unroll
             for (int nb = 0; nb < NB; nb++) {
                 uint32_t bf[4];
-                const int j = n0 + 8 * nb + (lane >> 2);
+                if constexpr (kPrefetchB)
 #pragma unroll
-                for (int i = 0; i < 4; i++)
-                    bf[i] = b_pair<GATHER>(a, b, ks[i][0], ks[i][1], j);
+                    for (int i = 0; i < 4; i++)
+                        bf[i] = bcur[h][nb][i];
+                else
+                    b_frag<GATHER>(a, b, ks, n0 + 8 * nb + (lane >> 2), bf);
 #pragma unroll
                 for (int r = 0; r < RT; r++) {
                     if (h == 0)
@@ -183,6 +235,14 @@ __global__ void __launch_bounds__(NB >= 4 ? 256 : 512) sp_spmm_kernel(const args
 #pragma unroll
         for (int r = 0; r < RT; r++)
             cur[r][0] = nxt[r][0], cur[r][1] = nxt[r][1], cm[r] = nm[r];
+        if constexpr (kPrefetchB)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int nb = 0; nb < NB; nb++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        bcur[h][nb][i] = bnxt[h][nb][i];
     }
 
     if (warps == 1) {
