@@ -4,8 +4,10 @@
  * bf16 × B K×N and N×K × C in both layouts, on 2:4 (37×52: M, K multiples
  * of no tile; a 200×1000 layer), V128:2:8 (300×200: a last block of 44
  * rows), V32:1:16, K = 3, and lone nonzeros at each place of a run with
- * empty rows; each V:2:M matrix also in the 2:4 format (it is 2:4 too); N ∈ {1, 3, 8, 17, 49, 127} (a ragged last column block; N
- * odd takes the B loads of one element). Bias and ReLU cycle.
+ * empty rows; each V:2:M matrix also in the 2:4 format (it is 2:4 too).
+ * N ∈ {1, 3, 8, 10, 17, 49, 127}: a ragged last column block; B K×N of
+ * even N takes the loads of two columns shared by two lanes, odd N the
+ * loads of one element. Bias and ReLU cycle.
  *
  * The launches skip visibly (exit 77) when there is no device.
  * `test_structured --quick` runs a subset (compute-sanitizer in
@@ -21,7 +23,7 @@
 #ifdef SPF_HAVE_CUDA
 #include "spmm_case.h"
 
-static const int ns[] = {1, 3, 8, 17, 49, 127};
+static const int ns[] = {1, 3, 8, 10, 17, 49, 127};
 static const spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
 static const int warp_counts[] = {1, 3, 8, 16};
 

@@ -34,6 +34,7 @@ struct args {
     const int32_t *row_map; /* always NULL: the epilogue's argument */
     int vector_b;           /* B's rows allow 16-byte loads (take_operands) */
     int pair_b;             /* B is N×K and two adjacent k are one aligned word */
+    int kn_pairs;           /* B is K×N and two adjacent columns are one aligned word */
 };
 
 /* mma.sp m16n8k32, fp32 accumulation, sparsity selector SEL (the step of
@@ -96,11 +97,24 @@ __device__ __forceinline__ void load_a(const args &a, int tile0, int p, int lane
 }
 
 /* B rows k0 and k1 of column j as one word (k0 in the low half); zeros
- * past K and N. */
+ * past K and N. Every lane of the warp calls it (a shuffle). */
 template <bool GATHER>
 __device__ __forceinline__ uint32_t b_pair(const args &a, const unsigned short *b, int k0, int k1,
-                                           int j)
+                                           int j, int lane)
 {
+    if (a.kn_pairs) {
+        /* B K×N: the lanes of columns j and j ^ 1 (4 apart) load one word
+         * each, both columns of row k0 (j even) or k1 (j odd), and swap
+         * halves: one load a lane where two 16-bit ones were (the K×N
+         * plans ran 1.6× slower than the N×K ones at N = 16) */
+        const bool odd = lane & 4;
+        const int jj = j & ~1, kk = odd ? k1 : k0;
+        uint32_t w = 0u;
+        if ((GATHER || kk < a.k) && jj < a.n) /* N even: jj + 1 < N too */
+            w = __ldg(reinterpret_cast<const uint32_t *>(b + static_cast<int64_t>(kk) * a.b_row + jj));
+        const uint32_t other = __shfl_xor_sync(0xffffffffu, w, 4);
+        return odd ? __byte_perm(other, w, 0x7632) : __byte_perm(w, other, 0x5410);
+    }
     if (j >= a.n)
         return 0u;
     const unsigned short *col = b + static_cast<int64_t>(j) * a.b_col;
@@ -132,11 +146,11 @@ __device__ __forceinline__ void b_rows(const int32_t *gather, int p, int h, int 
 /* The B fragment of rows ks, column j. */
 template <bool GATHER>
 __device__ __forceinline__ void b_frag(const args &a, const unsigned short *b, const int (&ks)[4][2],
-                                       int j, uint32_t (&bf)[4])
+                                       int j, int lane, uint32_t (&bf)[4])
 {
 #pragma unroll
     for (int i = 0; i < 4; i++)
-        bf[i] = b_pair<GATHER>(a, b, ks[i][0], ks[i][1], j);
+        bf[i] = b_pair<GATHER>(a, b, ks[i][0], ks[i][1], j, lane);
 }
 
 /* Both steps' B fragments of pair p, every column block; zeros past the
@@ -156,7 +170,7 @@ __device__ __forceinline__ void load_b(const args &a, const unsigned short *b,
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 bf[h][nb][i] = p < a.pairs ? b_pair<GATHER>(a, b, ks[i][0], ks[i][1],
-                                                           n0 + 8 * nb + (lane >> 2))
+                                                           n0 + 8 * nb + (lane >> 2), lane)
                                            : 0u;
     }
 }
@@ -222,7 +236,7 @@ __global__ void __launch_bounds__(NB >= 4 ? 256 : 512) sp_spmm_kernel(const args
                     for (int i = 0; i < 4; i++)
                         bf[i] = bcur[h][nb][i];
                 else
-                    b_frag<GATHER>(a, b, ks, n0 + 8 * nb + (lane >> 2), bf);
+                    b_frag<GATHER>(a, b, ks, n0 + 8 * nb + (lane >> 2), lane, bf);
 #pragma unroll
                 for (int r = 0; r < RT; r++) {
                     if (h == 0)
@@ -340,6 +354,8 @@ extern "C" spf_status sp_launch(const sp_device *d, const sp_config *c, const sp
     a.v = d->pattern.v;
     a.kc = static_cast<int32_t>(d->pairs * 64);
     take_operands(a, op, 2);
+    a.kn_pairs = op->b_layout == SPF_LAYOUT_N_LAST && op->b_col == 1 && op->b_row % 2 == 0 &&
+                 reinterpret_cast<uintptr_t>(op->b) % 4 == 0;
     a.pair_b = op->b_layout == SPF_LAYOUT_N_FIRST && op->b_row == 1 &&
                reinterpret_cast<uintptr_t>(op->b) % 4 == 0 && op->b_col % 2 == 0;
     dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
