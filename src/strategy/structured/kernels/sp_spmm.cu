@@ -38,27 +38,27 @@ struct args {
 };
 
 /* mma.sp m16n8k32, fp32 accumulation, sparsity selector SEL (the step of
- * the pair: which thread pair of each quad holds its metadata). */
+ * the pair: which thread pair of each quad holds its metadata); TYPE is
+ * the PTX name of the element type. */
+#define SP_MMA(TYPE)                                                                               \
+    asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32." TYPE "." TYPE       \
+                 ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, %13;\n"  \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                 \
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b[0]), "r"(b[1]), "r"(b[2]),       \
+                   "r"(b[3]), "r"(e), "n"(SEL))
 template <int SEL>
 __device__ __forceinline__ void mma_sp(float (&c)[4], const uint4 &a, const uint32_t (&b)[4],
                                        uint32_t e, __half)
 {
-    asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, %13;\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b[0]), "r"(b[1]), "r"(b[2]),
-                   "r"(b[3]), "r"(e), "n"(SEL));
+    SP_MMA("f16");
 }
 template <int SEL>
 __device__ __forceinline__ void mma_sp(float (&c)[4], const uint4 &a, const uint32_t (&b)[4],
                                        uint32_t e, __nv_bfloat16)
 {
-    asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, %13;\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b[0]), "r"(b[1]), "r"(b[2]),
-                   "r"(b[3]), "r"(e), "n"(SEL));
+    SP_MMA("bf16");
 }
+#undef SP_MMA
 
 /* Read once: past L1, which keeps the rows of B. */
 __device__ __forceinline__ uint4 load_stream(const uint4 *p)
