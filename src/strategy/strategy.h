@@ -86,6 +86,15 @@ spf_status strategy_encode_name(const char *name, unsigned char **bytes, size_t 
 spf_status strategy_decode_name(const unsigned char *bytes, size_t size, const char *what,
                                 char *name, size_t cap);
 
+/* The rows of a strategy in a build without CUDA, where its supports()
+ * refuses and none of them runs: build and launch fail with
+ * SPF_ERR_NO_DEVICE, release does nothing. */
+spf_status strategy_build_without_cuda(const problem *p, const strategy_env *env, void **state,
+                                       spf_plan_info *info);
+spf_status strategy_launch_without_cuda(const void *state, const void *b, void *c,
+                                        const float *bias, void *stream);
+void strategy_release_nothing(void *state);
+
 /* Every strategy, in the order the planner lists them. */
 extern const strategy *const strategy_table[];
 extern const int strategy_count;

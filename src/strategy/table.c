@@ -24,6 +24,23 @@ const strategy *const strategy_table[] = {
 };
 const int strategy_count = (int)(sizeof strategy_table / sizeof strategy_table[0]);
 
+spf_status strategy_build_without_cuda(const problem *p, const strategy_env *env, void **state,
+                                       spf_plan_info *info)
+{
+    (void)p, (void)env, (void)info;
+    *state = NULL;
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+spf_status strategy_launch_without_cuda(const void *state, const void *b, void *c,
+                                        const float *bias, void *stream)
+{
+    (void)state, (void)b, (void)c, (void)bias, (void)stream;
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+void strategy_release_nothing(void *state) { (void)state; }
+
 const strategy *strategy_find(spf_strategy id)
 {
     for (int i = 0; i < strategy_count; i++)

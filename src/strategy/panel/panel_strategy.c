@@ -327,23 +327,9 @@ static spf_status panel_decode(const problem *p, const strategy_env *env,
 
 #else /* no CUDA: supports() refuses, so none of these runs */
 
-static spf_status panel_build(const problem *p, const strategy_env *env, void **state,
-                              spf_plan_info *info)
-{
-    (void)p, (void)env, (void)info;
-    *state = NULL;
-    return FAIL(SPF_ERR_NO_DEVICE, "panel: built without CUDA");
-}
-
-static spf_status panel_launch_state(const void *state, const void *b, void *c, const float *bias,
-                                     void *stream)
-{
-    (void)state, (void)b, (void)c, (void)bias, (void)stream;
-    return FAIL(SPF_ERR_NO_DEVICE, "panel: built without CUDA");
-}
-
-static void panel_release(void *state) { (void)state; }
-
+#define panel_build strategy_build_without_cuda
+#define panel_launch_state strategy_launch_without_cuda
+#define panel_release strategy_release_nothing
 #define panel_encode NULL
 #define panel_decode NULL
 

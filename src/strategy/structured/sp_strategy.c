@@ -261,23 +261,9 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
 
 #else /* no CUDA: supports() refuses, so none of these runs */
 
-static spf_status sp_build(const problem *p, const strategy_env *env, void **state,
-                           spf_plan_info *info)
-{
-    (void)p, (void)env, (void)info;
-    *state = NULL;
-    return FAIL(SPF_ERR_NO_DEVICE, "structured: built without CUDA");
-}
-
-static spf_status sp_launch_state(const void *state, const void *b, void *c, const float *bias,
-                                  void *stream)
-{
-    (void)state, (void)b, (void)c, (void)bias, (void)stream;
-    return FAIL(SPF_ERR_NO_DEVICE, "structured: built without CUDA");
-}
-
-static void sp_release(void *state) { (void)state; }
-
+#define sp_build strategy_build_without_cuda
+#define sp_launch_state strategy_launch_without_cuda
+#define sp_release strategy_release_nothing
 #define sp_encode NULL
 #define sp_decode NULL
 

@@ -344,23 +344,9 @@ fail:
 
 #else /* no CUDA: supports() refuses, so none of these runs */
 
-static spf_status tc_build(const problem *p, const strategy_env *env, void **state,
-                           spf_plan_info *info)
-{
-    (void)p, (void)env, (void)info;
-    *state = NULL;
-    return FAIL(SPF_ERR_NO_DEVICE, "tc: built without CUDA");
-}
-
-static spf_status tc_launch_state(const void *state, const void *b, void *c, const float *bias,
-                                  void *stream)
-{
-    (void)state, (void)b, (void)c, (void)bias, (void)stream;
-    return FAIL(SPF_ERR_NO_DEVICE, "tc: built without CUDA");
-}
-
-static void tc_release(void *state) { (void)state; }
-
+#define tc_build strategy_build_without_cuda
+#define tc_launch_state strategy_launch_without_cuda
+#define tc_release strategy_release_nothing
 #define tc_encode NULL
 #define tc_decode NULL
 

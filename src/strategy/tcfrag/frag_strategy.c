@@ -319,23 +319,9 @@ static spf_status frag_decode(const problem *p, const strategy_env *env,
 
 #else /* no CUDA: supports() refuses, so none of these runs */
 
-static spf_status frag_build(const problem *p, const strategy_env *env, void **state,
-                             spf_plan_info *info)
-{
-    (void)p, (void)env, (void)info;
-    *state = NULL;
-    return FAIL(SPF_ERR_NO_DEVICE, "tcfrag: built without CUDA");
-}
-
-static spf_status frag_launch_state(const void *state, const void *b, void *c, const float *bias,
-                                    void *stream)
-{
-    (void)state, (void)b, (void)c, (void)bias, (void)stream;
-    return FAIL(SPF_ERR_NO_DEVICE, "tcfrag: built without CUDA");
-}
-
-static void frag_release(void *state) { (void)state; }
-
+#define frag_build strategy_build_without_cuda
+#define frag_launch_state strategy_launch_without_cuda
+#define frag_release strategy_release_nothing
 #define frag_encode NULL
 #define frag_decode NULL
 
