@@ -49,6 +49,17 @@ static inline spf_matrix *gen_matrix(spf_generator kind, int64_t rows, int64_t c
     return a;
 }
 
+/* A V:N:M matrix from the generator (V = v, N:M = n:m; v = 1 is plain
+ * N:M), one check; NULL if generation failed. */
+static inline spf_matrix *gen_vnm(int64_t rows, int64_t cols, int v, int n, int m, uint64_t seed)
+{
+    spf_gen_options o = gen_options(SPF_GEN_VNM, rows, cols, 0, seed);
+    o.vector_length = v, o.n = n, o.m = m;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(&o, &a));
+    return a;
+}
+
 /* The file rel (e.g. "dlmc/rn50/...smtx") under the data folder dir, with
  * the values of a pattern-only file drawn from seed (spf_read_options seed;
  * 1 is the default). One check; NULL if the read failed. */

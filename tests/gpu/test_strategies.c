@@ -454,16 +454,6 @@ static spf_matrix *matrix_empty_rows(void)
     return random_csr(ROWS, COLS, density, 76);
 }
 
-/* A V:2:M matrix (M = 4, v = 1: 2:4), for the structured strategy. */
-static spf_matrix *matrix_vnm(int64_t rows, int64_t cols, int v, int m, uint64_t seed)
-{
-    spf_gen_options o = gen_options(SPF_GEN_VNM, rows, cols, 0, seed);
-    o.vector_length = v, o.n = 2, o.m = m;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    return a;
-}
-
 int main(void)
 {
     test_case cases[] = {
@@ -472,8 +462,8 @@ int main(void)
         {"130x257", gen_matrix(SPF_GEN_UNIFORM, 130, 257, 0.9, 2), 0},
         {"1x1000", gen_matrix(SPF_GEN_UNIFORM, 1, 1000, 0.9, 3), 0},
         {"1000x3", gen_matrix(SPF_GEN_UNIFORM, 1000, 3, 0.3, 4), 0},
-        {"2:4 45x100", matrix_vnm(45, 100, 1, 4, 5), 1},
-        {"V64:2:8 150x256", matrix_vnm(150, 256, 64, 8, 6), 0},
+        {"2:4 45x100", gen_vnm(45, 100, 1, 2, 4, 5), 1},
+        {"V64:2:8 150x256", gen_vnm(150, 256, 64, 2, 8, 6), 0},
     };
     const int case_count = (int)(sizeof cases / sizeof cases[0]);
     spf_matrix_stats stats;

@@ -110,21 +110,12 @@ static void run_matrix(const char *label, const spf_matrix *a, int also_24, int 
         }
 }
 
-static spf_matrix *vnm(int64_t rows, int64_t cols, int v, int n, int m, uint64_t seed)
-{
-    spf_gen_options o = gen_options(SPF_GEN_VNM, rows, cols, 0, seed);
-    o.vector_length = v, o.n = n, o.m = m;
-    spf_matrix *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &a));
-    return a;
-}
-
 static void test_kernels(int quick)
 {
-    spf_matrix *odd = vnm(37, 52, 1, 2, 4, 31);
-    spf_matrix *v8 = vnm(300, 200, 128, 2, 8, 32);
-    spf_matrix *v16 = vnm(70, 256, 32, 1, 16, 33);
-    spf_matrix *layer = vnm(200, 1000, 1, 2, 4, 34);
+    spf_matrix *odd = gen_vnm(37, 52, 1, 2, 4, 31);
+    spf_matrix *v8 = gen_vnm(300, 200, 128, 2, 8, 32);
+    spf_matrix *v16 = gen_vnm(70, 256, 32, 1, 16, 33);
+    spf_matrix *layer = gen_vnm(200, 1000, 1, 2, 4, 34);
     spf_matrix *k3 = NULL;
     {   /* K = 3: two of the three columns in each row */
         int64_t rp[41];

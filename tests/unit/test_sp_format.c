@@ -40,10 +40,7 @@ static float *dense_of(const spf_matrix *a, spf_dtype dtype)
  * columns), its columns past cols dropped: a last group cut short. */
 static spf_matrix *vnm(int64_t rows, int64_t cols, int v, int n, int m, uint64_t seed)
 {
-    spf_gen_options o = gen_options(SPF_GEN_VNM, rows, (cols + m - 1) / m * m, 0, seed);
-    o.vector_length = v, o.n = n, o.m = m;
-    spf_matrix *g = NULL, *a = NULL;
-    CHECK_OK(spf_matrix_generate(&o, &g));
+    spf_matrix *g = gen_vnm(rows, (cols + m - 1) / m * m, v, n, m, seed), *a = NULL;
     int64_t *rp = malloc((size_t)(rows + 1) * sizeof *rp), at = 0;
     int32_t *ci = malloc((size_t)g->nnz * sizeof *ci + 1);
     float *val = malloc((size_t)g->nnz * sizeof *val + 1);
