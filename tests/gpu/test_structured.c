@@ -1,13 +1,17 @@
-/* The structured kernel (src/strategy/structured/sp_kernel.h) config by
- * config against the CPU reference accumulated in double: nb (its own for
- * N and the wider ones) × rt ∈ {1, 2} × warps ∈ {1, 3, 8, 16} × fp16 /
+/* The structured kernels (src/strategy/structured/sp_kernel.h) config by
+ * config against the CPU reference accumulated in double: the stream
+ * kernel's nb (its own for N and the wider ones) × rt ∈ {1, 2} × warps ∈
+ * {1, 3, 8, 16}, the tile kernel's six shapes × stages 2 to 4 and, on
+ * Hopper, the wgmma kernel's five shapes × stages 2 to 4, × fp16 /
  * bf16 × B K×N and N×K × C in both layouts, on 2:4 (37×52: M, K multiples
  * of no tile; a 200×1000 layer), V128:2:8 (300×200: a last block of 44
  * rows), V32:1:16, K = 3, and lone nonzeros at each place of a run with
  * empty rows; each V:2:M matrix also in the 2:4 format (it is 2:4 too).
- * N ∈ {1, 3, 8, 10, 17, 49, 127}: a ragged last column block; B K×N of
- * even N takes the loads of two columns shared by two lanes, odd N the
- * loads of one element. Bias and ReLU cycle.
+ * N ∈ {1, 3, 8, 10, 17, 49, 127, 136}: a ragged last column block; B K×N
+ * of even N takes the stream kernel's loads of two columns shared by two
+ * lanes, odd N the loads of one element; the tile kernel stages rows of 8
+ * and 136 (and N×K rows of K = 200, 256, 1000) by cp.async, the others by
+ * plain loads. Bias and ReLU cycle.
  *
  * The launches skip visibly (exit 77) when there is no device.
  * `test_structured --quick` runs a subset (compute-sanitizer in
@@ -23,12 +27,53 @@
 #ifdef SPF_HAVE_CUDA
 #include "spmm_case.h"
 
-static const int ns[] = {1, 3, 8, 10, 17, 49, 127};
+static const int ns[] = {1, 3, 8, 10, 17, 49, 127, 136};
 static const spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
 static const int warp_counts[] = {1, 3, 8, 16};
 
 static uint64_t next_seed = 0x5d000000;
 static int launches;
+static int hopper; /* the device is compute capability 9.0: the wgmma kernel's configs too */
+
+/* The configs checked at N = n on pattern pat: the stream kernel's at its
+ * own nb and the wider ones × rt × warps, the tile kernel's every shape ×
+ * stages 2 to 4, on Hopper the wgmma kernel's every shape × stages 2 to 4
+ * (whether or not the strategy would time them at this N); --quick: a few
+ * of each. Returns how many (at most 80). */
+static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_config *out)
+{
+    static const int shapes[][2] = {{32, 64}, {32, 128}, {64, 64}, {64, 128}, {128, 64},
+                                    {128, 128}};
+    static const int wgmma_shapes[][2] = {{64, 64}, {64, 128}, {128, 128}, {128, 256},
+                                          {256, 128}};
+    int count = 0;
+    for (int nb = sp_nb_for(n); nb <= 8; nb *= 2)
+        for (int rt = 1; rt <= 2; rt++)
+            for (size_t wi = 0; wi < sizeof warp_counts / sizeof *warp_counts; wi++) {
+                sp_config c = {.kind = SP_STREAM, .nb = nb, .rt = rt, .warps = warp_counts[wi]};
+                if (sp_config_refusal(&c, pat) ||
+                    (quick && (wi == 0 || wi == 3 || nb != sp_nb_for(n))))
+                    continue;
+                out[count++] = c;
+            }
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+        for (int stages = 2; stages <= 4; stages++) {
+            sp_config c = {.kind = SP_TILE, .bm = shapes[si][0], .bn = shapes[si][1],
+                           .stages = stages};
+            if (sp_config_refusal(&c, pat) || (quick && (stages != 3 || si % 3 != 0)))
+                continue;
+            out[count++] = c;
+        }
+    for (size_t si = 0; hopper && si < sizeof wgmma_shapes / sizeof *wgmma_shapes; si++)
+        for (int stages = 2; stages <= 4; stages++) {
+            sp_config c = {.kind = SP_WGMMA, .bm = wgmma_shapes[si][0], .bn = wgmma_shapes[si][1],
+                           .stages = stages};
+            if (sp_config_refusal(&c, pat) || (quick && (stages != 3 || si % 2 != 0)))
+                continue;
+            out[count++] = c;
+        }
+    return count;
+}
 
 /* One (matrix, pattern, dtype, B layout): every config, N and C layout. */
 static void run_format(const char *label, const spf_matrix *a, const sp_pattern *pat,
@@ -51,40 +96,36 @@ static void run_format(const char *label, const spf_matrix *a, const sp_pattern 
         spmm_case t;
         spmm_case_make(&t, a, dtype, bl, n, bias, relu, NULL, next_seed);
         next_seed += 2;
-        for (int nb = sp_nb_for(n); nb <= 8; nb *= 2)
-            for (int rt = 1; rt <= 2; rt++)
-                for (size_t wi = 0; wi < sizeof warp_counts / sizeof *warp_counts; wi++) {
-                    sp_config cfg = {nb, rt, warp_counts[wi]};
-                    if (sp_config_refusal(&cfg, pat))
-                        continue;
-                    if (quick && (wi == 0 || wi == 3 || nb != sp_nb_for(n)))
-                        continue;
-                    int blocks = 0;
-                    CHECK_OK(sp_config_occupancy(&cfg, &dev, &blocks));
-                    CHECK_MSG(blocks > 0, "%s: nb %d rt %d w %d does not fit an SM", label, nb,
-                              rt, cfg.warps);
-                    for (int cl = SPF_LAYOUT_N_LAST; cl <= SPF_LAYOUT_N_FIRST; cl++) {
-                        spmm_operands op = {.n = n, .b_layout = bl, .b = t.db, .c = t.dc,
-                                            .bias = bias ? t.dbias : NULL, .relu = relu};
-                        spmm_case_strides(&t, (spf_layout)cl, &op.b_row, &op.b_col, &op.c_row,
-                                          &op.c_col);
-                        spmm_case_poison(&t);
-                        CHECK_OK(sp_launch(&dev, &cfg, &op, NULL));
-                        int past = 1;
-                        double err = spmm_case_error(&t, (spf_layout)cl, &past);
-                        char name[32], what[96];
-                        sp_config_name(&cfg, name, sizeof name);
-                        snprintf(what, sizeof what, "%s N=%lld C %s", name, (long long)n,
-                                 spf_layout_name((spf_layout)cl));
-                        CHECK_MSG(past, "%s: %s: wrote past the end of C", label, what);
-                        CHECK_MSG(err <= tol, "%s %s %s B %s: %s (bias %d relu %d): relative "
-                                  "error %.3g > %g", label, pname, dtype_name(dtype),
-                                  spf_layout_name(bl), what, bias, relu, err, tol);
-                        if (!(err <= worst))
-                            worst = err, snprintf(worst_what, sizeof worst_what, "%s", what);
-                        launches++;
-                    }
-                }
+        sp_config cfgs[80];
+        int count = configs_to_check(n, pat, quick, cfgs);
+        for (int ci = 0; ci < count; ci++) {
+            const sp_config cfg = cfgs[ci];
+            char name[32];
+            sp_config_name(&cfg, name, sizeof name);
+            int blocks = 0;
+            CHECK_OK(sp_config_occupancy(&cfg, &dev, &blocks));
+            CHECK_MSG(blocks > 0, "%s: %s does not fit an SM", label, name);
+            for (int cl = SPF_LAYOUT_N_LAST; cl <= SPF_LAYOUT_N_FIRST; cl++) {
+                spmm_operands op = {.n = n, .b_layout = bl, .b = t.db, .c = t.dc,
+                                    .bias = bias ? t.dbias : NULL, .relu = relu};
+                spmm_case_strides(&t, (spf_layout)cl, &op.b_row, &op.b_col, &op.c_row,
+                                  &op.c_col);
+                spmm_case_poison(&t);
+                CHECK_OK(sp_launch(&dev, &cfg, &op, NULL));
+                int past = 1;
+                double err = spmm_case_error(&t, (spf_layout)cl, &past);
+                char what[96];
+                snprintf(what, sizeof what, "%s N=%lld C %s", name, (long long)n,
+                         spf_layout_name((spf_layout)cl));
+                CHECK_MSG(past, "%s: %s: wrote past the end of C", label, what);
+                CHECK_MSG(err <= tol, "%s %s %s B %s: %s (bias %d relu %d): relative "
+                          "error %.3g > %g", label, pname, dtype_name(dtype),
+                          spf_layout_name(bl), what, bias, relu, err, tol);
+                if (!(err <= worst))
+                    worst = err, snprintf(worst_what, sizeof worst_what, "%s", what);
+                launches++;
+            }
+        }
         spmm_case_free(&t);
     }
     printf("%s: %s %s B %s: %lld tiles × %lld step pairs, worst relative error %.3g (%s)\n",
@@ -160,6 +201,7 @@ int main(int argc, char **argv)
     if (!info.available)
         SKIP("no CUDA device (%s): structured kernel launches not run", info.reason);
 #ifdef SPF_HAVE_CUDA
+    hopper = info.cc_major == 9;
     test_kernels(argc > 1 && strcmp(argv[1], "--quick") == 0);
 #else
     (void)argc, (void)argv;

@@ -300,7 +300,7 @@ static void test_formats(void)
 static void test_configs(void)
 {
     sp_pattern p24 = {4, 0}, v16 = {8, 16};
-    sp_config c = {2, 2, 8}, back;
+    sp_config c = {.kind = SP_STREAM, .nb = 2, .rt = 2, .warps = 8}, back;
     char name[32];
     sp_config_name(&c, name, sizeof name);
     CHECK(strcmp(name, "nb2_rt2_w8") == 0);
@@ -310,12 +310,64 @@ static void test_configs(void)
     CHECK_STATUS(sp_config_from_name("nb2_rt2_w8x", &back), SPF_ERR_PARSE);
     CHECK(sp_config_refusal(&c, &p24) == NULL);
     CHECK(sp_config_refusal(&c, &v16) != NULL); /* two tiles of 16 rows in a block of 16 */
-    sp_config wide = {8, 1, 16};
+    sp_config wide = {.kind = SP_STREAM, .nb = 8, .rt = 1, .warps = 16};
     CHECK(sp_config_refusal(&wide, &p24) != NULL);
     CHECK(sp_nb_for(1) == 1 && sp_nb_for(16) == 2 && sp_nb_for(17) == 4 && sp_nb_for(4096) == 8);
     CHECK(sp_config_smem(&c) == 8 * 2 * 2 * 128 * 4);
-    sp_config one = {2, 2, 1};
+    sp_config one = {.kind = SP_STREAM, .nb = 2, .rt = 2, .warps = 1};
     CHECK(sp_config_smem(&one) == 0);
+    CHECK(sp_config_threads(&c) == 256);
+
+    /* the tile kernel's: name, refusals, stages of shared memory, threads */
+    sp_config t = {.kind = SP_TILE, .bm = 128, .bn = 64, .stages = 3};
+    sp_pattern v64 = {8, 64}, v128 = {8, 128};
+    sp_config_name(&t, name, sizeof name);
+    CHECK(strcmp(name, "m128n64s3") == 0);
+    CHECK_OK(sp_config_from_name(name, &back));
+    CHECK(back.kind == SP_TILE && back.bm == 128 && back.bn == 64 && back.stages == 3);
+    CHECK_STATUS(sp_config_from_name("m96n64s3", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("m64n64s5", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("m64n64", &back), SPF_ERR_PARSE);
+    CHECK(sp_config_refusal(&t, &p24) == NULL && sp_config_refusal(&t, &v128) == NULL);
+    CHECK(sp_config_refusal(&t, &v64) != NULL); /* 128 rows across two blocks of 64 */
+    CHECK(sp_config_smem(&t) == 3 * (8 * (1024 + 128) + 64 * 144));
+    CHECK(sp_config_threads(&t) == 256);
+    sp_config narrow = {.kind = SP_TILE, .bm = 32, .bn = 128, .stages = 2};
+    CHECK(sp_config_threads(&narrow) == 128);
+
+    /* the configs timed: stream only at small N, both at 32 ≤ N ≤ 64, tile
+     * only beyond; none a pattern refuses; the count without room */
+    sp_config list[64];
+    int small = sp_configs_for(16, &p24, 0, list, 64);
+    CHECK(small == 6);
+    for (int i = 0; i < small; i++)
+        CHECK(list[i].kind == SP_STREAM && list[i].nb == 2);
+    int mid = sp_configs_for(48, &p24, 0, list, 64); /* nb 8: warps ≤ 8 */
+    CHECK(mid == 4 + 18 && list[0].kind == SP_STREAM && list[mid - 1].kind == SP_TILE);
+    int wide_n = sp_configs_for(512, &v64, 0, list, 64);
+    CHECK(wide_n == 3 * 4); /* bm 128 refused for V = 64 */
+    for (int i = 0; i < wide_n; i++)
+        CHECK(list[i].kind == SP_TILE && sp_config_refusal(&list[i], &v64) == NULL);
+    CHECK(sp_configs_for(512, &v64, 0, list, 2) == wide_n);
+    /* on Hopper the wgmma kernel's in place of the tile kernel's */
+    int hop = sp_configs_for(512, &p24, 1, list, 64);
+    CHECK(hop == 3 * 5);
+    for (int i = 0; i < hop; i++)
+        CHECK(list[i].kind == SP_WGMMA);
+    CHECK(sp_configs_for(512, &v64, 1, list, 64) == 3 * 2); /* bm 64 only */
+    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 4 + 15);
+
+    /* the wgmma kernel's: name, refusals, threads */
+    sp_config w = {.kind = SP_WGMMA, .bm = 256, .bn = 128, .stages = 4};
+    sp_config_name(&w, name, sizeof name);
+    CHECK(strcmp(name, "wm256n128s4") == 0);
+    CHECK_OK(sp_config_from_name(name, &back));
+    CHECK(back.kind == SP_WGMMA && back.bm == 256 && back.bn == 128 && back.stages == 4);
+    CHECK_STATUS(sp_config_from_name("wm256n256s3", &back), SPF_ERR_PARSE);
+    CHECK(sp_config_refusal(&w, &v128) != NULL && sp_config_refusal(&w, &p24) == NULL);
+    CHECK(sp_config_threads(&w) == 256);
+    w.bm = 64;
+    CHECK(sp_config_threads(&w) == 128);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
-/* The structured kernel's configurations (names, refusals, shared memory):
- * host code, no device needed. */
+/* The structured kernels' configurations (names, refusals, shared memory,
+ * threads): host code, no device needed. */
 #include "strategy/structured/sp_kernel.h"
 
 #include "core/error.h"
@@ -12,7 +12,7 @@ int sp_nb_for(int64_t n)
     return n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 ? 4 : 8;
 }
 
-const char *sp_config_refusal(const sp_config *c, const sp_pattern *p)
+static const char *stream_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (c->nb != 1 && c->nb != 2 && c->nb != 4 && c->nb != 8)
         return "nb must be 1, 2, 4 or 8";
@@ -25,15 +25,100 @@ const char *sp_config_refusal(const sp_config *c, const sp_pattern *p)
     return NULL;
 }
 
+static const char *tile_refusal(const sp_config *c, const sp_pattern *p)
+{
+    if ((c->bm != 32 && c->bm != 64 && c->bm != 128) || (c->bn != 64 && c->bn != 128))
+        return "the tile must be m32, m64 or m128 by n64 or n128";
+    if (c->stages < 2 || c->stages > 4)
+        return "stages must be 2 to 4";
+    if (p && p->v && p->v % c->bm != 0)
+        return "a block's rows must lie in one block of V rows (bm dividing V)";
+    return NULL;
+}
+
+static const char *wgmma_refusal(const sp_config *c, const sp_pattern *p)
+{
+    int shape = c->bm * 1000 + c->bn;
+    if (shape != 64064 && shape != 64128 && shape != 128128 && shape != 128256 &&
+        shape != 256128)
+        return "the wgmma tile must be m64 n64, m64 n128, m128 n128, m128 n256 or m256 n128";
+    if (c->stages < 2 || c->stages > 4)
+        return "stages must be 2 to 4";
+    if (p && p->v && p->v % c->bm != 0)
+        return "a block's rows must lie in one block of V rows (bm dividing V)";
+    return NULL;
+}
+
+const char *sp_config_refusal(const sp_config *c, const sp_pattern *p)
+{
+    if (c->kind == SP_STREAM)
+        return stream_refusal(c, p);
+    if (c->kind == SP_TILE)
+        return tile_refusal(c, p);
+    if (c->kind == SP_WGMMA)
+        return wgmma_refusal(c, p);
+    return "unknown kernel";
+}
+
+static void add(sp_config c, const sp_pattern *p, sp_config *out, int cap, int *count)
+{
+    if (sp_config_refusal(&c, p))
+        return;
+    if (*count < cap)
+        out[*count] = c;
+    (*count)++;
+}
+
+int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap)
+{
+    static const int row_tiles[] = {2, 1}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2};
+    static const int shapes[][2] = {{64, 128}, {128, 128}, {64, 64}, {128, 64}, {32, 128},
+                                    {32, 64}};
+    static const int wgmma_shapes[][2] = {{128, 256}, {128, 128}, {256, 128}, {64, 128},
+                                          {64, 64}};
+    int count = 0;
+    for (int r = 0; n <= 64 && r < 2; r++)
+        for (int w = 0; w < 3; w++)
+            add((sp_config){.kind = SP_STREAM, .nb = sp_nb_for(n), .rt = row_tiles[r],
+                            .warps = warps[w]},
+                p, out, cap, &count);
+    for (int s = 0; n >= 32 && hopper && s < 3; s++)
+        for (int i = 0; i < 5; i++)
+            add((sp_config){.kind = SP_WGMMA, .bm = wgmma_shapes[i][0], .bn = wgmma_shapes[i][1],
+                            .stages = stages[s]},
+                p, out, cap, &count);
+    for (int s = 0; n >= 32 && !hopper && s < 3; s++)
+        for (int i = 0; i < 6; i++)
+            add((sp_config){.kind = SP_TILE, .bm = shapes[i][0], .bn = shapes[i][1],
+                            .stages = stages[s]},
+                p, out, cap, &count);
+    return count;
+}
+
 size_t sp_config_smem(const sp_config *c)
 {
+    if (c->kind == SP_TILE || c->kind == SP_WGMMA)
+        return (size_t)c->stages * SP_TILE_STAGE_BYTES(c->bm, c->bn);
     /* per warp: rt tiles × nb blocks × 4 sums a lane × 32 lanes, fp32 */
     return c->warps > 1 ? (size_t)c->warps * (size_t)(c->rt * c->nb) * 128 * 4 : 0;
 }
 
+int sp_config_threads(const sp_config *c)
+{
+    if (c->kind == SP_WGMMA) /* one warpgroup at bm 64, two beyond */
+        return c->bm == 64 ? 128 : 256;
+    if (c->kind == SP_TILE) /* warps of 32 rows; 2 along N at bm 64 and 128, else bn / 32 */
+        return 32 * (c->bm / 32) * (c->bm == 32 ? c->bn / 32 : 2);
+    return 32 * c->warps;
+}
+
 void sp_config_name(const sp_config *c, char *buf, size_t size)
 {
-    snprintf(buf, size, "nb%d_rt%d_w%d", c->nb, c->rt, c->warps);
+    if (c->kind == SP_TILE || c->kind == SP_WGMMA)
+        snprintf(buf, size, "%sm%dn%ds%d", c->kind == SP_WGMMA ? "w" : "", c->bm, c->bn,
+                 c->stages);
+    else
+        snprintf(buf, size, "nb%d_rt%d_w%d", c->nb, c->rt, c->warps);
 }
 
 spf_status sp_config_from_name(const char *name, sp_config *out)
@@ -41,9 +126,18 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
     CHECK_ARG(name != NULL && out != NULL);
     sp_config c = {0};
     int used = 0;
-    if (sscanf(name, "nb%d_rt%d_w%d%n", &c.nb, &c.rt, &c.warps, &used) != 3 ||
-        name[used] != '\0')
-        return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected nb<B>_rt<R>_w<W>", name);
+    if (name[0] == 'm' || name[0] == 'w') {
+        c.kind = name[0] == 'w' ? SP_WGMMA : SP_TILE;
+        const char *shape = name + (name[0] == 'w');
+        if (sscanf(shape, "m%dn%ds%d%n", &c.bm, &c.bn, &c.stages, &used) != 3 ||
+            shape[used] != '\0')
+            return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected [w]m<BM>n<BN>s<S>",
+                        name);
+    } else if (sscanf(name, "nb%d_rt%d_w%d%n", &c.nb, &c.rt, &c.warps, &used) != 3 ||
+               name[used] != '\0') {
+        return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected nb<B>_rt<R>_w<W>, "
+                    "m<BM>n<BN>s<S> or wm<BM>n<BN>s<S>", name);
+    }
     const char *why = sp_config_refusal(&c, NULL);
     if (why)
         return FAIL(SPF_ERR_PARSE, "structured config \"%s\": %s", name, why);

@@ -1,4 +1,5 @@
-/* The structured format on the device (sp_kernel.h). */
+/* The structured format on the device, and the launch of a config by its
+ * kernel (sp_kernel.h). */
 #include "strategy/structured/sp_kernel.h"
 
 #include "core/error.h"
@@ -40,6 +41,22 @@ void sp_device_release(sp_device *d)
     cuda_free_quiet(d->meta);
     cuda_free_quiet(d->gather);
     memset(d, 0, sizeof *d);
+}
+
+spf_status sp_config_occupancy(const sp_config *c, const sp_device *d, int *blocks)
+{
+    if (c->kind == SP_WGMMA)
+        return sp_wgmma_occupancy(c, d, blocks);
+    return c->kind == SP_TILE ? sp_tile_occupancy(c, d, blocks) : sp_stream_occupancy(c, d, blocks);
+}
+
+spf_status sp_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
+                     void *stream)
+{
+    if (c->kind == SP_WGMMA)
+        return sp_wgmma_launch(d, c, op, stream);
+    return c->kind == SP_TILE ? sp_tile_launch(d, c, op, stream)
+                              : sp_stream_launch(d, c, op, stream);
 }
 
 #endif

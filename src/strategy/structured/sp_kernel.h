@@ -1,21 +1,31 @@
-/* The structured kernel (kernels/sp_spmm.cu), precompiled by nvcc for sm_80
- * and sm_90, over the structured format (sp_format.h). C-callable.
+/* The structured kernels, precompiled by nvcc for sm_80 and sm_90, over the
+ * structured format (sp_format.h). C-callable. Two kernels, one config type:
  *
- * A block takes rt row tiles of 16 rows (grid.x) and 8·nb columns of B and
- * C (grid.y); its warps split the step pairs of K (warp w takes pairs w,
- * w + warps, ...). Per step pair a warp loads its A fragments and metadata
- * straight from the format (one 16-byte load per step and tile, one
- * 4-byte load of metadata for both steps: the format is in register
- * order), loads its B fragments from global memory (B is small at the
- * sizes this is for; L1 and L2 serve the rows the other blocks read too),
- * gathering the kept rows for V:2:M, and issues mma.sp m16n8k32 per tile
- * and 8 columns, the next pair's A loads in flight. The warps' sums meet
- * in shared memory; the block applies the epilogue (+ bias[row], ReLU,
- * the dtype, C's layout by its strides).
+ * The stream kernel (kernels/sp_spmm.cu), for small N. A block takes rt
+ * row tiles of 16 rows (grid.x) and 8·nb columns of B and C (grid.y); its
+ * warps split the step pairs of K (warp w takes pairs w, w + warps, ...).
+ * Per step pair a warp loads its A fragments and metadata straight from
+ * the format (one 16-byte load per step and tile, one 4-byte load of
+ * metadata for both steps: the format is in register order), loads its B
+ * fragments from global memory (B is small at the sizes this is for; L1
+ * and L2 serve the rows the other blocks read too), gathering the kept
+ * rows for V:2:M, and issues mma.sp m16n8k32 per tile and 8 columns, the
+ * next pair's A loads in flight. The warps' sums meet in shared memory.
  *
- * No workspace and no atomics: every row's sums are added in one block,
- * in a fixed order, so results do not change from run to run and launches
- * of one plan may run on several streams at once. */
+ * The tile kernel (kernels/sp_tile.cu), for larger N. A block takes bm rows
+ * (grid.x) and bn columns (grid.y) and walks K a step pair at a time; the
+ * pair's A fragments and 64 rows of B go to a shared-memory stage by
+ * cp.async, `stages` pairs in flight, and each warp multiplies 32 of the
+ * rows by its share of the columns (sp_tile.cu lists the warp layouts).
+ *
+ * The wgmma kernel (kernels/sp_wgmma.sm90a.cu), Hopper only: the tile
+ * kernel's plan with warpgroups issuing wgmma.mma_async.sp m64nNk32 on the
+ * same format, B read by the tensor cores from the stage.
+ *
+ * Both apply the epilogue (+ bias[row], ReLU, the dtype, C's layout by its
+ * strides). No workspace and no atomics: every row's sums are added in
+ * one block, in a fixed order, so results do not change from run to run
+ * and launches of one plan may run on several streams at once. */
 #ifndef SPF_STRATEGY_STRUCTURED_SP_KERNEL_H
 #define SPF_STRATEGY_STRUCTURED_SP_KERNEL_H
 
@@ -30,12 +40,29 @@
 extern "C" {
 #endif
 
-/* A kernel configuration; nb and rt are template parameters. */
+typedef enum sp_kernel_kind { SP_STREAM = 0, SP_TILE = 1, SP_WGMMA = 2 } sp_kernel_kind;
+
+/* A kernel configuration; nb, rt, bm and bn are template parameters. */
 typedef struct sp_config {
+    sp_kernel_kind kind;
+    /* SP_STREAM */
     int nb;    /* 8-column blocks of B and C per block: 1, 2, 4 or 8      */
     int rt;    /* row tiles of 16 per block: 1 or 2 (≤ V / 16 for V:2:M)  */
     int warps; /* warps per block, splitting K: 1 to 16 (8 for nb ≥ 4)    */
+    /* SP_TILE and SP_WGMMA */
+    int bm;     /* rows per block: tile 32, 64 or 128; wgmma 64, 128 or 256
+                   (dividing V for V:2:M)                                   */
+    int bn;     /* columns per block: tile 64 or 128; wgmma 64, 128 or 256  */
+    int stages; /* step pairs in flight: 2 to 4                            */
 } sp_config;
+
+/* A tile- or wgmma-kernel stage: per row tile the A fragments and the
+ * metadata of a step pair, then 64 rows of B of bn columns (the tile
+ * kernel's [k][bn + 8] or [bn][72] elements of 2 bytes, at most bn · 144
+ * bytes; the wgmma kernel's core matrices, bn · 128). */
+#define SP_TILE_A_BYTES 1024
+#define SP_TILE_META_BYTES 128
+#define SP_TILE_STAGE_BYTES(bm, bn)                                                                    ((bm) / 16 * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + (bn) * 144)
 
 /* The format on the device. */
 typedef struct sp_device {
@@ -53,13 +80,24 @@ void sp_device_release(sp_device *d);
 /* The narrowest nb whose 8·nb columns hold min(n, 64). */
 int sp_nb_for(int64_t n);
 
+/* The configs the strategy times for N = n on pattern p, the likeliest
+ * first: the stream kernel's at n ≤ 64; from n = 32 the wgmma kernel's on
+ * Hopper (hopper: compute capability 9.0), else the tile kernel's.
+ * Returns how many; at most cap are written. */
+int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap);
+
 /* Why config c cannot run on pattern p (NULL when it can). */
 const char *sp_config_refusal(const sp_config *c, const sp_pattern *p);
 
-/* Dynamic shared memory of a block of c: the warps' sums, bytes. */
+/* Dynamic shared memory of a block of c, bytes: the stream kernel's warps'
+ * sums, the tile kernel's stages. */
 size_t sp_config_smem(const sp_config *c);
 
-/* "nb2_rt2_w8", for plan info, logs and the cache. */
+/* Threads of a block of c. */
+int sp_config_threads(const sp_config *c);
+
+/* "nb2_rt2_w8" (stream), "m64n128s3" (tile) or "wm128n256s3" (wgmma),
+ * for plan info, logs and the cache. */
 void sp_config_name(const sp_config *c, char *buf, size_t size);
 spf_status sp_config_from_name(const char *name, sp_config *out);
 
@@ -71,6 +109,17 @@ spf_status sp_config_occupancy(const sp_config *c, const sp_device *d, int *bloc
  * format's dtype. No allocation, no synchronization. */
 spf_status sp_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
                      void *stream);
+
+/* The kernels' own occupancy queries and launches (sp_launch's). */
+spf_status sp_stream_occupancy(const sp_config *c, const sp_device *d, int *blocks);
+spf_status sp_stream_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
+                            void *stream);
+spf_status sp_tile_occupancy(const sp_config *c, const sp_device *d, int *blocks);
+spf_status sp_tile_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
+                          void *stream);
+spf_status sp_wgmma_occupancy(const sp_config *c, const sp_device *d, int *blocks);
+spf_status sp_wgmma_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
+                           void *stream);
 
 #ifdef __cplusplus
 }

@@ -7,9 +7,10 @@
  * regime is a model pruned with structure, at every N: the format moves
  * 1.125 bytes a weight (2:4) or 0.56 (V:2:8) where dense fp16 moves 2.
  *
- * Choosing the configuration: the narrowest column block that holds N (up
- * to 64), and rt ∈ {2, 1} × warps ∈ {4, 8, 16} timed on the self-check's
- * buffers; the fastest is kept. */
+ * Choosing the configuration: the configs sp_configs_for names for N (the
+ * stream kernel's up to N = 64; from N = 32 the wgmma kernel's on Hopper,
+ * the tile kernel's elsewhere) are timed on the self-check's buffers; the
+ * fastest is kept. */
 #include "strategy/structured/sp_kernel.h"
 
 #include "core/alloc.h"
@@ -25,8 +26,11 @@
 #include <stdio.h>
 #include <string.h>
 
-/* grid.y counts column blocks of 64 (≤ 65535) */
+/* grid.y counts column blocks of at least 64 (≤ 65535) */
 #define SP_MAX_N ((int64_t)65535 * 64)
+
+/* every config sp_configs_for names */
+#define SP_MAX_CONFIGS 32
 
 static int sp_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                        char *reason, size_t cap)
@@ -136,47 +140,43 @@ static spf_status upload_format(const problem *p, sp_device *dev, double *build_
     return status;
 }
 
-static const int sp_row_tiles[] = {2, 1};
-static const int sp_warps[] = {8, 4, 16};
-
 static spf_status sp_build(const problem *p, const strategy_env *env, void **state,
                            spf_plan_info *info)
 {
     *state = NULL;
     spf_status status = SPF_OK;
     sp_device dev = {0};
-    sp_config best = {0};
+    sp_config best = {0}, configs[SP_MAX_CONFIGS];
     double best_us = 0, build_s = 0;
     int tried = 0, have = 0;
     double t0 = timing_now_s();
     TRY(upload_format(p, &dev, &build_s));
     double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
-    for (size_t ri = 0; ri < sizeof sp_row_tiles / sizeof *sp_row_tiles; ri++)
-        for (size_t wi = 0; wi < sizeof sp_warps / sizeof *sp_warps; wi++) {
-            sp_config c = {sp_nb_for(p->n), sp_row_tiles[ri], sp_warps[wi]};
-            int blocks = 0;
-            if ((have && !env->check) || sp_config_refusal(&c, &dev.pattern))
-                continue;
-            if (sp_config_occupancy(&c, &dev, &blocks) != SPF_OK || blocks == 0) {
-                error_clear();
-                continue;
-            }
-            if (!env->check) { /* nothing to time with: the first config that launches */
-                best = c, have = 1;
-                continue;
-            }
-            sp_call call = {&dev, &c, problem_operands(p, env->check->b, env->check->c,
-                                                       env->check->bias)};
-            timing_result r;
-            tried++;
-            if (timing_measure(timed_launch, &call, NULL, NULL, &r) != SPF_OK) {
-                log_msg(SPF_LOG_DEBUG, "structured: a config did not run: %s", spf_last_error());
-                error_clear();
-                continue;
-            }
-            if (!have || r.median_us < best_us)
-                best = c, best_us = r.median_us, have = 1;
+    int hopper = env->device && env->device->cc_major == 9;
+    int count = sp_configs_for(p->n, &dev.pattern, hopper, configs, SP_MAX_CONFIGS);
+    for (int i = 0; i < count && i < SP_MAX_CONFIGS && !(have && !env->check); i++) {
+        const sp_config *c = &configs[i];
+        int blocks = 0;
+        if (sp_config_occupancy(c, &dev, &blocks) != SPF_OK || blocks == 0) {
+            error_clear();
+            continue;
         }
+        if (!env->check) { /* nothing to time with: the first config that launches */
+            best = *c, have = 1;
+            continue;
+        }
+        sp_call call = {&dev, c, problem_operands(p, env->check->b, env->check->c,
+                                                  env->check->bias)};
+        timing_result r;
+        tried++;
+        if (timing_measure(timed_launch, &call, NULL, NULL, &r) != SPF_OK) {
+            log_msg(SPF_LOG_DEBUG, "structured: a config did not run: %s", spf_last_error());
+            error_clear();
+            continue;
+        }
+        if (!have || r.median_us < best_us)
+            best = *c, best_us = r.median_us, have = 1;
+    }
     if (!have)
         FAIL_GOTO(SPF_ERR_UNSUPPORTED, "structured: no config launches on this device");
     info->generate_s = build_s;
@@ -237,7 +237,7 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
     status = sp_config_from_name(name, &c);
     if (status != SPF_OK)
         return status;
-    if (c.nb != sp_nb_for(p->n))
+    if (c.kind == SP_STREAM && c.nb != sp_nb_for(p->n))
         return FAIL(SPF_ERR_PARSE, "structured config \"%s\" for N = %lld", name,
                     (long long)p->n);
     sp_state *s = mem_calloc(1, sizeof *s);

@@ -1,5 +1,5 @@
-/* The structured kernel (sp_kernel.h says how the work is cut, sp_format.h
- * what the format holds). Instantiated for fp16 and bf16 × nb ∈ {1, 2, 4,
+/* The structured stream kernel (sp_kernel.h says how the work is cut,
+ * sp_format.h what the format holds). Instantiated for fp16 and bf16 × nb ∈ {1, 2, 4,
  * 8} × rt ∈ {1, 2} × gathered (V:2:M) or not (2:4).
  *
  * At the small N this is for, the bytes of A bound the time: 2:4 moves
@@ -14,11 +14,10 @@
 #include "gpu/epilogue.cuh"
 #include "gpu/mma_ptx.cuh"
 #include "gpu/smem_limit.cuh"
+#include "strategy/structured/kernels/sp_mma.cuh"
 #include "strategy/structured/sp_kernel.h"
 
 namespace {
-
-constexpr uint32_t kFreeMeta = 0x44444444u; /* indices 0 and 1 in every run */
 
 struct args {
     const uint4 *values;
@@ -36,29 +35,6 @@ struct args {
     int pair_b;             /* B is N×K and two adjacent k are one aligned word */
     int kn_pairs;           /* B is K×N and two adjacent columns are one aligned word */
 };
-
-/* mma.sp m16n8k32, fp32 accumulation, sparsity selector SEL (the step of
- * the pair: which thread pair of each quad holds its metadata); TYPE is
- * the PTX name of the element type. */
-#define SP_MMA(TYPE)                                                                               \
-    asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32." TYPE "." TYPE       \
-                 ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, %13;\n"  \
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                 \
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b[0]), "r"(b[1]), "r"(b[2]),       \
-                   "r"(b[3]), "r"(e), "n"(SEL))
-template <int SEL>
-__device__ __forceinline__ void mma_sp(float (&c)[4], const uint4 &a, const uint32_t (&b)[4],
-                                       uint32_t e, __half)
-{
-    SP_MMA("f16");
-}
-template <int SEL>
-__device__ __forceinline__ void mma_sp(float (&c)[4], const uint4 &a, const uint32_t (&b)[4],
-                                       uint32_t e, __nv_bfloat16)
-{
-    SP_MMA("bf16");
-}
-#undef SP_MMA
 
 /* Read once: past L1, which keeps the rows of B. */
 __device__ __forceinline__ uint4 load_stream(const uint4 *p)
@@ -91,7 +67,7 @@ __device__ __forceinline__ void load_a(const args &a, int tile0, int p, int lane
             e[r] = load_stream(a.meta + frag * 32 + lane);
         } else {
             v[r][0] = v[r][1] = make_uint4(0, 0, 0, 0);
-            e[r] = kFreeMeta;
+            e[r] = kSpFreeMeta;
         }
     }
 }
@@ -308,7 +284,7 @@ template <typename T> void *kernel_nb(const sp_config *c, bool gather)
 void *kernel_for(const sp_config *c, const sp_device *d)
 {
     bool gather = d->pattern.v != 0;
-    if (sp_config_refusal(c, &d->pattern))
+    if (c->kind != SP_STREAM || sp_config_refusal(c, &d->pattern))
         return nullptr;
     if (d->dtype == SPF_DTYPE_F16)
         return kernel_nb<__half>(c, gather);
@@ -319,17 +295,17 @@ void *kernel_for(const sp_config *c, const sp_device *d)
 
 } // namespace
 
-extern "C" spf_status sp_config_occupancy(const sp_config *c, const sp_device *d, int *blocks)
+extern "C" spf_status sp_stream_occupancy(const sp_config *c, const sp_device *d, int *blocks)
 {
     const void *k = kernel_for(c, d);
     if (!k)
         return FAIL(SPF_ERR_UNSUPPORTED, "structured: no kernel for nb %d, rt %d, %d warps, %s",
                     c->nb, c->rt, c->warps, spf_dtype_name(d->dtype));
-    return smem_occupancy(k, 32 * c->warps, sp_config_smem(c), blocks);
+    return smem_occupancy(k, sp_config_threads(c), sp_config_smem(c), blocks);
 }
 
-extern "C" spf_status sp_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
-                                void *stream)
+extern "C" spf_status sp_stream_launch(const sp_device *d, const sp_config *c,
+                                       const spmm_operands *op, void *stream)
 {
     const void *k = kernel_for(c, d);
     if (!k)
@@ -359,5 +335,5 @@ extern "C" spf_status sp_launch(const sp_device *d, const sp_config *c, const sp
     a.pair_b = op->b_layout == SPF_LAYOUT_N_FIRST && op->b_row == 1 &&
                reinterpret_cast<uintptr_t>(op->b) % 4 == 0 && op->b_col % 2 == 0;
     dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
-    return smem_launch(k, grid, 32 * c->warps, sp_config_smem(c), &a, stream);
+    return smem_launch(k, grid, sp_config_threads(c), sp_config_smem(c), &a, stream);
 }

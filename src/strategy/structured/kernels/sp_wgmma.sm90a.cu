@@ -1,0 +1,323 @@
+/* The structured wgmma kernel, Hopper only (sm_90a): the tile kernel's
+ * plan (sp_tile.cu: a block walks K a step pair at a time, `stages` pairs
+ * in flight by cp.async) with the warpgroup MMA, wgmma.mma_async.sp
+ * m64nNk32, in place of mma.sp: on Hopper mma.sp takes the older, slower
+ * path of the tensor cores (HOPPER.md: a matrix kernel whose SASS shows
+ * only HMMA), and the tile kernel lost to dense fp16 at every N it was
+ * timed at on the H100.
+ *
+ * A warpgroup (4 warps) multiplies 64 rows per instruction: warp w of the
+ * group takes row tile w, and its A operand, from registers, is exactly
+ * the mma.sp m16n8k32 fragment the format stores, with its metadata word
+ * and sparsity selector (checked on the H100: the format serves both
+ * kernels unchanged). B comes from the shared-memory stage through a
+ * matrix descriptor, without swizzling: 8 × 16-byte core matrices, K-major
+ * ([n/8][k/8] cores, B N×K staged by cp.async or any B by plain loads) or
+ * MN-major ([k/8][n/8] cores, B K×N rows by cp.async, the descriptor's
+ * transpose bit set). The descriptor's leading offset is the distance
+ * between cores along K and its stride offset the distance along N, in
+ * either arrangement (PTX ISA "Matrix Descriptor Format"; both checked on
+ * the H100).
+ *
+ * Block shapes: bm 64 (one warpgroup, one m64 instruction), 128 (two
+ * warpgroups) or 256 (two, two instructions each) by bn 64, 128 or 256
+ * (the instruction's N). */
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#error "sp_wgmma.sm90a.cu is built for sm_90a only (CMakeLists.txt)"
+#endif
+
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+
+#include "gpu/cuda_check.h"
+#include "gpu/epilogue.cuh"
+#include "gpu/mma_ptx.cuh"
+#include "gpu/smem_limit.cuh"
+#include "strategy/structured/kernels/sp_stage.cuh"
+#include "strategy/structured/sp_kernel.h"
+
+namespace {
+
+using args = sp_stage_args;
+
+#define SP_D8(i)                                                                                   \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]),    \
+        "+f"(d[i + 6]), "+f"(d[i + 7])
+#define SP_D32(i) SP_D8(i), SP_D8(i + 8), SP_D8(i + 16), SP_D8(i + 24)
+#define SP_D64(i) SP_D32(i), SP_D32(i + 32)
+#define SP_D128(i) SP_D64(i), SP_D64(i + 64)
+
+/* d += a·B: a the warp's A fragment (sp_format.h), B by desc, e the
+ * metadata word, SEL the sparsity selector (the step of the pair), MN the
+ * transpose bit (B MN-major). Scale-d is 1: d accumulates. */
+/* m64n64k32: 32 accumulators a thread. */
+#define SP_WGMMA_64(TYPE)                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %38, 0;\n"                                      \
+                 "wgmma.mma_async.sp.sync.aligned.m64n64k32.f32." TYPE "." TYPE " "                \
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,"                 \
+                 "%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "                      \
+                 "{%32,%33,%34,%35}, %36, %37, %39, p, 1, 1, %40;\n}\n"                            \
+                 : SP_D32(0)                                                                       \
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(1), "n"(SEL),    \
+                   "n"(MN))
+
+/* m64n128k32: 64 accumulators a thread. */
+#define SP_WGMMA_128(TYPE)                                                                         \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %70, 0;\n"                                      \
+                 "wgmma.mma_async.sp.sync.aligned.m64n128k32.f32." TYPE "." TYPE " "               \
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,"                 \
+                 "%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,"                \
+                 "%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,"                \
+                 "%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "                      \
+                 "{%64,%65,%66,%67}, %68, %69, %71, p, 1, 1, %72;\n}\n"                            \
+                 : SP_D64(0)                                                                       \
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(1), "n"(SEL),    \
+                   "n"(MN))
+
+/* m64n256k32: 128 accumulators a thread. */
+#define SP_WGMMA_256(TYPE)                                                                         \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %134, 0;\n"                                     \
+                 "wgmma.mma_async.sp.sync.aligned.m64n256k32.f32." TYPE "." TYPE " "               \
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,"                 \
+                 "%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,%32,%33,"                \
+                 "%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,"                \
+                 "%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,%64,%65,"                \
+                 "%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,"                \
+                 "%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,%96,%97,"                \
+                 "%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,"                 \
+                 "%111,%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,"                    \
+                 "%123,%124,%125,%126,%127}, "                                                     \
+                 "{%128,%129,%130,%131}, %132, %133, %135, p, 1, 1, %136;\n}\n"                    \
+                 : SP_D128(0)                                                                      \
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(1), "n"(SEL),    \
+                   "n"(MN))
+
+template <int BN, int SEL, int MN>
+__device__ __forceinline__ void wgmma_sp(float (&d)[BN / 2], const uint4 &a, uint64_t desc,
+                                         uint32_t e, __half)
+{
+    if constexpr (BN == 64)
+        SP_WGMMA_64("f16");
+    else if constexpr (BN == 128)
+        SP_WGMMA_128("f16");
+    else
+        SP_WGMMA_256("f16");
+}
+template <int BN, int SEL, int MN>
+__device__ __forceinline__ void wgmma_sp(float (&d)[BN / 2], const uint4 &a, uint64_t desc,
+                                         uint32_t e, __nv_bfloat16)
+{
+    if constexpr (BN == 64)
+        SP_WGMMA_64("bf16");
+    else if constexpr (BN == 128)
+        SP_WGMMA_128("bf16");
+    else
+        SP_WGMMA_256("bf16");
+}
+
+/* A matrix descriptor without swizzling: start address, leading byte
+ * offset (between cores along K), stride byte offset (along N), each in
+ * 16-byte units. */
+__device__ __forceinline__ uint64_t descriptor(const void *p, uint32_t along_k, uint32_t along_n)
+{
+    const uint32_t addr = smem_addr(p);
+    return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
+           static_cast<uint64_t>((along_k >> 4) & 0x3FFF) << 16 |
+           static_cast<uint64_t>((along_n >> 4) & 0x3FFF) << 32;
+}
+
+/* WG warpgroups, MI instructions of 64 rows each, BN columns; MN: B staged
+ * MN-major. */
+template <int WG, int MI, int BN, bool MN> struct shape {
+    static constexpr int tiles = 4 * WG * MI;
+    static constexpr int threads = 128 * WG;
+    static constexpr int a_bytes = tiles * SP_TILE_A_BYTES;
+    static constexpr int b_at = tiles * (SP_TILE_A_BYTES + SP_TILE_META_BYTES);
+    static constexpr int stage_bytes = SP_TILE_STAGE_BYTES(16 * tiles, BN);
+    static constexpr int along_k = MN ? BN * 16 : 128; /* bytes between cores */
+    static constexpr int along_n = MN ? 128 : 1024;
+    static_assert(BN * 128 <= stage_bytes - b_at, "B's 64 rows fit the stage");
+    /* the byte of B element (k, n) of the stage's 64 × BN */
+    static __device__ __forceinline__ int at(int k, int n)
+    {
+        return k / 8 * along_k + n / 8 * along_n + (MN ? k % 8 * 16 + n % 8 * 2 : n % 8 * 16 + k % 8 * 2);
+    }
+};
+
+/* Issue the copies of step pair p into stage st: the block's threads. */
+template <typename T, class S, int BN, bool GATHER, bool MN>
+__device__ __forceinline__ void issue(const args &a, int tile0, int n0, const int32_t *gather,
+                                      int p, unsigned char *st)
+{
+    issue_a<S::tiles, S::threads>(a, tile0, p, st);
+    unsigned char *bs = st + S::b_at;
+    const T *b = static_cast<const T *>(a.b);
+    const int kc0 = 64 * p;
+    if constexpr (MN) { /* B K×N, 16-byte rows: 8 columns of one row a piece */
+        constexpr int per_row = BN / 8;
+        for (int i = threadIdx.x; i < 64 * per_row; i += S::threads) {
+            const int r = i / per_row, piece = i % per_row, j = n0 + 8 * piece;
+            const int kk = GATHER ? __ldg(gather + kc0 + r) : kc0 + r;
+            const int bytes = GATHER || kk < a.k ? min(max(a.n - j, 0) * 2, 16) : 0;
+            copy16(bs + S::at(r, 8 * piece), bytes ? b + kk * a.b_row + j : b, bytes);
+        }
+    } else if (a.vector_b) { /* B N×K, not gathered: 8 k of one column a piece */
+        for (int i = threadIdx.x; i < BN * 8; i += S::threads) {
+            const int r = i / 8, piece = i % 8, j = n0 + r, kk = kc0 + 8 * piece;
+            const int bytes = j < a.n ? min(max(a.k - kk, 0) * 2, 16) : 0;
+            copy16(bs + S::at(8 * piece, r), bytes ? b + j * a.b_col + kk : b, bytes);
+        }
+    } else {
+        for (int i = threadIdx.x; i < 64 * BN; i += S::threads) {
+            const int r = i / BN, jj = i % BN, j = n0 + jj;
+            const int kk = GATHER ? __ldg(gather + kc0 + r) : kc0 + r;
+            *reinterpret_cast<T *>(bs + S::at(r, jj)) =
+                (GATHER || kk < a.k) && j < a.n ? b[kk * a.b_row + j * a.b_col]
+                                                : elem<T>::from_float(0.f);
+        }
+    }
+}
+
+template <typename T, int WG, int MI, int BN, bool GATHER, bool MN>
+__global__ void __launch_bounds__(128 * WG) sp_wgmma_kernel(const args a)
+{
+    using S = shape<WG, MI, BN, MN>;
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int wg = warp / 4, wi = warp % 4;
+    const int tile0 = blockIdx.x * S::tiles, n0 = blockIdx.y * BN, stages = a.stages;
+    const int32_t *gather = nullptr;
+    if constexpr (GATHER) /* the block's rows lie in one block of V rows (bm divides V) */
+        gather = a.gather + static_cast<int64_t>(tile0 * 16 / a.v) * a.kc;
+
+    float acc[MI][BN / 2];
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int j = 0; j < BN / 2; j++)
+            acc[mi][j] = 0.f;
+
+    for (int s = 0; s < stages - 1; s++) {
+        if (s < a.pairs)
+            issue<T, S, BN, GATHER, MN>(a, tile0, n0, gather, s, smem + s * S::stage_bytes);
+        copy_commit();
+    }
+    for (int p = 0; p < a.pairs; p++) {
+        copy_wait_dynamic(stages - 2); /* pair p's group has landed */
+        /* its bytes, written by this thread through the generic proxy, are
+         * read by the tensor cores through the async one */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads(); /* for every thread, and pair p - 1's stage is free */
+        const int q = p + stages - 1;
+        if (q < a.pairs)
+            issue<T, S, BN, GATHER, MN>(a, tile0, n0, gather, q,
+                                        smem + q % stages * S::stage_bytes);
+        copy_commit();
+
+        const unsigned char *st = smem + p % stages * S::stage_bytes;
+        const uint4 *av = reinterpret_cast<const uint4 *>(st);
+        const uint32_t *am = reinterpret_cast<const uint32_t *>(st + S::a_bytes);
+        uint4 af[MI][2];
+        uint32_t e[MI];
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++) {
+            const int t = (wg * MI + mi) * 4 + wi;
+            e[mi] = am[t * 32 + lane];
+            af[mi][0] = av[(t * 2) * 32 + lane];
+            af[mi][1] = av[(t * 2 + 1) * 32 + lane];
+        }
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+        const uint64_t d0 = descriptor(st + S::b_at, S::along_k, S::along_n);
+        const uint64_t d1 = descriptor(st + S::b_at + 4 * S::along_k, S::along_k, S::along_n);
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+            wgmma_sp<BN, 0, MN>(acc[mi], af[mi][0], d0, e[mi], T());
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++)
+            wgmma_sp<BN, 1, MN>(acc[mi], af[mi][1], d1, e[mi], T());
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        /* done with the stage before the next pair's copies may overwrite it */
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    }
+
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int j = 0; j < BN / 2; j++) {
+            const int row = (tile0 + (wg * MI + mi) * 4 + wi) * 16 + (lane >> 2) + 8 * (j % 4 / 2);
+            const int col = n0 + 8 * (j / 4) + 2 * (lane & 3) + (j & 1);
+            if (row < a.m && col < a.n)
+                store<T>(a, row, col, acc[mi][j]);
+        }
+}
+
+template <typename T, int WG, int MI, int BN> void *kernel_layout(bool gather, bool mn)
+{
+    if (mn)
+        return gather ? (void *)sp_wgmma_kernel<T, WG, MI, BN, true, true>
+                      : (void *)sp_wgmma_kernel<T, WG, MI, BN, false, true>;
+    return gather ? (void *)sp_wgmma_kernel<T, WG, MI, BN, true, false>
+                  : (void *)sp_wgmma_kernel<T, WG, MI, BN, false, false>;
+}
+
+/* The warpgroups of each shape sp_config_refusal allows. */
+template <typename T> void *kernel_shape(const sp_config *c, bool gather, bool mn)
+{
+    switch (c->bm * 1000 + c->bn) {
+    case 64064: return kernel_layout<T, 1, 1, 64>(gather, mn);
+    case 64128: return kernel_layout<T, 1, 1, 128>(gather, mn);
+    case 128128: return kernel_layout<T, 2, 1, 128>(gather, mn);
+    case 128256: return kernel_layout<T, 2, 1, 256>(gather, mn);
+    case 256128: return kernel_layout<T, 2, 2, 128>(gather, mn);
+    default: return nullptr;
+    }
+}
+
+void *kernel_for(const sp_config *c, const sp_device *d, bool mn)
+{
+    const bool gather = d->pattern.v != 0;
+    if (c->kind != SP_WGMMA || sp_config_refusal(c, &d->pattern))
+        return nullptr;
+    if (d->dtype == SPF_DTYPE_F16)
+        return kernel_shape<__half>(c, gather, mn);
+    if (d->dtype == SPF_DTYPE_BF16)
+        return kernel_shape<__nv_bfloat16>(c, gather, mn);
+    return nullptr;
+}
+
+} // namespace
+
+extern "C" spf_status sp_wgmma_occupancy(const sp_config *c, const sp_device *d, int *blocks)
+{
+    const void *k = kernel_for(c, d, true);
+    if (!k)
+        return FAIL(SPF_ERR_UNSUPPORTED, "structured: no wgmma kernel for m%d n%d, %s", c->bm,
+                    c->bn, spf_dtype_name(d->dtype));
+    return smem_occupancy(k, sp_config_threads(c), sp_config_smem(c), blocks);
+}
+
+extern "C" spf_status sp_wgmma_launch(const sp_device *d, const sp_config *c,
+                                      const spmm_operands *op, void *stream)
+{
+    args a = stage_args(d, c, op);
+    /* MN-major by cp.async for aligned K×N rows; else K-major, by cp.async
+     * for aligned N×K columns that are not gathered, by plain loads
+     * otherwise */
+    const bool mn = op->b_layout == SPF_LAYOUT_N_LAST && a.vector_b;
+    if (op->b_layout == SPF_LAYOUT_N_LAST || d->pattern.v)
+        a.vector_b = a.vector_b && mn;
+    const void *k = kernel_for(c, d, mn);
+    if (!k)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured: config wm%d n%d s%d for a format of "
+                    "V = %d", c->bm, c->bn, c->stages, d->pattern.v);
+    const int64_t col_blocks = (op->n + c->bn - 1) / c->bn;
+    const int64_t row_blocks = (d->tiles * 16 + c->bm - 1) / c->bm;
+    if (row_blocks == 0 || col_blocks == 0)
+        return SPF_OK;
+    if (col_blocks > 65535 || row_blocks > INT32_MAX)
+        return FAIL(SPF_ERR_UNSUPPORTED, "structured: %lld × %lld blocks exceed the grid",
+                    (long long)row_blocks, (long long)col_blocks);
+    dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
+    return smem_launch(k, grid, sp_config_threads(c), sp_config_smem(c), &a, stream);
+}
