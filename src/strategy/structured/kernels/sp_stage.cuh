@@ -28,23 +28,80 @@ struct sp_stage_args {
     int stages;
 };
 
-/* Issue the copies of step pair p's A into stage st for TILES row tiles
- * from tile0: THREADS threads, 64 pieces of values and 8 of metadata a
- * tile. Tiles past the last copy the last one (valid metadata; their rows
- * are not stored). */
-template <int TILES, int THREADS>
-__device__ __forceinline__ void issue_a(const sp_stage_args &a, int tile0, int p, unsigned char *st)
-{
-    for (int i = threadIdx.x; i < TILES * 72; i += THREADS) {
-        const int r = i / 72, piece = i % 72;
-        const int64_t frag = static_cast<int64_t>(min(tile0 + r, a.tiles - 1)) * a.pairs + p;
-        if (piece < 64)
-            copy16(st + r * SP_TILE_A_BYTES + 16 * piece, a.values + frag * 64 + piece, 16);
-        else
-            copy16(st + TILES * SP_TILE_A_BYTES + r * SP_TILE_META_BYTES + 16 * (piece - 64),
-                   a.meta + frag * 32 + 4 * (piece - 64), 16);
+/* A thread's 16-byte pieces of every stage, worked out once before the K
+ * loop: the index arithmetic of a piece (divisions by the pieces of a row,
+ * the clamp of the last tile, 64-bit products) took most of the issue
+ * slots when it ran for every step pair (Nsight Compute on the H100:
+ * 0.33-0.47 instructions issued a cycle a scheduler, the tensor cores
+ * mostly idle). */
+
+/* A: TILES row tiles from tile0, 64 pieces of values and 8 of metadata a
+ * tile, shared by THREADS threads. Tiles past the last copy the last one
+ * (valid metadata; their rows are not stored). */
+template <int TILES, int THREADS> struct a_plan {
+    static constexpr int count = (TILES * 72 + THREADS - 1) / THREADS;
+    int src[count]; /* the piece at pair 0, in 16-byte units of values or metadata */
+    int dst[count]; /* its byte in the stage (metadata from TILES · SP_TILE_A_BYTES); -1: none */
+
+    __device__ __forceinline__ a_plan(const sp_stage_args &a, int tile0)
+    {
+#pragma unroll
+        for (int c = 0; c < count; c++) {
+            const int i = threadIdx.x + c * THREADS, r = i / 72, piece = i % 72;
+            const int tile = min(tile0 + r, a.tiles - 1);
+            dst[c] = i >= TILES * 72 ? -1
+                     : piece < 64    ? r * SP_TILE_A_BYTES + 16 * piece
+                                     : TILES * SP_TILE_A_BYTES + r * SP_TILE_META_BYTES +
+                                        16 * (piece - 64);
+            src[c] = piece < 64 ? tile * a.pairs * 64 + piece : tile * a.pairs * 8 + piece - 64;
+        }
     }
-}
+    /* step pair p into stage st */
+    __device__ __forceinline__ void issue(const sp_stage_args &a, int p, unsigned char *st) const
+    {
+        const uint4 *meta = reinterpret_cast<const uint4 *>(a.meta);
+#pragma unroll
+        for (int c = 0; c < count; c++) {
+            if (dst[c] < 0)
+                continue;
+            if (dst[c] < TILES * SP_TILE_A_BYTES)
+                copy16(st + dst[c], a.values + src[c] + 64 * p, 16);
+            else
+                copy16(st + dst[c], meta + src[c] + 8 * p, 16);
+        }
+    }
+};
+
+/* B: PIECES pieces of 8 elements a stage, shared by THREADS threads; the
+ * kernel fills each piece's row of the pair (k), column of B (j) and place
+ * in the stage (dst, -1: none). KN: B is K×N and a piece is 8 columns of
+ * one row (gathered for V:2:M); else B is N×K and a piece is 8 rows of
+ * one column. */
+template <int PIECES, int THREADS> struct b_plan {
+    static constexpr int count = (PIECES + THREADS - 1) / THREADS;
+    int k[count], j[count], dst[count];
+
+    template <typename T, bool KN, bool GATHER>
+    __device__ __forceinline__ void issue(const sp_stage_args &a, const int32_t *gather, int p,
+                                          unsigned char *st) const
+    {
+        const T *b = static_cast<const T *>(a.b);
+#pragma unroll
+        for (int c = 0; c < count; c++) {
+            if (dst[c] < 0)
+                continue;
+            int kk = 64 * p + k[c], bytes;
+            if constexpr (KN) {
+                if constexpr (GATHER)
+                    kk = __ldg(gather + kk);
+                bytes = GATHER || kk < a.k ? min(max(a.n - j[c], 0) * 2, 16) : 0;
+            } else {
+                bytes = j[c] < a.n ? min(max(a.k - kk, 0) * 2, 16) : 0;
+            }
+            copy16(st + dst[c], bytes ? b + kk * a.b_row + j[c] * a.b_col : b, bytes);
+        }
+    }
+};
 
 /* The arguments of a launch of config c over format d. Host code. */
 inline sp_stage_args stage_args(const sp_device *d, const sp_config *c, const spmm_operands *op)

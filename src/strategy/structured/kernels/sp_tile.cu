@@ -43,38 +43,36 @@ template <int WM, int WN, int NBW, bool BNK> struct shape {
     static constexpr int stage_bytes = SP_TILE_STAGE_BYTES(16 * tiles, bn);
 };
 
-/* Issue the copies of step pair p into stage st: the block's threads. */
-template <typename T, class S, bool GATHER, bool BNK>
-__device__ __forceinline__ void issue(const args &a, int tile0, int n0, const int32_t *gather,
-                                      int p, unsigned char *st)
+/* The block's B pieces (sp_stage.cuh): [n][k] staging, a piece 8 k of one
+ * column (BNK), or [k][n], a piece 8 columns of one row. */
+template <class S, bool BNK>
+__device__ __forceinline__ b_plan<8 * S::bn, S::threads> plan_b(int n0)
 {
-    const int tid = threadIdx.x;
-    issue_a<S::tiles, S::threads>(a, tile0, p, st);
+    b_plan<8 * S::bn, S::threads> bp;
+    constexpr int per_row = BNK ? 8 : S::bn / 8;
+#pragma unroll
+    for (int c = 0; c < bp.count; c++) {
+        const int i = threadIdx.x + c * S::threads, r = i / per_row, piece = i % per_row;
+        bp.k[c] = BNK ? 8 * piece : r;
+        bp.j[c] = n0 + (BNK ? r : 8 * piece);
+        bp.dst[c] = i < 8 * S::bn ? S::a_bytes + S::meta_bytes + 2 * (r * S::pitch + 8 * piece) : -1;
+    }
+    return bp;
+}
+
+/* Fill stage st's [k][n] B of step pair p by plain loads and stores: B's
+ * rows not 16-byte aligned, or B N×K and gathered. */
+template <typename T, class S, bool GATHER>
+__device__ __forceinline__ void fill_b(const args &a, int n0, const int32_t *gather, int p,
+                                       unsigned char *st)
+{
     T *bs = reinterpret_cast<T *>(st + S::a_bytes + S::meta_bytes);
     const T *b = static_cast<const T *>(a.b);
-    const int kc0 = 64 * p;
-    if constexpr (BNK) { /* bn rows of B (N×K), 64 k each, as [n][k] */
-        for (int i = tid; i < S::bn * 8; i += S::threads) {
-            const int r = i / 8, piece = i % 8, j = n0 + r, kk = kc0 + 8 * piece;
-            const int bytes = j < a.n ? min(max(a.k - kk, 0) * 2, 16) : 0;
-            copy16(bs + r * S::pitch + 8 * piece, bytes ? b + j * a.b_col + kk : b, bytes);
-        }
-    } else if (a.vector_b) { /* 64 rows of B (K×N), bn columns each, as [k][n] */
-        constexpr int per_row = S::bn / 8;
-        for (int i = tid; i < 64 * per_row; i += S::threads) {
-            const int r = i / per_row, piece = i % per_row, j = n0 + 8 * piece;
-            const int kk = GATHER ? __ldg(gather + kc0 + r) : kc0 + r;
-            const int bytes = GATHER || kk < a.k ? min(max(a.n - j, 0) * 2, 16) : 0;
-            copy16(bs + r * S::pitch + 8 * piece, bytes ? b + kk * a.b_row + j : b, bytes);
-        }
-    } else {
-        for (int i = tid; i < 64 * S::bn; i += S::threads) {
-            const int r = i / S::bn, jj = i % S::bn, j = n0 + jj;
-            const int kk = GATHER ? __ldg(gather + kc0 + r) : kc0 + r;
-            bs[r * S::pitch + jj] = (GATHER || kk < a.k) && j < a.n
-                                        ? b[kk * a.b_row + j * a.b_col]
-                                        : elem<T>::from_float(0.f);
-        }
+    for (int i = threadIdx.x; i < 64 * S::bn; i += S::threads) {
+        const int r = i / S::bn, jj = i % S::bn, j = n0 + jj;
+        const int kk = GATHER ? __ldg(gather + 64 * p + r) : 64 * p + r;
+        bs[r * S::pitch + jj] = (GATHER || kk < a.k) && j < a.n ? b[kk * a.b_row + j * a.b_col]
+                                                                : elem<T>::from_float(0.f);
     }
 }
 
@@ -136,9 +134,18 @@ __global__ void __launch_bounds__(32 * WM * WN) sp_tile_kernel(const args a)
             for (int j = 0; j < 4; j++)
                 acc[r][nb][j] = 0.f;
 
+    const a_plan<S::tiles, S::threads> ap(a, tile0);
+    const auto bp = plan_b<S, BNK>(n0);
+    auto issue = [&](int p, unsigned char *st) {
+        ap.issue(a, p, st);
+        if (BNK || a.vector_b)
+            bp.template issue<T, !BNK, GATHER>(a, gather, p, st);
+        else
+            fill_b<T, S, GATHER>(a, n0, gather, p, st);
+    };
     for (int s = 0; s < stages - 1; s++) {
         if (s < a.pairs)
-            issue<T, S, GATHER, BNK>(a, tile0, n0, gather, s, smem + s * S::stage_bytes);
+            issue(s, smem + s * S::stage_bytes);
         copy_commit();
     }
     for (int p = 0; p < a.pairs; p++) {
@@ -146,7 +153,7 @@ __global__ void __launch_bounds__(32 * WM * WN) sp_tile_kernel(const args a)
         __syncthreads();               /* for every thread, and pair p - 1's stage is free */
         const int q = p + stages - 1;
         if (q < a.pairs)
-            issue<T, S, GATHER, BNK>(a, tile0, n0, gather, q, smem + q % stages * S::stage_bytes);
+            issue(q, smem + q % stages * S::stage_bytes);
         copy_commit();
         multiply<T, S, NBW, BNK>(smem + p % stages * S::stage_bytes, wm, wn, lane, acc);
     }

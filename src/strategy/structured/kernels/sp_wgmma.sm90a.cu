@@ -145,37 +145,36 @@ template <int WG, int MI, int BN, bool MN> struct shape {
     }
 };
 
-/* Issue the copies of step pair p into stage st: the block's threads. */
-template <typename T, class S, int BN, bool GATHER, bool MN>
-__device__ __forceinline__ void issue(const args &a, int tile0, int n0, const int32_t *gather,
-                                      int p, unsigned char *st)
+/* The block's B pieces (sp_stage.cuh): MN-major, a piece 8 columns of one
+ * row of B K×N; K-major, 8 k of one column of B N×K. */
+template <class S, int BN, bool MN>
+__device__ __forceinline__ b_plan<8 * BN, S::threads> plan_b(int n0)
 {
-    issue_a<S::tiles, S::threads>(a, tile0, p, st);
-    unsigned char *bs = st + S::b_at;
+    b_plan<8 * BN, S::threads> bp;
+    constexpr int per_row = MN ? BN / 8 : 8;
+#pragma unroll
+    for (int c = 0; c < bp.count; c++) {
+        const int i = threadIdx.x + c * S::threads, r = i / per_row, piece = i % per_row;
+        bp.k[c] = MN ? r : 8 * piece;
+        bp.j[c] = n0 + (MN ? 8 * piece : r);
+        bp.dst[c] = i < 8 * BN ? S::b_at + (MN ? S::at(r, 8 * piece) : S::at(8 * piece, r)) : -1;
+    }
+    return bp;
+}
+
+/* Fill stage st's K-major B of step pair p by plain loads and stores: B's
+ * rows not 16-byte aligned, or B N×K and gathered. */
+template <typename T, class S, int BN, bool GATHER>
+__device__ __forceinline__ void fill_b(const args &a, int n0, const int32_t *gather, int p,
+                                       unsigned char *st)
+{
     const T *b = static_cast<const T *>(a.b);
-    const int kc0 = 64 * p;
-    if constexpr (MN) { /* B K×N, 16-byte rows: 8 columns of one row a piece */
-        constexpr int per_row = BN / 8;
-        for (int i = threadIdx.x; i < 64 * per_row; i += S::threads) {
-            const int r = i / per_row, piece = i % per_row, j = n0 + 8 * piece;
-            const int kk = GATHER ? __ldg(gather + kc0 + r) : kc0 + r;
-            const int bytes = GATHER || kk < a.k ? min(max(a.n - j, 0) * 2, 16) : 0;
-            copy16(bs + S::at(r, 8 * piece), bytes ? b + kk * a.b_row + j : b, bytes);
-        }
-    } else if (a.vector_b) { /* B N×K, not gathered: 8 k of one column a piece */
-        for (int i = threadIdx.x; i < BN * 8; i += S::threads) {
-            const int r = i / 8, piece = i % 8, j = n0 + r, kk = kc0 + 8 * piece;
-            const int bytes = j < a.n ? min(max(a.k - kk, 0) * 2, 16) : 0;
-            copy16(bs + S::at(8 * piece, r), bytes ? b + j * a.b_col + kk : b, bytes);
-        }
-    } else {
-        for (int i = threadIdx.x; i < 64 * BN; i += S::threads) {
-            const int r = i / BN, jj = i % BN, j = n0 + jj;
-            const int kk = GATHER ? __ldg(gather + kc0 + r) : kc0 + r;
-            *reinterpret_cast<T *>(bs + S::at(r, jj)) =
-                (GATHER || kk < a.k) && j < a.n ? b[kk * a.b_row + j * a.b_col]
-                                                : elem<T>::from_float(0.f);
-        }
+    for (int i = threadIdx.x; i < 64 * BN; i += S::threads) {
+        const int r = i / BN, jj = i % BN, j = n0 + jj;
+        const int kk = GATHER ? __ldg(gather + 64 * p + r) : 64 * p + r;
+        *reinterpret_cast<T *>(st + S::b_at + S::at(r, jj)) =
+            (GATHER || kk < a.k) && j < a.n ? b[kk * a.b_row + j * a.b_col]
+                                            : elem<T>::from_float(0.f);
     }
 }
 
@@ -198,9 +197,18 @@ __global__ void __launch_bounds__(128 * WG) sp_wgmma_kernel(const args a)
         for (int j = 0; j < BN / 2; j++)
             acc[mi][j] = 0.f;
 
+    const a_plan<S::tiles, S::threads> ap(a, tile0);
+    const auto bp = plan_b<S, BN, MN>(n0);
+    auto issue = [&](int p, unsigned char *st) {
+        ap.issue(a, p, st);
+        if (MN || a.vector_b)
+            bp.template issue<T, MN, GATHER>(a, gather, p, st);
+        else
+            fill_b<T, S, BN, GATHER>(a, n0, gather, p, st);
+    };
     for (int s = 0; s < stages - 1; s++) {
         if (s < a.pairs)
-            issue<T, S, BN, GATHER, MN>(a, tile0, n0, gather, s, smem + s * S::stage_bytes);
+            issue(s, smem + s * S::stage_bytes);
         copy_commit();
     }
     for (int p = 0; p < a.pairs; p++) {
@@ -211,8 +219,7 @@ __global__ void __launch_bounds__(128 * WG) sp_wgmma_kernel(const args a)
         __syncthreads(); /* for every thread, and pair p - 1's stage is free */
         const int q = p + stages - 1;
         if (q < a.pairs)
-            issue<T, S, BN, GATHER, MN>(a, tile0, n0, gather, q,
-                                        smem + q % stages * S::stage_bytes);
+            issue(q, smem + q % stages * S::stage_bytes);
         copy_commit();
 
         const unsigned char *st = smem + p % stages * S::stage_bytes;
