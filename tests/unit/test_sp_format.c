@@ -349,13 +349,13 @@ static void test_configs(void)
     for (int i = 0; i < wide_n; i++)
         CHECK(list[i].kind == SP_TILE && sp_config_refusal(&list[i], &v64) == NULL);
     CHECK(sp_configs_for(512, &v64, 0, list, 2) == wide_n);
-    /* on Hopper the wgmma kernel's in place of the tile kernel's */
+    /* on Hopper the wgmma kernel's first, then the tile kernel's */
     int hop = sp_configs_for(512, &p24, 1, list, 64);
-    CHECK(hop == 3 * 5);
+    CHECK(hop == 3 * 5 + 3 * 6);
     for (int i = 0; i < hop; i++)
-        CHECK(list[i].kind == SP_WGMMA);
-    CHECK(sp_configs_for(512, &v64, 1, list, 64) == 3 * 2); /* bm 64 only */
-    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 4 + 15);
+        CHECK(list[i].kind == (i < 15 ? SP_WGMMA : SP_TILE));
+    CHECK(sp_configs_for(512, &v64, 1, list, 64) == 3 * 2 + 3 * 4); /* bm 64 (and 32) only */
+    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 4 + 15 + 18);
 
     /* the wgmma kernel's: name, refusals, threads */
     sp_config w = {.kind = SP_WGMMA, .bm = 256, .bn = 128, .stages = 4};

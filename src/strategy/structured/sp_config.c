@@ -87,7 +87,7 @@ int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, i
             add((sp_config){.kind = SP_WGMMA, .bm = wgmma_shapes[i][0], .bn = wgmma_shapes[i][1],
                             .stages = stages[s]},
                 p, out, cap, &count);
-    for (int s = 0; n >= 32 && !hopper && s < 3; s++)
+    for (int s = 0; n >= 32 && s < 3; s++)
         for (int i = 0; i < 6; i++)
             add((sp_config){.kind = SP_TILE, .bm = shapes[i][0], .bn = shapes[i][1],
                             .stages = stages[s]},

@@ -82,8 +82,10 @@ int sp_nb_for(int64_t n);
 
 /* The configs the strategy times for N = n on pattern p, the likeliest
  * first: the stream kernel's at n ≤ 64; from n = 32 the wgmma kernel's on
- * Hopper (hopper: compute capability 9.0), else the tile kernel's.
- * Returns how many; at most cap are written. */
+ * Hopper (hopper: compute capability 9.0), then the tile kernel's (on the
+ * H200 the tile kernel was the faster of the two on 4096×4096 V128:2:8 at
+ * N = 256, 47.7 against 64.1 µs). Returns how many; at most cap are
+ * written. */
 int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap);
 
 /* Why config c cannot run on pattern p (NULL when it can). */

@@ -8,9 +8,9 @@
  * 1.125 bytes a weight (2:4) or 0.56 (V:2:8) where dense fp16 moves 2.
  *
  * Choosing the configuration: the configs sp_configs_for names for N (the
- * stream kernel's up to N = 64; from N = 32 the wgmma kernel's on Hopper,
- * the tile kernel's elsewhere) are timed on the self-check's buffers; the
- * fastest is kept. */
+ * stream kernel's up to N = 64; from N = 32 the tile kernel's, and on
+ * Hopper the wgmma kernel's first) are timed on the self-check's buffers;
+ * the fastest is kept. */
 #include "strategy/structured/sp_kernel.h"
 
 #include "core/alloc.h"
@@ -30,7 +30,7 @@
 #define SP_MAX_N ((int64_t)65535 * 64)
 
 /* every config sp_configs_for names */
-#define SP_MAX_CONFIGS 32
+#define SP_MAX_CONFIGS 48
 
 static int sp_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                        char *reason, size_t cap)
