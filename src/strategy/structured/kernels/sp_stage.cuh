@@ -1,15 +1,17 @@
 /* What the staged structured kernels (sp_tile.cu on mma.sp, sp_wgmma.sm90a.cu
- * on wgmma.sp) share: their arguments, and the copy of a step pair's A
- * fragments and metadata into a shared-memory stage (sp_kernel.h: a stage
- * holds SP_TILE_A_BYTES of values and SP_TILE_META_BYTES of metadata a row
- * tile, then the pair's rows of B in the kernel's own arrangement). */
+ * on wgmma.sp) share: their arguments, the copies into a shared-memory
+ * stage and the launch. A stage (sp_kernel.h) holds SP_TILE_A_BYTES of
+ * values and SP_TILE_META_BYTES of metadata a row tile, then the pair's
+ * rows of B in the kernel's own arrangement. */
 #ifndef SPF_STRATEGY_STRUCTURED_SP_STAGE_CUH
 #define SPF_STRATEGY_STRUCTURED_SP_STAGE_CUH
 
 #include <stdint.h>
 
+#include "core/error.h"
 #include "gpu/epilogue.cuh"
 #include "gpu/mma_ptx.cuh"
+#include "gpu/smem_limit.cuh"
 #include "strategy/structured/sp_kernel.h"
 
 struct sp_stage_args {
@@ -120,6 +122,26 @@ inline sp_stage_args stage_args(const sp_device *d, const sp_config *c, const sp
     a.kc = static_cast<int32_t>(d->pairs * 64);
     a.stages = c->stages;
     return a;
+}
+
+/* Launch k, the kernel of config c (bm rows × bn columns a block; NULL when
+ * there is none), over format d with arguments a. Host code. */
+inline spf_status stage_launch(const void *k, const sp_device *d, const sp_config *c,
+                               const spmm_operands *op, sp_stage_args &a, void *stream)
+{
+    if (!k)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured: no kernel for config m%d n%d s%d "
+                    "(kind %d) on a format of V = %d", c->bm, c->bn, c->stages, (int)c->kind,
+                    d->pattern.v);
+    const int64_t col_blocks = (op->n + c->bn - 1) / c->bn;
+    const int64_t row_blocks = (d->tiles * 16 + c->bm - 1) / c->bm;
+    if (row_blocks == 0 || col_blocks == 0)
+        return SPF_OK;
+    if (col_blocks > 65535 || row_blocks > INT32_MAX)
+        return FAIL(SPF_ERR_UNSUPPORTED, "structured: %lld × %lld blocks exceed the grid",
+                    (long long)row_blocks, (long long)col_blocks);
+    dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
+    return smem_launch(k, grid, sp_config_threads(c), sp_config_smem(c), &a, stream);
 }
 
 #endif

@@ -225,17 +225,5 @@ extern "C" spf_status sp_tile_launch(const sp_device *d, const sp_config *c,
     const bool bnk = op->b_layout == SPF_LAYOUT_N_FIRST && a.vector_b && !d->pattern.v;
     if (op->b_layout == SPF_LAYOUT_N_FIRST && !bnk)
         a.vector_b = 0;
-    const void *k = kernel_for(c, d, bnk);
-    if (!k)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured: config m%d n%d s%d for a format of "
-                    "V = %d", c->bm, c->bn, c->stages, d->pattern.v);
-    const int64_t col_blocks = (op->n + c->bn - 1) / c->bn;
-    const int64_t row_blocks = (d->tiles * 16 + c->bm - 1) / c->bm;
-    if (row_blocks == 0 || col_blocks == 0)
-        return SPF_OK;
-    if (col_blocks > 65535 || row_blocks > INT32_MAX)
-        return FAIL(SPF_ERR_UNSUPPORTED, "structured: %lld × %lld blocks exceed the grid",
-                    (long long)row_blocks, (long long)col_blocks);
-    dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
-    return smem_launch(k, grid, sp_config_threads(c), sp_config_smem(c), &a, stream);
+    return stage_launch(kernel_for(c, d, bnk), d, c, op, a, stream);
 }
