@@ -42,10 +42,6 @@ static int hopper; /* the device is compute capability 9.0: the wgmma kernel's c
  * of each. Returns how many (at most 80). */
 static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_config *out)
 {
-    static const int shapes[][2] = {{32, 64}, {32, 128}, {64, 64}, {64, 128}, {128, 64},
-                                    {128, 128}};
-    static const int wgmma_shapes[][2] = {{64, 64}, {64, 128}, {128, 128}, {128, 256},
-                                          {256, 128}};
     int count = 0;
     for (int nb = sp_nb_for(n); nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 2; rt++)
@@ -56,18 +52,18 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
                     continue;
                 out[count++] = c;
             }
-    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+    for (size_t si = 0; si < SP_TILE_SHAPES; si++)
         for (int stages = 2; stages <= 4; stages++) {
-            sp_config c = {.kind = SP_TILE, .bm = shapes[si][0], .bn = shapes[si][1],
-                           .stages = stages};
+            sp_config c = {.kind = SP_TILE, .bm = sp_tile_shapes[si][0],
+                           .bn = sp_tile_shapes[si][1], .stages = stages};
             if (sp_config_refusal(&c, pat) || (quick && (stages != 3 || si % 3 != 0)))
                 continue;
             out[count++] = c;
         }
-    for (size_t si = 0; hopper && si < sizeof wgmma_shapes / sizeof *wgmma_shapes; si++)
+    for (size_t si = 0; hopper && si < SP_WGMMA_SHAPES; si++)
         for (int stages = 2; stages <= 4; stages++) {
-            sp_config c = {.kind = SP_WGMMA, .bm = wgmma_shapes[si][0], .bn = wgmma_shapes[si][1],
-                           .stages = stages};
+            sp_config c = {.kind = SP_WGMMA, .bm = sp_wgmma_shapes[si][0],
+                           .bn = sp_wgmma_shapes[si][1], .stages = stages};
             if (sp_config_refusal(&c, pat) || (quick && (stages != 3 || si % 2 != 0)))
                 continue;
             out[count++] = c;

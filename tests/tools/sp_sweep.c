@@ -46,10 +46,6 @@ typedef struct result {
  * hopper: the wgmma kernel's too. */
 static int sweep_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out)
 {
-    static const int shapes[][2] = {{32, 64}, {32, 128}, {64, 64}, {64, 128}, {128, 64},
-                                    {128, 128}};
-    static const int wgmma_shapes[][2] = {{64, 64}, {64, 128}, {128, 128}, {128, 256},
-                                          {256, 128}};
     int count = 0;
     for (int nb = sp_nb_for(n); n <= 128 && nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 2; rt++)
@@ -58,17 +54,17 @@ static int sweep_space(int64_t n, const sp_pattern *p, int hopper, sp_config *ou
                 if (!sp_config_refusal(&c, p))
                     out[count++] = c;
             }
-    for (int s = 0; n >= 16 && s < 6; s++)
+    for (int s = 0; n >= 16 && s < SP_TILE_SHAPES; s++)
         for (int stages = 2; stages <= 4; stages++) {
-            sp_config c = {.kind = SP_TILE, .bm = shapes[s][0], .bn = shapes[s][1],
-                           .stages = stages};
+            sp_config c = {.kind = SP_TILE, .bm = sp_tile_shapes[s][0],
+                           .bn = sp_tile_shapes[s][1], .stages = stages};
             if (!sp_config_refusal(&c, p))
                 out[count++] = c;
         }
-    for (int s = 0; n >= 16 && hopper && s < 5; s++)
+    for (int s = 0; n >= 16 && hopper && s < SP_WGMMA_SHAPES; s++)
         for (int stages = 2; stages <= 4; stages++) {
-            sp_config c = {.kind = SP_WGMMA, .bm = wgmma_shapes[s][0], .bn = wgmma_shapes[s][1],
-                           .stages = stages};
+            sp_config c = {.kind = SP_WGMMA, .bm = sp_wgmma_shapes[s][0],
+                           .bn = sp_wgmma_shapes[s][1], .stages = stages};
             if (!sp_config_refusal(&c, p))
                 out[count++] = c;
         }

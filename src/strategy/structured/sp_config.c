@@ -7,6 +7,19 @@
 #include <stdio.h>
 #include <string.h>
 
+const int sp_tile_shapes[SP_TILE_SHAPES][2] = {{64, 128}, {128, 128}, {64, 64},
+                                                {128, 64}, {32, 128},  {32, 64}};
+const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2] = {{128, 256}, {128, 128}, {256, 128}, {64, 128},
+                                                  {64, 64}};
+
+static int has_shape(const int (*shapes)[2], int count, const sp_config *c)
+{
+    for (int i = 0; i < count; i++)
+        if (shapes[i][0] == c->bm && shapes[i][1] == c->bn)
+            return 1;
+    return 0;
+}
+
 int sp_nb_for(int64_t n)
 {
     return n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 ? 4 : 8;
@@ -27,7 +40,7 @@ static const char *stream_refusal(const sp_config *c, const sp_pattern *p)
 
 static const char *tile_refusal(const sp_config *c, const sp_pattern *p)
 {
-    if ((c->bm != 32 && c->bm != 64 && c->bm != 128) || (c->bn != 64 && c->bn != 128))
+    if (!has_shape(sp_tile_shapes, SP_TILE_SHAPES, c))
         return "the tile must be m32, m64 or m128 by n64 or n128";
     if (c->stages < 2 || c->stages > 4)
         return "stages must be 2 to 4";
@@ -38,9 +51,7 @@ static const char *tile_refusal(const sp_config *c, const sp_pattern *p)
 
 static const char *wgmma_refusal(const sp_config *c, const sp_pattern *p)
 {
-    int shape = c->bm * 1000 + c->bn;
-    if (shape != 64064 && shape != 64128 && shape != 128128 && shape != 128256 &&
-        shape != 256128)
+    if (!has_shape(sp_wgmma_shapes, SP_WGMMA_SHAPES, c))
         return "the wgmma tile must be m64 n64, m64 n128, m128 n128, m128 n256 or m256 n128";
     if (c->stages < 2 || c->stages > 4)
         return "stages must be 2 to 4";
@@ -72,10 +83,6 @@ static void add(sp_config c, const sp_pattern *p, sp_config *out, int cap, int *
 int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap)
 {
     static const int row_tiles[] = {2, 1}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2};
-    static const int shapes[][2] = {{64, 128}, {128, 128}, {64, 64}, {128, 64}, {32, 128},
-                                    {32, 64}};
-    static const int wgmma_shapes[][2] = {{128, 256}, {128, 128}, {256, 128}, {64, 128},
-                                          {64, 64}};
     int count = 0;
     for (int r = 0; n <= 64 && r < 2; r++)
         for (int w = 0; w < 3; w++)
@@ -83,14 +90,14 @@ int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, i
                             .warps = warps[w]},
                 p, out, cap, &count);
     for (int s = 0; n >= 32 && hopper && s < 3; s++)
-        for (int i = 0; i < 5; i++)
-            add((sp_config){.kind = SP_WGMMA, .bm = wgmma_shapes[i][0], .bn = wgmma_shapes[i][1],
-                            .stages = stages[s]},
+        for (int i = 0; i < SP_WGMMA_SHAPES; i++)
+            add((sp_config){.kind = SP_WGMMA, .bm = sp_wgmma_shapes[i][0],
+                            .bn = sp_wgmma_shapes[i][1], .stages = stages[s]},
                 p, out, cap, &count);
     for (int s = 0; n >= 32 && s < 3; s++)
-        for (int i = 0; i < 6; i++)
-            add((sp_config){.kind = SP_TILE, .bm = shapes[i][0], .bn = shapes[i][1],
-                            .stages = stages[s]},
+        for (int i = 0; i < SP_TILE_SHAPES; i++)
+            add((sp_config){.kind = SP_TILE, .bm = sp_tile_shapes[i][0],
+                            .bn = sp_tile_shapes[i][1], .stages = stages[s]},
                 p, out, cap, &count);
     return count;
 }

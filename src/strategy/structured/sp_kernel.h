@@ -62,7 +62,8 @@ typedef struct sp_config {
  * bytes; the wgmma kernel's core matrices, bn · 128). */
 #define SP_TILE_A_BYTES 1024
 #define SP_TILE_META_BYTES 128
-#define SP_TILE_STAGE_BYTES(bm, bn)                                                                    ((bm) / 16 * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + (bn) * 144)
+#define SP_TILE_STAGE_BYTES(bm, bn) \
+    ((bm) / 16 * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + (bn) * 144)
 
 /* The format on the device. */
 typedef struct sp_device {
@@ -79,6 +80,13 @@ void sp_device_release(sp_device *d);
 
 /* The narrowest nb whose 8·nb columns hold min(n, 64). */
 int sp_nb_for(int64_t n);
+
+/* The block shapes {bm, bn} of the tile and wgmma kernels, the likeliest
+ * first (the kernels instantiate exactly these). */
+#define SP_TILE_SHAPES 6
+#define SP_WGMMA_SHAPES 5
+extern const int sp_tile_shapes[SP_TILE_SHAPES][2];
+extern const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2];
 
 /* The configs the strategy times for N = n on pattern p, the likeliest
  * first: the stream kernel's at n ≤ 64; from n = 32 the wgmma kernel's on

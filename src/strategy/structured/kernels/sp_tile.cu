@@ -55,7 +55,8 @@ __device__ __forceinline__ b_plan<8 * S::bn, S::threads> plan_b(int n0)
         const int i = threadIdx.x + c * S::threads, r = i / per_row, piece = i % per_row;
         bp.k[c] = BNK ? 8 * piece : r;
         bp.j[c] = n0 + (BNK ? r : 8 * piece);
-        bp.dst[c] = i < 8 * S::bn ? S::a_bytes + S::meta_bytes + 2 * (r * S::pitch + 8 * piece) : -1;
+        bp.dst[c] =
+            i < 8 * S::bn ? S::a_bytes + S::meta_bytes + 2 * (r * S::pitch + 8 * piece) : -1;
     }
     return bp;
 }

@@ -3,8 +3,9 @@
  * in flight by cp.async) with the warpgroup MMA, wgmma.mma_async.sp
  * m64nNk32, in place of mma.sp: on Hopper mma.sp takes the older, slower
  * path of the tensor cores (HOPPER.md: a matrix kernel whose SASS shows
- * only HMMA), and the tile kernel lost to dense fp16 at every N it was
- * timed at on the H100.
+ * only HMMA). As it stands it is no faster than the tile kernel, and both
+ * lose to dense fp16 (bench/results/structured/README.md, N = 256: the
+ * copies and one barrier a step pair, not the instruction, are the limit).
  *
  * A warpgroup (4 warps) multiplies 64 rows per instruction: warp w of the
  * group takes row tile w, and its A operand, from registers, is exactly
@@ -141,7 +142,8 @@ template <int WG, int MI, int BN, bool MN> struct shape {
     /* the byte of B element (k, n) of the stage's 64 × BN */
     static __device__ __forceinline__ int at(int k, int n)
     {
-        return k / 8 * along_k + n / 8 * along_n + (MN ? k % 8 * 16 + n % 8 * 2 : n % 8 * 16 + k % 8 * 2);
+        return k / 8 * along_k + n / 8 * along_n +
+               (MN ? k % 8 * 16 + n % 8 * 2 : n % 8 * 16 + k % 8 * 2);
     }
 };
 
