@@ -60,6 +60,8 @@ static const pattern structured_patterns[] = {
     {"colvec8", SPF_GEN_COLUMN_VECTOR, 8, 0, 0}, {"colvec16", SPF_GEN_COLUMN_VECTOR, 16, 0, 0},
 };
 static const double colvec_sparsities[] = {0.75, 0.9};
+/* The structured set's LLM N: decode at batch 1 too. */
+static const int64_t structured_llm_ns[] = {1, 16, 64, 256, 2048};
 /* --quick: 2:4 and V128:2:8 on LLM 4096×4096 at N = 16 */
 static const int structured_quick_patterns[] = {0, 2};
 
@@ -143,7 +145,8 @@ static spf_status add_shapes(plist *l, const char *set, const shape *shapes, int
     return SPF_OK;
 }
 
-/* Every pattern × the BERT and LLM shapes × their N; column vectors at
+/* Every pattern × the BERT and LLM shapes × their N (the LLM shapes' from
+ * N = 1); column vectors at
  * each sparsity (--sparsity, or 0.75 and 0.9), V:N:M at its own 1 - N/M. */
 static spf_status add_structured(plist *l)
 {
@@ -160,10 +163,13 @@ static spf_status add_structured(plist *l)
             for (int i = 0; i < COUNT_OF(large); ++i) {
                 if (l->sel->quick && i != 3)
                     continue;
-                for (int j = 0; j < SHAPE_MAX_NS && large[i].n[j] > 0; ++j) {
-                    if (l->sel->quick && j > 0)
-                        break;
-                    bench_problem p = {.m = large[i].m, .k = large[i].k, .n = large[i].n[j],
+                const int llm = strcmp(large[i].use, "LLM") == 0;
+                const int64_t *ns = llm ? structured_llm_ns : large[i].n;
+                const int nn = llm ? COUNT_OF(structured_llm_ns) : SHAPE_MAX_NS;
+                for (int j = 0; j < nn && ns[j] > 0; ++j) {
+                    if (l->sel->quick && ns[j] != 16)
+                        continue;
+                    bench_problem p = {.m = large[i].m, .k = large[i].k, .n = ns[j],
                                        .kind = pat->kind, .vector_length = pat->vector_length,
                                        .keep = pat->keep, .group = pat->group};
                     p.sparsity = vnm ? 1.0 - (double)pat->keep / pat->group : sp[s];

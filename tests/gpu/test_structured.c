@@ -46,7 +46,12 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
     for (int nb = sp_nb_for(n); nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 2; rt++)
             for (size_t wi = 0; wi < sizeof warp_counts / sizeof *warp_counts; wi++) {
-                sp_config c = {.kind = SP_STREAM, .nb = nb, .rt = rt, .warps = warp_counts[wi]};
+                /* stages 2 to 5 in turn, so that each shows up at some N */
+                const int stages = 2 + (int)((wi + rt + nb + n) % 4);
+                sp_config c = {.kind = SP_STREAM, .nb = nb, .rt = rt, .warps = warp_counts[wi],
+                               .stages = stages};
+                if (sp_config_refusal(&c, pat)) /* a deep ring of a wide block: past the smem */
+                    c.stages = 2;
                 if (sp_config_refusal(&c, pat) ||
                     (quick && (wi == 0 || wi == 3 || nb != sp_nb_for(n))))
                     continue;

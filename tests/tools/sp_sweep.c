@@ -4,17 +4,18 @@
  * predictor (STuning-DL §IV: the template space of each kernel) and the
  * check of the pick against the exhaustive best.
  *
- *   spf_sp_sweep M K PATTERN N [f16|bf16] [kn|nk] [SEED]
+ *   spf_sp_sweep M K PATTERN N [f16|bf16] [kn|nk] [SEED] [CONFIG]
  *
  * PATTERN: 2:4 or V<v>:2:<m> (spforge gen --kind vnm); B K×N (kn, the
  * default) or N×K (nk). The space: the stream kernel at each nb from its
- * own for N to 8 × rt {1, 2} × warps {2, 4, 8, 16} (N ≤ 128), the tile
+ * own for N to 8 × rt {1, 2} × warps {2, 4, 8, 16} × stages 2 to 5 (N ≤
+ * 128; those that fit in shared memory), the tile
  * kernel's six shapes × stages 2 to 4 (N ≥ 16), on Hopper the wgmma
  * kernel's five shapes × stages 2 to 4 (N ≥ 16). One line a config (name,
  * µs, relative error), a "log," CSV line a config (M, K, pattern, N,
  * dtype, layout, config, µs), then the strategy's pick and its ratio to
  * the best. Exit 1 when a config's result is wrong. Needs a device (exit
- * 77 without one). */
+ * 77 without one). CONFIG: that config alone (for a profiler). */
 #include "gpu/spmm_case.h"
 
 #include "core/error.h"
@@ -49,23 +50,25 @@ static int sweep_space(int64_t n, const sp_pattern *p, int hopper, sp_config *ou
     int count = 0;
     for (int nb = sp_nb_for(n); n <= 128 && nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 2; rt++)
-            for (int warps = 2; warps <= 16; warps *= 2) {
-                sp_config c = {.kind = SP_STREAM, .nb = nb, .rt = rt, .warps = warps};
-                if (!sp_config_refusal(&c, p))
-                    out[count++] = c;
-            }
+            for (int warps = 2; warps <= 16; warps *= 2)
+                for (int stages = 2; stages <= 5; stages++) {
+                    sp_config c = {.kind = SP_STREAM, .nb = nb, .rt = rt, .warps = warps,
+                                   .stages = stages};
+                    if (!sp_config_refusal(&c, p) && count < MAX_RESULTS)
+                        out[count++] = c;
+                }
     for (int s = 0; n >= 16 && s < SP_TILE_SHAPES; s++)
         for (int stages = 2; stages <= 4; stages++) {
             sp_config c = {.kind = SP_TILE, .bm = sp_tile_shapes[s][0],
                            .bn = sp_tile_shapes[s][1], .stages = stages};
-            if (!sp_config_refusal(&c, p))
+            if (!sp_config_refusal(&c, p) && count < MAX_RESULTS)
                 out[count++] = c;
         }
     for (int s = 0; n >= 16 && hopper && s < SP_WGMMA_SHAPES; s++)
         for (int stages = 2; stages <= 4; stages++) {
             sp_config c = {.kind = SP_WGMMA, .bm = sp_wgmma_shapes[s][0],
                            .bn = sp_wgmma_shapes[s][1], .stages = stages};
-            if (!sp_config_refusal(&c, p))
+            if (!sp_config_refusal(&c, p) && count < MAX_RESULTS)
                 out[count++] = c;
         }
     return count;
@@ -74,7 +77,8 @@ static int sweep_space(int64_t n, const sp_pattern *p, int hopper, sp_config *ou
 int main(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: %s M K PATTERN N [f16|bf16] [kn|nk] [SEED]\n", argv[0]);
+        fprintf(stderr, "usage: %s M K PATTERN N [f16|bf16] [kn|nk] [SEED] [CONFIG]\n",
+                argv[0]);
         return 2;
     }
     spf_device_info info;
@@ -125,6 +129,10 @@ int main(int argc, char **argv)
         result *out = &results[i];
         sp_config_name(&space[i], out->name, sizeof out->name);
         int blocks = 0;
+        if (argc > 8 && strcmp(out->name, argv[8]) != 0) {
+            out->us = 0;
+            continue;
+        }
         if (sp_config_occupancy(&space[i], &dev, &blocks) != SPF_OK || blocks == 0) {
             error_clear();
             out->us = 0;
@@ -172,11 +180,11 @@ int main(int argc, char **argv)
     printf("problem %lldx%lld %s N=%lld %s %s: %d configs, best %s %.2f us\n", (long long)g.rows,
            (long long)g.cols, argv[3], (long long)n, spf_dtype_name(dtype),
            bl == SPF_LAYOUT_N_LAST ? "kn" : "nk", count, results[best].name, results[best].us);
-    if (pick >= 0)
+    if (pick >= 0 && results[pick].us > 0)
         printf("pick %s: %.2f us in the sweep, %.3f of the best; planned in %.3f s\n", pi.config,
                results[pick].us, results[pick].us / results[best].us, pi.plan_s);
     else
-        printf("pick %s (%.2f us at planning) is outside the sweep; planned in %.3f s\n",
+        printf("pick %s (%.2f us at planning) is outside what ran; planned in %.3f s\n",
                pi.config, pi.kernel_us, pi.plan_s);
     spf_plan_free(plan);
     spmm_case_free(&t);

@@ -300,22 +300,29 @@ static void test_formats(void)
 static void test_configs(void)
 {
     sp_pattern p24 = {4, 0}, v16 = {8, 16};
-    sp_config c = {.kind = SP_STREAM, .nb = 2, .rt = 2, .warps = 8}, back;
+    sp_config c = {.kind = SP_STREAM, .nb = 2, .rt = 2, .warps = 8, .stages = 3}, back;
     char name[32];
     sp_config_name(&c, name, sizeof name);
-    CHECK(strcmp(name, "nb2_rt2_w8") == 0);
+    CHECK(strcmp(name, "nb2_rt2_w8_s3") == 0);
     CHECK_OK(sp_config_from_name(name, &back));
-    CHECK(back.nb == 2 && back.rt == 2 && back.warps == 8);
-    CHECK_STATUS(sp_config_from_name("nb3_rt2_w8", &back), SPF_ERR_PARSE);
-    CHECK_STATUS(sp_config_from_name("nb2_rt2_w8x", &back), SPF_ERR_PARSE);
+    CHECK(back.nb == 2 && back.rt == 2 && back.warps == 8 && back.stages == 3);
+    CHECK_STATUS(sp_config_from_name("nb3_rt2_w8_s3", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("nb2_rt2_w8_s3x", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("nb2_rt2_w8", &back), SPF_ERR_PARSE); /* before the ring */
+    CHECK_STATUS(sp_config_from_name("nb2_rt2_w8_s6", &back), SPF_ERR_PARSE);
+    /* 16 warps × 4 stages × 4352 bytes: past 227 KB */
+    sp_config deep = {.kind = SP_STREAM, .nb = 2, .rt = 2, .warps = 16, .stages = 4};
+    CHECK(sp_config_refusal(&deep, &p24) != NULL);
+    deep.stages = 3;
+    CHECK(sp_config_refusal(&deep, &p24) == NULL);
     CHECK(sp_config_refusal(&c, &p24) == NULL);
     CHECK(sp_config_refusal(&c, &v16) != NULL); /* two tiles of 16 rows in a block of 16 */
-    sp_config wide = {.kind = SP_STREAM, .nb = 8, .rt = 1, .warps = 16};
+    sp_config wide = {.kind = SP_STREAM, .nb = 8, .rt = 1, .warps = 16, .stages = 2};
     CHECK(sp_config_refusal(&wide, &p24) != NULL);
     CHECK(sp_nb_for(1) == 1 && sp_nb_for(16) == 2 && sp_nb_for(17) == 4 && sp_nb_for(4096) == 8);
-    CHECK(sp_config_smem(&c) == 8 * 2 * 2 * 128 * 4);
-    sp_config one = {.kind = SP_STREAM, .nb = 2, .rt = 2, .warps = 1};
-    CHECK(sp_config_smem(&one) == 0);
+    CHECK(sp_config_smem(&c) == 8 * 3 * (2 * (1024 + 128) + 2 * 1024));
+    sp_config one = {.kind = SP_STREAM, .nb = 1, .rt = 1, .warps = 1, .stages = 2};
+    CHECK(sp_config_smem(&one) == 2 * (1024 + 128 + 1024));
     CHECK(sp_config_threads(&c) == 256);
 
     /* the tile kernel's: name, refusals, stages of shared memory, threads */
@@ -339,11 +346,11 @@ static void test_configs(void)
      * only beyond; none a pattern refuses; the count without room */
     sp_config list[64];
     int small = sp_configs_for(16, &p24, 0, list, 64);
-    CHECK(small == 6);
+    CHECK(small == 12);
     for (int i = 0; i < small; i++)
         CHECK(list[i].kind == SP_STREAM && list[i].nb == 2);
-    int mid = sp_configs_for(48, &p24, 0, list, 64); /* nb 8: warps ≤ 8 */
-    CHECK(mid == 4 + 18 && list[0].kind == SP_STREAM && list[mid - 1].kind == SP_TILE);
+    int mid = sp_configs_for(48, &p24, 0, list, 64); /* nb 8: warps ≤ 8, the smem */
+    CHECK(mid == 7 + 18 && list[0].kind == SP_STREAM && list[mid - 1].kind == SP_TILE);
     int wide_n = sp_configs_for(512, &v64, 0, list, 64);
     CHECK(wide_n == 3 * 4); /* bm 128 refused for V = 64 */
     for (int i = 0; i < wide_n; i++)
@@ -355,7 +362,7 @@ static void test_configs(void)
     for (int i = 0; i < hop; i++)
         CHECK(list[i].kind == (i < 15 ? SP_WGMMA : SP_TILE));
     CHECK(sp_configs_for(512, &v64, 1, list, 64) == 3 * 2 + 3 * 4); /* bm 64 (and 32) only */
-    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 4 + 15 + 18);
+    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 7 + 15 + 18);
 
     /* the wgmma kernel's: name, refusals, threads */
     sp_config w = {.kind = SP_WGMMA, .bm = 256, .bn = 128, .stages = 4};

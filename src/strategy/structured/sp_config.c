@@ -33,6 +33,10 @@ static const char *stream_refusal(const sp_config *c, const sp_pattern *p)
         return "rt must be 1 or 2";
     if (c->warps < 1 || c->warps > (c->nb >= 4 ? 8 : 16))
         return "warps must be 1 to 16 (to 8 for nb 4 and 8: the register budget)";
+    if (c->stages < 2 || c->stages > 5)
+        return "stages must be 2 to 5";
+    if (c->warps * c->stages * SP_STREAM_STAGE_BYTES(c->nb, c->rt) > SP_MAX_SMEM)
+        return "the warps' stages exceed 227 KB of shared memory";
     if (p && p->v && 16 * c->rt > p->v)
         return "a block's row tiles must share one block of V rows";
     return NULL;
@@ -82,13 +86,15 @@ static void add(sp_config c, const sp_pattern *p, sp_config *out, int cap, int *
 
 int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap)
 {
-    static const int row_tiles[] = {2, 1}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2};
+    static const int row_tiles[] = {2, 1}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2},
+                     ring[] = {3, 2};
     int count = 0;
     for (int r = 0; n <= 64 && r < 2; r++)
         for (int w = 0; w < 3; w++)
-            add((sp_config){.kind = SP_STREAM, .nb = sp_nb_for(n), .rt = row_tiles[r],
-                            .warps = warps[w]},
-                p, out, cap, &count);
+            for (int s = 0; s < 2; s++)
+                add((sp_config){.kind = SP_STREAM, .nb = sp_nb_for(n), .rt = row_tiles[r],
+                                .warps = warps[w], .stages = ring[s]},
+                    p, out, cap, &count);
     for (int s = 0; n >= 32 && hopper && s < 3; s++)
         for (int i = 0; i < SP_WGMMA_SHAPES; i++)
             add((sp_config){.kind = SP_WGMMA, .bm = sp_wgmma_shapes[i][0],
@@ -106,8 +112,8 @@ size_t sp_config_smem(const sp_config *c)
 {
     if (c->kind == SP_TILE || c->kind == SP_WGMMA)
         return (size_t)c->stages * SP_TILE_STAGE_BYTES(c->bm, c->bn);
-    /* per warp: rt tiles × nb blocks × 4 sums a lane × 32 lanes, fp32 */
-    return c->warps > 1 ? (size_t)c->warps * (size_t)(c->rt * c->nb) * 128 * 4 : 0;
+    /* the warps' rings; their sums (rt·nb·4 a lane) take less */
+    return (size_t)c->warps * (size_t)c->stages * SP_STREAM_STAGE_BYTES(c->nb, c->rt);
 }
 
 int sp_config_threads(const sp_config *c)
@@ -125,7 +131,7 @@ void sp_config_name(const sp_config *c, char *buf, size_t size)
         snprintf(buf, size, "%sm%dn%ds%d", c->kind == SP_WGMMA ? "w" : "", c->bm, c->bn,
                  c->stages);
     else
-        snprintf(buf, size, "nb%d_rt%d_w%d", c->nb, c->rt, c->warps);
+        snprintf(buf, size, "nb%d_rt%d_w%d_s%d", c->nb, c->rt, c->warps, c->stages);
 }
 
 spf_status sp_config_from_name(const char *name, sp_config *out)
@@ -140,9 +146,9 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
             shape[used] != '\0')
             return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected [w]m<BM>n<BN>s<S>",
                         name);
-    } else if (sscanf(name, "nb%d_rt%d_w%d%n", &c.nb, &c.rt, &c.warps, &used) != 3 ||
+    } else if (sscanf(name, "nb%d_rt%d_w%d_s%d%n", &c.nb, &c.rt, &c.warps, &c.stages, &used) != 4 ||
                name[used] != '\0') {
-        return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected nb<B>_rt<R>_w<W>, "
+        return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected nb<B>_rt<R>_w<W>_s<S>, "
                     "m<BM>n<BN>s<S> or wm<BM>n<BN>s<S>", name);
     }
     const char *why = sp_config_refusal(&c, NULL);

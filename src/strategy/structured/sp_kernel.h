@@ -4,13 +4,11 @@
  * The stream kernel (kernels/sp_spmm.cu), for small N. A block takes rt
  * row tiles of 16 rows (grid.x) and 8·nb columns of B and C (grid.y); its
  * warps split the step pairs of K (warp w takes pairs w, w + warps, ...).
- * Per step pair a warp loads its A fragments and metadata straight from
- * the format (one 16-byte load per step and tile, one 4-byte load of
- * metadata for both steps: the format is in register order), loads its B
- * fragments from global memory (B is small at the sizes this is for; L1
- * and L2 serve the rows the other blocks read too), gathering the kept
- * rows for V:2:M, and issues mma.sp m16n8k32 per tile and 8 columns, the
- * next pair's A loads in flight. The warps' sums meet in shared memory.
+ * Each warp copies its pairs' A fragments and metadata (as the format
+ * stores them) and 64 rows of B (gathered for V:2:M) into a ring of
+ * `stages` shared-memory stages of its own by cp.async, stages - 1 pairs
+ * in flight, and issues mma.sp m16n8k32 per tile and 8 columns from the
+ * ring (B by ldmatrix). The warps' sums meet in shared memory.
  *
  * The tile kernel (kernels/sp_tile.cu), for larger N. A block takes bm rows
  * (grid.x) and bn columns (grid.y) and walks K a step pair at a time; the
@@ -49,11 +47,13 @@ typedef struct sp_config {
     int nb;    /* 8-column blocks of B and C per block: 1, 2, 4 or 8      */
     int rt;    /* row tiles of 16 per block: 1 or 2 (≤ V / 16 for V:2:M)  */
     int warps; /* warps per block, splitting K: 1 to 16 (8 for nb ≥ 4)    */
+    /* all */
+    int stages; /* step pairs in flight + 1: stream 2 to 5 (a ring a warp),
+                   tile and wgmma 2 to 4 (a ring a block)                   */
     /* SP_TILE and SP_WGMMA */
     int bm;     /* rows per block: tile 32, 64 or 128; wgmma 64, 128 or 256
                    (dividing V for V:2:M)                                   */
     int bn;     /* columns per block: tile 64 or 128; wgmma 64, 128 or 256  */
-    int stages; /* step pairs in flight: 2 to 4                            */
 } sp_config;
 
 /* A tile- or wgmma-kernel stage: per row tile the A fragments and the
@@ -64,6 +64,11 @@ typedef struct sp_config {
 #define SP_TILE_META_BYTES 128
 #define SP_TILE_STAGE_BYTES(bm, bn) \
     ((bm) / 16 * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + (bn) * 144)
+/* A stream-kernel stage: the rt tiles' A and metadata, 64 rows of 8·nb
+ * columns of B. */
+#define SP_STREAM_STAGE_BYTES(nb, rt) ((rt) * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + 1024 * (nb))
+/* Dynamic shared memory a block may have on Hopper (227 KB). */
+#define SP_MAX_SMEM 232448
 
 /* The format on the device. */
 typedef struct sp_device {
@@ -99,14 +104,14 @@ int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, i
 /* Why config c cannot run on pattern p (NULL when it can). */
 const char *sp_config_refusal(const sp_config *c, const sp_pattern *p);
 
-/* Dynamic shared memory of a block of c, bytes: the stream kernel's warps'
- * sums, the tile kernel's stages. */
+/* Dynamic shared memory of a block of c, bytes: the stages (the stream
+ * kernel's warps' sums reuse them). */
 size_t sp_config_smem(const sp_config *c);
 
 /* Threads of a block of c. */
 int sp_config_threads(const sp_config *c);
 
-/* "nb2_rt2_w8" (stream), "m64n128s3" (tile) or "wm128n256s3" (wgmma),
+/* "nb2_rt2_w8_s3" (stream), "m64n128s3" (tile) or "wm128n256s3" (wgmma),
  * for plan info, logs and the cache. */
 void sp_config_name(const sp_config *c, char *buf, size_t size);
 spf_status sp_config_from_name(const char *name, sp_config *out);
