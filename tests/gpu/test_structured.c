@@ -35,15 +35,16 @@ static uint64_t next_seed = 0x5d000000;
 static int launches;
 static int hopper; /* the device is compute capability 9.0: the wgmma kernel's configs too */
 
-/* The configs checked at N = n on pattern pat: the stream kernel's at its
- * own nb and the wider ones × rt × warps, the tile kernel's every shape ×
+/* The configs checked at N = n on pattern pat: the stream kernel's at the
+ * nb the strategy times and the wider ones × rt × warps, the tile kernel's every shape ×
  * stages 2 to 4, on Hopper the wgmma kernel's every shape × stages 2 to 4
  * (whether or not the strategy would time them at this N); --quick: a few
  * of each. Returns how many (at most 80). */
 static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_config *out)
 {
     int count = 0;
-    for (int nb = sp_nb_for(n); nb <= 8; nb *= 2)
+    const int nb0 = sp_stream_nb_fits(n, sp_nb_for(n) / 2) ? sp_nb_for(n) / 2 : sp_nb_for(n);
+    for (int nb = nb0; nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 2; rt++)
             for (size_t wi = 0; wi < sizeof warp_counts / sizeof *warp_counts; wi++) {
                 /* stages 2 to 5 in turn, so that each shows up at some N */

@@ -320,6 +320,8 @@ static void test_configs(void)
     sp_config wide = {.kind = SP_STREAM, .nb = 8, .rt = 1, .warps = 16, .stages = 2};
     CHECK(sp_config_refusal(&wide, &p24) != NULL);
     CHECK(sp_nb_for(1) == 1 && sp_nb_for(16) == 2 && sp_nb_for(17) == 4 && sp_nb_for(4096) == 8);
+    CHECK(sp_stream_nb_fits(16, 2) && !sp_stream_nb_fits(16, 1) && !sp_stream_nb_fits(32, 2));
+    CHECK(sp_stream_nb_fits(33, 8) && sp_stream_nb_fits(33, 4) && !sp_stream_nb_fits(33, 2));
     CHECK(sp_config_smem(&c) == 8 * 3 * (2 * (1024 + 128) + 2 * 1024));
     sp_config one = {.kind = SP_STREAM, .nb = 1, .rt = 1, .warps = 1, .stages = 2};
     CHECK(sp_config_smem(&one) == 2 * (1024 + 128 + 1024));
@@ -349,8 +351,8 @@ static void test_configs(void)
     CHECK(small == 12);
     for (int i = 0; i < small; i++)
         CHECK(list[i].kind == SP_STREAM && list[i].nb == 2);
-    int mid = sp_configs_for(48, &p24, 0, list, 64); /* nb 8: warps ≤ 8, the smem */
-    CHECK(mid == 7 + 18 && list[0].kind == SP_STREAM && list[mid - 1].kind == SP_TILE);
+    int mid = sp_configs_for(48, &p24, 0, list, 64); /* nb 8 and 4: warps ≤ 8, the smem */
+    CHECK(mid == 7 + 8 + 18 && list[0].kind == SP_STREAM && list[mid - 1].kind == SP_TILE);
     int wide_n = sp_configs_for(512, &v64, 0, list, 64);
     CHECK(wide_n == 3 * 4); /* bm 128 refused for V = 64 */
     for (int i = 0; i < wide_n; i++)
@@ -362,7 +364,7 @@ static void test_configs(void)
     for (int i = 0; i < hop; i++)
         CHECK(list[i].kind == (i < 15 ? SP_WGMMA : SP_TILE));
     CHECK(sp_configs_for(512, &v64, 1, list, 64) == 3 * 2 + 3 * 4); /* bm 64 (and 32) only */
-    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 7 + 15 + 18);
+    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 7 + 8 + 15 + 18);
 
     /* the wgmma kernel's: name, refusals, threads */
     sp_config w = {.kind = SP_WGMMA, .bm = 256, .bn = 128, .stages = 4};

@@ -25,6 +25,13 @@ int sp_nb_for(int64_t n)
     return n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 ? 4 : 8;
 }
 
+int sp_stream_nb_fits(int64_t n, int nb)
+{
+    /* past N = 32 also column blocks of 32: nb 8's rings of 64 columns
+     * leave room for few warps */
+    return nb == sp_nb_for(n) || (n > 32 && nb == sp_nb_for(n) / 2);
+}
+
 static const char *stream_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (c->nb != 1 && c->nb != 2 && c->nb != 4 && c->nb != 8)
@@ -89,12 +96,13 @@ int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, i
     static const int row_tiles[] = {2, 1}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2},
                      ring[] = {3, 2};
     int count = 0;
-    for (int r = 0; n <= 64 && r < 2; r++)
-        for (int w = 0; w < 3; w++)
-            for (int s = 0; s < 2; s++)
-                add((sp_config){.kind = SP_STREAM, .nb = sp_nb_for(n), .rt = row_tiles[r],
-                                .warps = warps[w], .stages = ring[s]},
-                    p, out, cap, &count);
+    for (int nb = sp_nb_for(n); n <= 64 && sp_stream_nb_fits(n, nb); nb /= 2)
+        for (int r = 0; r < 2; r++)
+            for (int w = 0; w < 3; w++)
+                for (int s = 0; s < 2; s++)
+                    add((sp_config){.kind = SP_STREAM, .nb = nb, .rt = row_tiles[r],
+                                    .warps = warps[w], .stages = ring[s]},
+                        p, out, cap, &count);
     for (int s = 0; n >= 32 && hopper && s < 3; s++)
         for (int i = 0; i < SP_WGMMA_SHAPES; i++)
             add((sp_config){.kind = SP_WGMMA, .bm = sp_wgmma_shapes[i][0],

@@ -30,7 +30,7 @@
 #define SP_MAX_N ((int64_t)65535 * 64)
 
 /* every config sp_configs_for names */
-#define SP_MAX_CONFIGS 48
+#define SP_MAX_CONFIGS 64
 
 static int sp_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                        char *reason, size_t cap)
@@ -237,7 +237,7 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
     status = sp_config_from_name(name, &c);
     if (status != SPF_OK)
         return status;
-    if (c.kind == SP_STREAM && c.nb != sp_nb_for(p->n))
+    if (c.kind == SP_STREAM && !sp_stream_nb_fits(p->n, c.nb))
         return FAIL(SPF_ERR_PARSE, "structured config \"%s\" for N = %lld", name,
                     (long long)p->n);
     sp_state *s = mem_calloc(1, sizeof *s);
