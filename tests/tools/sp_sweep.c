@@ -8,7 +8,7 @@
  *
  * PATTERN: 2:4 or V<v>:2:<m> (spforge gen --kind vnm); B K×N (kn, the
  * default) or N×K (nk). The space: the stream kernel at each nb from its
- * own for N to 8 × rt {1, 2} × warps {2, 4, 8, 16} × stages 2 to 5 (N ≤
+ * own for N to 8 × rt {1, 2, 4} × warps {2, 4, 8, 16} × stages 2 to 5 (N ≤
  * 128; those that fit in shared memory), the tile
  * kernel's six shapes × stages 2 to 4 (N ≥ 16), on Hopper the wgmma
  * kernel's five shapes × stages 2 to 4 (N ≥ 16). One line a config (name,
@@ -36,7 +36,7 @@ static spf_status launch(void *ctx, void *stream)
     return sp_launch(c->dev, c->config, &c->op, stream);
 }
 
-enum { MAX_RESULTS = 128 };
+enum { MAX_RESULTS = 192 };
 
 typedef struct result {
     char name[32];
@@ -49,7 +49,7 @@ static int sweep_space(int64_t n, const sp_pattern *p, int hopper, sp_config *ou
 {
     int count = 0;
     for (int nb = sp_nb_for(n); n <= 128 && nb <= 8; nb *= 2)
-        for (int rt = 1; rt <= 2; rt++)
+        for (int rt = 1; rt <= 4; rt *= 2)
             for (int warps = 2; warps <= 16; warps *= 2)
                 for (int stages = 2; stages <= 5; stages++) {
                     sp_config c = {.kind = SP_STREAM, .nb = nb, .rt = rt, .warps = warps,

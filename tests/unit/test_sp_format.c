@@ -352,7 +352,7 @@ static void test_configs(void)
     for (int i = 0; i < small; i++)
         CHECK(list[i].kind == SP_STREAM && list[i].nb == 2);
     int mid = sp_configs_for(48, &p24, 0, list, 64); /* nb 8 and 4: warps ≤ 8, the smem */
-    CHECK(mid == 7 + 8 + 18 && list[0].kind == SP_STREAM && list[mid - 1].kind == SP_TILE);
+    CHECK(mid == 7 + 8 + 4 + 18 && list[0].kind == SP_STREAM && list[mid - 1].kind == SP_TILE);
     int wide_n = sp_configs_for(512, &v64, 0, list, 64);
     CHECK(wide_n == 3 * 4); /* bm 128 refused for V = 64 */
     for (int i = 0; i < wide_n; i++)
@@ -364,7 +364,11 @@ static void test_configs(void)
     for (int i = 0; i < hop; i++)
         CHECK(list[i].kind == (i < 15 ? SP_WGMMA : SP_TILE));
     CHECK(sp_configs_for(512, &v64, 1, list, 64) == 3 * 2 + 3 * 4); /* bm 64 (and 32) only */
-    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 7 + 8 + 15 + 18);
+    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 7 + 8 + 4 + 15 + 18);
+    sp_config four = {.kind = SP_STREAM, .nb = 4, .rt = 4, .warps = 8, .stages = 2};
+    CHECK(sp_config_refusal(&four, &p24) == NULL && sp_config_refusal(&four, &v64) == NULL);
+    four.nb = 8;
+    CHECK(sp_config_refusal(&four, &p24) != NULL); /* 4 × 8 blocks of accumulators */
 
     /* the wgmma kernel's: name, refusals, threads */
     sp_config w = {.kind = SP_WGMMA, .bm = 256, .bn = 128, .stages = 4};

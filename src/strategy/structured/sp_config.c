@@ -36,8 +36,10 @@ static const char *stream_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (c->nb != 1 && c->nb != 2 && c->nb != 4 && c->nb != 8)
         return "nb must be 1, 2, 4 or 8";
-    if (c->rt != 1 && c->rt != 2)
-        return "rt must be 1 or 2";
+    if (c->rt != 1 && c->rt != 2 && c->rt != 4)
+        return "rt must be 1, 2 or 4";
+    if (c->rt == 4 && c->nb > 4)
+        return "rt 4 takes nb up to 4 (the accumulators of 4 × 8 blocks pass the registers)";
     if (c->warps < 1 || c->warps > (c->nb >= 4 ? 8 : 16))
         return "warps must be 1 to 16 (to 8 for nb 4 and 8: the register budget)";
     if (c->stages < 2 || c->stages > 5)
@@ -93,11 +95,11 @@ static void add(sp_config c, const sp_pattern *p, sp_config *out, int cap, int *
 
 int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap)
 {
-    static const int row_tiles[] = {2, 1}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2},
+    static const int row_tiles[] = {2, 1, 4}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2},
                      ring[] = {3, 2};
     int count = 0;
     for (int nb = sp_nb_for(n); n <= 64 && sp_stream_nb_fits(n, nb); nb /= 2)
-        for (int r = 0; r < 2; r++)
+        for (int r = 0; r < (n > 16 ? 3 : 2); r++) /* rt 4: B shared by 64 rows, past N = 16 */
             for (int w = 0; w < 3; w++)
                 for (int s = 0; s < 2; s++)
                     add((sp_config){.kind = SP_STREAM, .nb = nb, .rt = row_tiles[r],

@@ -45,7 +45,8 @@ typedef struct sp_config {
     sp_kernel_kind kind;
     /* SP_STREAM */
     int nb;    /* 8-column blocks of B and C per block: 1, 2, 4 or 8      */
-    int rt;    /* row tiles of 16 per block: 1 or 2 (≤ V / 16 for V:2:M)  */
+    int rt;    /* row tiles of 16 per block: 1, 2 or 4 (4: nb ≤ 4; ≤ V / 16
+                  for V:2:M)                                              */
     int warps; /* warps per block, splitting K: 1 to 16 (8 for nb ≥ 4)    */
     /* all */
     int stages; /* step pairs in flight + 1: stream 2 to 5 (a ring a warp),

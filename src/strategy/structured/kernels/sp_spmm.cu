@@ -1,6 +1,6 @@
 /* The structured stream kernel (sp_kernel.h says how the work is cut,
  * sp_format.h what the format holds). Instantiated for fp16 and bf16 × nb
- * ∈ {1, 2, 4, 8} × rt ∈ {1, 2} × B staged [k][n] (gathered for V:2:M or
+ * ∈ {1, 2, 4, 8} × rt ∈ {1, 2, 4 (nb ≤ 4)} × B staged [k][n] (gathered for V:2:M or
  * not) or [n][k].
  *
  * At the small N this is for, the bytes of A bound the time: 2:4 moves
@@ -322,6 +322,9 @@ template <typename T, int NB> void *kernel_rt(const sp_config *c, bool gather, b
         return kernel_layout<T, NB, 1>(gather, bnk);
     if (c->rt == 2)
         return kernel_layout<T, NB, 2>(gather, bnk);
+    if constexpr (NB <= 4)
+        if (c->rt == 4)
+            return kernel_layout<T, NB, 4>(gather, bnk);
     return nullptr;
 }
 

@@ -149,14 +149,18 @@ __global__ void __launch_bounds__(32 * WM * WN) sp_tile_kernel(const args a)
             issue(s, smem + s * S::stage_bytes);
         copy_commit();
     }
+    /* the stages read and written this step, stepped without a division */
+    int rs = 0, ws = stages - 1;
     for (int p = 0; p < a.pairs; p++) {
         copy_wait_dynamic(stages - 2); /* pair p's group has landed */
         __syncthreads();               /* for every thread, and pair p - 1's stage is free */
         const int q = p + stages - 1;
         if (q < a.pairs)
-            issue(q, smem + q % stages * S::stage_bytes);
+            issue(q, smem + ws * S::stage_bytes);
         copy_commit();
-        multiply<T, S, NBW, BNK>(smem + p % stages * S::stage_bytes, wm, wn, lane, acc);
+        multiply<T, S, NBW, BNK>(smem + rs * S::stage_bytes, wm, wn, lane, acc);
+        rs = rs + 1 == stages ? 0 : rs + 1;
+        ws = ws + 1 == stages ? 0 : ws + 1;
     }
 
 #pragma unroll

@@ -213,6 +213,8 @@ __global__ void __launch_bounds__(128 * WG) sp_wgmma_kernel(const args a)
             issue(s, smem + s * S::stage_bytes);
         copy_commit();
     }
+    /* the stages read and written this step, stepped without a division */
+    int rs = 0, ws = stages - 1;
     for (int p = 0; p < a.pairs; p++) {
         copy_wait_dynamic(stages - 2); /* pair p's group has landed */
         /* its bytes, written by this thread through the generic proxy, are
@@ -221,10 +223,12 @@ __global__ void __launch_bounds__(128 * WG) sp_wgmma_kernel(const args a)
         __syncthreads(); /* for every thread, and pair p - 1's stage is free */
         const int q = p + stages - 1;
         if (q < a.pairs)
-            issue(q, smem + q % stages * S::stage_bytes);
+            issue(q, smem + ws * S::stage_bytes);
         copy_commit();
 
-        const unsigned char *st = smem + p % stages * S::stage_bytes;
+        const unsigned char *st = smem + rs * S::stage_bytes;
+        rs = rs + 1 == stages ? 0 : rs + 1;
+        ws = ws + 1 == stages ? 0 : ws + 1;
         const uint4 *av = reinterpret_cast<const uint4 *>(st);
         const uint32_t *am = reinterpret_cast<const uint32_t *>(st + S::a_bytes);
         uint4 af[MI][2];
