@@ -43,8 +43,7 @@ static int hopper; /* the device is compute capability 9.0: the wgmma kernel's c
 static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_config *out)
 {
     int count = 0;
-    const int nb0 = sp_stream_nb_fits(n, sp_nb_for(n) / 2) ? sp_nb_for(n) / 2 : sp_nb_for(n);
-    for (int nb = nb0; nb <= 8; nb *= 2)
+    for (int nb = sp_stream_nb_min(n); nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 4; rt *= 2)
             for (size_t wi = 0; wi < sizeof warp_counts / sizeof *warp_counts; wi++) {
                 /* stages 2 to 5 in turn, so that each shows up at some N */

@@ -7,8 +7,8 @@
  *   spf_sp_sweep M K PATTERN N [f16|bf16] [kn|nk] [SEED] [CONFIG]
  *
  * PATTERN: 2:4 or V<v>:2:<m> (spforge gen --kind vnm); B K×N (kn, the
- * default) or N×K (nk). The space: the stream kernel at each nb from its
- * own for N to 8 × rt {1, 2, 4} × warps {2, 4, 8, 16} × stages 2 to 5 (N ≤
+ * default) or N×K (nk). The space: the stream kernel at each nb from the
+ * narrowest that fits N to 8 × rt {1, 2, 4} × warps {2, 4, 8, 16} × stages 2 to 5 (N ≤
  * 128; those that fit in shared memory), the tile
  * kernel's six shapes × stages 2 to 4 (N ≥ 16), on Hopper the wgmma
  * kernel's five shapes × stages 2 to 4 (N ≥ 16). One line a config (name,
@@ -48,7 +48,7 @@ typedef struct result {
 static int sweep_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out)
 {
     int count = 0;
-    for (int nb = sp_nb_for(n); n <= 128 && nb <= 8; nb *= 2)
+    for (int nb = sp_stream_nb_min(n); n <= 128 && nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 4; rt *= 2)
             for (int warps = 2; warps <= 16; warps *= 2)
                 for (int stages = 2; stages <= 5; stages++) {

@@ -32,6 +32,11 @@ int sp_stream_nb_fits(int64_t n, int nb)
     return nb == sp_nb_for(n) || (n > 32 && nb == sp_nb_for(n) / 2);
 }
 
+int sp_stream_nb_min(int64_t n)
+{
+    return sp_stream_nb_fits(n, sp_nb_for(n) / 2) ? sp_nb_for(n) / 2 : sp_nb_for(n);
+}
+
 static const char *stream_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (c->nb != 1 && c->nb != 2 && c->nb != 4 && c->nb != 8)
@@ -98,7 +103,7 @@ int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, i
     static const int row_tiles[] = {2, 1, 4}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2},
                      ring[] = {3, 2};
     int count = 0;
-    for (int nb = sp_nb_for(n); n <= 64 && sp_stream_nb_fits(n, nb); nb /= 2)
+    for (int nb = sp_nb_for(n); n <= 64 && nb >= sp_stream_nb_min(n); nb /= 2)
         for (int r = 0; r < (n > 16 ? 3 : 2); r++) /* rt 4: B shared by 64 rows, past N = 16 */
             for (int w = 0; w < 3; w++)
                 for (int s = 0; s < 2; s++)

@@ -89,6 +89,8 @@ int sp_nb_for(int64_t n);
 /* Whether the strategy times stream configs of nb at N = n: sp_nb_for(n),
  * and half of it past N = 32. */
 int sp_stream_nb_fits(int64_t n, int nb);
+/* The narrowest nb that fits N = n. */
+int sp_stream_nb_min(int64_t n);
 
 /* The block shapes {bm, bn} of the tile and wgmma kernels, the likeliest
  * first (the kernels instantiate exactly these). */
