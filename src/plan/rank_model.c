@@ -35,6 +35,7 @@ typedef struct rank_tree {
 } rank_tree;
 
 struct rank_model {
+    int32_t feature_count; /* its schema's */
     int32_t tree_count;
     rank_tree *trees;
     rank_split *splits; /* split_count, tree after tree */
@@ -189,7 +190,9 @@ static spf_status real(cursor *c, const char *what, double *out)
 }
 
 /* "spforge-rank-model 1" and the feature list. */
-static spf_status parse_header(cursor *c)
+const rank_schema rank_schema_search = {rank_feature_names, RANK_FEATURE_COUNT};
+
+static spf_status parse_header(cursor *c, const rank_schema *s)
 {
     spf_status status;
     long version, count;
@@ -204,16 +207,16 @@ static spf_status parse_header(cursor *c)
     if ((status = end_line(c)) != SPF_OK || (status = need_line(c, "'features'")) != SPF_OK ||
         (status = keyword(c, "features")) != SPF_OK)
         return status;
-    snprintf(what, sizeof what, "the feature count %d", RANK_FEATURE_COUNT);
-    if ((status = integer(c, what, RANK_FEATURE_COUNT, RANK_FEATURE_COUNT, &count)) != SPF_OK)
+    snprintf(what, sizeof what, "the feature count %d", s->count);
+    if ((status = integer(c, what, s->count, s->count, &count)) != SPF_OK)
         return status;
     /* The model's features must be ours, in our order: a model trained on
      * other columns would score garbage without any other sign. */
-    for (int f = 0; f < RANK_FEATURE_COUNT; f++) {
+    for (int f = 0; f < s->count; f++) {
         const char *tok;
         size_t len = next_token(c, &tok);
-        if (len != strlen(rank_feature_names[f]) || memcmp(tok, rank_feature_names[f], len) != 0) {
-            snprintf(what, sizeof what, "feature %d '%s'", f, rank_feature_names[f]);
+        if (len != strlen(s->names[f]) || memcmp(tok, s->names[f], len) != 0) {
+            snprintf(what, sizeof what, "feature %d '%s'", f, s->names[f]);
             return expected(c, what, tok, len);
         }
     }
@@ -306,7 +309,7 @@ static spf_status parse_tree(cursor *c, rank_model *m)
             /* Children after the parent and inside the tree: no cycle, no
              * reference outside it. */
             snprintf(what, sizeof what, "a child index from %ld to %ld", i + 1, count - 1);
-            if ((status = integer(c, "a feature index", 0, RANK_FEATURE_COUNT - 1, &feature)) !=
+            if ((status = integer(c, "a feature index", 0, m->feature_count - 1, &feature)) !=
                     SPF_OK ||
                 (status = real(c, "a finite threshold", &n->value)) != SPF_OK ||
                 (status = integer(c, what, i + 1, count - 1, &left)) != SPF_OK ||
@@ -334,19 +337,21 @@ static spf_status parse_tree(cursor *c, rank_model *m)
     return add_tree(m, nodes, (int32_t)count);
 }
 
-spf_status rank_model_parse(const char *text, size_t len, const char *origin, rank_model **out)
+spf_status rank_model_parse_as(const rank_schema *s, const char *text, size_t len,
+                               const char *origin, rank_model **out)
 {
     spf_status status = SPF_OK;
     rank_model *m = NULL;
     CHECK_ARG(out != NULL);
     *out = NULL;
-    CHECK_ARG(text != NULL || len == 0);
+    CHECK_ARG(s != NULL && s->count > 0 && (text != NULL || len == 0));
     cursor c = {.p = text, .end = text + len, .origin = origin ? origin : "rank model"};
     long trees;
     m = mem_calloc(1, sizeof *m);
     if (!m)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "a rank model");
-    TRY(parse_header(&c));
+    m->feature_count = s->count;
+    TRY(parse_header(&c, s));
     TRY(need_line(&c, "'trees'"));
     TRY(keyword(&c, "trees"));
     TRY(integer(&c, "a tree count from 1 to 10000", 1, RANK_MODEL_MAX_TREES, &trees));
@@ -368,7 +373,12 @@ fail:
     return status;
 }
 
-spf_status rank_model_read(const char *path, rank_model **out)
+spf_status rank_model_parse(const char *text, size_t len, const char *origin, rank_model **out)
+{
+    return rank_model_parse_as(&rank_schema_search, text, len, origin, out);
+}
+
+spf_status rank_model_read_as(const rank_schema *s, const char *path, rank_model **out)
 {
     spf_status status = SPF_OK;
     char *text = NULL;
@@ -393,35 +403,50 @@ spf_status rank_model_read(const char *path, rank_model **out)
     if (fread(text, 1, (size_t)size, f) != (size_t)size)
         FAIL_GOTO(SPF_ERR_IO, "reading rank model %s: %s", path,
                   ferror(f) ? strerror(errno) : "shorter than its size");
-    TRY(rank_model_parse(text, (size_t)size, path, out));
+    TRY(rank_model_parse_as(s, text, (size_t)size, path, out));
 fail:
     fclose(f);
     mem_free(text);
     return status;
 }
 
-static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
-static rank_model *default_model;
+spf_status rank_model_read(const char *path, rank_model **out)
+{
+    return rank_model_read_as(&rank_schema_search, path, out);
+}
 
-spf_status rank_model_default(const rank_model **out)
+/* One lock for every source's slot: loads are rare and short. */
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+spf_status rank_model_load(const rank_model_source *src, rank_model **slot, const rank_model **out)
 {
     CHECK_ARG(out != NULL);
     *out = NULL;
+    CHECK_ARG(src != NULL && slot != NULL);
     /* A mutex rather than pthread_once: a failed load (no memory, a bad
      * override file) is retried by the next caller instead of kept. */
     spf_status status = SPF_OK;
-    pthread_mutex_lock(&default_lock);
-    if (!default_model) {
-        const char *path = getenv("SPFORGE_RANK_MODEL");
+    pthread_mutex_lock(&load_lock);
+    if (!*slot) {
+        const char *path = getenv(src->env);
         if (path && path[0])
-            status = rank_model_read(path, &default_model);
+            status = rank_model_read_as(src->schema, path, slot);
         else
-            status = rank_model_parse((const char *)rank_model_embedded, rank_model_embedded_size,
-                                      "models/rank_model.txt (embedded)", &default_model);
+            status = rank_model_parse_as(src->schema, (const char *)src->text, *src->size,
+                                         src->origin, slot);
     }
-    *out = default_model;
-    pthread_mutex_unlock(&default_lock);
+    *out = *slot;
+    pthread_mutex_unlock(&load_lock);
     return status;
+}
+
+spf_status rank_model_default(const rank_model **out)
+{
+    static const rank_model_source search = {&rank_schema_search, "SPFORGE_RANK_MODEL",
+                                             rank_model_embedded, &rank_model_embedded_size,
+                                             "models/rank_model.txt (embedded)"};
+    static rank_model *model;
+    return rank_model_load(&search, &model, out);
 }
 
 /* Add the model's score of count vectors to out (count entries, zeroed by
@@ -482,16 +507,16 @@ spf_status rank_model_top_k(const rank_model *m, const double *features, int cou
     size_t n = (size_t)count + 1;
     /* Features transposed (one feature of every vector in a row), so each
      * split's test runs down a contiguous column. */
-    double *columns = mem_alloc_array(n * RANK_FEATURE_COUNT, sizeof *columns);
+    const size_t features_per = (size_t)m->feature_count;
+    double *columns = mem_alloc_array(n * features_per, sizeof *columns);
     double *scores = mem_calloc(n, sizeof *scores);
     uint64_t *reach = mem_alloc_array(n, sizeof *reach);
     scored *order = mem_alloc_array(n, sizeof *order);
     if (!columns || !scores || !reach || !order)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "scores of %d configurations", count);
     for (int i = 0; i < count; i++)
-        for (int f = 0; f < RANK_FEATURE_COUNT; f++)
-            columns[(size_t)f * (size_t)count + (size_t)i] =
-                features[(size_t)i * RANK_FEATURE_COUNT + (size_t)f];
+        for (size_t f = 0; f < features_per; f++)
+            columns[f * (size_t)count + (size_t)i] = features[(size_t)i * features_per + f];
     score_vectors(m, columns, (size_t)count, count, reach, scores);
     for (int i = 0; i < count; i++)
         order[i] = (scored){scores[i], i};

@@ -41,29 +41,55 @@
 
 typedef struct rank_model rank_model;
 
-/* Parse a model from text (len bytes, need not be NUL-terminated). Errors
- * are SPF_ERR_PARSE with "<origin>:<line>: expected <what>, got '<token>'".
- * *out is NULL on failure; free it with rank_model_free. */
+/* The features a model scores, by name, in order: a model file's
+ * `features` line must list exactly these. LO-SpMM's search scores the
+ * rank_feature_names (rank_schema_search); the structured strategy's
+ * predictor its own (sp_predict.h). */
+typedef struct rank_schema {
+    const char *const *names;
+    int count;
+} rank_schema;
+extern const rank_schema rank_schema_search;
+
+/* Parse a model of schema s from text (len bytes, need not be
+ * NUL-terminated). Errors are SPF_ERR_PARSE with "<origin>:<line>:
+ * expected <what>, got '<token>'". *out is NULL on failure; free it with
+ * rank_model_free. rank_model_parse: of rank_schema_search. */
+spf_status rank_model_parse_as(const rank_schema *s, const char *text, size_t len,
+                               const char *origin, rank_model **out);
 spf_status rank_model_parse(const char *text, size_t len, const char *origin, rank_model **out);
 
-/* The model read from the file at path (origin of its messages). */
+/* The model of schema s read from the file at path (origin of its
+ * messages); rank_model_read: of rank_schema_search. */
+spf_status rank_model_read_as(const rank_schema *s, const char *path, rank_model **out);
 spf_status rank_model_read(const char *path, rank_model **out);
 
-/* The process's model, loaded on first use and kept (thread-safe; never
- * free it): the file named by the environment variable SPFORGE_RANK_MODEL
- * when that is set and not empty, else models/rank_model.txt as embedded
- * in the library at build time. A file that fails to load is an error,
- * not a silent fall-back to the embedded model; a failed load is retried
- * on the next call, a successful one is final (later changes of the
- * variable are not seen). */
+/* A process's model of one schema, loaded on first use and kept
+ * (thread-safe; never free it): the file named by the environment
+ * variable env when that is set and not empty, else the text embedded in
+ * the library at build time (origin names it in messages). */
+typedef struct rank_model_source {
+    const rank_schema *schema;
+    const char *env;
+    const unsigned char *text;
+    const size_t *size;
+    const char *origin;
+} rank_model_source;
+spf_status rank_model_load(const rank_model_source *src, rank_model **slot, const rank_model **out);
+
+/* The search's model (rank_model_load): the file named by
+ * SPFORGE_RANK_MODEL, else models/rank_model.txt as embedded. A file that
+ * fails to load is an error, not a silent fall-back to the embedded
+ * model; a failed load is retried on the next call, a successful one is
+ * final (later changes of the variable are not seen). */
 spf_status rank_model_default(const rank_model **out);
 
-/* The model's score of one configuration's RANK_FEATURE_COUNT features
- * (rank_features): higher = predicted faster. */
+/* The model's score of one configuration's features (its schema's count;
+ * rank_features for the search's): higher = predicted faster. */
 double rank_model_score(const rank_model *m, const double *features);
 
 /* The indices of the k best-scored of count feature vectors (features:
- * count × RANK_FEATURE_COUNT doubles, row-major), best first, ties by the
+ * count × the schema's count doubles, row-major), best first, ties by the
  * smaller index: best_first receives min(k, count) indices (caller-owned).
  * count ≥ 0, k ≥ 1. */
 spf_status rank_model_top_k(const rank_model *m, const double *features, int count, int k,

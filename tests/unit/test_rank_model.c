@@ -2,7 +2,7 @@
  * malformed models, top-k order, allocation failures, the C scores of the
  * fixture against LightGBM's (tests/fixtures/rank, written by
  * scripts/train_rank_model.py --write-fixture), the embedded default model
- * and its SPFORGE_RANK_MODEL override. */
+ * and its SPFORGE_RANK_MODEL override, models of another schema. */
 #define _POSIX_C_SOURCE 200809L /* setenv, fork, clock_gettime */
 #include "check.h"
 #include "plan/rank_features.h"
@@ -377,6 +377,32 @@ static void test_override(void)
               WEXITSTATUS(wstatus));
 }
 
+/* A model of another schema: its own feature names, its own count and
+ * index range; a model of one schema does not parse as another's. */
+static void test_schema(void)
+{
+    static const char *const names[] = {"x", "y"};
+    const rank_schema two = {names, 2};
+    const char *text = "spforge-rank-model 1\nfeatures 2 x y\ntrees 1\ntree 3\n"
+                       "0 split 1 0.5 1 2\n1 leaf -1\n2 leaf 2\nend\n";
+    rank_model *m = NULL;
+    CHECK_OK(rank_model_parse_as(&two, text, strlen(text), "two", &m));
+    const double low[2] = {9, 0}, high[2] = {0, 1}, both[4] = {9, 0, 0, 1};
+    CHECK(rank_model_score(m, low) == -1 && rank_model_score(m, high) == 2);
+    int order[2];
+    CHECK_OK(rank_model_top_k(m, both, 2, 2, order));
+    CHECK(order[0] == 1 && order[1] == 0);
+    rank_model_free(m);
+    CHECK_STATUS(rank_model_parse(text, strlen(text), "two", &m), SPF_ERR_PARSE);
+    CHECK(m == NULL && strstr(spf_last_error(), "feature count") != NULL);
+    const char *wide = "spforge-rank-model 1\nfeatures 2 x y\ntrees 1\ntree 3\n"
+                       "0 split 2 0.5 1 2\n1 leaf -1\n2 leaf 2\nend\n";
+    CHECK_STATUS(rank_model_parse_as(&two, wide, strlen(wide), "two", &m), SPF_ERR_PARSE);
+    const char *renamed = "spforge-rank-model 1\nfeatures 2 x z\ntrees 1\ntree 1\n0 leaf 1\nend\n";
+    CHECK_STATUS(rank_model_parse_as(&two, renamed, strlen(renamed), "two", &m), SPF_ERR_PARSE);
+    CHECK(strstr(spf_last_error(), "feature 1 'y'") != NULL);
+}
+
 int main(void)
 {
     test_scores();
@@ -384,6 +410,7 @@ int main(void)
     test_allocation_failure();
     test_top_k();
     test_fixture();
+    test_schema();
     test_override(); /* before any rank_model_default in this process */
     test_default();
     return check_report();
