@@ -7,14 +7,11 @@
  *   spf_sp_sweep M K PATTERN N [f16|bf16] [kn|nk] [SEED] [CONFIG]
  *
  * PATTERN: 2:4 or V<v>:2:<m> (spforge gen --kind vnm); B K×N (kn, the
- * default) or N×K (nk). The space: the stream kernel at each nb from the
- * narrowest that fits N to 8 × rt {1, 2, 4} × warps {2, 4, 8, 16} × stages 2 to 5 (N ≤
- * 128; those that fit in shared memory), the tile
- * kernel's six shapes × stages 2 to 4 (N ≥ 16), on Hopper the wgmma
- * kernel's five shapes × stages 2 to 4 (N ≥ 16). One line a config (name,
- * µs, relative error), a "log," CSV line a config (M, K, pattern, N,
- * dtype, layout, config, µs), then the strategy's pick and its ratio to
- * the best. Exit 1 when a config's result is wrong. Needs a device (exit
+ * default) or N×K (nk). The space: sp_tuning_space (sp_kernel.h). One
+ * line a config (name, µs, relative error), a "log," CSV line a config
+ * (M, K, pattern, N, dtype, layout, config, µs), then the strategy's pick
+ * (the predictor's, sp_predict.h) and its ratio to the best. Exit 1 when
+ * a config's result is wrong. Needs a device (exit
  * 77 without one). CONFIG: that config alone (for a profiler). */
 #include "gpu/spmm_case.h"
 
@@ -36,43 +33,12 @@ static spf_status launch(void *ctx, void *stream)
     return sp_launch(c->dev, c->config, &c->op, stream);
 }
 
-enum { MAX_RESULTS = 192 };
+
 
 typedef struct result {
     char name[32];
     double us;
 } result;
-
-/* The configs of the sweep at N = n on pattern p (at most MAX_RESULTS);
- * hopper: the wgmma kernel's too. */
-static int sweep_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out)
-{
-    int count = 0;
-    for (int nb = sp_stream_nb_min(n); n <= 128 && nb <= 8; nb *= 2)
-        for (int rt = 1; rt <= 4; rt *= 2)
-            for (int warps = 2; warps <= 16; warps *= 2)
-                for (int stages = 2; stages <= 5; stages++) {
-                    sp_config c = {.kind = SP_STREAM, .nb = nb, .rt = rt, .warps = warps,
-                                   .stages = stages};
-                    if (!sp_config_refusal(&c, p) && count < MAX_RESULTS)
-                        out[count++] = c;
-                }
-    for (int s = 0; n >= 16 && s < SP_TILE_SHAPES; s++)
-        for (int stages = 2; stages <= 4; stages++) {
-            sp_config c = {.kind = SP_TILE, .bm = sp_tile_shapes[s][0],
-                           .bn = sp_tile_shapes[s][1], .stages = stages};
-            if (!sp_config_refusal(&c, p) && count < MAX_RESULTS)
-                out[count++] = c;
-        }
-    for (int s = 0; n >= 16 && hopper && s < SP_WGMMA_SHAPES; s++)
-        for (int stages = 2; stages <= 4; stages++) {
-            sp_config c = {.kind = SP_WGMMA, .bm = sp_wgmma_shapes[s][0],
-                           .bn = sp_wgmma_shapes[s][1], .stages = stages};
-            if (!sp_config_refusal(&c, p) && count < MAX_RESULTS)
-                out[count++] = c;
-        }
-    return count;
-}
 
 int main(int argc, char **argv)
 {
@@ -122,9 +88,9 @@ int main(int argc, char **argv)
     spmm_case t;
     spmm_case_make(&t, a, dtype, bl, n, 0, 0, NULL, 0x5eed);
     double tol = dtype_tolerance(dtype, SPF_MATH_DEFAULT);
-    static result results[MAX_RESULTS];
-    static sp_config space[MAX_RESULTS];
-    int count = sweep_space(n, &pat, info.cc_major == 9, space), wrong = 0;
+    static result results[SP_SPACE_MAX];
+    static sp_config space[SP_SPACE_MAX];
+    int count = sp_tuning_space(n, &pat, info.cc_major == 9, space, SP_SPACE_MAX), wrong = 0;
     for (int i = 0; i < count; i++) {
         result *out = &results[i];
         sp_config_name(&space[i], out->name, sizeof out->name);

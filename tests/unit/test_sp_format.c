@@ -22,6 +22,7 @@
 #include "strategy/structured/sp_format.h"
 #include "strategy/structured/sp_kernel.h"
 #include "strategy/structured/sp_pattern.h"
+#include "strategy/structured/sp_predict.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -320,8 +321,8 @@ static void test_configs(void)
     sp_config wide = {.kind = SP_STREAM, .nb = 8, .rt = 1, .warps = 16, .stages = 2};
     CHECK(sp_config_refusal(&wide, &p24) != NULL);
     CHECK(sp_nb_for(1) == 1 && sp_nb_for(16) == 2 && sp_nb_for(17) == 4 && sp_nb_for(4096) == 8);
-    CHECK(sp_stream_nb_fits(16, 2) && !sp_stream_nb_fits(16, 1) && !sp_stream_nb_fits(32, 2));
-    CHECK(sp_stream_nb_fits(33, 8) && sp_stream_nb_fits(33, 4) && !sp_stream_nb_fits(33, 2));
+    CHECK(sp_stream_nb_min(1) == 1 && sp_stream_nb_min(16) == 2 && sp_stream_nb_min(32) == 4);
+    CHECK(sp_stream_nb_min(33) == 4 && sp_stream_nb_min(128) == 4);
     CHECK(sp_config_smem(&c) == 8 * 3 * (2 * (1024 + 128) + 2 * 1024));
     sp_config one = {.kind = SP_STREAM, .nb = 1, .rt = 1, .warps = 1, .stages = 2};
     CHECK(sp_config_smem(&one) == 2 * (1024 + 128 + 1024));
@@ -344,27 +345,35 @@ static void test_configs(void)
     sp_config narrow = {.kind = SP_TILE, .bm = 32, .bn = 128, .stages = 2};
     CHECK(sp_config_threads(&narrow) == 128);
 
-    /* the configs timed: stream only at small N, both at 32 ≤ N ≤ 64, tile
-     * only beyond; none a pattern refuses; the count without room */
-    sp_config list[64];
-    int small = sp_configs_for(16, &p24, 0, list, 64);
-    CHECK(small == 12);
-    for (int i = 0; i < small; i++)
-        CHECK(list[i].kind == SP_STREAM && list[i].nb == 2);
-    int mid = sp_configs_for(48, &p24, 0, list, 64); /* nb 8 and 4: warps ≤ 8, the smem */
-    CHECK(mid == 7 + 8 + 4 + 18 && list[0].kind == SP_STREAM && list[mid - 1].kind == SP_TILE);
-    int wide_n = sp_configs_for(512, &v64, 0, list, 64);
-    CHECK(wide_n == 3 * 4); /* bm 128 refused for V = 64 */
-    for (int i = 0; i < wide_n; i++)
-        CHECK(list[i].kind == SP_TILE && sp_config_refusal(&list[i], &v64) == NULL);
-    CHECK(sp_configs_for(512, &v64, 0, list, 2) == wide_n);
-    /* on Hopper the wgmma kernel's first, then the tile kernel's */
-    int hop = sp_configs_for(512, &p24, 1, list, 64);
-    CHECK(hop == 3 * 5 + 3 * 6);
-    for (int i = 0; i < hop; i++)
-        CHECK(list[i].kind == (i < 15 ? SP_WGMMA : SP_TILE));
-    CHECK(sp_configs_for(512, &v64, 1, list, 64) == 3 * 2 + 3 * 4); /* bm 64 (and 32) only */
-    CHECK(sp_configs_for(48, &p24, 1, list, 64) == 7 + 8 + 4 + 15 + 18);
+    /* the tuning space: the stream kernel to N = 128 from its narrowest nb,
+     * the tile kernel from N = 16, the wgmma kernel on Hopper; nothing a
+     * pattern refuses, nothing twice; the count without room */
+    static sp_config list[SP_SPACE_MAX];
+    int at16 = sp_tuning_space(16, &p24, 0, list, SP_SPACE_MAX), tiles = 0;
+    CHECK(at16 > 18 && at16 <= SP_SPACE_MAX);
+    for (int i = 0; i < at16; i++) {
+        CHECK(sp_config_refusal(&list[i], &p24) == NULL && list[i].kind != SP_WGMMA);
+        CHECK(list[i].kind != SP_STREAM || list[i].nb >= 2);
+        tiles += list[i].kind == SP_TILE;
+        for (int j = 0; j < i; j++)
+            CHECK(memcmp(&list[i], &list[j], sizeof list[i]) != 0);
+    }
+    CHECK(tiles == 3 * 6);
+    sp_config ring = {.kind = SP_STREAM, .nb = 2, .rt = 2, .warps = 16, .stages = 3};
+    CHECK(sp_config_in_space(&ring, 16, &p24, 0));
+    ring.stages = 4; /* 16 warps × 4 stages × 4352 bytes: past the shared memory */
+    CHECK(!sp_config_in_space(&ring, 16, &p24, 0));
+    ring.stages = 3;
+    CHECK(!sp_config_in_space(&ring, 48, &p24, 0)); /* nb 2 is narrower than N = 48's 4 */
+    CHECK(!sp_config_in_space(&ring, 129, &p24, 0)); /* no stream kernel past N = 128 */
+    CHECK(!sp_config_in_space(&t, 8, &p24, 0) && sp_config_in_space(&t, 16, &p24, 0));
+    CHECK(sp_tuning_space(1, &p24, 1, list, SP_SPACE_MAX) <= SP_SPACE_MAX);
+    CHECK(sp_tuning_space(512, &v64, 0, list, SP_SPACE_MAX) == 3 * 4); /* bm 128 refused */
+    list[2].kind = SP_WGMMA;
+    CHECK(sp_tuning_space(512, &v64, 0, list, 2) == 3 * 4 && list[2].kind == SP_WGMMA);
+    int hop = sp_tuning_space(512, &p24, 1, list, SP_SPACE_MAX);
+    CHECK(hop == 3 * 6 + 3 * 5 && list[0].kind == SP_TILE && list[hop - 1].kind == SP_WGMMA);
+    CHECK(sp_tuning_space(512, &v64, 1, list, SP_SPACE_MAX) == 3 * 4 + 3 * 2); /* bm 64 only */
     sp_config four = {.kind = SP_STREAM, .nb = 4, .rt = 4, .warps = 8, .stages = 2};
     CHECK(sp_config_refusal(&four, &p24) == NULL && sp_config_refusal(&four, &v64) == NULL);
     four.nb = 8;
@@ -383,10 +392,55 @@ static void test_configs(void)
     CHECK(sp_config_threads(&w) == 128);
 }
 
+/* The predictor: pattern names, features, the embedded model's order of a
+ * tuning space (every config once; at N = 16, where the stream kernel is
+ * 3-10x faster than the staged ones in every log, its first five are
+ * stream configs). */
+static void test_predictor(void)
+{
+    sp_pattern p;
+    CHECK(sp_pattern_from_name("2:4", &p) && p.group == 4 && p.v == 0);
+    CHECK(sp_pattern_from_name("V128:2:16", &p) && p.group == 16 && p.v == 128);
+    CHECK(!sp_pattern_from_name("V128:2:12", &p) && !sp_pattern_from_name("V96:2:8", &p));
+    CHECK(!sp_pattern_from_name("V64:3:8", &p) && !sp_pattern_from_name("2:4x", &p));
+    char name[32];
+    sp_pattern_name(&p, name, sizeof name);
+    CHECK(strcmp(name, "V128:2:16") == 0);
+
+    /* 4096 × 4096 V128:2:16: K / 16 · 4 = 1024 condensed columns, 16 step pairs */
+    sp_config c = {.kind = SP_STREAM, .nb = 2, .rt = 4, .warps = 8, .stages = 3};
+    double x[SP_FEATURE_COUNT];
+    sp_features(4096, 4096, 20, &p, &c, x);
+    const double want[SP_FEATURE_COUNT] = {4096, 4096, 20, 128, 16, 0, 2, 4, 8, 3,
+                                           64,   16,   64 * 2, 2, 20.0 / 32};
+    for (int f = 0; f < SP_FEATURE_COUNT; f++)
+        CHECK(x[f] == want[f]);
+    sp_config t = {.kind = SP_WGMMA, .bm = 128, .bn = 256, .stages = 4};
+    sp_features(4096, 4096, 20, &p, &t, x);
+    CHECK(x[5] == 2 && x[6] == 0 && x[10] == 128 && x[11] == 256 && x[12] == 32 && x[13] == 16);
+
+    const rank_model *model;
+    CHECK_OK(sp_model(&model));
+    static sp_config space[SP_SPACE_MAX];
+    static int order[SP_SPACE_MAX];
+    sp_pattern p24 = {4, 0};
+    int count = sp_tuning_space(16, &p24, 1, space, SP_SPACE_MAX);
+    CHECK_OK(sp_predict_order(model, 4096, 4096, 16, &p24, space, count, order));
+    unsigned char seen[SP_SPACE_MAX] = {0};
+    for (int i = 0; i < count; i++)
+        CHECK(order[i] >= 0 && order[i] < count && !seen[order[i]]++);
+    for (int i = 0; i < SP_PREDICT_TIMED; i++)
+        CHECK(space[order[i]].kind == SP_STREAM);
+    CHECK_OK(sp_predict_order(model, 4096, 4096, 16, &p24, space, 0, NULL));
+    CHECK_STATUS(sp_predict_order(NULL, 4096, 4096, 16, &p24, space, count, order),
+                 SPF_ERR_INVALID_ARGUMENT);
+}
+
 int main(void)
 {
     test_detection();
     test_formats();
     test_configs();
+    test_predictor();
     return check_report();
 }

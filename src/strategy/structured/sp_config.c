@@ -25,16 +25,24 @@ int sp_nb_for(int64_t n)
     return n <= 8 ? 1 : n <= 16 ? 2 : n <= 32 ? 4 : 8;
 }
 
-int sp_stream_nb_fits(int64_t n, int nb)
+int sp_stream_nb_min(int64_t n)
 {
     /* past N = 32 also column blocks of 32: nb 8's rings of 64 columns
      * leave room for few warps */
-    return nb == sp_nb_for(n) || (n > 32 && nb == sp_nb_for(n) / 2);
+    return n > 32 ? sp_nb_for(n) / 2 : sp_nb_for(n);
 }
 
-int sp_stream_nb_min(int64_t n)
+int sp_config_in_space(const sp_config *c, int64_t n, const sp_pattern *p, int hopper)
 {
-    return sp_stream_nb_fits(n, sp_nb_for(n) / 2) ? sp_nb_for(n) / 2 : sp_nb_for(n);
+    sp_config space[SP_SPACE_MAX];
+    int count = sp_tuning_space(n, p, hopper, space, SP_SPACE_MAX);
+    for (int i = 0; i < count && i < SP_SPACE_MAX; i++) {
+        const sp_config *s = &space[i];
+        if (s->kind == c->kind && s->nb == c->nb && s->rt == c->rt && s->warps == c->warps &&
+            s->stages == c->stages && s->bm == c->bm && s->bn == c->bn)
+            return 1;
+    }
+    return 0;
 }
 
 static const char *stream_refusal(const sp_config *c, const sp_pattern *p)
@@ -98,27 +106,25 @@ static void add(sp_config c, const sp_pattern *p, sp_config *out, int cap, int *
     (*count)++;
 }
 
-int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap)
+int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap)
 {
-    static const int row_tiles[] = {2, 1, 4}, warps[] = {8, 4, 16}, stages[] = {3, 4, 2},
-                     ring[] = {3, 2};
     int count = 0;
-    for (int nb = sp_nb_for(n); n <= 64 && nb >= sp_stream_nb_min(n); nb /= 2)
-        for (int r = 0; r < (n > 16 ? 3 : 2); r++) /* rt 4: B shared by 64 rows, past N = 16 */
-            for (int w = 0; w < 3; w++)
-                for (int s = 0; s < 2; s++)
-                    add((sp_config){.kind = SP_STREAM, .nb = nb, .rt = row_tiles[r],
-                                    .warps = warps[w], .stages = ring[s]},
+    for (int nb = sp_stream_nb_min(n); n <= 128 && nb <= 8; nb *= 2)
+        for (int rt = 1; rt <= 4; rt *= 2)
+            for (int warps = 2; warps <= 16; warps *= 2)
+                for (int stages = 2; stages <= 5; stages++)
+                    add((sp_config){.kind = SP_STREAM, .nb = nb, .rt = rt, .warps = warps,
+                                    .stages = stages},
                         p, out, cap, &count);
-    for (int s = 0; n >= 32 && hopper && s < 3; s++)
-        for (int i = 0; i < SP_WGMMA_SHAPES; i++)
-            add((sp_config){.kind = SP_WGMMA, .bm = sp_wgmma_shapes[i][0],
-                            .bn = sp_wgmma_shapes[i][1], .stages = stages[s]},
-                p, out, cap, &count);
-    for (int s = 0; n >= 32 && s < 3; s++)
-        for (int i = 0; i < SP_TILE_SHAPES; i++)
+    for (int i = 0; n >= 16 && i < SP_TILE_SHAPES; i++)
+        for (int stages = 2; stages <= 4; stages++)
             add((sp_config){.kind = SP_TILE, .bm = sp_tile_shapes[i][0],
-                            .bn = sp_tile_shapes[i][1], .stages = stages[s]},
+                            .bn = sp_tile_shapes[i][1], .stages = stages},
+                p, out, cap, &count);
+    for (int i = 0; n >= 16 && hopper && i < SP_WGMMA_SHAPES; i++)
+        for (int stages = 2; stages <= 4; stages++)
+            add((sp_config){.kind = SP_WGMMA, .bm = sp_wgmma_shapes[i][0],
+                            .bn = sp_wgmma_shapes[i][1], .stages = stages},
                 p, out, cap, &count);
     return count;
 }

@@ -86,10 +86,8 @@ void sp_device_release(sp_device *d);
 
 /* The narrowest nb whose 8·nb columns hold min(n, 64). */
 int sp_nb_for(int64_t n);
-/* Whether the strategy times stream configs of nb at N = n: sp_nb_for(n),
- * and half of it past N = 32. */
-int sp_stream_nb_fits(int64_t n, int nb);
-/* The narrowest nb that fits N = n. */
+/* The narrowest nb of the tuning space at N = n: sp_nb_for(n), past N = 32
+ * half of it. */
 int sp_stream_nb_min(int64_t n);
 
 /* The block shapes {bm, bn} of the tile and wgmma kernels, the likeliest
@@ -99,13 +97,18 @@ int sp_stream_nb_min(int64_t n);
 extern const int sp_tile_shapes[SP_TILE_SHAPES][2];
 extern const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2];
 
-/* The configs the strategy times for N = n on pattern p, the likeliest
- * first: the stream kernel's at n ≤ 64; from n = 32 the wgmma kernel's on
- * Hopper (hopper: compute capability 9.0), then the tile kernel's (on the
- * H200 the tile kernel was the faster of the two on 4096×4096 V128:2:8 at
- * N = 256, 47.7 against 64.1 µs). Returns how many; at most cap are
- * written. */
-int sp_configs_for(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap);
+/* The tuning space at N = n on pattern p (STuning-DL §IV-B: each
+ * kernel's template parameters, pruned by what the pattern, the registers
+ * and the shared memory allow): the stream kernel at n ≤ 128 (nb from
+ * sp_stream_nb_min(n) to 8 × rt 1, 2, 4 × warps 2 to 16 × stages 2 to 5),
+ * from n = 16 the tile kernel's shapes × stages 2 to 4, and on Hopper
+ * (hopper: compute capability 9.0) the wgmma kernel's. Returns how many;
+ * at most cap are written (SP_SPACE_MAX holds any). The strategy times
+ * the predictor's first few of them (sp_predict.h). */
+#define SP_SPACE_MAX 192
+int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap);
+/* Whether config c is in that space (a cached plan's config). */
+int sp_config_in_space(const sp_config *c, int64_t n, const sp_pattern *p, int hopper);
 
 /* Why config c cannot run on pattern p (NULL when it can). */
 const char *sp_config_refusal(const sp_config *c, const sp_pattern *p);

@@ -129,6 +129,21 @@ void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap)
         snprintf(buf, cap, "V%d:2:%d", p->v, p->group);
 }
 
+int sp_pattern_from_name(const char *name, sp_pattern *out)
+{
+    int v, keep, group, used = 0;
+    if (strcmp(name, "2:4") == 0) {
+        *out = (sp_pattern){.group = 4, .v = 0};
+        return 1;
+    }
+    if (sscanf(name, "V%d:%d:%d%n", &v, &keep, &group, &used) != 3 || name[used] != '\0' ||
+        keep != 2 || (group != 8 && group != 16 && group != 32) ||
+        (v != 16 && v != 32 && v != 64 && v != 128))
+        return 0;
+    *out = (sp_pattern){.group = group, .v = v};
+    return 1;
+}
+
 int64_t sp_pattern_condensed_cols(const sp_pattern *p, int64_t k)
 {
     return p->v == 0 ? k : (k + p->group - 1) / p->group * KEPT;

@@ -39,6 +39,9 @@ int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t
 
 /* "2:4" or "V128:2:8". */
 void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap);
+/* The pattern sp_pattern_name writes ("2:4", "V64:2:8"; V 16 to 128, M 8,
+ * 16 or 32); 0 for any other name. */
+int sp_pattern_from_name(const char *name, sp_pattern *out);
 
 /* Columns of the condensed 2:4 matrix: K for 2:4, K·4/M (the last group
  * rounded up) for V:2:M. */

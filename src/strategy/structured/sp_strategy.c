@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "gpu/timing.h"
 #include "strategy/roofline.h"
+#include "strategy/structured/sp_predict.h"
 #include "strategy/strategy.h"
 
 #include <math.h>
@@ -28,9 +29,6 @@
 
 /* grid.y counts column blocks of at least 64 (≤ 65535) */
 #define SP_MAX_N ((int64_t)65535 * 64)
-
-/* every config sp_configs_for names */
-#define SP_MAX_CONFIGS 64
 
 static int sp_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                        char *reason, size_t cap)
@@ -146,16 +144,23 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     *state = NULL;
     spf_status status = SPF_OK;
     sp_device dev = {0};
-    sp_config best = {0}, configs[SP_MAX_CONFIGS];
+    sp_config best = {0}, space[SP_SPACE_MAX];
+    int order[SP_SPACE_MAX];
     double best_us = 0, build_s = 0;
     int tried = 0, have = 0;
     double t0 = timing_now_s();
     TRY(upload_format(p, &dev, &build_s));
     double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
     int hopper = env->device && env->device->cc_major == 9;
-    int count = sp_configs_for(p->n, &dev.pattern, hopper, configs, SP_MAX_CONFIGS);
-    for (int i = 0; i < count && i < SP_MAX_CONFIGS && !(have && !env->check); i++) {
-        const sp_config *c = &configs[i];
+    int count = sp_tuning_space(p->n, &dev.pattern, hopper, space, SP_SPACE_MAX);
+    const rank_model *model;
+    TRY(sp_model(&model));
+    TRY(sp_predict_order(model, p->m, p->k, p->n, &dev.pattern, space, count, order));
+    /* the model's first SP_PREDICT_TIMED configs that launch (§IV: time the
+     * model's top few and keep the fastest); without a check buffer to time
+     * with, its first that launches */
+    for (int i = 0; i < count && tried < SP_PREDICT_TIMED && !(have && !env->check); i++) {
+        const sp_config *c = &space[order[i]];
         int blocks = 0;
         if (sp_config_occupancy(c, &dev, &blocks) != SPF_OK || blocks == 0) {
             error_clear();
@@ -227,7 +232,7 @@ static spf_status sp_encode(const void *state, unsigned char **bytes, size_t *si
 static spf_status sp_decode(const problem *p, const strategy_env *env, const spf_plan_info *stored,
                             const unsigned char *bytes, size_t size, void **state)
 {
-    (void)stored, (void)env;
+    (void)stored;
     *state = NULL;
     char name[64];
     spf_status status = strategy_decode_name(bytes, size, "structured", name, sizeof name);
@@ -237,17 +242,15 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
     status = sp_config_from_name(name, &c);
     if (status != SPF_OK)
         return status;
-    if (c.kind == SP_STREAM && !sp_stream_nb_fits(p->n, c.nb))
-        return FAIL(SPF_ERR_PARSE, "structured config \"%s\" for N = %lld", name,
-                    (long long)p->n);
     sp_state *s = mem_calloc(1, sizeof *s);
     if (!s)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a structured plan");
     double build_s = 0;
     status = upload_format(p, &s->dev, &build_s);
-    if (status == SPF_OK && sp_config_refusal(&c, &s->dev.pattern))
-        status = FAIL(SPF_ERR_PARSE, "structured config \"%s\": %s", name,
-                      sp_config_refusal(&c, &s->dev.pattern));
+    if (status == SPF_OK &&
+        !sp_config_in_space(&c, p->n, &s->dev.pattern, env->device && env->device->cc_major == 9))
+        status = FAIL(SPF_ERR_PARSE, "structured config \"%s\": not in the tuning space of "
+                      "N = %lld on this pattern and device", name, (long long)p->n);
     if (status != SPF_OK) {
         sp_release(s);
         return status;
