@@ -1,5 +1,5 @@
-# Embed a text file in the library as a byte array (the rank model,
-# src/plan/rank_model.c):
+# Embed a text file in the library as a byte array (the ranking models,
+# CMakeLists.txt spf_embed_text):
 #   cmake -DIN=<file> -DOUT=<file.c> -DNAME=<symbol> -P embed_text.cmake
 # defines `const unsigned char NAME[]` (the bytes and a closing NUL) and
 # `const size_t NAME_size` (the bytes without it). Bytes, not a string
