@@ -7,10 +7,11 @@
  * regime is a model pruned with structure, at every N: the format moves
  * 1.125 bytes a weight (2:4) or 0.56 (V:2:8) where dense fp16 moves 2.
  *
- * Choosing the configuration: the configs sp_configs_for names for N (the
- * stream kernel's up to N = 64; from N = 32 the tile kernel's, and on
- * Hopper the wgmma kernel's first) are timed on the self-check's buffers;
- * the fastest is kept. */
+ * Choosing the configuration (STuning-DL §IV): the predictor
+ * (sp_predict.h) ranks the tuning space of N (sp_tuning_space: the stream
+ * kernel up to N = 128, the tile kernel from N = 16, on Hopper the wgmma
+ * kernel), its first SP_PREDICT_TIMED that launch are timed on the
+ * self-check's buffers, and the fastest is kept. */
 #include "strategy/structured/sp_kernel.h"
 
 #include "core/alloc.h"
