@@ -150,7 +150,10 @@ template <typename T, int NB, int RT, bool GATHER, bool BNK> struct copies {
     /* B's [k][n] stage of pair p by plain loads and stores: B's rows not
      * 16-byte aligned (N not a multiple of 8), or B N×K and gathered. The
      * lane fills rows lane and lane + 32 of the columns within N (the
-     * others are never stored); loads four columns ahead of their stores. */
+     * others are never stored), up to 16 columns' loads in flight before
+     * their stores: each batch waits out one L2 latency, and with four
+     * columns a batch B N×K gathered (V:2:M) ran 1.5-4.9× slower than B
+     * K×N from N = 16 (H200, predictor/heldout-sweeps-bf16-nk-*). */
     __device__ void fill(const args &a, int n0, int p, unsigned char *st, int lane) const
     {
         const T *b = static_cast<const T *>(a.b);
@@ -163,16 +166,17 @@ template <typename T, int NB, int RT, bool GATHER, bool BNK> struct copies {
             in[h] = GATHER || kk < a.k;
             at[h] = static_cast<int64_t>(kk) * a.b_row + static_cast<int64_t>(n0) * a.b_col;
         }
-        for (int j0 = 0; j0 < cols; j0 += 4) {
-            T v[4][2];
+        constexpr int kBatch = 8 * NB < 16 ? 8 * NB : 16;
+        for (int j0 = 0; j0 < cols; j0 += kBatch) {
+            T v[kBatch][2];
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < kBatch; j++)
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     v[j][h] = in[h] && j0 + j < cols ? __ldg(b + at[h] + (j0 + j) * a.b_col)
                                                      : elem<T>::from_float(0.f);
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < kBatch; j++)
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     if (j0 + j < cols)
