@@ -366,6 +366,28 @@ def write_fixture(directory, problems, names, args):
     check_fixture(directory, names)
 
 
+def add_lightgbm_args(ap):
+    """The model's settings, shared with scripts/train_sp_predictor.py."""
+    ap.add_argument("--trees", type=int, default=60)
+    ap.add_argument("--leaves", type=int, default=12)
+    ap.add_argument("--learning-rate", type=float, default=0.1)
+    ap.add_argument("--min-leaf", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=2)
+
+
+def parse_lightgbm_args(ap):
+    args = ap.parse_args()
+    if not 2 <= args.leaves <= 64:
+        ap.error("--leaves: 2 to 64 (rank_model.h: a tree has at most 64 leaves)")
+    return args
+
+
+def write_model(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    print("wrote %s" % path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("logs", nargs="*", help="tuning-log CSVs")
@@ -375,14 +397,10 @@ def main():
                     help="spf_rank_features, for logs without f_* columns")
     ap.add_argument("--features", choices=("all", "paper"), default="all",
                     help="train on every feature, or LO-SpMM Table 1's only")
-    ap.add_argument("--trees", type=int, default=60)
-    ap.add_argument("--leaves", type=int, default=12)
-    ap.add_argument("--learning-rate", type=float, default=0.1)
-    ap.add_argument("--min-leaf", type=int, default=10)
+    add_lightgbm_args(ap)
     ap.add_argument("--folds", type=int, default=0,
                     help="cross-validation folds of problems (0: one problem per fold)")
     ap.add_argument("--no-cv", action="store_true", help="skip the cross-validation")
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--check", action="store_true",
                     help="score every row from the exported text and compare with LightGBM")
     ap.add_argument("--note", help="what the logs are, for the model file's header")
@@ -390,9 +408,7 @@ def main():
     ap.add_argument("--selftest", action="store_true",
                     help="fixture scores, an export check on the logs (default: "
                          "bench/results/tuning), the committed model's feature names")
-    args = ap.parse_args()
-    if not 2 <= args.leaves <= 64:
-        ap.error("--leaves: 2 to 64 (rank_model.h: a tree has at most 64 leaves)")
+    args = parse_lightgbm_args(ap)
 
     need_lightgbm()
     if args.selftest and not args.logs:
@@ -454,9 +470,7 @@ def main():
         if args.check:
             check_export(booster, text, problems, names, use)
         if args.out:
-            with open(args.out, "w") as f:
-                f.write(text)
-            print("wrote %s" % args.out)
+            write_model(args.out, text)
 
 
 if __name__ == "__main__":

@@ -128,23 +128,17 @@ def main():
     ap.add_argument("--out", help="write the LambdaMART model here (rank_model.h's format)")
     ap.add_argument("--features-tool", default=os.path.join(trm.REPO, "build", "tests",
                                                             "spf_sp_features"))
-    ap.add_argument("--trees", type=int, default=60)
-    ap.add_argument("--leaves", type=int, default=12)
-    ap.add_argument("--learning-rate", type=float, default=0.1)
-    ap.add_argument("--min-leaf", type=int, default=10)
+    trm.add_lightgbm_args(ap)
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--threshold", type=float, default=0.98,
                     help="Algorithm 1's share of the fastest a class may give up")
     ap.add_argument("--tree-leaf", type=int, default=2,
                     help="the decision tree's least problems a leaf")
-    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--note", help="what the logs are, for the model file's header")
     ap.add_argument("--reproduces", metavar="MODEL",
                     help="exit 1 unless the model trained here is MODEL's text (the ctest: "
                          "the committed model comes from the committed logs)")
-    args = ap.parse_args()
-    if not 2 <= args.leaves <= 64:
-        ap.error("--leaves: 2 to 64 (rank_model.h: a tree has at most 64 leaves)")
+    args = trm.parse_lightgbm_args(ap)
     trm.need_lightgbm()
 
     names, problems = read_sweeps(args.logs, args.features_tool)
@@ -176,9 +170,7 @@ def main():
                     sys.exit("%s is not the model these logs train" % args.reproduces)
             print("%s: reproduced from the logs" % args.reproduces)
         if args.out:
-            with open(args.out, "w") as f:
-                f.write(text)
-            print("wrote %s" % args.out)
+            trm.write_model(args.out, text)
 
 
 if __name__ == "__main__":
