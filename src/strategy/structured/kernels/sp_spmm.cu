@@ -22,25 +22,13 @@
 #include "gpu/mma_ptx.cuh"
 #include "gpu/smem_limit.cuh"
 #include "strategy/structured/kernels/sp_mma.cuh"
+#include "strategy/structured/kernels/sp_stage.cuh"
 #include "strategy/structured/sp_kernel.h"
 
 namespace {
 
-struct args {
-    const uint4 *values;
-    const uint32_t *meta;
-    const int32_t *gather; /* V:2:M: [block of v rows][kc]; NULL for 2:4 */
-    int32_t m, k, n, tiles, pairs, v, kc;
-    const void *b;
-    int64_t b_row, b_col; /* element (kk, j) at b[kk·b_row + j·b_col] */
-    void *c;
-    int64_t c_row, c_col;
-    const float *bias;
-    int relu;
-    const int32_t *row_map; /* always NULL: the epilogue's argument */
-    int vector_b;           /* B's rows allow 16-byte copies (take_operands) */
-    int stages;             /* step pairs a warp's ring holds: 2 to 5 */
-};
+/* the staged kernels' arguments (sp_stage.cuh): the same fields */
+using args = sp_stage_args;
 
 /* A warp's stage (SP_STREAM_STAGE_BYTES): per row tile the pair's A
  * fragments and metadata as the format stores them, then B's 64 rows ×
@@ -376,19 +364,7 @@ extern "C" spf_status sp_stream_launch(const sp_device *d, const sp_config *c,
     if (col_blocks > 65535 || row_blocks > INT32_MAX)
         return FAIL(SPF_ERR_UNSUPPORTED, "structured: %lld × %lld blocks exceed the grid",
                     (long long)row_blocks, (long long)col_blocks);
-    args a = {};
-    a.values = reinterpret_cast<const uint4 *>(d->values);
-    a.meta = d->meta;
-    a.gather = d->gather;
-    a.m = static_cast<int32_t>(d->rows);
-    a.k = static_cast<int32_t>(d->cols);
-    a.n = static_cast<int32_t>(op->n);
-    a.tiles = static_cast<int32_t>(d->tiles);
-    a.pairs = static_cast<int32_t>(d->pairs);
-    a.v = d->pattern.v;
-    a.kc = static_cast<int32_t>(d->pairs * 64);
-    a.stages = c->stages;
-    take_operands(a, op, 2);
+    args a = stage_args(d, c, op);
     /* [n][k] staging by cp.async: B's k contiguous and aligned (N×K, or
      * K×1: at N = 1 a K×N row of 2 bytes allows no 16-byte copy), not
      * gathered; else [k][n], by cp.async for aligned K×N rows, by plain

@@ -1,8 +1,9 @@
 /* What the staged structured kernels (sp_tile.cu on mma.sp, sp_wgmma.sm90a.cu
- * on wgmma.sp) share: their arguments, the copies into a shared-memory
- * stage and the launch. A stage (sp_kernel.h) holds SP_TILE_A_BYTES of
- * values and SP_TILE_META_BYTES of metadata a row tile, then the pair's
- * rows of B in the kernel's own arrangement. */
+ * on wgmma.sp) share: their arguments (the stream kernel's too,
+ * sp_spmm.cu), the copies into a shared-memory stage and the launch. A
+ * stage (sp_kernel.h) holds SP_TILE_A_BYTES of values and
+ * SP_TILE_META_BYTES of metadata a row tile, then the pair's rows of B in
+ * the kernel's own arrangement. */
 #ifndef SPF_STRATEGY_STRUCTURED_SP_STAGE_CUH
 #define SPF_STRATEGY_STRUCTURED_SP_STAGE_CUH
 
