@@ -244,60 +244,16 @@ __global__ void __launch_bounds__(NB >= 4 ? 256 : 512) sp_spmm_kernel(const args
             for (int j = 0; j < 4; j++)
                 acc[r][nb][j] = 0.f;
 
-    /* warp w takes pairs w, w + warps, ...; the ring's stage s holds its
-     * pairs s, s + stages, ... */
+    /* warp w takes pairs w, w + warps, ... */
     copies<T, NB, RT, GATHER, BNK> cp(a, tile0, n0, lane);
-    int q = warp;
-    cp.gather_rows(a, gather, q, lane);
-    for (int s = 0; s < stages - 1; s++, q += warps) {
-        if (q < a.pairs) {
-            cp.issue(a, n0, q, ring + s * S::bytes, lane);
-            cp.gather_rows(a, gather, q + warps, lane);
-        }
-        copy_commit();
-    }
-    int rs = 0, ws = stages - 1;
-    for (int p = warp; p < a.pairs; p += warps, q += warps) {
-        copy_wait_dynamic(stages - 2); /* pair p has landed */
-        __syncwarp();                  /* and every lane is done with the stage written next */
-        if (q < a.pairs) {
-            cp.issue(a, n0, q, ring + ws * S::bytes, lane);
-            cp.gather_rows(a, gather, q + warps, lane);
-        }
-        copy_commit();
-        multiply<T, NB, RT, BNK>(ring + rs * S::bytes, lane, acc);
-        rs = rs + 1 == stages ? 0 : rs + 1;
-        ws = ws + 1 == stages ? 0 : ws + 1;
-    }
-
-    if (warps == 1) {
-#pragma unroll
-        for (int r = 0; r < RT; r++)
-#pragma unroll
-            for (int nb = 0; nb < NB; nb++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    store_sum<T, NB>(a, tile0, n0, (r * NB + nb) * 4 + j, lane, acc[r][nb][j]);
-        return;
-    }
-    /* the warps' sums meet where the rings were (no copy is in flight) */
-    copy_wait<0>();
-    __syncthreads();
-    float *sums = reinterpret_cast<float *>(smem); /* [warp][E][32 lanes] */
-#pragma unroll
-    for (int r = 0; r < RT; r++)
-#pragma unroll
-        for (int nb = 0; nb < NB; nb++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-                sums[(warp * E + (r * NB + nb) * 4 + j) * 32 + lane] = acc[r][nb][j];
-    __syncthreads();
-    for (int i = threadIdx.x; i < E * 32; i += blockDim.x) {
-        float s = 0.f;
-        for (int w = 0; w < warps; w++) /* a fixed order: the same sums every run */
-            s += sums[w * E * 32 + i];
-        store_sum<T, NB>(a, tile0, n0, i / 32, i % 32, s);
-    }
+    warp_ring(
+        ring, S::bytes, stages, warp, a.pairs, warps,
+        [&](int q, unsigned char *st) { cp.issue(a, n0, q, st, lane); },
+        [&](int q) { cp.gather_rows(a, gather, q, lane); },
+        [&](const unsigned char *st) { multiply<T, NB, RT, BNK>(st, lane, acc); });
+    warp_sums<E>(
+        smem, [&](int e) { return acc[e / (NB * 4)][e / 4 % NB][e % 4]; },
+        [&](int e, int l, float v) { store_sum<T, NB>(a, tile0, n0, e, l, v); });
 }
 
 template <typename T, int NB, int RT> void *kernel_layout(bool gather, bool bnk)

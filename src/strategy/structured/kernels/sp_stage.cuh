@@ -1,6 +1,8 @@
 /* What the staged structured kernels (sp_tile.cu on mma.sp, sp_wgmma.sm90a.cu
  * on wgmma.sp) share: their arguments (the stream kernel's too,
- * sp_spmm.cu), the copies into a shared-memory stage and the launch. A
+ * sp_spmm.cu), the copies into a shared-memory stage and the launch; and
+ * the warps' rings and sums of the stream and column-vector kernels
+ * (sp_spmm.cu, sp_colvec.cu). A
  * stage (sp_kernel.h) holds SP_TILE_A_BYTES of values and
  * SP_TILE_META_BYTES of metadata a row tile, then the pair's rows of B in
  * the kernel's own arrangement. */
@@ -105,6 +107,72 @@ template <int PIECES, int THREADS> struct b_plan {
         }
     }
 };
+
+/* A warp's ring (the stream and column-vector kernels): its steps first,
+ * first + warps, ... below count pass through `stages` stages of `bytes`
+ * bytes from ring, stages - 1 in flight. issue(q, stage) starts step q's
+ * copies into a stage, prefetch(q) loads a step ahead what step q's
+ * copies need (a copy waits on the load of its address), multiply(stage)
+ * takes a stage that has landed. No block barrier: each warp has its own
+ * ring. */
+template <class Issue, class Prefetch, class Multiply>
+__device__ __forceinline__ void warp_ring(unsigned char *ring, int bytes, int stages, int first,
+                                          int count, int warps, Issue issue, Prefetch prefetch,
+                                          Multiply multiply)
+{
+    /* the ring's stage s holds the warp's steps s, s + stages, ... */
+    int q = first;
+    prefetch(q);
+    for (int s = 0; s < stages - 1; s++, q += warps) {
+        if (q < count) {
+            issue(q, ring + s * bytes);
+            prefetch(q + warps);
+        }
+        copy_commit();
+    }
+    int rs = 0, ws = stages - 1;
+    for (int p = first; p < count; p += warps, q += warps) {
+        copy_wait_dynamic(stages - 2); /* step p has landed */
+        __syncwarp();                  /* and every lane is done with the stage written next */
+        if (q < count) {
+            issue(q, ring + ws * bytes);
+            prefetch(q + warps);
+        }
+        copy_commit();
+        multiply(ring + rs * bytes);
+        rs = rs + 1 == stages ? 0 : rs + 1;
+        ws = ws + 1 == stages ? 0 : ws + 1;
+    }
+}
+
+/* The warps' sums of E accumulators a lane (acc(e)) meet where the rings
+ * were (after warp_ring: no copy is in flight) and go out by store(e,
+ * lane, sum), added in a fixed order so that every run gives the same
+ * sums. */
+template <int E, class Acc, class Store>
+__device__ __forceinline__ void warp_sums(unsigned char *smem, Acc acc, Store store)
+{
+    const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    if (warps == 1) {
+#pragma unroll
+        for (int e = 0; e < E; e++)
+            store(e, lane, acc(e));
+        return;
+    }
+    copy_wait<0>();
+    __syncthreads();
+    float *sums = reinterpret_cast<float *>(smem); /* [warp][E][32 lanes] */
+#pragma unroll
+    for (int e = 0; e < E; e++)
+        sums[(warp * E + e) * 32 + lane] = acc(e);
+    __syncthreads();
+    for (int i = threadIdx.x; i < E * 32; i += blockDim.x) {
+        float s = 0.f;
+        for (int w = 0; w < warps; w++)
+            s += sums[w * E * 32 + i];
+        store(i / 32, i % 32, s);
+    }
+}
 
 /* The arguments of a launch of config c over format d. Host code. */
 inline sp_stage_args stage_args(const sp_device *d, const sp_config *c, const spmm_operands *op)
