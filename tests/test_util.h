@@ -5,6 +5,7 @@
 #define SPF_TESTS_TEST_UTIL_H
 
 #include "check.h"
+#include "core/dtype.h"
 #include "core/rng.h"
 
 #include <dirent.h>
@@ -58,6 +59,78 @@ static inline spf_matrix *gen_vnm(int64_t rows, int64_t cols, int v, int n, int 
     spf_matrix *a = NULL;
     CHECK_OK(spf_matrix_generate(&o, &a));
     return a;
+}
+
+/* a as a dense row-major float matrix (caller frees), its values rounded
+ * to dtype. */
+static inline float *dense_rounded(const spf_matrix *a, spf_dtype dtype)
+{
+    const int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
+    const int64_t *rp = spf_matrix_row_ptr(a);
+    const int32_t *ci = spf_matrix_col_idx(a);
+    const float *v = spf_matrix_values(a);
+    float *d = calloc((size_t)(m * k) + 1, sizeof *d);
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t i = rp[r]; i < rp[r + 1]; i++)
+            d[r * k + ci[i]] = v ? v[i] : 1.0f;
+    dtype_round(dtype, d, m * k);
+    return d;
+}
+
+/* Column vectors of l rows at sparsity (the generator's COLUMN_VECTOR),
+ * one check; NULL if generation failed. */
+static inline spf_matrix *gen_colvec(int64_t rows, int64_t cols, int l, double sparsity,
+                                     uint64_t seed)
+{
+    spf_gen_options o = gen_options(SPF_GEN_COLUMN_VECTOR, rows, cols, sparsity, seed);
+    o.vector_length = l;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_generate(&o, &a));
+    return a;
+}
+
+/* a with its rows in a random order (shuffle) and `strays` nonzeros added
+ * at random places that held none, drawn from seed; one check. */
+static inline spf_matrix *shuffled_with_strays(const spf_matrix *a, int shuffle, int strays,
+                                               uint64_t seed)
+{
+    const int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
+    const int64_t *arp = spf_matrix_row_ptr(a);
+    const int32_t *aci = spf_matrix_col_idx(a);
+    const float *av = spf_matrix_values(a);
+    rng r;
+    rng_seed(&r, seed);
+    float *d = calloc((size_t)(m * k + 1), sizeof *d);
+    int64_t *perm = malloc((size_t)(m + 1) * sizeof *perm);
+    for (int64_t i = 0; i < m; i++)
+        perm[i] = i;
+    for (int64_t i = m - 1; shuffle && i > 0; i--) {
+        int64_t j = (int64_t)rng_below(&r, (uint64_t)i + 1), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t e = arp[perm[i]]; e < arp[perm[i] + 1]; e++)
+            d[i * k + aci[e]] = av ? av[e] : 1.0f;
+    for (int s = 0; s < strays && m * k > 0; s++) {
+        int64_t at = (int64_t)rng_below(&r, (uint64_t)(m * k));
+        while (d[at] != 0.0f)
+            at = (at + 1) % (m * k);
+        d[at] = (float)(rng_uniform(&r) * 1.9 - 0.95) + 0.05f;
+    }
+    int64_t *rp = malloc((size_t)(m + 1) * sizeof *rp), nnz = 0;
+    int32_t *ci = malloc((size_t)(m * k + 1) * sizeof *ci);
+    float *val = malloc((size_t)(m * k + 1) * sizeof *val);
+    rp[0] = 0;
+    for (int64_t i = 0; i < m; i++) {
+        for (int64_t j = 0; j < k; j++)
+            if (d[i * k + j] != 0.0f)
+                ci[nnz] = (int32_t)j, val[nnz++] = d[i * k + j];
+        rp[i + 1] = nnz;
+    }
+    spf_matrix *out = NULL;
+    CHECK_OK(spf_matrix_create_csr(m, k, nnz, rp, ci, val, 0, &out));
+    free(d), free(perm), free(rp), free(ci), free(val);
+    return out;
 }
 
 /* The file rel (e.g. "dlmc/rn50/...smtx") under the data folder dir, with

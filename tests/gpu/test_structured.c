@@ -13,6 +13,10 @@
  * and 136 (and N×K rows of K = 200, 256, 1000) by cp.async, the others by
  * plain loads. Bias and ReLU cycle.
  *
+ * Column vectors (the column-vector kernel's nb × warps ∈ {1, 3, 8, 16},
+ * stages cycling): 16 rows with strays on 70×203, 4 rows shuffled
+ * (permuted: C through the order), 8 rows at 0.5, K = 3 with empty rows.
+ *
  * The launches skip visibly (exit 77) when there is no device.
  * `test_structured --quick` runs a subset (compute-sanitizer in
  * scripts/device-check.sh). */
@@ -20,6 +24,7 @@
 
 #include "core/dtype.h"
 #include "core/matrix.h"
+#include "strategy/structured/sp_colvec.h"
 #include "strategy/structured/sp_kernel.h"
 
 #include <stdint.h>
@@ -43,6 +48,15 @@ static int hopper; /* the device is compute capability 9.0: the wgmma kernel's c
 static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_config *out)
 {
     int count = 0;
+    for (int nb = sp_stream_nb_min(n); pat->vec && nb <= 8; nb *= 2)
+        for (size_t wi = 0; wi < sizeof warp_counts / sizeof *warp_counts; wi++) {
+            sp_config c = {.kind = SP_COLVEC, .nb = nb, .rt = 1, .warps = warp_counts[wi],
+                           .stages = 2 + (int)((wi + nb + n) % 4)};
+            if (sp_config_refusal(&c, pat))
+                c.stages = 2;
+            if (!sp_config_refusal(&c, pat) && !(quick && (wi == 0 || nb != sp_nb_for(n))))
+                out[count++] = c;
+        }
     for (int nb = sp_stream_nb_min(n); nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 4; rt *= 2)
             for (size_t wi = 0; wi < sizeof warp_counts / sizeof *warp_counts; wi++) {
@@ -129,9 +143,10 @@ static void run_format(const char *label, const spf_matrix *a, const sp_pattern 
         }
         spmm_case_free(&t);
     }
-    printf("%s: %s %s B %s: %lld tiles × %lld step pairs, worst relative error %.3g (%s)\n",
-           label, pname, dtype_name(dtype), spf_layout_name(bl), (long long)f.tiles,
-           (long long)f.pairs, worst, worst_what);
+    printf("%s: %s %s B %s: %lld tiles × %lld %s, worst relative error %.3g (%s)\n", label,
+           pname, dtype_name(dtype), spf_layout_name(bl), (long long)f.tiles,
+           (long long)(pat->vec ? f.steps : f.pairs), pat->vec ? "steps in all" : "step pairs",
+           worst, worst_what);
     sp_device_release(&dev);
     sp_format_free(&f);
 }
@@ -139,7 +154,7 @@ static void run_format(const char *label, const spf_matrix *a, const sp_pattern 
 /* a in its detected pattern and, when asked, in 2:4. */
 static void run_matrix(const char *label, const spf_matrix *a, int also_24, int quick)
 {
-    sp_pattern detected, p24 = {4, 0};
+    sp_pattern detected, p24 = {.group = 4};
     char why[256];
     CHECK_MSG(sp_pattern_detect(a, &detected, why, sizeof why), "%s: %s", label, why);
     for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
@@ -177,6 +192,44 @@ static void test_kernels(int quick)
     float v[4] = {0.75f, -0.5f, 0.25f, 1.5f};
     spf_matrix *lone = NULL;
     CHECK_OK(spf_matrix_create_csr(20, 70, 4, rp, ci, v, 0, &lone));
+    /* column vectors: strays and a last tile of 6 rows; rows shuffled
+     * (C stored through the order); K = 3 with empty rows (2:4 too, so its
+     * pattern is asked for) */
+    spf_matrix *cv16 = gen_colvec(70, 203, 16, 0.8, 36);
+    spf_matrix *cv16s = shuffled_with_strays(cv16, 0, 5, 37);
+    spf_matrix *cv4 = gen_colvec(100, 300, 4, 0.9, 38);
+    spf_matrix *cv4p = shuffled_with_strays(cv4, 1, 0, 39);
+    spf_matrix *cv8 = gen_colvec(48, 96, 8, 0.5, 40);
+    int64_t erp[21];
+    int32_t eci[20];
+    int64_t at = 0;
+    erp[0] = 0;
+    for (int r = 0; r < 20; r++) {
+        if (r < 8)
+            eci[at++] = 0, eci[at++] = 2;
+        else if (r >= 16)
+            eci[at++] = 1;
+        erp[r + 1] = at;
+    }
+    spf_matrix *cvk3 = NULL;
+    CHECK_OK(spf_matrix_create_csr(20, 3, at, erp, eci, NULL, 41, &cvk3));
+    run_matrix("70x203 colvec16 with strays", cv16s, 0, quick);
+    run_matrix("100x300 colvec4 shuffled", cv4p, 0, quick);
+    if (!quick) {
+        run_matrix("48x96 colvec8", cv8, 0, quick);
+        sp_pattern cvp;
+        char why[256];
+        CHECK_MSG(sp_colvec_detect(cvk3, &cvp, NULL, why, sizeof why), "20x3: %s", why);
+        for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
+            for (int bl = SPF_LAYOUT_N_LAST; bl <= SPF_LAYOUT_N_FIRST; bl++)
+                run_format("20x3 colvec, empty rows", cvk3, &cvp, dtypes[d], (spf_layout)bl, 0);
+    }
+    spf_matrix_free(cv16);
+    spf_matrix_free(cv16s);
+    spf_matrix_free(cv4);
+    spf_matrix_free(cv4p);
+    spf_matrix_free(cv8);
+    spf_matrix_free(cvk3);
     run_matrix("37x52 2:4", odd, 0, quick);
     run_matrix("300x200 V:2:8", v8, 1, quick);
     run_matrix("200x1000 2:4", layer, 1, quick);

@@ -46,7 +46,7 @@ typedef struct fcase {
     int unit0;         /* its first unit in the flat list */
 } fcase;
 
-static const char *dtype_name(spf_dtype d, int f16x2)
+static const char *math_label(spf_dtype d, int f16x2)
 {
     return f16x2 ? "f16x2" : d == SPF_DTYPE_F32 ? "f32" : d == SPF_DTYPE_F16 ? "f16" : "bf16";
 }
@@ -154,16 +154,16 @@ int main(void)
         reruns += regs > (int)c->prog.max_registers;
         CHECK_MSG(err <= OVER_BOUND && (err >= -GRANULE || regs > (int)c->prog.max_registers),
                   "%s m1 %d v %d p %d k %d: forecast %d, ptxas %d under the cap %u",
-                  dtype_name(c->dtype, c->f16x2), c->cfg.m1, c->cfg.v, c->cfg.prefetch,
+                  math_label(c->dtype, c->f16x2), c->cfg.m1, c->cfg.v, c->cfg.prefetch,
                   c->cfg.ksplit, f, regs, c->prog.max_registers);
         printf("%-5s m1 %2d n1 %3d v %d p %d k %d  %3lldx%-3lld s %.2f  cap %3u  ptxas %3d  "
                "spill %d  forecast %3d  error %+d\n",
-               dtype_name(c->dtype, c->f16x2), c->cfg.m1, c->cfg.n1, c->cfg.v, c->cfg.prefetch,
+               math_label(c->dtype, c->f16x2), c->cfg.m1, c->cfg.n1, c->cfg.v, c->cfg.prefetch,
                c->cfg.ksplit, (long long)c->m, (long long)c->k, c->sparsity,
                c->prog.max_registers, regs, spills, f, err);
         if (csv)
             fprintf(csv, "%d,%d,%d,%d,%d,%s,%lld,%lld,%.2f,%u,%d,%d,%d,%d\n", c->cfg.m1, c->cfg.n1,
-                    c->cfg.v, c->cfg.prefetch, c->cfg.ksplit, dtype_name(c->dtype, c->f16x2),
+                    c->cfg.v, c->cfg.prefetch, c->cfg.ksplit, math_label(c->dtype, c->f16x2),
                     (long long)c->m, (long long)c->k, c->sparsity, c->prog.max_registers, regs,
                     spills, f, err);
     }

@@ -27,16 +27,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-static float *dense_of(const spf_matrix *a, spf_dtype dtype)
-{
-    float *d = calloc((size_t)(a->rows * a->cols) + 1, sizeof *d);
-    for (int64_t r = 0; r < a->rows; r++)
-        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
-            d[r * a->cols + a->col_idx[i]] = a->values[i];
-    dtype_round(dtype, d, a->rows * a->cols);
-    return d;
-}
-
 /* A V:N:M matrix from the generator (which wants M to divide the
  * columns), its columns past cols dropped: a last group cut short. */
 static spf_matrix *vnm(int64_t rows, int64_t cols, int v, int n, int m, uint64_t seed)
@@ -70,7 +60,7 @@ static void expect_pattern(const char *label, const spf_matrix *a, int group, in
 static void expect_refusal(const char *label, const spf_matrix *a, const char *names)
 {
     sp_pattern p;
-    char why[256] = "";
+    char why[512] = "";
     CHECK_MSG(!sp_pattern_detect(a, &p, why, sizeof why), "%s: detected a pattern", label);
     CHECK_MSG(strstr(why, names) != NULL, "%s: reason \"%s\" does not name \"%s\"", label, why,
               names);
@@ -92,7 +82,9 @@ static void test_detection(void)
     expect_pattern("no nonzeros", empty, 32, 128); /* the fewest bytes */
 
     /* one stray: 24 rows of 16 columns at 2:4 (columns 4q and 4q + 2 of
-     * every run), and row 17 with a third nonzero in its run 1 */
+     * every run), and row 17 with a third nonzero in its run 1. Its rows
+     * share their columns, so it is column vectors with a stray column
+     * (sp_colvec.h); with its rows' runs drawn at random it is not. */
     int64_t rp[25];
     int32_t ci[24 * 8 + 1];
     int64_t at = 0;
@@ -108,7 +100,37 @@ static void test_detection(void)
     }
     spf_matrix *stray = NULL;
     CHECK_OK(spf_matrix_create_csr(24, 16, at, rp, ci, NULL, 7, &stray));
+    sp_pattern p;
+    char why[400] = "";
+    CHECK_MSG(sp_pattern_detect(stray, &p, why, sizeof why) && p.vec == 16 && !p.permuted,
+              "2:4 columns shared with a stray: not column vectors of 16 (%s)", why);
+    spf_matrix *random24 = gen_vnm(24, 16, 1, 2, 4, 8);
+    int64_t rp2[25];
+    int32_t ci2[24 * 8 + 1];
+    at = 0, rp2[0] = 0;
+    for (int r = 0; r < 24; r++) {
+        for (int64_t i = random24->row_ptr[r]; i < random24->row_ptr[r + 1]; i++)
+            ci2[at++] = random24->col_idx[i];
+        if (r == 17) /* a third in run 1 */
+            for (int c = 4; c < 8; c++) {
+                int used = 0;
+                for (int64_t i = random24->row_ptr[r]; i < random24->row_ptr[r + 1]; i++)
+                    used |= random24->col_idx[i] == c;
+                if (!used) {
+                    int64_t j = at++;
+                    for (; j > rp2[r] && ci2[j - 1] > c; j--)
+                        ci2[j] = ci2[j - 1];
+                    ci2[j] = c;
+                    break;
+                }
+            }
+        rp2[r + 1] = at;
+    }
+    spf_matrix_free(stray);
+    CHECK_OK(spf_matrix_create_csr(24, 16, at, rp2, ci2, NULL, 7, &stray));
     expect_refusal("2:4 with a stray", stray, "row 17");
+    expect_refusal("2:4 with a stray", stray, "not column vectors");
+    spf_matrix_free(random24);
     double d[64];
     for (int i = 0; i < 64; i++)
         d[i] = 0.5;
@@ -147,7 +169,7 @@ static void expected_kept(const spf_matrix *a, const sp_pattern *p, int64_t blk,
 static void check_bits(const char *label, const spf_matrix *a, const sp_pattern *p,
                        const sp_format *f)
 {
-    float *d = dense_of(a, f->dtype);
+    float *d = dense_rounded(a, f->dtype);
     int64_t kc = f->pairs * 64, bad = 0, runs = f->pairs * 16;
     for (int64_t blk = 0; p->v && blk < (a->rows + p->v - 1) / p->v; blk++)
         for (int64_t q = 0; q < kc / 4; q++) {
@@ -210,7 +232,7 @@ static void check_bits(const char *label, const spf_matrix *a, const sp_pattern 
  * most two nonzeros in any four columns) of 2:4. */
 static void check_matrix(const char *label, const spf_matrix *a)
 {
-    sp_pattern detected, p24 = {4, 0};
+    sp_pattern detected, p24 = {.group = 4};
     char why[256];
     CHECK_MSG(sp_pattern_detect(a, &detected, why, sizeof why), "%s: %s", label, why);
     spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
@@ -225,7 +247,7 @@ static void check_matrix(const char *label, const spf_matrix *a)
                       memcmp(f.meta, f1.meta, (size_t)words / 2) == 0,
                   "%s: one thread and three build different formats", label);
         check_bits(label, a, &p, &f);
-        float *want = dense_of(a, dtypes[di]);
+        float *want = dense_rounded(a, dtypes[di]);
         float *got = malloc((size_t)(a->rows * a->cols + 1) * sizeof *got);
         CHECK_OK(sp_format_to_dense(&f, got));
         int64_t diff = 0;
@@ -260,7 +282,7 @@ static void test_formats(void)
     check_matrix("lone nonzeros", lone);
 
     /* refusals */
-    sp_pattern p24 = {4, 0};
+    sp_pattern p24 = {.group = 4};
     sp_format f;
     CHECK_STATUS(sp_format_build(a24, &p24, SPF_DTYPE_F32, 1, &f), SPF_ERR_INVALID_ARGUMENT);
     double d[16];
@@ -269,7 +291,7 @@ static void test_formats(void)
     spf_matrix *dense = random_csr(16, 40, d, 25);
     CHECK_STATUS(sp_format_build(dense, &p24, SPF_DTYPE_F16, 1, &f), SPF_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(spf_last_error(), "row") != NULL, "no row named: %s", spf_last_error());
-    sp_pattern bad = {8, 24};
+    sp_pattern bad = {.group = 8, .v = 24};
     CHECK_STATUS(sp_format_build(v8, &bad, SPF_DTYPE_F16, 1, &f), SPF_ERR_INVALID_ARGUMENT);
 
     /* bytes per weight on whole tiles and step pairs */
@@ -300,7 +322,7 @@ static void test_formats(void)
 
 static void test_configs(void)
 {
-    sp_pattern p24 = {4, 0}, v16 = {8, 16};
+    sp_pattern p24 = {.group = 4}, v16 = {.group = 8, .v = 16};
     sp_config c = {.kind = SP_STREAM, .nb = 2, .rt = 2, .warps = 8, .stages = 3}, back;
     char name[32];
     sp_config_name(&c, name, sizeof name);
@@ -330,7 +352,7 @@ static void test_configs(void)
 
     /* the tile kernel's: name, refusals, stages of shared memory, threads */
     sp_config t = {.kind = SP_TILE, .bm = 128, .bn = 64, .stages = 3};
-    sp_pattern v64 = {8, 64}, v128 = {8, 128};
+    sp_pattern v64 = {.group = 8, .v = 64}, v128 = {.group = 8, .v = 128};
     sp_config_name(&t, name, sizeof name);
     CHECK(strcmp(name, "m128n64s3") == 0);
     CHECK_OK(sp_config_from_name(name, &back));
@@ -423,7 +445,7 @@ static void test_predictor(void)
     CHECK_OK(sp_model(&model));
     static sp_config space[SP_SPACE_MAX];
     static int order[SP_SPACE_MAX];
-    sp_pattern p24 = {4, 0};
+    sp_pattern p24 = {.group = 4};
     int count = sp_tuning_space(16, &p24, 1, space, SP_SPACE_MAX);
     CHECK_OK(sp_predict_order(model, 4096, 4096, 16, &p24, space, count, order));
     unsigned char seen[SP_SPACE_MAX] = {0};

@@ -45,6 +45,23 @@ int sp_config_in_space(const sp_config *c, int64_t n, const sp_pattern *p, int h
     return 0;
 }
 
+static const char *colvec_refusal(const sp_config *c, const sp_pattern *p)
+{
+    if (p && !p->vec)
+        return "the column-vector kernel takes column vectors only";
+    if (c->nb != 1 && c->nb != 2 && c->nb != 4 && c->nb != 8)
+        return "nb must be 1, 2, 4 or 8";
+    if (c->rt != 1)
+        return "rt must be 1";
+    if (c->warps < 1 || c->warps > 16)
+        return "warps must be 1 to 16";
+    if (c->stages < 2 || c->stages > 5)
+        return "stages must be 2 to 5";
+    if (c->warps * c->stages * SP_COLVEC_STAGE_BYTES(c->nb) > SP_MAX_SMEM)
+        return "the warps' stages exceed 227 KB of shared memory";
+    return NULL;
+}
+
 static const char *stream_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (c->nb != 1 && c->nb != 2 && c->nb != 4 && c->nb != 8)
@@ -88,6 +105,10 @@ static const char *wgmma_refusal(const sp_config *c, const sp_pattern *p)
 
 const char *sp_config_refusal(const sp_config *c, const sp_pattern *p)
 {
+    if (c->kind == SP_COLVEC)
+        return colvec_refusal(c, p);
+    if (p && p->vec)
+        return "column vectors take the column-vector kernel only (the others run mma.sp)";
     if (c->kind == SP_STREAM)
         return stream_refusal(c, p);
     if (c->kind == SP_TILE)
@@ -109,6 +130,12 @@ static void add(sp_config c, const sp_pattern *p, sp_config *out, int cap, int *
 int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, int cap)
 {
     int count = 0;
+    for (int nb = sp_stream_nb_min(n); p->vec && nb <= sp_nb_for(n); nb *= 2)
+        for (int warps = 2; warps <= 16; warps *= 2)
+            for (int stages = 2; stages <= 5; stages++)
+                add((sp_config){.kind = SP_COLVEC, .nb = nb, .rt = 1, .warps = warps,
+                                .stages = stages},
+                    p, out, cap, &count);
     for (int nb = sp_stream_nb_min(n); n <= 128 && nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 4; rt *= 2)
             for (int warps = 2; warps <= 16; warps *= 2)
@@ -133,6 +160,8 @@ size_t sp_config_smem(const sp_config *c)
 {
     if (c->kind == SP_TILE || c->kind == SP_WGMMA)
         return (size_t)c->stages * SP_TILE_STAGE_BYTES(c->bm, c->bn);
+    if (c->kind == SP_COLVEC)
+        return (size_t)c->warps * (size_t)c->stages * SP_COLVEC_STAGE_BYTES(c->nb);
     /* the warps' rings; their sums (rt·nb·4 a lane) take less */
     return (size_t)c->warps * (size_t)c->stages * SP_STREAM_STAGE_BYTES(c->nb, c->rt);
 }
@@ -151,6 +180,8 @@ void sp_config_name(const sp_config *c, char *buf, size_t size)
     if (c->kind == SP_TILE || c->kind == SP_WGMMA)
         snprintf(buf, size, "%sm%dn%ds%d", c->kind == SP_WGMMA ? "w" : "", c->bm, c->bn,
                  c->stages);
+    else if (c->kind == SP_COLVEC)
+        snprintf(buf, size, "cv_nb%d_w%d_s%d", c->nb, c->warps, c->stages);
     else
         snprintf(buf, size, "nb%d_rt%d_w%d_s%d", c->nb, c->rt, c->warps, c->stages);
 }
@@ -167,10 +198,16 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
             shape[used] != '\0')
             return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected [w]m<BM>n<BN>s<S>",
                         name);
+    } else if (name[0] == 'c') {
+        c.kind = SP_COLVEC, c.rt = 1;
+        if (sscanf(name, "cv_nb%d_w%d_s%d%n", &c.nb, &c.warps, &c.stages, &used) != 3 ||
+            name[used] != '\0')
+            return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected cv_nb<B>_w<W>_s<S>",
+                        name);
     } else if (sscanf(name, "nb%d_rt%d_w%d_s%d%n", &c.nb, &c.rt, &c.warps, &c.stages, &used) != 4 ||
                name[used] != '\0') {
         return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected nb<B>_rt<R>_w<W>_s<S>, "
-                    "m<BM>n<BN>s<S> or wm<BM>n<BN>s<S>", name);
+                    "m<BM>n<BN>s<S>, wm<BM>n<BN>s<S> or cv_nb<B>_w<W>_s<S>", name);
     }
     const char *why = sp_config_refusal(&c, NULL);
     if (why)

@@ -10,6 +10,7 @@
 #include "core/matrix.h"
 #include "core/parallel.h"
 #include "gpu/timing.h"
+#include "strategy/structured/sp_colvec.h"
 
 #include <string.h>
 
@@ -35,6 +36,8 @@ void sp_format_free(sp_format *f)
     mem_free(f->values);
     mem_free(f->meta);
     mem_free(f->gather);
+    mem_free(f->step_ptr);
+    mem_free(f->row_map);
     memset(f, 0, sizeof *f);
 }
 
@@ -172,6 +175,8 @@ spf_status sp_format_build(const spf_matrix *a, const sp_pattern *p, spf_dtype d
     if (dtype != SPF_DTYPE_F16 && dtype != SPF_DTYPE_BF16)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured format: dtype %s (expected f16 or "
                     "bf16)", dtype_name(dtype));
+    if (p->vec)
+        return sp_colvec_build(a, p, dtype, out);
     if (p->v == 0 ? p->group != RUN
                   : (p->group < 8 || p->v < TILE || p->v % TILE != 0))
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured format: pattern V=%d M=%d (expected 2:4 "
@@ -208,6 +213,8 @@ fail:
 spf_status sp_format_to_dense(const sp_format *f, float *dense)
 {
     error_clear();
+    if (f->pattern.vec)
+        return sp_colvec_to_dense(f, dense);
     memset(dense, 0, (size_t)(f->rows * f->cols) * sizeof *dense);
     const int64_t kc = f->pairs * PAIR_COLS;
     for (int64_t t = 0; t < f->tiles; t++)

@@ -27,7 +27,11 @@
  * zero values), columns past the last group 0. kc = steps · 32.
  *
  * Bytes a weight, 2:4 in fp16: 1 + 1/8 against dense's 2, the bound of
- * 1.78× at small N; V:2:8: 0.56 (3.6×). */
+ * 1.78× at small N; V:2:8: 0.56 (3.6×).
+ *
+ * Column vectors have a format of their own in the same struct
+ * (sp_colvec.h): values, gather, steps, step_ptr and row_map; no
+ * metadata. */
 #ifndef SPF_STRATEGY_STRUCTURED_SP_FORMAT_H
 #define SPF_STRATEGY_STRUCTURED_SP_FORMAT_H
 
@@ -49,6 +53,9 @@ typedef struct sp_format {
     uint32_t *values;    /* tiles · pairs · 2 · 32 · 4 words                 */
     uint32_t *meta;      /* tiles · pairs · 32 words                         */
     int32_t *gather;     /* V:2:M: ceil(M / V) · pairs · 64; NULL for 2:4    */
+    int64_t steps;       /* column vectors: steps of all tiles               */
+    int32_t *step_ptr;   /* column vectors: tile t's steps from step_ptr[t]  */
+    int32_t *row_map;    /* column vectors: the row of A of each format row  */
     int64_t bytes;       /* what a kernel reads of A                         */
     double build_s;
 } sp_format;

@@ -20,6 +20,11 @@
  * kernel's plan with warpgroups issuing wgmma.mma_async.sp m64nNk32 on the
  * same format, B read by the tensor cores from the stage.
  *
+ * The column-vector kernel (kernels/sp_colvec.cu), the one for column
+ * vectors (sp_colvec.h) at every N: the stream kernel's plan (a tile of 16
+ * rows and 8·nb columns a block, the warps splitting its steps, a ring
+ * of stages a warp) issuing dense mma.m16n8k16 on the gathered rows of B.
+ *
  * Both apply the epilogue (+ bias[row], ReLU, the dtype, C's layout by its
  * strides). No workspace and no atomics: every row's sums are added in
  * one block, in a fixed order, so results do not change from run to run
@@ -38,15 +43,20 @@
 extern "C" {
 #endif
 
-typedef enum sp_kernel_kind { SP_STREAM = 0, SP_TILE = 1, SP_WGMMA = 2 } sp_kernel_kind;
+typedef enum sp_kernel_kind {
+    SP_STREAM = 0,
+    SP_TILE = 1,
+    SP_WGMMA = 2,
+    SP_COLVEC = 3 /* column vectors only; the others take 2:4 and V:2:M */
+} sp_kernel_kind;
 
 /* A kernel configuration; nb, rt, bm and bn are template parameters. */
 typedef struct sp_config {
     sp_kernel_kind kind;
-    /* SP_STREAM */
+    /* SP_STREAM and SP_COLVEC */
     int nb;    /* 8-column blocks of B and C per block: 1, 2, 4 or 8      */
     int rt;    /* row tiles of 16 per block: 1, 2 or 4 (4: nb ≤ 4; ≤ V / 16
-                  for V:2:M)                                              */
+                  for V:2:M); SP_COLVEC 1                                 */
     int warps; /* warps per block, splitting K: 1 to 16 (8 for nb ≥ 4)    */
     /* all */
     int stages; /* step pairs in flight + 1: stream 2 to 5 (a ring a warp),
@@ -68,6 +78,9 @@ typedef struct sp_config {
 /* A stream-kernel stage: the rt tiles' A and metadata, 64 rows of 8·nb
  * columns of B. */
 #define SP_STREAM_STAGE_BYTES(nb, rt) ((rt) * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + 1024 * (nb))
+/* A column-vector stage: a step's values (at most 512 bytes), its 16 rows
+ * of 8·nb columns of B. */
+#define SP_COLVEC_STAGE_BYTES(nb) (512 + 256 * (nb))
 /* Dynamic shared memory a block may have on Hopper (227 KB). */
 #define SP_MAX_SMEM 232448
 
@@ -77,8 +90,10 @@ typedef struct sp_device {
     spf_dtype dtype;
     sp_pattern pattern;
     uint32_t *values, *meta;
-    int32_t *gather; /* NULL for 2:4 */
-    int64_t bytes;   /* device bytes held */
+    int32_t *gather;   /* NULL for 2:4 */
+    int32_t *step_ptr; /* column vectors (sp_format.h) */
+    int32_t *row_map;  /* column vectors permuted; NULL otherwise */
+    int64_t bytes;     /* device bytes held */
 } sp_device;
 
 spf_status sp_device_upload(const sp_format *f, sp_device *out);
@@ -102,7 +117,9 @@ extern const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2];
  * and the shared memory allow): the stream kernel at n ≤ 128 (nb from
  * sp_stream_nb_min(n) to 8 × rt 1, 2, 4 × warps 2 to 16 × stages 2 to 5),
  * from n = 16 the tile kernel's shapes × stages 2 to 4, and on Hopper
- * (hopper: compute capability 9.0) the wgmma kernel's. Returns how many;
+ * (hopper: compute capability 9.0) the wgmma kernel's; for column vectors
+ * the column-vector kernel's nb from sp_stream_nb_min(n) to sp_nb_for(n) ×
+ * warps 2 to 16 × stages 2 to 5, at every n. Returns how many;
  * at most cap are written (SP_SPACE_MAX holds any). The strategy times
  * the predictor's first few of them (sp_predict.h). */
 #define SP_SPACE_MAX 192
@@ -120,8 +137,8 @@ size_t sp_config_smem(const sp_config *c);
 /* Threads of a block of c. */
 int sp_config_threads(const sp_config *c);
 
-/* "nb2_rt2_w8_s3" (stream), "m64n128s3" (tile) or "wm128n256s3" (wgmma),
- * for plan info, logs and the cache. */
+/* "nb2_rt2_w8_s3" (stream), "m64n128s3" (tile), "wm128n256s3" (wgmma) or
+ * "cv_nb2_w8_s3" (column vectors), for plan info, logs and the cache. */
 void sp_config_name(const sp_config *c, char *buf, size_t size);
 spf_status sp_config_from_name(const char *name, sp_config *out);
 
@@ -144,6 +161,9 @@ spf_status sp_tile_launch(const sp_device *d, const sp_config *c, const spmm_ope
 spf_status sp_wgmma_occupancy(const sp_config *c, const sp_device *d, int *blocks);
 spf_status sp_wgmma_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
                            void *stream);
+spf_status sp_colvec_occupancy(const sp_config *c, const sp_device *d, int *blocks);
+spf_status sp_colvec_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
+                            void *stream);
 
 #ifdef __cplusplus
 }

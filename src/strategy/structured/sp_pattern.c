@@ -1,11 +1,12 @@
 /* Pattern detection (sp_pattern.h): one pass over the nonzeros per
- * candidate pattern. A V:2:M pattern that holds for V holds for every V'
+ * candidate pattern (column vectors: sp_colvec.c). A V:2:M pattern that holds for V holds for every V'
  * dividing V (a block of V rows is a union of blocks of V'), so V = 16 is
  * tried first and a failure there rules out M. */
 #include "strategy/structured/sp_pattern.h"
 
 #include "core/alloc.h"
 #include "core/matrix.h"
+#include "strategy/structured/sp_colvec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -96,7 +97,7 @@ int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t
             m8 = at; /* the last tried: M = 8 */
             continue;
         }
-        *out = (sp_pattern){m, 16};
+        *out = (sp_pattern){.group = m, .v = 16};
         for (size_t vi = 0; vi < sizeof blocks_tried / sizeof *blocks_tried; vi++)
             if (holds_vnm(a, m, blocks_tried[vi], seen, used, gm, &at)) {
                 out->v = blocks_tried[vi];
@@ -105,16 +106,19 @@ int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t
         found = 1;
     }
     if (!found && holds_24(a, &m24)) {
-        *out = (sp_pattern){KEPT, 0};
+        *out = (sp_pattern){.group = KEPT};
         found = 1;
     }
-    if (!found)
+    char colvec[200];
+    if (!found && seen && used && sp_colvec_detect(a, out, NULL, colvec, sizeof colvec))
+        found = 1;
+    if (!found && seen && used)
         snprintf(reason, cap, "not 2:4 (row %lld has %d nonzeros in columns %lld-%lld) nor "
-                 "V:2:M for M = 8, 16, 32 (at V = 16, %s %lld, columns %lld-%lld: %s)",
+                 "V:2:M for M = 8, 16, 32 (at V = 16, %s %lld, columns %lld-%lld: %s); %s",
                  (long long)m24.row, m24.count, (long long)(m24.col / KEPT * KEPT),
                  (long long)(m24.col / KEPT * KEPT + KEPT - 1), m8.union_miss ? "rows from" : "row",
                  (long long)m8.row, (long long)(m8.col / 8 * 8), (long long)(m8.col / 8 * 8 + 7),
-                 m8.union_miss ? "more than 4 distinct columns" : "more than 2 nonzeros");
+                 m8.union_miss ? "more than 4 distinct columns" : "more than 2 nonzeros", colvec);
 done:
     mem_free(seen);
     mem_free(used);
@@ -123,7 +127,9 @@ done:
 
 void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap)
 {
-    if (p->v == 0)
+    if (p->vec)
+        snprintf(buf, cap, "colvec%d%s", p->vec, p->permuted ? "p" : "");
+    else if (p->v == 0)
         snprintf(buf, cap, "2:4");
     else
         snprintf(buf, cap, "V%d:2:%d", p->v, p->group);
@@ -136,6 +142,13 @@ int sp_pattern_from_name(const char *name, sp_pattern *out)
         *out = (sp_pattern){.group = 4, .v = 0};
         return 1;
     }
+    if (strncmp(name, "colvec", 6) == 0 && name[6] >= '1' && name[6] <= '9' &&
+        sscanf(name, "colvec%d%n", &v, &used) == 1 && (v == 4 || v == 8 || v == 16) &&
+        (name[used] == '\0' || strcmp(name + used, "p") == 0)) {
+        *out = (sp_pattern){.vec = v, .permuted = name[used] == 'p'};
+        return 1;
+    }
+    used = 0;
     if (sscanf(name, "V%d:%d:%d%n", &v, &keep, &group, &used) != 3 || name[used] != '\0' ||
         keep != 2 || (group != 8 && group != 16 && group != 32) ||
         (v != 16 && v != 32 && v != 64 && v != 128))

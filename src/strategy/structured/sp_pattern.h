@@ -15,7 +15,18 @@
  * M columns are at most two in any four), but condensed it moves 4/M of
  * the bytes. So detection takes the first that holds in the order M = 32,
  * 16, 8, each with the largest V that holds (the widest reuse of a
- * gathered row of B), then 2:4. */
+ * gathered row of B), then 2:4.
+ *
+ *   colvec  (l = 4, 8, 16) column vectors (STuning-DL §II, Shfl-BW): the
+ *           rows in blocks of l share their columns, so a block is a dense
+ *           l × |U| matrix over the union U of its rows' columns, gathered
+ *           (sp_colvec.h). A few stray nonzeros only widen a block's U by
+ *           a column of zeros each; the format stores l·|U| values a block,
+ *           so the pattern holds while they are at most SP_COLVEC_FILL
+ *           times the nonzeros. When no l holds in the given row order,
+ *           the rows are taken in the order that brings rows of the same
+ *           columns together (permuted; C is stored through the order).
+ *           The sparse tensor cores' patterns are tried first. */
 #ifndef SPF_STRATEGY_STRUCTURED_SP_PATTERN_H
 #define SPF_STRATEGY_STRUCTURED_SP_PATTERN_H
 
@@ -29,22 +40,29 @@ extern "C" {
 #endif
 
 typedef struct sp_pattern {
-    int32_t group; /* M: 4 for 2:4 (no gather); 8, 16 or 32 for V:2:M       */
-    int32_t v;     /* rows sharing a group's four columns; 0 for 2:4       */
+    int32_t group;    /* M: 4 for 2:4 (no gather); 8, 16 or 32 for V:2:M; 0 for
+                         column vectors                                        */
+    int32_t v;        /* rows sharing a group's four columns; 0 otherwise      */
+    int32_t vec;      /* column vectors: their length l (4, 8, 16); 0 otherwise */
+    int32_t permuted; /* column vectors: in the rows' order of sp_colvec_order */
 } sp_pattern;
+
+/* Column vectors hold while the values stored (l·|U| a block) are at most
+ * this many times the nonzeros. */
+#define SP_COLVEC_FILL 1.25
 
 /* The pattern of a (CSR), or 0 with a reason in reason (cap bytes) naming
  * the first row and group that no pattern allows. */
 int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t cap);
 
-/* "2:4" or "V128:2:8". */
+/* "2:4", "V128:2:8", "colvec8" or "colvec8p" (permuted). */
 void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap);
 /* The pattern sp_pattern_name writes ("2:4", "V64:2:8"; V 16 to 128, M 8,
- * 16 or 32); 0 for any other name. */
+ * 16 or 32; "colvec<l>[p]", l 4, 8 or 16); 0 for any other name. */
 int sp_pattern_from_name(const char *name, sp_pattern *out);
 
 /* Columns of the condensed 2:4 matrix: K for 2:4, K·4/M (the last group
- * rounded up) for V:2:M. */
+ * rounded up) for V:2:M; for column vectors, K. */
 int64_t sp_pattern_condensed_cols(const sp_pattern *p, int64_t k);
 
 #ifdef __cplusplus

@@ -1,7 +1,9 @@
 /* The structured strategy's row (strategy.h): 2:4 and V:2:M matrices
  * (sp_pattern.h) on the sparse tensor cores, mma.sp m16n8k32, fp16 and
  * bf16 with fp32 accumulation, over the format of sp_format.h (issue 13;
- * STuning-DL §II for V:N:M, whose kept columns are gathered).
+ * STuning-DL §II for V:N:M, whose kept columns are gathered); column
+ * vectors on the dense tensor cores with their columns gathered
+ * (sp_colvec.h).
  *
  * It says no, with the reason, to a matrix without such a pattern. Its
  * regime is a model pruned with structure, at every N: the format moves
@@ -18,8 +20,10 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/matrix.h"
 #include "gpu/timing.h"
 #include "strategy/roofline.h"
+#include "strategy/structured/sp_colvec.h"
 #include "strategy/structured/sp_predict.h"
 #include "strategy/strategy.h"
 
@@ -69,14 +73,36 @@ static int sp_supports(const problem *p, const spf_device_info *dev, const spf_p
     return sp_pattern_detect(p->a, &pat, reason, cap);
 }
 
+/* Column vectors: the stored values (2 bytes) and their blocks' columns
+ * (4 bytes a column of a block) once per column block, B and C; the
+ * gathered rows of B from L2; the mma over each tile's 16 slots a step. */
+static double colvec_estimate_us(const problem *p, const sp_pattern *pat,
+                                 const spf_device_info *dev)
+{
+    double fill = 1.0;
+    sp_pattern again;
+    char why[8];
+    sp_colvec_detect(p->a, &again, &fill, why, sizeof why);
+    double n = (double)p->n, stored = fill * (double)p->a->nnz, columns = stored / pat->vec;
+    double nc = 8.0 * sp_nb_for(p->n), col_blocks = ceil(n / nc);
+    double bw = roofline_bandwidth(dev);
+    double bytes = (2.0 * stored + 4.0 * columns) * col_blocks + 2.0 * n * ((double)p->k + (double)p->m);
+    double b_reads = columns * fmin(n, nc) * 2.0 * col_blocks;
+    double flops = 32.0 * columns * nc * col_blocks;
+    double peak = roofline_peak_flops(dev, p->dtype, p->math, ROOFLINE_TENSOR_CORES);
+    return fmax(fmax(bytes / bw, b_reads / (3.0 * bw)), flops / peak) * 1e6 + ROOFLINE_LAUNCH_US;
+}
+
 /* Bytes of A (1.125 a condensed weight) once per column block, B and C;
  * the rows of B every pair of row tiles reads from L2 (at about three
  * times the DRAM rate); mma.sp at twice the dense tensor-core rate. */
 static double sp_estimate_us(const problem *p, const spf_device_info *dev)
 {
-    sp_pattern pat = {4, 0}; /* a matrix without a pattern (never built) as 2:4 */
+    sp_pattern pat = {.group = 4}; /* a matrix without a pattern (never built) as 2:4 */
     char why[8];
     sp_pattern_detect(p->a, &pat, why, sizeof why);
+    if (pat.vec)
+        return colvec_estimate_us(p, &pat, dev);
     double m = (double)p->m, n = (double)p->n;
     double kc = ceil((double)sp_pattern_condensed_cols(&pat, p->k) / 64.0) * 64.0;
     double nc = 8.0 * sp_nb_for(p->n), col_blocks = ceil(n / nc);
@@ -154,13 +180,21 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
     int hopper = env->device && env->device->cc_major == 9;
     int count = sp_tuning_space(p->n, &dev.pattern, hopper, space, SP_SPACE_MAX);
-    const rank_model *model;
-    TRY(sp_model(&model));
-    TRY(sp_predict_order(model, p->m, p->k, p->n, &dev.pattern, space, count, order));
     /* the model's first SP_PREDICT_TIMED configs that launch (§IV: time the
      * model's top few and keep the fastest); without a check buffer to time
-     * with, its first that launches */
-    for (int i = 0; i < count && tried < SP_PREDICT_TIMED && !(have && !env->check); i++) {
+     * with, its first that launches. Column vectors: the model has no logs
+     * of their kernel, whose space is small (at most 32 configs): all. */
+    int timed = SP_PREDICT_TIMED;
+    if (dev.pattern.vec) {
+        for (int i = 0; i < count; i++)
+            order[i] = i;
+        timed = count;
+    } else {
+        const rank_model *model;
+        TRY(sp_model(&model));
+        TRY(sp_predict_order(model, p->m, p->k, p->n, &dev.pattern, space, count, order));
+    }
+    for (int i = 0; i < count && tried < timed && !(have && !env->check); i++) {
         const sp_config *c = &space[order[i]];
         int blocks = 0;
         if (sp_config_occupancy(c, &dev, &blocks) != SPF_OK || blocks == 0) {
