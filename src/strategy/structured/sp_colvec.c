@@ -193,6 +193,7 @@ spf_status sp_colvec_build(const spf_matrix *a, const sp_pattern *p, spf_dtype d
             ucount[t * per_tile + b] = u;
             steps = u > steps * l ? (u + l - 1) / l : steps;
         }
+        steps = (steps + per_tile - 1) / per_tile * per_tile; /* whole windows */
         if (f->step_ptr[t] + steps >= INT32_MAX / (8 * l))
             FAIL_GOTO(SPF_ERR_OVERFLOW, "structured format: %lld × %lld in column vectors "
                       "reaches the kernel's int32 offsets", (long long)a->rows,

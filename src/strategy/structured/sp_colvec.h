@@ -7,8 +7,9 @@
  * row of the format), are cut into tiles of 16 and a tile into 16 / l
  * blocks of l rows. A block is dense over the union U of its rows'
  * columns (ascending), cut into steps of l columns; a tile's blocks are
- * padded to its longest with column 0 and zero values, so tile t has
- * step_ptr[t + 1] - step_ptr[t] steps. A step is one mma.m16n8k16 whose
+ * padded to its longest with column 0 and zero values, and its steps to
+ * whole windows of 16 / l steps (64 slots, the kernel's stage), so tile t
+ * has step_ptr[t + 1] - step_ptr[t] steps. A step is one mma.m16n8k16 whose
  * 16 k slots are the blocks' next l columns side by side (slot j: block
  * j / l), the A operand block-diagonal: block b's rows against slots
  * l·b .. l·b + l - 1, zeros elsewhere, which the kernel makes itself. For

@@ -25,8 +25,8 @@
 namespace {
 
 struct args {
-    const uint4 *values;     /* a step's values: 2·l pieces of 16 bytes */
-    const int32_t *gather;   /* 16 a step */
+    const uint4 *values;     /* a window's values: 32 pieces of 16 bytes */
+    const int32_t *gather;   /* 64 a window */
     const int32_t *step_ptr; /* tiles + 1 */
     const int32_t *row_map;  /* NULL: the identity */
     int32_t m, k, n;
@@ -40,29 +40,32 @@ struct args {
     int stages;
 };
 
-/* A warp's stage: the step's 32·l bytes of values, then B's 16 rows ×
- * 8·NB columns in 16-byte pieces, row r's piece c at
- * 16·(NB·r + (c ^ ((r / (8 / NB)) & (NB - 1)))): the eight rows an
- * ldmatrix reads lie in distinct banks. */
-template <int L, int NB> struct stage {
-    static constexpr int b = 32 * L;
+/* A warp's stage is a window of W = 16 / l steps (64 k slots, sp_colvec.h):
+ * the window's 512 bytes of values, then B's 64 rows × 8·NB columns in
+ * 16-byte pieces, row r's piece c at 16·(NB·r + (c ^ ((r / (8 / NB)) &
+ * (NB - 1)))): the eight rows an ldmatrix reads lie in distinct banks.
+ * A window rather than a step a stage: at l = 4 a step is 128 bytes of
+ * values, and a stage's waits and copies a step took about as long as
+ * its bytes (H100, colvec4 at 0.75 barely level with cuBLAS). */
+template <int NB> struct stage {
+    static constexpr int b = 512;
     static constexpr int bytes = SP_COLVEC_STAGE_BYTES(NB);
     __device__ static int kn(int r, int c) { return b + 16 * (NB * r + (c ^ ((r / (8 / NB)) & (NB - 1)))); }
 };
 
-/* A lane's copies of a step, with what does not change from step to step
- * worked out once: a piece of values (lanes below 2·l), PER_LANE pieces
- * of B by cp.async when B's rows allow, else row lane % 16 of the columns
- * within N by plain loads. */
-template <typename T, int L, int NB> struct copies {
-    using S = stage<L, NB>;
-    static constexpr int PER_LANE = (16 * NB + 31) / 32;
-    int b_dst[PER_LANE];   /* the piece's byte in the stage; -1: none */
+/* A lane's copies of a window, with what does not change from window to
+ * window worked out once: a piece of values, 2·NB pieces of B by
+ * cp.async when B's rows allow, else rows lane and lane + 32 of the
+ * columns within N by plain loads. */
+template <typename T, int NB> struct copies {
+    using S = stage<NB>;
+    static constexpr int PER_LANE = 2 * NB;
+    int b_dst[PER_LANE];   /* the piece's byte in the stage */
     int b_bytes[PER_LANE]; /* bytes within N */
-    int b_slot[PER_LANE];  /* the piece's k slot */
+    int b_slot[PER_LANE];  /* the piece's k slot in the window */
     const T *b_src[PER_LANE];
-    int rows[PER_LANE]; /* the gathered rows of the step issued next */
-    int fill_row;       /* by plain loads: the lane's row */
+    int rows[PER_LANE]; /* the gathered rows of the window issued next */
+    int fill_rows[2];   /* by plain loads: the lane's rows */
 
     __device__ copies(const args &a, int n0, int lane)
     {
@@ -71,104 +74,116 @@ template <typename T, int L, int NB> struct copies {
         for (int c = 0; c < PER_LANE; c++) { /* piece i: slot i / NB, columns 8·(i % NB) .. */
             const int i = lane + 32 * c, j = n0 + 8 * (i % NB);
             b_slot[c] = i / NB;
-            b_dst[c] = i < 16 * NB ? S::kn(i / NB, i % NB) : -1;
+            b_dst[c] = S::kn(i / NB, i % NB);
             b_bytes[c] = min(max(a.n - j, 0) * 2, 16);
             b_src[c] = b + static_cast<int64_t>(min(j, a.n - 1)) * a.b_col;
         }
     }
 
-    /* the B rows of step g, a step before their copies */
-    __device__ void prefetch(const args &a, int g, bool in, int lane)
+    /* the B rows of window w, a window before their copies */
+    __device__ void prefetch(const args &a, int w, bool in, int lane)
     {
         if (!in)
             return;
         if (!a.vector_b) {
-            fill_row = __ldg(a.gather + 16 * g + (lane & 15));
+            fill_rows[0] = __ldg(a.gather + 64 * w + lane);
+            fill_rows[1] = __ldg(a.gather + 64 * w + lane + 32);
             return;
         }
 #pragma unroll
         for (int c = 0; c < PER_LANE; c++)
-            if (b_dst[c] >= 0)
-                rows[c] = __ldg(a.gather + 16 * g + b_slot[c]);
+            rows[c] = __ldg(a.gather + 64 * w + b_slot[c]);
     }
 
-    /* step g into stage st */
-    __device__ void issue(const args &a, int n0, int g, unsigned char *st, int lane) const
+    /* window w into stage st */
+    __device__ void issue(const args &a, int n0, int w, unsigned char *st, int lane) const
     {
-        if (lane < 2 * L)
-            copy16(st + 16 * lane, a.values + static_cast<int64_t>(g) * 2 * L + lane, 16);
+        copy16(st + 16 * lane, a.values + static_cast<int64_t>(w) * 32 + lane, 16);
         if (!a.vector_b) {
             fill(a, n0, st, lane);
             return;
         }
 #pragma unroll
         for (int c = 0; c < PER_LANE; c++)
-            if (b_dst[c] >= 0)
-                copy16(st + b_dst[c],
-                       b_src[c] + (b_bytes[c] ? static_cast<int64_t>(rows[c]) * a.b_row : 0),
-                       b_bytes[c]);
+            copy16(st + b_dst[c],
+                   b_src[c] + (b_bytes[c] ? static_cast<int64_t>(rows[c]) * a.b_row : 0),
+                   b_bytes[c]);
     }
 
-    /* B's stage by plain loads (N not a multiple of 8, or B N×K): lanes l
-     * and l + 16 fill row l's even and odd columns within N (the others
-     * are never stored), eight loads in flight before their stores. */
+    /* B's stage by plain loads (N not a multiple of 8, or B N×K): the
+     * lane's two rows, of the columns within N only (the others are never
+     * stored), up to 16 columns' loads in flight before their stores. */
     __device__ void fill(const args &a, int n0, unsigned char *st, int lane) const
     {
         const T *b = static_cast<const T *>(a.b);
-        const int cols = min(8 * NB, a.n - n0), half = lane >> 4;
-        const int64_t at = static_cast<int64_t>(fill_row) * a.b_row + static_cast<int64_t>(n0) * a.b_col;
-        constexpr int kBatch = 8 * NB < 16 ? 4 * NB : 8;
-        for (int j0 = 0; j0 < cols; j0 += 2 * kBatch) {
-            T v[kBatch];
+        const int cols = min(8 * NB, a.n - n0);
+        int64_t at[2];
 #pragma unroll
-            for (int i = 0; i < kBatch; i++) {
-                const int j = j0 + 2 * i + half;
-                v[i] = j < cols ? __ldg(b + at + j * a.b_col) : elem<T>::from_float(0.f);
-            }
+        for (int h = 0; h < 2; h++)
+            at[h] = static_cast<int64_t>(fill_rows[h]) * a.b_row + static_cast<int64_t>(n0) * a.b_col;
+        constexpr int kBatch = 8 * NB < 16 ? 8 * NB : 16;
+        for (int j0 = 0; j0 < cols; j0 += kBatch) {
+            T v[kBatch][2];
 #pragma unroll
-            for (int i = 0; i < kBatch; i++) {
-                const int j = j0 + 2 * i + half;
-                if (j < cols)
-                    *reinterpret_cast<T *>(st + S::kn(lane & 15, j / 8) + 2 * (j % 8)) = v[i];
-            }
+            for (int j = 0; j < kBatch; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    v[j][h] = j0 + j < cols ? __ldg(b + at[h] + (j0 + j) * a.b_col)
+                                            : elem<T>::from_float(0.f);
+#pragma unroll
+            for (int j = 0; j < kBatch; j++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    if (j0 + j < cols)
+                        *reinterpret_cast<T *>(st + S::kn(lane + 32 * h, (j0 + j) / 8) +
+                                               2 * ((j0 + j) % 8)) = v[j][h];
         }
     }
 };
 
-/* The lane's A fragment of the step in stage st (sp_colvec.h): all four
- * words at l = 16, else a0 and a3 with a1 = a2 = 0 (and at l = 4 zeros
- * for the lanes whose rows' blocks hold none of their slots). */
-template <int L> __device__ __forceinline__ void a_fragment(const unsigned char *st, int lane, uint32_t (&a)[4])
+/* The lane's A fragment of step w of the window in stage st
+ * (sp_colvec.h): all four words at l = 16, else a0 and a3 with a1 = a2 =
+ * 0 (and at l = 4 zeros for the lanes whose rows' blocks hold none of
+ * their slots). */
+template <int L>
+__device__ __forceinline__ void a_fragment(const unsigned char *st, int w, int lane, uint32_t (&a)[4])
 {
+    const unsigned char *v = st + 32 * L * w;
     if constexpr (L == 16) {
-        const uint4 v = reinterpret_cast<const uint4 *>(st)[lane];
-        a[0] = v.x, a[1] = v.y, a[2] = v.z, a[3] = v.w;
+        const uint4 q = reinterpret_cast<const uint4 *>(v)[lane];
+        a[0] = q.x, a[1] = q.y, a[2] = q.z, a[3] = q.w;
     } else {
         const int g = lane >> 2, t = lane & 3;
         const bool live = L == 8 || (t >> 1) == (g >> 2);
         const int slot = L == 8 ? lane : 8 * (g >> 2) + 2 * (g & 3) + (t & 1);
-        const uint2 v = live ? reinterpret_cast<const uint2 *>(st)[slot] : make_uint2(0u, 0u);
-        a[0] = v.x, a[1] = 0u, a[2] = 0u, a[3] = v.y;
+        const uint2 q = live ? reinterpret_cast<const uint2 *>(v)[slot] : make_uint2(0u, 0u);
+        a[0] = q.x, a[1] = 0u, a[2] = 0u, a[3] = q.y;
     }
 }
 
+/* The warp's products of the window in stage st: W mma steps a column
+ * block, B's rows 16·w .. of step w by ldmatrix. */
 template <typename T, int L, int NB>
 __device__ __forceinline__ void multiply(const unsigned char *st, int lane, float (&acc)[NB][4])
 {
-    using S = stage<L, NB>;
-    uint32_t af[4];
-    a_fragment<L>(st, lane, af);
-    if constexpr (NB == 1) { /* matrices: slots 0-7, 8-15 */
-        uint32_t bf[2];
-        ldsm_x2<true>(st + S::kn(lane & 15, 0), bf);
-        mma_16816(acc[0], af, bf[0], bf[1], T());
-    } else {
+    using S = stage<NB>;
 #pragma unroll
-        for (int nb = 0; nb < NB; nb += 2) { /* matrices: slots 0-7, 8-15 of nb, then of nb + 1 */
-            uint32_t bf[4];
-            ldsm_x4<true>(st + S::kn(lane & 15, nb + (lane >> 4)), bf);
-            mma_16816(acc[nb], af, bf[0], bf[1], T());
-            mma_16816(acc[nb + 1], af, bf[2], bf[3], T());
+    for (int w = 0; w < 16 / L; w++) {
+        uint32_t af[4];
+        a_fragment<L>(st, w, lane, af);
+        const int r = 16 * w + (lane & 15);
+        if constexpr (NB == 1) { /* matrices: slots 0-7, 8-15 of the step */
+            uint32_t bf[2];
+            ldsm_x2<true>(st + S::kn(r, 0), bf);
+            mma_16816(acc[0], af, bf[0], bf[1], T());
+        } else {
+#pragma unroll
+            for (int nb = 0; nb < NB; nb += 2) { /* slots 0-7, 8-15 of nb, then of nb + 1 */
+                uint32_t bf[4];
+                ldsm_x4<true>(st + S::kn(r, nb + (lane >> 4)), bf);
+                mma_16816(acc[nb], af, bf[0], bf[1], T());
+                mma_16816(acc[nb + 1], af, bf[2], bf[3], T());
+            }
         }
     }
 }
@@ -176,23 +191,24 @@ __device__ __forceinline__ void multiply(const unsigned char *st, int lane, floa
 template <typename T, int L, int NB>
 __global__ void __launch_bounds__(512) sp_colvec_kernel(const args a)
 {
-    using S = stage<L, NB>;
+    using S = stage<NB>;
     extern __shared__ __align__(16) unsigned char smem[];
     const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int tile = blockIdx.x, n0 = blockIdx.y * 8 * NB;
-    const int s0 = a.step_ptr[tile], steps = a.step_ptr[tile + 1] - s0;
+    /* the tile's windows of 16 / L steps (whole: the format pads them) */
+    const int w0 = a.step_ptr[tile] / (16 / L), windows = a.step_ptr[tile + 1] / (16 / L) - w0;
     float acc[NB][4];
 #pragma unroll
     for (int nb = 0; nb < NB; nb++)
 #pragma unroll
         for (int j = 0; j < 4; j++)
             acc[nb][j] = 0.f;
-    /* warp w takes the tile's steps w, w + warps, ... */
-    copies<T, L, NB> cp(a, n0, lane);
+    /* warp i takes the tile's windows i, i + warps, ... */
+    copies<T, NB> cp(a, n0, lane);
     warp_ring(
-        smem + warp * a.stages * S::bytes, S::bytes, a.stages, warp, steps, warps,
-        [&](int q, unsigned char *st) { cp.issue(a, n0, s0 + q, st, lane); },
-        [&](int q) { cp.prefetch(a, s0 + q, q < steps, lane); },
+        smem + warp * a.stages * S::bytes, S::bytes, a.stages, warp, windows, warps,
+        [&](int q, unsigned char *st) { cp.issue(a, n0, w0 + q, st, lane); },
+        [&](int q) { cp.prefetch(a, w0 + q, q < windows, lane); },
         [&](const unsigned char *st) { multiply<T, L, NB>(st, lane, acc); });
     warp_sums<NB * 4>(
         smem, [&](int e) { return acc[e / 4][e % 4]; },
