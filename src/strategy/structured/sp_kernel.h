@@ -22,8 +22,8 @@
  *
  * The column-vector kernel (kernels/sp_colvec.cu), the one for column
  * vectors (sp_colvec.h) at every N: the stream kernel's plan (a tile of 16
- * rows and 8·nb columns a block, the warps splitting its windows of 64 k
- * slots, a ring of stages a warp) issuing dense mma.m16n8k16 on the
+ * rows and 8·nb columns a block, the warps splitting its windows of 16 / l
+ * steps, a ring of stages a warp) issuing dense mma.m16n8k16 on the
  * gathered rows of B.
  *
  * Both apply the epilogue (+ bias[row], ReLU, the dtype, C's layout by its
@@ -79,8 +79,8 @@ typedef struct sp_config {
 /* A stream-kernel stage: the rt tiles' A and metadata, 64 rows of 8·nb
  * columns of B. */
 #define SP_STREAM_STAGE_BYTES(nb, rt) ((rt) * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + 1024 * (nb))
-/* A column-vector stage: a window's values (512 bytes), its 64 rows of
- * 8·nb columns of B. */
+/* A column-vector stage: a window's values (512 bytes), its 256 / l rows
+ * (at most 64) of 8·nb columns of B. */
 #define SP_COLVEC_STAGE_BYTES(nb) (512 + 1024 * (nb))
 /* Dynamic shared memory a block may have on Hopper (227 KB). */
 #define SP_MAX_SMEM 232448

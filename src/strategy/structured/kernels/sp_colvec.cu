@@ -40,9 +40,9 @@ struct args {
     int stages;
 };
 
-/* A warp's stage is a window of W = 16 / l steps (64 k slots, sp_colvec.h):
- * the window's 512 bytes of values, then B's 64 rows × 8·NB columns in
- * 16-byte pieces, row r's piece c at 16·(NB·r + (c ^ ((r / (8 / NB)) &
+/* A warp's stage is a window of 16 / l steps (256 / l k slots, sp_colvec.h):
+ * the window's 512 bytes of values, then B's 256 / l rows × 8·NB columns
+ * in 16-byte pieces, row r's piece c at 16·(NB·r + (c ^ ((r / (8 / NB)) &
  * (NB - 1)))): the eight rows an ldmatrix reads lie in distinct banks.
  * A window rather than a step a stage: at l = 4 a step is 128 bytes of
  * values, and a stage's waits and copies a step took about as long as
@@ -54,18 +54,20 @@ template <int NB> struct stage {
 };
 
 /* A lane's copies of a window, with what does not change from window to
- * window worked out once: a piece of values, 2·NB pieces of B by
- * cp.async when B's rows allow, else rows lane and lane + 32 of the
+ * window worked out once: a piece of values, PER_LANE pieces of B by
+ * cp.async when B's rows allow, else row lane (and lane + 32) of the
  * columns within N by plain loads. */
-template <typename T, int NB> struct copies {
+template <typename T, int L, int NB> struct copies {
     using S = stage<NB>;
-    static constexpr int PER_LANE = 2 * NB;
+    static constexpr int SLOTS = 256 / L; /* the window's k slots: rows of B */
+    static constexpr int PIECES = SLOTS * NB, PER_LANE = (PIECES + 31) / 32;
+    static constexpr int FILLS = SLOTS > 32 ? SLOTS / 32 : 1; /* rows a lane fills */
     int b_dst[PER_LANE];   /* the piece's byte in the stage */
     int b_bytes[PER_LANE]; /* bytes within N */
     int b_slot[PER_LANE];  /* the piece's k slot in the window */
     const T *b_src[PER_LANE];
-    int rows[PER_LANE]; /* the gathered rows of the window issued next */
-    int fill_rows[2];   /* by plain loads: the lane's rows */
+    int rows[PER_LANE];    /* the gathered rows of the window issued next */
+    int fill_rows[FILLS];  /* by plain loads: the lane's rows */
 
     __device__ copies(const args &a, int n0, int lane)
     {
@@ -74,7 +76,7 @@ template <typename T, int NB> struct copies {
         for (int c = 0; c < PER_LANE; c++) { /* piece i: slot i / NB, columns 8·(i % NB) .. */
             const int i = lane + 32 * c, j = n0 + 8 * (i % NB);
             b_slot[c] = i / NB;
-            b_dst[c] = S::kn(i / NB, i % NB);
+            b_dst[c] = i < PIECES ? S::kn(i / NB, i % NB) : -1;
             b_bytes[c] = min(max(a.n - j, 0) * 2, 16);
             b_src[c] = b + static_cast<int64_t>(min(j, a.n - 1)) * a.b_col;
         }
@@ -85,14 +87,18 @@ template <typename T, int NB> struct copies {
     {
         if (!in)
             return;
+        const int32_t *gather = a.gather + static_cast<int64_t>(w) * SLOTS;
         if (!a.vector_b) {
-            fill_rows[0] = __ldg(a.gather + 64 * w + lane);
-            fill_rows[1] = __ldg(a.gather + 64 * w + lane + 32);
+#pragma unroll
+            for (int h = 0; h < FILLS; h++)
+                if (lane + 32 * h < SLOTS)
+                    fill_rows[h] = __ldg(gather + lane + 32 * h);
             return;
         }
 #pragma unroll
         for (int c = 0; c < PER_LANE; c++)
-            rows[c] = __ldg(a.gather + 64 * w + b_slot[c]);
+            if (b_dst[c] >= 0)
+                rows[c] = __ldg(gather + b_slot[c]);
     }
 
     /* window w into stage st */
@@ -105,35 +111,38 @@ template <typename T, int NB> struct copies {
         }
 #pragma unroll
         for (int c = 0; c < PER_LANE; c++)
-            copy16(st + b_dst[c],
-                   b_src[c] + (b_bytes[c] ? static_cast<int64_t>(rows[c]) * a.b_row : 0),
-                   b_bytes[c]);
+            if (b_dst[c] >= 0)
+                copy16(st + b_dst[c],
+                       b_src[c] + (b_bytes[c] ? static_cast<int64_t>(rows[c]) * a.b_row : 0),
+                       b_bytes[c]);
     }
 
     /* B's stage by plain loads (N not a multiple of 8, or B N×K): the
-     * lane's two rows, of the columns within N only (the others are never
+     * lane's rows, of the columns within N only (the others are never
      * stored), up to 16 columns' loads in flight before their stores. */
     __device__ void fill(const args &a, int n0, unsigned char *st, int lane) const
     {
+        if (lane >= SLOTS)
+            return;
         const T *b = static_cast<const T *>(a.b);
         const int cols = min(8 * NB, a.n - n0);
-        int64_t at[2];
+        int64_t at[FILLS];
 #pragma unroll
-        for (int h = 0; h < 2; h++)
+        for (int h = 0; h < FILLS; h++)
             at[h] = static_cast<int64_t>(fill_rows[h]) * a.b_row + static_cast<int64_t>(n0) * a.b_col;
         constexpr int kBatch = 8 * NB < 16 ? 8 * NB : 16;
         for (int j0 = 0; j0 < cols; j0 += kBatch) {
-            T v[kBatch][2];
+            T v[kBatch][FILLS];
 #pragma unroll
             for (int j = 0; j < kBatch; j++)
 #pragma unroll
-                for (int h = 0; h < 2; h++)
+                for (int h = 0; h < FILLS; h++)
                     v[j][h] = j0 + j < cols ? __ldg(b + at[h] + (j0 + j) * a.b_col)
                                             : elem<T>::from_float(0.f);
 #pragma unroll
             for (int j = 0; j < kBatch; j++)
 #pragma unroll
-                for (int h = 0; h < 2; h++)
+                for (int h = 0; h < FILLS; h++)
                     if (j0 + j < cols)
                         *reinterpret_cast<T *>(st + S::kn(lane + 32 * h, (j0 + j) / 8) +
                                                2 * ((j0 + j) % 8)) = v[j][h];
@@ -204,7 +213,7 @@ __global__ void __launch_bounds__(512) sp_colvec_kernel(const args a)
         for (int j = 0; j < 4; j++)
             acc[nb][j] = 0.f;
     /* warp i takes the tile's windows i, i + warps, ... */
-    copies<T, NB> cp(a, n0, lane);
+    copies<T, L, NB> cp(a, n0, lane);
     warp_ring(
         smem + warp * a.stages * S::bytes, S::bytes, a.stages, warp, windows, warps,
         [&](int q, unsigned char *st) { cp.issue(a, n0, w0 + q, st, lane); },
