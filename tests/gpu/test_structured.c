@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #ifdef SPF_HAVE_CUDA
+#include "sp_cases.h"
 #include "spmm_case.h"
 
 static const int ns[] = {1, 3, 8, 10, 17, 49, 127, 136};
@@ -200,19 +201,7 @@ static void test_kernels(int quick)
     spf_matrix *cv4 = gen_colvec(100, 300, 4, 0.9, 38);
     spf_matrix *cv4p = shuffled_with_strays(cv4, 1, 0, 39);
     spf_matrix *cv8 = gen_colvec(48, 96, 8, 0.5, 40);
-    int64_t erp[21];
-    int32_t eci[20];
-    int64_t at = 0;
-    erp[0] = 0;
-    for (int r = 0; r < 20; r++) {
-        if (r < 8)
-            eci[at++] = 0, eci[at++] = 2;
-        else if (r >= 16)
-            eci[at++] = 1;
-        erp[r + 1] = at;
-    }
-    spf_matrix *cvk3 = NULL;
-    CHECK_OK(spf_matrix_create_csr(20, 3, at, erp, eci, NULL, 41, &cvk3));
+    spf_matrix *cvk3 = sp_case_k3_empty_rows(41);
     run_matrix("70x203 colvec16 with strays", cv16s, 0, quick);
     run_matrix("100x300 colvec4 shuffled", cv4p, 0, quick);
     if (!quick) {

@@ -14,6 +14,8 @@
  *   - the configs: names, refusals, the tuning space. */
 #include "test_util.h"
 
+#include "sp_cases.h"
+
 #include "core/matrix.h"
 #include "strategy/structured/sp_colvec.h"
 #include "strategy/structured/sp_kernel.h"
@@ -181,16 +183,7 @@ static void check_matrix(const char *label, const spf_matrix *a)
         sp_format f;
         CHECK_OK(sp_format_build(a, &p, dtypes[di], 2, &f));
         check_bits(label, a, &p, &f);
-        float *want = dense_rounded(a, dtypes[di]);
-        float *got = malloc((size_t)(a->rows * a->cols + 1) * sizeof *got);
-        CHECK_OK(sp_format_to_dense(&f, got));
-        int64_t diff = 0;
-        for (int64_t i = 0; i < a->rows * a->cols; i++)
-            diff += got[i] != want[i];
-        CHECK_MSG(diff == 0, "%s %s: %lld cells read back differ", label, dtype_name(dtypes[di]),
-                  (long long)diff);
-        free(want);
-        free(got);
+        sp_case_check_readback(label, a, &f);
         sp_format_free(&f);
     }
 }
@@ -213,21 +206,7 @@ static void test_format(void)
         spf_matrix_free(s);
         spf_matrix_free(a);
     }
-    /* K = 3 and empty rows: rows 0-7 use columns 0 and 2, rows 8-15 none,
-     * 16-19 column 1 (2:4 as well, which detection would take first) */
-    int64_t rp[21];
-    int32_t ci[20];
-    int64_t at = 0;
-    rp[0] = 0;
-    for (int r = 0; r < 20; r++) {
-        if (r < 8)
-            ci[at++] = 0, ci[at++] = 2;
-        else if (r >= 16)
-            ci[at++] = 1;
-        rp[r + 1] = at;
-    }
-    spf_matrix *k3 = NULL;
-    CHECK_OK(spf_matrix_create_csr(20, 3, at, rp, ci, NULL, 60, &k3));
+    spf_matrix *k3 = sp_case_k3_empty_rows(60); /* K = 3, empty rows */
     check_matrix("20x3 with empty rows", k3);
     /* bytes: 32 × 64 colvec16 keeping 16 columns: 512 values (fp16), 16
      * columns of 4 bytes a step and block, step_ptr (a window of 16 / l =

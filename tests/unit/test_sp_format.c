@@ -17,6 +17,8 @@
  *     config names and refusals. */
 #include "test_util.h"
 
+#include "sp_cases.h"
+
 #include "core/dtype.h"
 #include "core/matrix.h"
 #include "strategy/structured/sp_format.h"
@@ -247,16 +249,7 @@ static void check_matrix(const char *label, const spf_matrix *a)
                       memcmp(f.meta, f1.meta, (size_t)words / 2) == 0,
                   "%s: one thread and three build different formats", label);
         check_bits(label, a, &p, &f);
-        float *want = dense_rounded(a, dtypes[di]);
-        float *got = malloc((size_t)(a->rows * a->cols + 1) * sizeof *got);
-        CHECK_OK(sp_format_to_dense(&f, got));
-        int64_t diff = 0;
-        for (int64_t i = 0; i < a->rows * a->cols; i++)
-            diff += got[i] != want[i];
-        CHECK_MSG(diff == 0, "%s %s: %lld cells read back differ", label, dtype_name(dtypes[di]),
-                  (long long)diff);
-        free(want);
-        free(got);
+        sp_case_check_readback(label, a, &f);
         sp_format_free(&f);
         sp_format_free(&f1);
     }
