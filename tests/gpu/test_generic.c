@@ -26,7 +26,7 @@
 static void test_launch_choose(void)
 {
     static float buf[64] __attribute__((aligned(16)));
-    generic_csr g = {.rows = 100, .cols = 50};
+    generic_csr g = {.rows = 100, .ordered = 100, .cols = 50};
     generic_launch l;
     CHECK_OK(generic_launch_choose(&g, PROBLEM(256, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.vec == 4 && l.subwarp == 32);
@@ -42,14 +42,14 @@ static void test_launch_choose(void)
     /* Row split: few long rows (DLMC ResNet-50 stage 4, N = 49: 512 rows of
      * ~205) take four warps a row; a dense-layer vector (N = 1) eight
      * sub-warps of 4, where a share would drop under 16 nonzeros at 16. */
-    generic_csr few_long = {.rows = 512, .cols = 2048, .nnz = 512 * 205};
+    generic_csr few_long = {.rows = 512, .ordered = 512, .cols = 2048, .nnz = 512 * 205};
     CHECK_OK(generic_launch_choose(&few_long, PROBLEM(49, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.subwarp == 32 && l.split == 4);
-    generic_csr vector_rows = {.rows = 1000, .cols = 2048, .nnz = 1000 * 205};
+    generic_csr vector_rows = {.rows = 1000, .ordered = 1000, .cols = 2048, .nnz = 1000 * 205};
     CHECK_OK(generic_launch_choose(&vector_rows, PROBLEM(1, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.subwarp == 4 && l.split == 8);
     /* Enough threads already (4096 rows × 64 columns): no split. */
-    generic_csr many = {.rows = 4096, .cols = 1024, .nnz = 4096 * 100};
+    generic_csr many = {.rows = 4096, .ordered = 4096, .cols = 1024, .nnz = 4096 * 100};
     CHECK_OK(generic_launch_choose(&many, PROBLEM(256, SPF_DTYPE_F32), buf, buf, &l));
     CHECK(l.split == 1);
     /* Alignment narrows the vector: 4 bytes off is scalar for fp32 and a
@@ -85,10 +85,10 @@ static void test_launch_choose(void)
                  SPF_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(generic_launch_choose(&g, PROBLEM(8, (spf_dtype)7), buf, buf, &l),
                  SPF_ERR_INVALID_ARGUMENT);
-    generic_csr tall = {.rows = 100000, .cols = 10};
+    generic_csr tall = {.rows = 100000, .ordered = 100000, .cols = 10};
     CHECK_STATUS(generic_launch_choose(&tall, PROBLEM(30000, SPF_DTYPE_F32), buf, buf, &l), SPF_ERR_OVERFLOW);
     CHECK_DETAIL("int32");
-    generic_csr wide = {.rows = 10, .cols = 3000000};
+    generic_csr wide = {.rows = 10, .ordered = 10, .cols = 3000000};
     CHECK_STATUS(generic_launch_choose(&wide, PROBLEM(1000, SPF_DTYPE_F32), buf, buf, &l), SPF_ERR_OVERFLOW);
 }
 

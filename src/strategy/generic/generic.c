@@ -82,6 +82,7 @@ spf_status generic_csr_upload(const spf_matrix *a, generic_csr *out)
     TRY(row_order_build(a, order));
 
     out->rows = (int32_t)a->rows;
+    out->ordered = (int32_t)a->rows;
     out->cols = (int32_t)a->cols;
     out->nnz = (int32_t)a->nnz;
     TRY(upload((void **)&out->row_ptr, row_ptr, (size_t)a->rows + 1, sizeof *row_ptr));
@@ -134,6 +135,17 @@ spf_status generic_csr_dispatch(const generic_csr *g, const generic_launch *l, c
 
 #endif
 
+spf_status generic_csr_upload_nonempty(const spf_matrix *a, generic_csr *out)
+{
+    spf_status status = generic_csr_upload(a, out);
+    if (status != SPF_OK)
+        return status;
+    out->ordered = 0;
+    for (int64_t r = 0; r < a->rows; ++r)
+        out->ordered += a->row_ptr[r + 1] > a->row_ptr[r];
+    return SPF_OK;
+}
+
 static size_t dtype_bytes(spf_dtype dtype)
 {
     return dtype == SPF_DTYPE_F32 ? 4 : 2;
@@ -149,10 +161,10 @@ enum { SPLIT_TARGET_THREADS = 1 << 18, SPLIT_MIN_SHARE = 16, SPLIT_BLOCK = 128 }
 
 static int row_split(const generic_csr *g, int64_t threads_per_row, int subwarp)
 {
-    if (g->rows == 0)
+    if (g->ordered == 0)
         return 1;
-    int64_t threads = (int64_t)g->rows * threads_per_row;
-    double mean_len = (double)g->nnz / (double)g->rows;
+    int64_t threads = (int64_t)g->ordered * threads_per_row;
+    double mean_len = (double)g->nnz / (double)g->ordered;
     int split = 1;
     while (subwarp * split * 2 <= SPLIT_BLOCK && mean_len / (split * 2) >= SPLIT_MIN_SHARE &&
            threads * split < SPLIT_TARGET_THREADS)
@@ -165,7 +177,7 @@ static int row_split(const generic_csr *g, int64_t threads_per_row, int subwarp)
  * rule); V columns of C per thread, each a register accumulator. */
 static void shape_n_first(const generic_csr *g, int64_t n, generic_launch *out)
 {
-    double mean_len = g->rows ? (double)g->nnz / (double)g->rows : 0.0;
+    double mean_len = g->ordered ? (double)g->nnz / (double)g->ordered : 0.0;
     int subwarp = 4;
     while (subwarp < 32 && subwarp < mean_len)
         subwarp *= 2;
@@ -241,7 +253,7 @@ spf_status generic_csr_launch(const generic_csr *g, const problem *p, const void
     spf_status st = generic_launch_choose(g, p, b, c, &l);
     if (st != SPF_OK)
         return st;
-    if (g->rows == 0)
+    if (g->ordered == 0)
         return SPF_OK;
     return generic_csr_dispatch(g, &l, b, c, bias, p->relu, stream);
 }

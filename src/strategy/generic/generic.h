@@ -21,10 +21,16 @@ typedef struct generic_csr {
     int32_t *col_idx;    /* device, nnz                                     */
     float *values;       /* device, nnz                                     */
     int32_t *row_order;  /* device, rows: the swizzle                       */
+    int32_t ordered;     /* the rows of row_order a launch computes: rows,
+                            or its first (generic_csr_upload_nonempty)      */
 } generic_csr;
 
 /* Upload a (host) matrix; frees nothing on failure (the struct is zeroed). */
 spf_status generic_csr_upload(const spf_matrix *a, generic_csr *out);
+/* The same, but a launch computes only the rows of a that hold nonzeros
+ * (the swizzle puts them first) and leaves C's other rows as they are:
+ * the structured strategy's rows outside its pattern. */
+spf_status generic_csr_upload_nonempty(const spf_matrix *a, generic_csr *out);
 void generic_csr_release(generic_csr *g);
 
 /* C = A·B (+bias[row] when bias is not NULL, ReLU when p->relu) for p's n,

@@ -157,7 +157,7 @@ template <int SW> __device__ __forceinline__ unsigned subwarp_mask()
  * (H200), so it stays out of it. CNM: C is N×M (only the store differs). */
 template <typename T, int V, int SW, bool SPLIT, bool CNM>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    csr_generic_kernel(int rows, int n, int split_arg, const int *__restrict__ row_ptr,
+    csr_generic_kernel(int rows, int count, int n, int split_arg, const int *__restrict__ row_ptr,
                        const int *__restrict__ col_idx, const float *__restrict__ values,
                        const int *__restrict__ row_order, const T *__restrict__ b,
                        T *__restrict__ c, const float *__restrict__ bias, int relu)
@@ -172,9 +172,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int slot = blockIdx.x * (kSubwarps / split) + sub / split;
     /* The whole sub-warp leaves together, so the masks below stay exact;
      * with a split every thread must reach the block barrier instead. */
-    if (!SPLIT && slot >= rows)
+    if (!SPLIT && slot >= count)
         return;
-    const bool has_row = slot < rows;
+    const bool has_row = slot < count;
     const unsigned mask = subwarp_mask<SW>();
     const int row = has_row ? row_order[slot] : 0;
     const int col = (blockIdx.y * SW + lane) * V;
@@ -271,7 +271,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
  * there is no row split; the row swizzle still orders the rows. */
 template <typename T, int V, int SW, bool CNM>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    csr_generic_bnk_kernel(int rows, int k, int n, const int *__restrict__ row_ptr,
+    csr_generic_bnk_kernel(int rows, int count, int k, int n, const int *__restrict__ row_ptr,
                            const int *__restrict__ col_idx, const float *__restrict__ values,
                            const int *__restrict__ row_order, const T *__restrict__ b,
                            T *__restrict__ c, const float *__restrict__ bias, int relu)
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int sub = threadIdx.x / SW, lane = threadIdx.x % SW;
     const int slot = blockIdx.x * (kThreads / SW) + sub;
     /* The whole sub-warp leaves together, so the shuffles' mask stays exact. */
-    if (slot >= rows)
+    if (slot >= count)
         return;
     const unsigned mask = subwarp_mask<SW>();
     const int row = row_order[slot];
@@ -334,15 +334,15 @@ spf_status launch_typed(const generic_csr *g, const generic_launch *l, const voi
     if (split < 1 || split * SW > kThreads || (split & (split - 1)) != 0)
         return FAIL(SPF_ERR_INTERNAL, "row split %d with sub-warps of %d", split, SW);
     const int rows_per_block = kThreads / SW / split;
-    const dim3 grid((unsigned)((g->rows + rows_per_block - 1) / rows_per_block),
+    const dim3 grid((unsigned)((g->ordered + rows_per_block - 1) / rows_per_block),
                     (unsigned)((l->n + SW * V - 1) / (SW * V)));
     const bool cnm = l->c_layout == SPF_LAYOUT_N_FIRST;
     auto kernel = split > 1 ? (cnm ? csr_generic_kernel<T, V, SW, true, true>
                                    : csr_generic_kernel<T, V, SW, true, false>)
                             : (cnm ? csr_generic_kernel<T, V, SW, false, true>
                                    : csr_generic_kernel<T, V, SW, false, false>);
-    kernel<<<grid, kThreads, 0, stream>>>(g->rows, l->n, split, g->row_ptr, g->col_idx, g->values,
-                                          g->row_order, static_cast<const T *>(b),
+    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->ordered, l->n, split, g->row_ptr,
+                                          g->col_idx, g->values, g->row_order, static_cast<const T *>(b),
                                           static_cast<T *>(c), bias, relu);
     return CUDA_CHECK(cudaGetLastError());
 }
@@ -354,11 +354,11 @@ spf_status launch_bnk(const generic_csr *g, const generic_launch *l, const void 
     if (l->split != 1)
         return FAIL(SPF_ERR_INTERNAL, "row split %d with B as N×K", l->split);
     const int rows_per_block = kThreads / SW;
-    const dim3 grid((unsigned)((g->rows + rows_per_block - 1) / rows_per_block),
+    const dim3 grid((unsigned)((g->ordered + rows_per_block - 1) / rows_per_block),
                     (unsigned)((l->n + V - 1) / V));
     auto kernel = l->c_layout == SPF_LAYOUT_N_FIRST ? csr_generic_bnk_kernel<T, V, SW, true>
                                                     : csr_generic_bnk_kernel<T, V, SW, false>;
-    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->cols, l->n, g->row_ptr, g->col_idx,
+    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->ordered, g->cols, l->n, g->row_ptr, g->col_idx,
                                           g->values, g->row_order, static_cast<const T *>(b),
                                           static_cast<T *>(c), bias, relu);
     return CUDA_CHECK(cudaGetLastError());
