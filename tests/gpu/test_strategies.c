@@ -10,7 +10,9 @@
  * Cases: M and K multiples of no tile (37×53, 130×257), one row (1×1000),
  * K = 3 (1000×3), empty rows and rows longer than a staged chunk (75×300),
  * 2:4 (45×100) and V64:2:8 (150×256, a last block of 22 rows) for the
- * structured strategy, N ∈ {1, 3, 49, 127, 300}. The unrolled strategy compiles each plan with
+ * structured strategy, both also with three strays (the rows they break
+ * go to its CSR pass), and column vectors of 8 rows shuffled (C stored
+ * through the order), N ∈ {1, 3, 49, 127, 300}. The unrolled strategy compiles each plan with
  * ptxas, so it runs the small cases only.
  *
  * A refusal (SPF_ERR_UNSUPPORTED) prints "<strategy>: <dtype/math/layouts>:
@@ -454,6 +456,21 @@ static spf_matrix *matrix_empty_rows(void)
     return random_csr(ROWS, COLS, density, 76);
 }
 
+/* a with strays (or its rows shuffled), a freed */
+static spf_matrix *with_strays(spf_matrix *a, int strays, uint64_t seed)
+{
+    spf_matrix *s = shuffled_with_strays(a, 0, strays, seed);
+    spf_matrix_free(a);
+    return s;
+}
+
+static spf_matrix *shuffled(spf_matrix *a, uint64_t seed)
+{
+    spf_matrix *s = shuffled_with_strays(a, 1, 0, seed);
+    spf_matrix_free(a);
+    return s;
+}
+
 int main(void)
 {
     test_case cases[] = {
@@ -464,6 +481,9 @@ int main(void)
         {"1000x3", gen_matrix(SPF_GEN_UNIFORM, 1000, 3, 0.3, 4), 0},
         {"2:4 45x100", gen_vnm(45, 100, 1, 2, 4, 5), 1},
         {"V64:2:8 150x256", gen_vnm(150, 256, 64, 2, 8, 6), 0},
+        {"2:4 64x100 3 strays", with_strays(gen_vnm(64, 100, 1, 2, 4, 7), 3, 8), 0},
+        {"V64:2:8 128x256 3 strays", with_strays(gen_vnm(128, 256, 64, 2, 8, 9), 3, 10), 0},
+        {"colvec8 100x200 shuffled", shuffled(gen_colvec(100, 200, 8, 0.8, 11), 12), 0},
     };
     const int case_count = (int)(sizeof cases / sizeof cases[0]);
     spf_matrix_stats stats;

@@ -1,9 +1,11 @@
 /* The structured strategy's host side on the CPU (src/strategy/structured):
  *   - pattern detection: 2:4 and V:2:M (M = 8, 16; V = 128, 64, 16)
  *     from the generator, the largest V taken, a last block or group cut
- *     short; a stray nonzero, a random matrix and a row of three in a run
- *     refused with a reason naming the row; a matrix without nonzeros
- *     takes the most compact pattern (V128:2:32);
+ *     short; strays: a 2:4 matrix with a stray in one row of 24 keeps 2:4 with
+ *     that row out, in two rows refused with a reason naming the row, a
+ *     V128:2:8 matrix with a stray column keeps its pattern with that row
+ *     out; a random matrix refused; a matrix without nonzeros takes the
+ *     most compact pattern (V128:2:32);
  *   - the format, bit-exact against a plain reference written here from
  *     sp_format.h's text: each (row, run)'s metadata nibble and value
  *     pair from the dense matrix, the gathered columns of each block of V
@@ -84,9 +86,9 @@ static void test_detection(void)
     expect_pattern("no nonzeros", empty, 32, 128); /* the fewest bytes */
 
     /* one stray: 24 rows of 16 columns at 2:4 (columns 4q and 4q + 2 of
-     * every run), and row 17 with a third nonzero in its run 1. Its rows
-     * share their columns, so it is column vectors with a stray column
-     * (sp_colvec.h); with its rows' runs drawn at random it is not. */
+     * every run), and row 17 with a third nonzero in its run 1: 2:4 with
+     * row 17 out (tried before column vectors, which it also is); the
+     * same with its rows' runs drawn at random */
     int64_t rp[25];
     int32_t ci[24 * 8 + 1];
     int64_t at = 0;
@@ -104,8 +106,8 @@ static void test_detection(void)
     CHECK_OK(spf_matrix_create_csr(24, 16, at, rp, ci, NULL, 7, &stray));
     sp_pattern p;
     char why[400] = "";
-    CHECK_MSG(sp_pattern_detect(stray, &p, why, sizeof why) && p.vec == 16 && !p.permuted,
-              "2:4 columns shared with a stray: not column vectors of 16 (%s)", why);
+    CHECK_MSG(sp_pattern_detect(stray, &p, why, sizeof why) && p.group == 4 && p.outside == 1,
+              "2:4 columns shared with a stray: not 2:4 with one row out (%s)", why);
     spf_matrix *random24 = gen_vnm(24, 16, 1, 2, 4, 8);
     int64_t rp2[25];
     int32_t ci2[24 * 8 + 1];
@@ -130,9 +132,91 @@ static void test_detection(void)
     }
     spf_matrix_free(stray);
     CHECK_OK(spf_matrix_create_csr(24, 16, at, rp2, ci2, NULL, 7, &stray));
-    expect_refusal("2:4 with a stray", stray, "row 17");
-    expect_refusal("2:4 with a stray", stray, "not column vectors");
+    /* 2:4 with row 17 left out for the CSR pass: one row of 24, within
+     * 24 / SP_OUTSIDE_SHARE */
+    expect_pattern("2:4 with a stray", stray, 4, 0);
+    CHECK(sp_pattern_detect(stray, &p, why, sizeof why) && p.outside == 1);
+    uint8_t mask[24];
+    CHECK(sp_pattern_outside(stray, &p, mask) == 1);
+    for (int r = 0; r < 24; r++)
+        CHECK_MSG(mask[r] == (r == 17), "row %d: outside %d", r, mask[r]);
+    spf_matrix_free(stray);
+    /* a stray in rows 5 and 17: two rows of 24 out, more than 24 / 16 */
+    stray = shuffled_with_strays(random24, 0, 0, 1);
+    {
+        int64_t rp3[25];
+        int32_t ci3[24 * 8 + 2];
+        at = 0, rp3[0] = 0;
+        for (int r = 0; r < 24; r++) {
+            for (int64_t i = rp2[r]; i < rp2[r + 1]; i++)
+                ci3[at++] = ci2[i];
+            if (r == 5) /* a third in run 0 of row 5: its free column of 0..3 */
+                for (int c = 0; c < 4; c++) {
+                    int used = 0;
+                    for (int64_t i = rp3[r]; i < at; i++)
+                        used |= ci3[i] == c;
+                    if (!used) {
+                        int64_t j = at++;
+                        for (; j > rp3[r] && ci3[j - 1] > c; j--)
+                            ci3[j] = ci3[j - 1];
+                        ci3[j] = c;
+                        break;
+                    }
+                }
+            rp3[r + 1] = at;
+        }
+        spf_matrix_free(stray);
+        CHECK_OK(spf_matrix_create_csr(24, 16, at, rp3, ci3, NULL, 7, &stray));
+    }
+    expect_refusal("2:4 with strays in two rows", stray, "row 5");
+    expect_refusal("2:4 with strays in two rows", stray, "with strays");
+    expect_refusal("2:4 with strays in two rows", stray, "not column vectors");
     spf_matrix_free(random24);
+
+    /* V128:2:8 with strays making three in a run of row 40 (so not 2:4
+     * either): row 40 out */
+    spf_matrix *v8s = NULL;
+    {
+        spf_matrix *g = vnm(256, 512, 128, 2, 8, 13);
+        int32_t *ci4 = malloc((size_t)(g->nnz + 3) * sizeof *ci4);
+        int64_t *rp4 = malloc((size_t)(g->rows + 1) * sizeof *rp4);
+        uint8_t row40[512] = {0};
+        for (int64_t i = g->row_ptr[40]; i < g->row_ptr[41]; i++)
+            row40[g->col_idx[i]] = 1;
+        int run = -1;
+        for (int q = 0; q < 128 && run < 0; q++)
+            if (row40[4 * q] + row40[4 * q + 1] + row40[4 * q + 2] + row40[4 * q + 3] == 2)
+                run = q;
+        if (run < 0) /* no run holds two: two strays in the run of the first */
+            run = g->col_idx[g->row_ptr[40]] / 4;
+        for (int c = 4 * run; c < 4 * run + 4; c++) {
+            int in_run = row40[4 * run] + row40[4 * run + 1] + row40[4 * run + 2] + row40[4 * run + 3];
+            if (in_run < 3 && !row40[c])
+                row40[c] = 1;
+        }
+        int64_t at4 = 0;
+        rp4[0] = 0;
+        for (int64_t r = 0; r < g->rows; r++) {
+            if (r == 40) {
+                for (int c = 0; c < 512; c++)
+                    if (row40[c])
+                        ci4[at4++] = c;
+            } else {
+                for (int64_t i = g->row_ptr[r]; i < g->row_ptr[r + 1]; i++)
+                    ci4[at4++] = g->col_idx[i];
+            }
+            rp4[r + 1] = at4;
+        }
+        CHECK_OK(spf_matrix_create_csr(256, 512, at4, rp4, ci4, NULL, 14, &v8s));
+        free(ci4), free(rp4);
+        spf_matrix_free(g);
+    }
+    CHECK_MSG(sp_pattern_detect(v8s, &p, why, sizeof why) && p.group == 8 && p.v == 128 &&
+                  p.outside == 1, "V128:2:8 with a stray: M %d V %d, %d rows out (%s)", p.group,
+              p.v, p.outside, why);
+    uint8_t mask8[256];
+    CHECK(sp_pattern_outside(v8s, &p, mask8) == 1 && mask8[40] == 1);
+    spf_matrix_free(v8s);
     double d[64];
     for (int i = 0; i < 64; i++)
         d[i] = 0.5;

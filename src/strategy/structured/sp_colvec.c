@@ -18,23 +18,32 @@ enum { TILE = 16 };
 static const int32_t lengths[] = {16, 8, 4}; /* the longest first: ties go to it */
 
 /* What blocks of l rows in order store: the sum of rows × |U| (stored)
- * and of |U| (columns). stamp holds a->cols entries, reset here. */
+ * and of |U| (columns). stamp holds a->cols entries, reset here. Stops
+ * with *stored = -1 once the fill is sure to pass SP_COLVEC_FILL (every
+ * nonzero still to come is stored at least once): a matrix without
+ * column vectors is given up on early. */
 static void measure(const spf_matrix *a, const int32_t *order, int32_t l, int64_t *stamp,
                     int64_t *stored, int64_t *columns)
 {
     for (int64_t c = 0; c < a->cols; c++)
         stamp[c] = -1;
     *stored = 0, *columns = 0;
+    int64_t seen = 0;
     for (int64_t r0 = 0; r0 < a->rows; r0 += l) {
         int64_t end = a->rows - r0 < l ? a->rows : r0 + l, u = 0;
         for (int64_t i = r0; i < end; i++) {
             int64_t r = order[i];
+            seen += a->row_ptr[r + 1] - a->row_ptr[r];
             for (int64_t e = a->row_ptr[r]; e < a->row_ptr[r + 1]; e++)
                 if (stamp[a->col_idx[e]] != r0)
                     stamp[a->col_idx[e]] = r0, u++;
         }
         *stored += (end - r0) * u;
         *columns += u;
+        if ((double)(*stored + a->nnz - seen) > SP_COLVEC_FILL * (double)a->nnz) {
+            *stored = -1;
+            return;
+        }
     }
 }
 
@@ -99,7 +108,7 @@ int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, double *fill, char *r
                      size_t cap)
 {
     int64_t *stamp = mem_alloc_array((size_t)a->cols + 1, sizeof *stamp);
-    double nnz = a->nnz > 0 ? (double)a->nnz : 1.0, first_fill = 0;
+    double nnz = a->nnz > 0 ? (double)a->nnz : 1.0;
     int found = 0;
     if (!stamp) {
         snprintf(reason, cap, "out of memory checking for column vectors");
@@ -116,9 +125,7 @@ int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, double *fill, char *r
             int64_t stored, columns;
             measure(a, order, lengths[li], stamp, &stored, &columns);
             double f = (double)stored / nnz, bytes = 2.0 * (double)stored + 4.0 * (double)columns;
-            if (permuted == 0 && lengths[li] == 4)
-                first_fill = f;
-            if (f > SP_COLVEC_FILL || (found && bytes >= best_bytes))
+            if (stored < 0 || f > SP_COLVEC_FILL || (found && bytes >= best_bytes))
                 continue;
             *out = (sp_pattern){.vec = lengths[li], .permuted = permuted};
             if (fill)
@@ -129,9 +136,8 @@ int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, double *fill, char *r
     }
     mem_free(stamp);
     if (!found)
-        snprintf(reason, cap, "not column vectors of 4, 8 or 16 rows (blocks of 4 store %.2f× "
-                 "their nonzeros over their columns' union, more than %.2f)", first_fill,
-                 SP_COLVEC_FILL);
+        snprintf(reason, cap, "not column vectors of 4, 8 or 16 rows (blocks of 4 store more "
+                 "than %.2f× their nonzeros over their columns' union)", SP_COLVEC_FILL);
     return found;
 }
 

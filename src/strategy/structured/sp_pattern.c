@@ -1,7 +1,9 @@
 /* Pattern detection (sp_pattern.h): one pass over the nonzeros per
- * candidate pattern (column vectors: sp_colvec.c). A V:2:M pattern that holds for V holds for every V'
- * dividing V (a block of V rows is a union of blocks of V'), so V = 16 is
- * tried first and a failure there rules out M. */
+ * candidate pattern (column vectors: sp_colvec.c). A V:2:M pattern that
+ * holds for V holds for every V' dividing V (a block of V rows is a union
+ * of blocks of V'), so V = 16 is tried first and a failure there rules out
+ * M. Only when no pattern holds exactly are the rows outside each one
+ * counted (sp_pattern_outside). */
 #include "strategy/structured/sp_pattern.h"
 
 #include "core/alloc.h"
@@ -15,6 +17,8 @@ enum { KEPT = 4, MAX_PER_ROW = 2 };
 
 static const int32_t groups_tried[] = {32, 16, 8}; /* the fewest bytes first */
 static const int32_t blocks_tried[] = {128, 64, 32}; /* after 16 */
+
+static int64_t outside(const spf_matrix *a, const sp_pattern *p, int64_t limit, uint8_t *out);
 
 /* Where a pattern first fails, for the reason. */
 typedef struct miss {
@@ -109,6 +113,22 @@ int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t
         *out = (sp_pattern){.group = KEPT};
         found = 1;
     }
+    /* with strays: the first pattern, in the same order, that leaves at
+     * most rows / SP_OUTSIDE_SHARE rows out */
+    for (size_t mi = 0; !found && seen && used && mi <= sizeof groups_tried / sizeof *groups_tried;
+         mi++) {
+        const int32_t *vs = mi < sizeof groups_tried / sizeof *groups_tried ? blocks_tried : NULL;
+        for (int vi = 0; !found && vi < (vs ? 4 : 1); vi++) {
+            sp_pattern p = vs ? (sp_pattern){.group = groups_tried[mi], .v = vi < 3 ? vs[vi] : 16}
+                              : (sp_pattern){.group = KEPT};
+            int64_t limit = a->rows / SP_OUTSIDE_SHARE, rows_out = outside(a, &p, limit, NULL);
+            if (rows_out > 0 && rows_out <= limit) {
+                p.outside = (int32_t)rows_out;
+                *out = p;
+                found = 1;
+            }
+        }
+    }
     char colvec[200];
     if (!found && seen && used && sp_colvec_detect(a, out, NULL, colvec, sizeof colvec))
         found = 1;
@@ -119,10 +139,99 @@ int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t
                  (long long)(m24.col / KEPT * KEPT + KEPT - 1), m8.union_miss ? "rows from" : "row",
                  (long long)m8.row, (long long)(m8.col / 8 * 8), (long long)(m8.col / 8 * 8 + 7),
                  m8.union_miss ? "more than 4 distinct columns" : "more than 2 nonzeros", colvec);
+    if (!found && seen && used) {
+        size_t at = strlen(reason);
+        snprintf(reason + at, cap - at, "; with strays, each leaves out more than 1/%d of the "
+                 "rows", SP_OUTSIDE_SHARE);
+    }
 done:
     mem_free(seen);
     mem_free(used);
     return found;
+}
+
+/* V:2:M: the four columns of each group most rows of a block use. */
+static int64_t outside_vnm(const spf_matrix *a, int32_t m, int32_t v, int64_t limit, uint8_t *out,
+                           int32_t *count, int64_t *stamp)
+{
+    int64_t rows_out = 0;
+    for (int64_t c = 0; c < a->cols; c++)
+        stamp[c] = -1;
+    for (int64_t r0 = 0; r0 < a->rows && rows_out <= limit; r0 += v) {
+        int64_t end = a->rows - r0 < v ? a->rows : r0 + v;
+        for (int64_t r = r0; r < end; r++)
+            for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
+                int32_t c = a->col_idx[i];
+                if (stamp[c] != r0)
+                    stamp[c] = r0, count[c] = 0;
+                count[c]++;
+            }
+        /* keep: a column among its group's four most used (ties to the
+         * smaller column); count[c] becomes -1 for a column not kept */
+        for (int64_t g0 = 0; g0 < a->cols; g0 += m) {
+            int64_t g1 = a->cols - g0 < m ? a->cols : g0 + m;
+            for (int64_t c = g0; c < g1; c++) {
+                if (stamp[c] != r0)
+                    continue;
+                int above = 0;
+                for (int64_t d = g0; d < g1 && above < KEPT; d++)
+                    above += stamp[d] == r0 && count[d] > 0 &&
+                             (count[d] > count[c] || (count[d] == count[c] && d < c));
+                if (above >= KEPT)
+                    count[c] = -count[c] - 1; /* negative: not kept, its count kept */
+            }
+        }
+        for (int64_t r = r0; r < end; r++) {
+            int64_t group = -1;
+            int n = 0, bad = 0;
+            for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1] && !bad; i++) {
+                int64_t g = a->col_idx[i] / m;
+                n = g == group ? n + 1 : 1;
+                group = g;
+                bad = n > MAX_PER_ROW || count[a->col_idx[i]] < 0;
+            }
+            rows_out += bad;
+            if (out)
+                out[r] = (uint8_t)bad;
+        }
+    }
+    return rows_out;
+}
+
+/* sp_pattern_outside, stopping once more than limit rows are out */
+static int64_t outside(const spf_matrix *a, const sp_pattern *p, int64_t limit, uint8_t *out)
+{
+    if (p->vec)
+        return 0; /* column vectors store their strays (sp_colvec.h) */
+    if (p->v == 0) { /* 2:4: a row with three or four in a run */
+        int64_t rows_out = 0;
+        for (int64_t r = 0; r < a->rows && rows_out <= limit; r++) {
+            int64_t group = -1;
+            int n = 0, bad = 0;
+            for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1] && !bad; i++) {
+                int64_t g = a->col_idx[i] / KEPT;
+                n = g == group ? n + 1 : 1;
+                group = g;
+                bad = n > MAX_PER_ROW;
+            }
+            rows_out += bad;
+            if (out)
+                out[r] = (uint8_t)bad;
+        }
+        return rows_out;
+    }
+    int32_t *count = mem_alloc_array((size_t)a->cols + 1, sizeof *count);
+    int64_t *stamp = mem_alloc_array((size_t)a->cols + 1, sizeof *stamp);
+    int64_t rows_out =
+        count && stamp ? outside_vnm(a, p->group, p->v, limit, out, count, stamp) : -1;
+    mem_free(count);
+    mem_free(stamp);
+    return rows_out;
+}
+
+int64_t sp_pattern_outside(const spf_matrix *a, const sp_pattern *p, uint8_t *out)
+{
+    return outside(a, p, INT64_MAX, out);
 }
 
 void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap)

@@ -26,7 +26,12 @@
  *           times the nonzeros. When no l holds in the given row order,
  *           the rows are taken in the order that brings rows of the same
  *           columns together (permuted; C is stored through the order).
- *           The sparse tensor cores' patterns are tried first. */
+ *           The sparse tensor cores' patterns are tried first.
+ *
+ * Strays. When no pattern holds exactly, 2:4 and V:2:M are tried again in
+ * the same order, leaving out the rows a stray breaks (outside): the
+ * strategy multiplies those by a CSR kernel after the structured one,
+ * which overwrites their rows of C. Column vectors come after that. */
 #ifndef SPF_STRATEGY_STRUCTURED_SP_PATTERN_H
 #define SPF_STRATEGY_STRUCTURED_SP_PATTERN_H
 
@@ -45,7 +50,13 @@ typedef struct sp_pattern {
     int32_t v;        /* rows sharing a group's four columns; 0 otherwise      */
     int32_t vec;      /* column vectors: their length l (4, 8, 16); 0 otherwise */
     int32_t permuted; /* column vectors: in the rows' order of sp_colvec_order */
+    int32_t outside;  /* 2:4 and V:2:M with strays: rows left out of the
+                         pattern (sp_pattern_outside), computed apart     */
 } sp_pattern;
+
+/* 2:4 and V:2:M hold with strays while at most rows / SP_OUTSIDE_SHARE
+ * rows are left out. */
+#define SP_OUTSIDE_SHARE 16
 
 /* Column vectors hold while the values stored (l·|U| a block) are at most
  * this many times the nonzeros. */
@@ -54,6 +65,14 @@ typedef struct sp_pattern {
 /* The pattern of a (CSR), or 0 with a reason in reason (cap bytes) naming
  * the first row and group that no pattern allows. */
 int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t cap);
+
+/* The rows of a outside pattern p (2:4 or V:2:M): for 2:4 a row with more
+ * than two nonzeros in a run; for V:2:M a row with more than two in a
+ * group, or a nonzero in a column that is not among the four of its group
+ * the most rows of its block use (ties to the smaller column). out[r] = 1
+ * for those when out is not NULL (a->rows entries). Returns how many; 0
+ * for column vectors; -1 when out of memory. */
+int64_t sp_pattern_outside(const spf_matrix *a, const sp_pattern *p, uint8_t *out);
 
 /* "2:4", "V128:2:8", "colvec8" or "colvec8p" (permuted). */
 void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap);

@@ -3,7 +3,9 @@
  * bf16 with fp32 accumulation, over the format of sp_format.h (issue 13;
  * STuning-DL §II for V:N:M, whose kept columns are gathered); column
  * vectors on the dense tensor cores with their columns gathered
- * (sp_colvec.h).
+ * (sp_colvec.h). Rows that strays keep out of a 2:4 or V:2:M pattern
+ * (sp_pattern.h) go to the generic CSR kernel, launched after the
+ * structured one and timed with it.
  *
  * It says no, with the reason, to a matrix without such a pattern. Its
  * regime is a model pruned with structure, at every N: the format moves
@@ -22,6 +24,7 @@
 #include "core/log.h"
 #include "core/matrix.h"
 #include "gpu/timing.h"
+#include "strategy/generic/generic.h"
 #include "strategy/roofline.h"
 #include "strategy/structured/sp_colvec.h"
 #include "strategy/structured/sp_predict.h"
@@ -120,18 +123,31 @@ typedef struct sp_state {
     problem p; /* the matrix pointer is not kept */
     sp_config config;
     sp_device dev;
+    generic_csr outside; /* the rows strays keep out of the pattern; ordered 0: none */
 } sp_state;
 
 typedef struct sp_call {
     const sp_device *dev;
     const sp_config *config;
+    const generic_csr *outside;
+    const problem *p;
     spmm_operands op;
 } sp_call;
 
+/* The structured kernel, then the CSR kernel over the rows outside the
+ * pattern, which overwrites their rows of C (same stream: in order). */
+static spf_status sp_call_launch(const sp_call *call, void *stream)
+{
+    const spmm_operands *op = &call->op;
+    spf_status status = sp_launch(call->dev, call->config, op, stream);
+    if (status == SPF_OK && call->outside->ordered > 0)
+        status = generic_csr_launch(call->outside, call->p, op->b, op->c, op->bias, stream);
+    return status;
+}
+
 static spf_status timed_launch(void *ctx, void *stream)
 {
-    const sp_call *call = ctx;
-    return sp_launch(call->dev, call->config, &call->op, stream);
+    return sp_call_launch(ctx, stream);
 }
 
 static void sp_release(void *state)
@@ -140,28 +156,88 @@ static void sp_release(void *state)
     if (!s)
         return;
     sp_device_release(&s->dev);
+    generic_csr_release(&s->outside);
     mem_free(s);
 }
 
-/* Detect, build and upload the format of p. */
-static spf_status upload_format(const problem *p, sp_device *dev, double *build_s)
+/* a's rows with mask[r] == keep; the others empty. */
+static spf_status rows_of(const spf_matrix *a, const uint8_t *mask, uint8_t keep,
+                          spf_matrix **out)
 {
-    sp_pattern pat;
-    char reason[256];
-    if (!sp_pattern_detect(p->a, &pat, reason, sizeof reason))
-        return FAIL(SPF_ERR_UNSUPPORTED, "structured: %s", reason);
-    sp_format f;
-    spf_status status = sp_format_build(p->a, &pat, p->dtype, 0, &f);
+    int64_t nnz = 0;
+    for (int64_t r = 0; r < a->rows; r++)
+        nnz += mask[r] == keep ? a->row_ptr[r + 1] - a->row_ptr[r] : 0;
+    spf_status status = matrix_alloc(a->rows, a->cols, nnz, out);
     if (status != SPF_OK)
         return status;
+    spf_matrix *m = *out;
+    m->row_ptr[0] = 0;
+    for (int64_t r = 0; r < a->rows; r++) {
+        int64_t at = m->row_ptr[r];
+        if (mask[r] == keep) {
+            int64_t b = a->row_ptr[r], len = a->row_ptr[r + 1] - b;
+            memcpy(m->col_idx + at, a->col_idx + b, (size_t)len * sizeof *a->col_idx);
+            memcpy(m->values + at, a->values + b, (size_t)len * sizeof *a->values);
+            at += len;
+        }
+        m->row_ptr[r + 1] = at;
+    }
+    return SPF_OK;
+}
+
+/* Detect, build and upload the format of p, and the rows strays keep out
+ * of its pattern (sp_pattern.h) for the CSR kernel. */
+static spf_status upload_format(const problem *p, sp_device *dev, generic_csr *outside,
+                                double *build_s)
+{
+    sp_pattern pat;
+    char reason[512];
+    memset(outside, 0, sizeof *outside);
+    if (!sp_pattern_detect(p->a, &pat, reason, sizeof reason))
+        return FAIL(SPF_ERR_UNSUPPORTED, "structured: %s", reason);
+    const spf_matrix *inside = p->a;
+    spf_matrix *in = NULL, *out = NULL;
+    uint8_t *mask = NULL;
+    spf_status status = SPF_OK;
+    if (pat.outside > 0) {
+        mask = mem_alloc((size_t)p->a->rows + 1);
+        if (!mask)
+            return FAIL(SPF_ERR_OUT_OF_MEMORY, "structured: a mask of %lld rows",
+                        (long long)p->a->rows);
+        if (sp_pattern_outside(p->a, &pat, mask) < 0)
+            status = FAIL(SPF_ERR_OUT_OF_MEMORY, "structured: the rows outside the pattern");
+        if (status == SPF_OK)
+            status = rows_of(p->a, mask, 0, &in);
+        if (status == SPF_OK)
+            status = rows_of(p->a, mask, 1, &out);
+        if (status == SPF_OK)
+            status = generic_csr_upload_nonempty(out, outside);
+        mem_free(mask);
+        spf_matrix_free(out);
+        if (status != SPF_OK) {
+            spf_matrix_free(in);
+            generic_csr_release(outside);
+            return status;
+        }
+        inside = in;
+    }
+    sp_format f;
+    status = sp_format_build(inside, &pat, p->dtype, 0, &f);
+    spf_matrix_free(in);
+    if (status != SPF_OK) {
+        generic_csr_release(outside);
+        return status;
+    }
     *build_s = f.build_s;
     char name[32];
     sp_pattern_name(&pat, name, sizeof name);
-    log_msg(SPF_LOG_DEBUG, "structured: %s, %lld tiles × %lld step pairs, %.3f bytes per weight, "
-            "built in %.3f s", name, (long long)f.tiles, (long long)f.pairs,
-            sp_format_bytes_per_weight(&f), f.build_s);
+    log_msg(SPF_LOG_DEBUG, "structured: %s, %lld tiles, %.3f bytes per weight, %d rows outside "
+            "(CSR), built in %.3f s", name, (long long)f.tiles, sp_format_bytes_per_weight(&f),
+            pat.outside, f.build_s);
     status = sp_device_upload(&f, dev);
     sp_format_free(&f);
+    if (status != SPF_OK)
+        generic_csr_release(outside);
     return status;
 }
 
@@ -171,12 +247,13 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     *state = NULL;
     spf_status status = SPF_OK;
     sp_device dev = {0};
+    generic_csr outside = {0};
     sp_config best = {0}, space[SP_SPACE_MAX];
     int order[SP_SPACE_MAX];
     double best_us = 0, build_s = 0;
     int tried = 0, have = 0;
     double t0 = timing_now_s();
-    TRY(upload_format(p, &dev, &build_s));
+    TRY(upload_format(p, &dev, &outside, &build_s));
     double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
     int hopper = env->device && env->device->cc_major == 9;
     int count = sp_tuning_space(p->n, &dev.pattern, hopper, space, SP_SPACE_MAX);
@@ -205,8 +282,8 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
             best = *c, have = 1;
             continue;
         }
-        sp_call call = {&dev, c, problem_operands(p, env->check->b, env->check->c,
-                                                  env->check->bias)};
+        sp_call call = {&dev, c, &outside, p,
+                        problem_operands(p, env->check->b, env->check->c, env->check->bias)};
         timing_result r;
         tried++;
         if (timing_measure(timed_launch, &call, NULL, NULL, &r) != SPF_OK) {
@@ -233,16 +310,20 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     s->p.a = NULL;
     s->config = best;
     s->dev = dev;
+    s->outside = outside;
     char pattern[32];
     sp_pattern_name(&dev.pattern, pattern, sizeof pattern);
     sp_config_name(&best, info->config, sizeof info->config);
     snprintf(info->kernel_name, sizeof info->kernel_name, "structured_%s_%s_%s",
              dtype_name(p->dtype), pattern, info->config);
     info->device_bytes = s->dev.bytes;
+    if (outside.ordered > 0) /* row_ptr, row_order; col_idx, values */
+        info->device_bytes += 8 * ((int64_t)outside.rows + 1) + 8 * (int64_t)outside.nnz;
     *state = s;
     return SPF_OK;
 fail:
     sp_device_release(&dev);
+    generic_csr_release(&outside);
     return status;
 }
 
@@ -250,8 +331,8 @@ static spf_status sp_launch_state(const void *state, const void *b, void *c, con
                                   void *stream)
 {
     const sp_state *s = state;
-    spmm_operands op = problem_operands(&s->p, b, c, bias);
-    return sp_launch(&s->dev, &s->config, &op, stream);
+    sp_call call = {&s->dev, &s->config, &s->outside, &s->p, problem_operands(&s->p, b, c, bias)};
+    return sp_call_launch(&call, stream);
 }
 
 /* The cache keeps the config's name: decode detects and builds the format
@@ -281,7 +362,7 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
     if (!s)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a structured plan");
     double build_s = 0;
-    status = upload_format(p, &s->dev, &build_s);
+    status = upload_format(p, &s->dev, &s->outside, &build_s);
     if (status == SPF_OK &&
         !sp_config_in_space(&c, p->n, &s->dev.pattern, env->device && env->device->cc_major == 9))
         status = FAIL(SPF_ERR_PARSE, "structured config \"%s\": not in the tuning space of "
