@@ -173,44 +173,9 @@ static void test_detection(void)
     expect_refusal("2:4 with strays in two rows", stray, "not column vectors");
     spf_matrix_free(random24);
 
-    /* V128:2:8 with strays making three in a run of row 40 (so not 2:4
+    /* V128:2:8 with a third nonzero in a run of row 40 (so not 2:4
      * either): row 40 out */
-    spf_matrix *v8s = NULL;
-    {
-        spf_matrix *g = vnm(256, 512, 128, 2, 8, 13);
-        int32_t *ci4 = malloc((size_t)(g->nnz + 3) * sizeof *ci4);
-        int64_t *rp4 = malloc((size_t)(g->rows + 1) * sizeof *rp4);
-        uint8_t row40[512] = {0};
-        for (int64_t i = g->row_ptr[40]; i < g->row_ptr[41]; i++)
-            row40[g->col_idx[i]] = 1;
-        int run = -1;
-        for (int q = 0; q < 128 && run < 0; q++)
-            if (row40[4 * q] + row40[4 * q + 1] + row40[4 * q + 2] + row40[4 * q + 3] == 2)
-                run = q;
-        if (run < 0) /* no run holds two: two strays in the run of the first */
-            run = g->col_idx[g->row_ptr[40]] / 4;
-        for (int c = 4 * run; c < 4 * run + 4; c++) {
-            int in_run = row40[4 * run] + row40[4 * run + 1] + row40[4 * run + 2] + row40[4 * run + 3];
-            if (in_run < 3 && !row40[c])
-                row40[c] = 1;
-        }
-        int64_t at4 = 0;
-        rp4[0] = 0;
-        for (int64_t r = 0; r < g->rows; r++) {
-            if (r == 40) {
-                for (int c = 0; c < 512; c++)
-                    if (row40[c])
-                        ci4[at4++] = c;
-            } else {
-                for (int64_t i = g->row_ptr[r]; i < g->row_ptr[r + 1]; i++)
-                    ci4[at4++] = g->col_idx[i];
-            }
-            rp4[r + 1] = at4;
-        }
-        CHECK_OK(spf_matrix_create_csr(256, 512, at4, rp4, ci4, NULL, 14, &v8s));
-        free(ci4), free(rp4);
-        spf_matrix_free(g);
-    }
+    spf_matrix *v8s = crowd_run(vnm(256, 512, 128, 2, 8, 13), 40);
     CHECK_MSG(sp_pattern_detect(v8s, &p, why, sizeof why) && p.group == 8 && p.v == 128 &&
                   p.outside == 1, "V128:2:8 with a stray: M %d V %d, %d rows out (%s)", p.group,
               p.v, p.outside, why);
