@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/strays.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -52,12 +53,20 @@ typedef struct pattern {
     const char *name;
     spf_generator kind;
     int vector_length, keep, group;
+    int stray_share; /* one row in this many crowded (core/strays.h); 0: none */
 } pattern;
 static const pattern structured_patterns[] = {
-    {"2:4", SPF_GEN_VNM, 1, 2, 4},          {"V64:2:8", SPF_GEN_VNM, 64, 2, 8},
-    {"V128:2:8", SPF_GEN_VNM, 128, 2, 8},   {"V64:2:16", SPF_GEN_VNM, 64, 2, 16},
-    {"V128:2:16", SPF_GEN_VNM, 128, 2, 16}, {"colvec4", SPF_GEN_COLUMN_VECTOR, 4, 0, 0},
-    {"colvec8", SPF_GEN_COLUMN_VECTOR, 8, 0, 0}, {"colvec16", SPF_GEN_COLUMN_VECTOR, 16, 0, 0},
+    {"2:4", SPF_GEN_VNM, 1, 2, 4, 0},
+    {"V64:2:8", SPF_GEN_VNM, 64, 2, 8, 0},
+    {"V128:2:8", SPF_GEN_VNM, 128, 2, 8, 0},
+    {"V64:2:16", SPF_GEN_VNM, 64, 2, 16, 0},
+    {"V128:2:16", SPF_GEN_VNM, 128, 2, 16, 0},
+    {"colvec4", SPF_GEN_COLUMN_VECTOR, 4, 0, 0, 0},
+    {"colvec8", SPF_GEN_COLUMN_VECTOR, 8, 0, 0, 0},
+    {"colvec16", SPF_GEN_COLUMN_VECTOR, 16, 0, 0, 0},
+    /* strays in one row of 256: the structured kernel and a CSR pass */
+    {"2:4 strays", SPF_GEN_VNM, 1, 2, 4, 256},
+    {"V128:2:8 strays", SPF_GEN_VNM, 128, 2, 8, 256},
 };
 static const double colvec_sparsities[] = {0.75, 0.9};
 /* The structured set's LLM N: decode at batch 1 too. */
@@ -171,7 +180,9 @@ static spf_status add_structured(plist *l)
                         continue;
                     bench_problem p = {.m = large[i].m, .k = large[i].k, .n = ns[j],
                                        .kind = pat->kind, .vector_length = pat->vector_length,
-                                       .keep = pat->keep, .group = pat->group};
+                                       .keep = pat->keep, .group = pat->group,
+                                       .strays = pat->stray_share
+                                                     ? large[i].m / pat->stray_share : 0};
                     p.sparsity = vnm ? 1.0 - (double)pat->keep / pat->group : sp[s];
                     snprintf(p.set, sizeof p.set, "structured");
                     snprintf(p.use, sizeof p.use, "%s", large[i].use);
@@ -431,6 +442,12 @@ spf_status problem_matrix(bench_problem *p, spf_matrix **out)
         o.sparsity = p->sparsity;
         o.seed = p->seed ? p->seed : 1;
         st = spf_matrix_generate(&o, out);
+        spf_matrix *crowded = NULL;
+        if (st == SPF_OK && p->strays > 0) {
+            st = matrix_crowd_rows(*out, p->strays, &crowded);
+            spf_matrix_free(*out);
+            *out = crowded;
+        }
     }
     if (st == SPF_OK) {
         p->m = spf_matrix_rows(*out);

@@ -11,8 +11,9 @@
  *   rank        64 seeded random shapes over LO-SpMM Table 3's ranges, the
  *               rank model's training problems (problems.c says which);
  *   structured  the BERT and LLM layers pruned with structure (issue 13):
- *               2:4, V:2:8 and V:2:16 with V ∈ {64, 128}, and column
- *               vectors of 4, 8, 16 rows at sparsity 0.75 and 0.9. */
+ *               2:4, V:2:8 and V:2:16 with V ∈ {64, 128}, column
+ *               vectors of 4, 8, 16 rows at sparsity 0.75 and 0.9, and
+ *               2:4 and V128:2:8 with strays in one row of 256. */
 #ifndef SPF_BENCH_PROBLEMS_H
 #define SPF_BENCH_PROBLEMS_H
 
@@ -32,6 +33,8 @@ typedef struct bench_problem {
     spf_generator kind;  /* generated matrices: UNIFORM (0) unless structured */
     int vector_length;   /* VNM: V (1 for N:M); COLUMN_VECTOR: its length  */
     int keep, group;     /* VNM: keep N of M columns                       */
+    int64_t strays;      /* rows given a third nonzero in a run after the
+                            generator (core/strays.h): 2:4 / V:N:M strays  */
 } bench_problem;
 
 typedef struct bench_selection {

@@ -7,6 +7,7 @@
 #include "check.h"
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "core/strays.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -133,49 +134,12 @@ static inline spf_matrix *shuffled_with_strays(const spf_matrix *a, int shuffle,
     return out;
 }
 
-/* a with row `row` given a third nonzero (value 0.5) in its fullest run of
- * four columns, or three in run 0 when empty: a stray that breaks 2:4
- * and V:2:M for that row only. a is freed; one check. */
-static inline spf_matrix *crowd_run(spf_matrix *a, int64_t row)
+/* a with `count` rows crowded (core/strays.h: a third nonzero in a run,
+ * breaking 2:4 and V:2:M for those rows only). a is freed; one check. */
+static inline spf_matrix *crowded(spf_matrix *a, int64_t count)
 {
-    const int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a), nnz = spf_matrix_nnz(a);
-    const int64_t *arp = spf_matrix_row_ptr(a);
-    const int32_t *aci = spf_matrix_col_idx(a);
-    const float *av = spf_matrix_values(a);
-    uint8_t *in = calloc((size_t)k + 4, 1);
-    for (int64_t e = arp[row]; e < arp[row + 1]; e++)
-        in[aci[e]] = 1;
-    int64_t best = 0;
-    for (int64_t q = 0; 4 * q < k; q++)
-        if (in[4 * q] + in[4 * q + 1] + in[4 * q + 2] + in[4 * q + 3] >
-            in[4 * best] + in[4 * best + 1] + in[4 * best + 2] + in[4 * best + 3])
-            best = q;
-    for (int64_t c = 4 * best; c < 4 * best + 4 && c < k; c++)
-        if (in[4 * best] + in[4 * best + 1] + in[4 * best + 2] + in[4 * best + 3] < 3)
-            in[c] = 1;
-    int64_t *rp = malloc((size_t)(m + 1) * sizeof *rp), at = 0;
-    int32_t *ci = malloc((size_t)(nnz + 4) * sizeof *ci);
-    float *val = malloc((size_t)(nnz + 4) * sizeof *val);
-    rp[0] = 0;
-    for (int64_t r = 0; r < m; r++) {
-        if (r != row) {
-            for (int64_t e = arp[r]; e < arp[r + 1]; e++)
-                ci[at] = aci[e], val[at++] = av ? av[e] : 1.0f;
-        } else {
-            int64_t e = arp[r];
-            for (int64_t c = 0; c < k; c++) {
-                if (!in[c])
-                    continue;
-                int found = e < arp[r + 1] && aci[e] == c;
-                ci[at] = (int32_t)c, val[at++] = found ? (av ? av[e] : 1.0f) : 0.5f;
-                e += found;
-            }
-        }
-        rp[r + 1] = at;
-    }
     spf_matrix *out = NULL;
-    CHECK_OK(spf_matrix_create_csr(m, k, at, rp, ci, val, 0, &out));
-    free(in), free(rp), free(ci), free(val);
+    CHECK_OK(matrix_crowd_rows(a, count, &out));
     spf_matrix_free(a);
     return out;
 }

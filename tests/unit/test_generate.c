@@ -2,6 +2,8 @@
  * pattern promises (checked block by block), R-MAT skew, and errors. */
 #include "test_util.h"
 
+#include "core/matrix.h"
+
 /* Generate from o and validate what came out. */
 static spf_matrix *generate_valid(const spf_gen_options *o)
 {
@@ -377,8 +379,51 @@ static void test_allocation_failures(void)
     }
 }
 
+/* core/strays.h: crowded rows spread evenly, three in their fullest run,
+ * every other nonzero kept; an empty row crowded in run 0. */
+static void test_crowded_rows(void)
+{
+    spf_matrix *a = gen_vnm(64, 32, 1, 2, 4, 91), *c = NULL;
+    CHECK_OK(matrix_crowd_rows(a, 4, &c));
+    CHECK_OK(spf_matrix_validate(c));
+    int64_t changed = 0;
+    for (int64_t r = 0; r < 64; r++) {
+        int64_t an = a->row_ptr[r + 1] - a->row_ptr[r], cn = c->row_ptr[r + 1] - c->row_ptr[r];
+        int most = 0;
+        for (int64_t q = 0; q < 8; q++) {
+            int n = 0;
+            for (int64_t e = c->row_ptr[r]; e < c->row_ptr[r + 1]; e++)
+                n += c->col_idx[e] / 4 == q;
+            most = n > most ? n : most;
+        }
+        int crowded_row = r % 16 == 0; /* rows 0, 16, 32, 48 */
+        CHECK_MSG(crowded_row ? most == 3 && cn == an + 1 : most <= 2 && cn == an,
+                  "row %lld: %lld nonzeros (from %lld), fullest run %d", (long long)r,
+                  (long long)cn, (long long)an, most);
+        /* the row's own nonzeros stay, values and all */
+        for (int64_t e = a->row_ptr[r]; e < a->row_ptr[r + 1]; e++) {
+            int kept = 0;
+            for (int64_t x = c->row_ptr[r]; x < c->row_ptr[r + 1]; x++)
+                kept |= c->col_idx[x] == a->col_idx[e] && c->values[x] == a->values[e];
+            changed += !kept;
+        }
+    }
+    CHECK_MSG(changed == 0, "%lld nonzeros lost", (long long)changed);
+    spf_matrix_free(c);
+    spf_matrix *empty = NULL;
+    CHECK_OK(spf_matrix_create_csr(2, 8, 0, (int64_t[]){0, 0, 0}, NULL, NULL, 0, &empty));
+    CHECK_OK(matrix_crowd_rows(empty, 1, &c));
+    CHECK(c->nnz == 3 && c->col_idx[0] == 0 && c->col_idx[1] == 1 && c->col_idx[2] == 2 &&
+          c->row_ptr[1] == 3);
+    spf_matrix_free(c);
+    CHECK_STATUS(matrix_crowd_rows(empty, 3, &c), SPF_ERR_INVALID_ARGUMENT);
+    spf_matrix_free(empty);
+    spf_matrix_free(a);
+}
+
 int main(void)
 {
+    test_crowded_rows();
     test_uniform();
     test_magnitude();
     test_column_vector();
