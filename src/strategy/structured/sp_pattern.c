@@ -27,19 +27,30 @@ typedef struct miss {
     int union_miss;   /* 1: the block's union of columns; 0: one row's count          */
 } miss;
 
+/* The first nonzero of row r that breaks the pattern, or -1: the third in
+ * a group of m columns or, with counts (outside_vnm), one in a column not
+ * kept (count < 0). */
+static int64_t row_outside(const spf_matrix *a, int64_t r, int32_t m, const int32_t *count)
+{
+    int64_t group = -1;
+    int n = 0;
+    for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
+        int64_t g = a->col_idx[i] / m;
+        n = g == group ? n + 1 : 1;
+        group = g;
+        if (n > MAX_PER_ROW || (count && count[a->col_idx[i]] < 0))
+            return i;
+    }
+    return -1;
+}
+
 static int holds_24(const spf_matrix *a, miss *at)
 {
     for (int64_t r = 0; r < a->rows; r++) {
-        int64_t group = -1;
-        int count = 0;
-        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
-            int64_t g = a->col_idx[i] / KEPT;
-            count = g == group ? count + 1 : 1;
-            group = g;
-            if (count > MAX_PER_ROW) {
-                *at = (miss){r, a->col_idx[i], count, 0};
-                return 0;
-            }
+        int64_t i = row_outside(a, r, KEPT, NULL);
+        if (i >= 0) { /* the third of its run */
+            *at = (miss){r, a->col_idx[i], MAX_PER_ROW + 1, 0};
+            return 0;
         }
     }
     return 1;
@@ -150,22 +161,6 @@ done:
     return found;
 }
 
-/* Whether row r holds more than two nonzeros in a group of m columns or,
- * with counts, one in a column not kept (count < 0). */
-static int row_outside(const spf_matrix *a, int64_t r, int32_t m, const int32_t *count)
-{
-    int64_t group = -1;
-    int n = 0;
-    for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
-        int64_t g = a->col_idx[i] / m;
-        n = g == group ? n + 1 : 1;
-        group = g;
-        if (n > MAX_PER_ROW || (count && count[a->col_idx[i]] < 0))
-            return 1;
-    }
-    return 0;
-}
-
 /* V:2:M: the four columns of each group most rows of a block use. */
 static int64_t outside_vnm(const spf_matrix *a, int32_t m, int32_t v, int64_t limit, uint8_t *out,
                            int32_t *count, int64_t *stamp)
@@ -198,7 +193,7 @@ static int64_t outside_vnm(const spf_matrix *a, int32_t m, int32_t v, int64_t li
             }
         }
         for (int64_t r = r0; r < end; r++) {
-            int bad = row_outside(a, r, m, count);
+            int bad = row_outside(a, r, m, count) >= 0;
             rows_out += bad;
             if (out)
                 out[r] = (uint8_t)bad;
@@ -215,7 +210,7 @@ static int64_t outside(const spf_matrix *a, const sp_pattern *p, int64_t limit, 
     if (p->v == 0) { /* 2:4: a row with three or four in a run */
         int64_t rows_out = 0;
         for (int64_t r = 0; r < a->rows && rows_out <= limit; r++) {
-            int bad = row_outside(a, r, KEPT, NULL);
+            int bad = row_outside(a, r, KEPT, NULL) >= 0;
             rows_out += bad;
             if (out)
                 out[r] = (uint8_t)bad;
