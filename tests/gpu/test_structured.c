@@ -208,7 +208,7 @@ static void test_kernels(int quick)
         run_matrix("48x96 colvec8", cv8, 0, quick);
         sp_pattern cvp;
         char why[256];
-        CHECK_MSG(sp_colvec_detect(cvk3, &cvp, NULL, why, sizeof why), "20x3: %s", why);
+        CHECK_MSG(sp_colvec_detect(cvk3, &cvp, why, sizeof why), "20x3: %s", why);
         for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++)
             for (int bl = SPF_LAYOUT_N_LAST; bl <= SPF_LAYOUT_N_FIRST; bl++)
                 run_format("20x3 colvec, empty rows", cvk3, &cvp, dtypes[d], (spf_layout)bl, 0);

@@ -55,10 +55,9 @@ static void test_detection(void)
     spf_matrix *strays = shuffled_with_strays(a, 0, 3, 8);
     expect_colvec("colvec8 with 3 strays", strays, 8, 0);
     sp_pattern p;
-    double fill = 0;
     char why[512];
-    CHECK(sp_colvec_detect(strays, &p, &fill, why, sizeof why));
-    CHECK_MSG(fill > 1.0 && fill < 1.03, "3 strays: fill %.4f", fill);
+    CHECK(sp_colvec_detect(strays, &p, why, sizeof why));
+    CHECK_MSG(p.fill > 1.0 && p.fill < 1.03, "3 strays: fill %.4f", p.fill);
     spf_matrix_free(strays);
     /* 300 strays: blocks of 4 rows store (2560 + 4·300) / 2860 ≈ 1.31×,
      * of 8 1.7× */
@@ -177,7 +176,7 @@ static void check_matrix(const char *label, const spf_matrix *a)
 {
     sp_pattern p;
     char why[512] = "";
-    CHECK_MSG(sp_colvec_detect(a, &p, NULL, why, sizeof why), "%s: %s", label, why);
+    CHECK_MSG(sp_colvec_detect(a, &p, why, sizeof why), "%s: %s", label, why);
     const spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
     for (int di = 0; di < 2; di++) {
         sp_format f;

@@ -104,8 +104,7 @@ spf_status sp_colvec_order(const spf_matrix *a, int permuted, int32_t **order)
     return SPF_OK;
 }
 
-int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, double *fill, char *reason,
-                     size_t cap)
+int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t cap)
 {
     int64_t *stamp = mem_alloc_array((size_t)a->cols + 1, sizeof *stamp);
     double nnz = a->nnz > 0 ? (double)a->nnz : 1.0;
@@ -127,9 +126,7 @@ int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, double *fill, char *r
             double f = (double)stored / nnz, bytes = 2.0 * (double)stored + 4.0 * (double)columns;
             if (stored < 0 || f > SP_COLVEC_FILL || (found && bytes >= best_bytes))
                 continue;
-            *out = (sp_pattern){.vec = lengths[li], .permuted = permuted};
-            if (fill)
-                *fill = f;
+            *out = (sp_pattern){.vec = lengths[li], .permuted = permuted, .fill = f};
             best_bytes = bytes, found = 1;
         }
         mem_free(order);

@@ -42,11 +42,9 @@ extern "C" {
 
 /* Whether a has column vectors: the l (4, 8 or 16) whose format moves the
  * fewest bytes among those within SP_COLVEC_FILL, in the rows' order or
- * else permuted (sp_pattern.h). On success out->vec, out->permuted and,
- * when fill is not NULL, the values stored over the nonzeros; 0 with a
- * reason otherwise (or on running out of memory). */
-int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, double *fill, char *reason,
-                     size_t cap);
+ * else permuted (sp_pattern.h). On success out->vec, out->permuted and
+ * out->fill; 0 with a reason otherwise (or on running out of memory). */
+int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t cap);
 
 /* The rows' order of the format: the identity, or when permuted the rows
  * grouped by their columns (the largest groups first, then by a hash of

@@ -141,7 +141,7 @@ int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t
         }
     }
     char colvec[200];
-    if (!found && seen && used && sp_colvec_detect(a, out, NULL, colvec, sizeof colvec))
+    if (!found && seen && used && sp_colvec_detect(a, out, colvec, sizeof colvec))
         found = 1;
     if (!found && seen && used)
         snprintf(reason, cap, "not 2:4 (row %lld has %d nonzeros in columns %lld-%lld) nor "

@@ -52,6 +52,7 @@ typedef struct sp_pattern {
     int32_t permuted; /* column vectors: in the rows' order of sp_colvec_order */
     int32_t outside;  /* 2:4 and V:2:M with strays: rows left out of the
                          pattern (sp_pattern_outside), computed apart     */
+    double fill;      /* column vectors: values stored over the nonzeros   */
 } sp_pattern;
 
 /* 2:4 and V:2:M hold with strays while at most rows / SP_OUTSIDE_SHARE

@@ -82,11 +82,7 @@ static int sp_supports(const problem *p, const spf_device_info *dev, const spf_p
 static double colvec_estimate_us(const problem *p, const sp_pattern *pat,
                                  const spf_device_info *dev)
 {
-    double fill = 1.0;
-    sp_pattern again;
-    char why[8];
-    sp_colvec_detect(p->a, &again, &fill, why, sizeof why);
-    double n = (double)p->n, stored = fill * (double)p->a->nnz, columns = stored / pat->vec;
+    double n = (double)p->n, stored = pat->fill * (double)p->a->nnz, columns = stored / pat->vec;
     double nc = 8.0 * sp_nb_for(p->n), col_blocks = ceil(n / nc);
     double bw = roofline_bandwidth(dev);
     double bytes = (2.0 * stored + 4.0 * columns) * col_blocks + 2.0 * n * ((double)p->k + (double)p->m);
