@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "strategy/generic/generic.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #ifdef SPF_HAVE_CUDA
@@ -289,12 +290,76 @@ static void run_matrix(const char *label, spf_matrix *a, int quick, cudaStream_t
     spf_matrix_free(a);
 }
 
+/* generic_csr_upload_nonempty: a launch computes the rows holding
+ * nonzeros (bias and ReLU applied) and leaves the empty ones (every 11th
+ * row of matrix_ragged) as they were: the structured strategy's CSR pass
+ * over the rows outside its pattern. */
+static void test_nonempty_rows(cudaStream_t stream)
+{
+    spf_matrix *a = matrix_ragged();
+    const int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
+    const int64_t *rp = spf_matrix_row_ptr(a);
+    generic_csr g;
+    CHECK_OK(generic_csr_upload_nonempty(a, &g));
+    CHECK_MSG(g.rows == m && g.ordered == m - (m + 10) / 11, "%d rows, %d ordered", g.rows,
+              g.ordered);
+    static const int64_t ns[] = {3, 49};
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+        for (int t = SPF_DTYPE_F32; t <= SPF_DTYPE_F16; t++) {
+            const int64_t n = ns[ni];
+            const size_t eb = elem_bytes((spf_dtype)t);
+            float *bf = malloc((size_t)(k * n) * sizeof *bf);
+            float *bq = malloc((size_t)(k * n) * sizeof *bq);
+            float *bias = malloc((size_t)m * sizeof *bias);
+            void *bh = malloc((size_t)(k * n) * eb), *ch = malloc((size_t)(m * n) * eb);
+            double *ref = malloc((size_t)(m * n) * sizeof *ref);
+            spf_fill_uniform(bias, m, 12);
+            spf_fill_uniform(bf, k * n, 2000 + (uint64_t)n);
+            pack((spf_dtype)t, bf, k * n, bh, bq);
+            CHECK_OK(spf_reference_spmm_f64(a, n, bq, ref, bias, 1, 0));
+            void *bd = NULL, *cd = NULL;
+            float *biasd = NULL;
+            CUDA_OK(cudaMalloc(&bd, (size_t)(k * n) * eb));
+            CUDA_OK(cudaMalloc(&cd, (size_t)(m * n) * eb));
+            CUDA_OK(cudaMalloc((void **)&biasd, (size_t)m * sizeof *bias));
+            CUDA_OK(cudaMemcpy(bd, bh, (size_t)(k * n) * eb, cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemcpy(biasd, bias, (size_t)m * sizeof *bias, cudaMemcpyHostToDevice));
+            CUDA_OK(cudaMemset(cd, 0xFF, (size_t)(m * n) * eb));
+            CHECK_OK(generic_csr_launch(&g, &(problem){.n = n, .dtype = (spf_dtype)t, .relu = 1},
+                                        bd, cd, biasd, stream));
+            CUDA_OK(cudaStreamSynchronize(stream));
+            CUDA_OK(cudaMemcpy(ch, cd, (size_t)(m * n) * eb, cudaMemcpyDeviceToHost));
+            int64_t touched = 0;
+            double worst = 0, scale = 1e-30;
+            for (int64_t i = 0; i < m * n; i++)
+                scale = fmax(scale, fabs(ref[i]));
+            for (int64_t r = 0; r < m; r++)
+                for (int64_t j = 0; j < n; j++) {
+                    float got = unpack1((spf_dtype)t, ch, r * n + j);
+                    if (rp[r + 1] == rp[r]) {
+                        touched += got == got; /* the poison (NaN) is left */
+                        continue;
+                    }
+                    worst = fmax(worst, fabs(got - ref[r * n + j]) / scale);
+                }
+            CHECK_MSG(touched == 0, "nonempty N=%lld %s: %lld outputs of empty rows written",
+                      (long long)n, dtype_names[t], (long long)touched);
+            CHECK_MSG(worst <= (t == SPF_DTYPE_F32 ? 1e-5 : 1e-2), "nonempty N=%lld %s: error %.3g",
+                      (long long)n, dtype_names[t], worst);
+            cudaFree(bd), cudaFree(cd), cudaFree(biasd);
+            free(bf), free(bq), free(bias), free(bh), free(ch), free(ref);
+        }
+    generic_csr_release(&g);
+    spf_matrix_free(a);
+}
+
 static void test_kernel(int quick)
 {
     cudaStream_t stream = NULL;
     CUDA_OK(cudaStreamCreate(&stream));
     run_matrix("ragged 75x300", matrix_ragged(), quick, stream);
     run_matrix("empty 5x9", matrix_empty(), quick, stream);
+    test_nonempty_rows(stream);
     if (!quick) {
         run_matrix("uniform 1000x384 s0.9", gen_matrix(SPF_GEN_UNIFORM, 1000, 384, 0.9, 3), quick,
                    stream);
