@@ -268,7 +268,8 @@ static void test_configs(void)
     CHECK(sp_config_threads(&c) == 256);
     sp_config space[SP_SPACE_MAX];
     const int64_t ns[] = {1, 16, 64, 4096};
-    const int want[] = {16, 16, 24, 24}; /* nb 4 and 8 past N = 32: deep rings of 16 warps pass 227 KB */
+    /* nb 4 and 8 past N = 32: deep rings of 16 warps pass 227 KB */
+    const int want[] = {16, 16, 24, 24};
     for (int i = 0; i < 4; i++) {
         int count = sp_tuning_space(ns[i], &cv, 1, space, SP_SPACE_MAX), others = 0;
         for (int j = 0; j < count && j < SP_SPACE_MAX; j++)

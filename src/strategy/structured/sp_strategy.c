@@ -85,7 +85,8 @@ static double colvec_estimate_us(const problem *p, const sp_pattern *pat,
     double n = (double)p->n, stored = pat->fill * (double)p->a->nnz, columns = stored / pat->vec;
     double nc = 8.0 * sp_nb_for(p->n), col_blocks = ceil(n / nc);
     double bw = roofline_bandwidth(dev);
-    double bytes = (2.0 * stored + 4.0 * columns) * col_blocks + 2.0 * n * ((double)p->k + (double)p->m);
+    double bytes = (2.0 * stored + 4.0 * columns) * col_blocks +
+                   2.0 * n * ((double)p->k + (double)p->m);
     double b_reads = columns * fmin(n, nc) * 2.0 * col_blocks;
     double flops = 32.0 * columns * nc * col_blocks;
     double peak = roofline_peak_flops(dev, p->dtype, p->math, ROOFLINE_TENSOR_CORES);

@@ -342,8 +342,9 @@ spf_status launch_typed(const generic_csr *g, const generic_launch *l, const voi
                             : (cnm ? csr_generic_kernel<T, V, SW, false, true>
                                    : csr_generic_kernel<T, V, SW, false, false>);
     kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->ordered, l->n, split, g->row_ptr,
-                                          g->col_idx, g->values, g->row_order, static_cast<const T *>(b),
-                                          static_cast<T *>(c), bias, relu);
+                                          g->col_idx, g->values, g->row_order,
+                                          static_cast<const T *>(b), static_cast<T *>(c), bias,
+                                          relu);
     return CUDA_CHECK(cudaGetLastError());
 }
 
@@ -358,9 +359,10 @@ spf_status launch_bnk(const generic_csr *g, const generic_launch *l, const void 
                     (unsigned)((l->n + V - 1) / V));
     auto kernel = l->c_layout == SPF_LAYOUT_N_FIRST ? csr_generic_bnk_kernel<T, V, SW, true>
                                                     : csr_generic_bnk_kernel<T, V, SW, false>;
-    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->ordered, g->cols, l->n, g->row_ptr, g->col_idx,
-                                          g->values, g->row_order, static_cast<const T *>(b),
-                                          static_cast<T *>(c), bias, relu);
+    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->ordered, g->cols, l->n, g->row_ptr,
+                                          g->col_idx, g->values, g->row_order,
+                                          static_cast<const T *>(b), static_cast<T *>(c), bias,
+                                          relu);
     return CUDA_CHECK(cudaGetLastError());
 }
 

@@ -50,7 +50,10 @@ struct args {
 template <int NB> struct stage {
     static constexpr int b = 512;
     static constexpr int bytes = SP_COLVEC_STAGE_BYTES(NB);
-    __device__ static int kn(int r, int c) { return b + 16 * (NB * r + (c ^ ((r / (8 / NB)) & (NB - 1)))); }
+    __device__ static int kn(int r, int c)
+    {
+        return b + 16 * (NB * r + (c ^ ((r / (8 / NB)) & (NB - 1))));
+    }
 };
 
 /* A lane's copies of a window, with what does not change from window to
@@ -129,7 +132,8 @@ template <typename T, int L, int NB> struct copies {
         int64_t at[FILLS];
 #pragma unroll
         for (int h = 0; h < FILLS; h++)
-            at[h] = static_cast<int64_t>(fill_rows[h]) * a.b_row + static_cast<int64_t>(n0) * a.b_col;
+            at[h] = static_cast<int64_t>(fill_rows[h]) * a.b_row +
+                    static_cast<int64_t>(n0) * a.b_col;
         constexpr int kBatch = 8 * NB < 16 ? 8 * NB : 16;
         for (int j0 = 0; j0 < cols; j0 += kBatch) {
             T v[kBatch][FILLS];
@@ -155,7 +159,8 @@ template <typename T, int L, int NB> struct copies {
  * 0 (and at l = 4 zeros for the lanes whose rows' blocks hold none of
  * their slots). */
 template <int L>
-__device__ __forceinline__ void a_fragment(const unsigned char *st, int w, int lane, uint32_t (&a)[4])
+__device__ __forceinline__ void a_fragment(const unsigned char *st, int w, int lane,
+                                           uint32_t (&a)[4])
 {
     const unsigned char *v = st + 32 * L * w;
     if constexpr (L == 16) {
