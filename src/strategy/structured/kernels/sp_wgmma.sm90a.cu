@@ -1,28 +1,25 @@
 /* The structured wgmma kernel, Hopper only (sm_90a): the tile kernel's
- * plan (sp_tile.cu: a block walks K a step pair at a time, `stages` pairs
- * in flight by cp.async) with the warpgroup MMA, wgmma.mma_async.sp
- * m64nNk32, in place of mma.sp: on Hopper mma.sp takes the older, slower
- * path of the tensor cores (HOPPER.md: a matrix kernel whose SASS shows
- * only HMMA). As it stands it is no faster than the tile kernel, and both
- * lose to dense fp16 (bench/results/structured/README.md, N = 256: the
- * copies and one barrier a step pair, not the instruction, are the limit).
+ * blocks (sp_tile.cu: a block walks K a step pair at a time) with the
+ * warpgroup MMA, wgmma.mma_async.sp m64nNk32, in place of mma.sp: on
+ * Hopper mma.sp takes the older, slower path of the tensor cores
+ * (HOPPER.md: a matrix kernel whose SASS shows only HMMA). Warp-
+ * specialised (sp_wgmma_kernel): a producer warpgroup copies the stages
+ * by cp.async, the consumers only multiply. It is correct and still
+ * 2.6-2.9x slower than dense fp16 at N >= 256; the producer's per-thread
+ * copies set its time (bench/results/structured/README.md, "N >= 256").
  *
  * A warpgroup (4 warps) multiplies 64 rows per instruction: warp w of the
  * group takes row tile w, and its A operand, from registers, is exactly
  * the mma.sp m16n8k32 fragment the format stores, with its metadata word
  * and sparsity selector (checked on the H100: the format serves both
  * kernels unchanged). B comes from the shared-memory stage through a
- * matrix descriptor, without swizzling: 8 × 16-byte core matrices, K-major
- * ([n/8][k/8] cores, B N×K staged by cp.async or any B by plain loads) or
- * MN-major ([k/8][n/8] cores, B K×N rows by cp.async, the descriptor's
- * transpose bit set). The descriptor's leading offset is the distance
- * between cores along K and its stride offset the distance along N, in
- * either arrangement (PTX ISA "Matrix Descriptor Format"; both checked on
- * the H100).
+ * matrix descriptor: MN-major with the 128-byte swizzle for B K×N, K-major
+ * unswizzled core matrices for B N×K (struct shape below; PTX ISA "Matrix
+ * Descriptor Format").
  *
- * Block shapes: bm 64 (one warpgroup, one m64 instruction), 128 (two
- * warpgroups) or 256 (two, two instructions each) by bn 64, 128 or 256
- * (the instruction's N). */
+ * Block shapes: bm 64 (one consumer warpgroup, one m64 instruction), 128
+ * (two) or 256 (two, two instructions each) by bn 64, 128 or 256 (the
+ * instruction's N). */
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "sp_wgmma.sm90a.cu is built for sm_90a only (CMakeLists.txt)"
 #endif
