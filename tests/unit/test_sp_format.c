@@ -4,8 +4,11 @@
  *     short; strays: a 2:4 matrix with a stray in one row of 24 keeps 2:4 with
  *     that row out, in two rows refused with a reason naming the row, a
  *     V128:2:8 matrix with two crowded rows (core/strays.h) keeps its
- *     pattern with those rows out; a random matrix refused; a matrix without nonzeros takes the
- *     most compact pattern (V128:2:32);
+ *     pattern with those rows out; in both the strays themselves
+ *     (sp_pattern_strays: one a crowded row, never larger than the two
+ *     kept in its run) leave the pattern exact; a random matrix refused;
+ *     a matrix without nonzeros takes the most compact pattern
+ *     (V128:2:32);
  *   - the format, bit-exact against a plain reference written here from
  *     sp_format.h's text: each (row, run)'s metadata nibble and value
  *     pair from the dense matrix, the gathered columns of each block of V
@@ -59,6 +62,45 @@ static void expect_pattern(const char *label, const spf_matrix *a, int group, in
     int ok = sp_pattern_detect(a, &p, why, sizeof why);
     CHECK_MSG(ok && p.group == group && p.v == v, "%s: detected %d (M %d V %d, %s), expected M "
               "%d V %d", label, ok, ok ? p.group : 0, ok ? p.v : 0, why, group, v);
+}
+
+/* sp_pattern_strays on a (pattern p with strays): `strays` of them, each
+ * no larger than the two kept in its run of four (2:4; the smallest of
+ * the run); what is left has pattern p exactly, with no row out. */
+static void expect_strays(const char *label, const spf_matrix *a, const sp_pattern *p,
+                          int64_t strays)
+{
+    const int64_t nnz = a->row_ptr[a->rows];
+    uint8_t *mask = calloc((size_t)nnz + 1, 1);
+    int64_t *rp = calloc((size_t)a->rows + 1, sizeof *rp);
+    int32_t *ci = calloc((size_t)nnz + 1, sizeof *ci);
+    float *v = calloc((size_t)nnz + 1, sizeof *v);
+    int64_t got = sp_pattern_strays(a, p, mask), at = 0;
+    CHECK_MSG(got == strays, "%s: %lld strays, expected %lld", label, (long long)got,
+              (long long)strays);
+    for (int64_t r = 0; r < a->rows; r++) {
+        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
+            if (!mask[i]) {
+                ci[at] = a->col_idx[i], v[at++] = a->values[i];
+                continue;
+            }
+            for (int64_t j = a->row_ptr[r]; p->v == 0 && j < a->row_ptr[r + 1]; j++)
+                if (!mask[j] && a->col_idx[j] / 4 == a->col_idx[i] / 4)
+                    CHECK_MSG(fabsf(a->values[j]) >= fabsf(a->values[i]),
+                              "%s: row %lld keeps %g and leaves %g apart", label, (long long)r,
+                              a->values[j], a->values[i]);
+        }
+        rp[r + 1] = at;
+    }
+    spf_matrix *inside = NULL;
+    CHECK_OK(spf_matrix_create_csr(a->rows, a->cols, at, rp, ci, v, 1, &inside));
+    sp_pattern q;
+    char why[256] = "";
+    CHECK_MSG(inside && sp_pattern_detect(inside, &q, why, sizeof why) && q.group == p->group &&
+                  q.v == p->v && q.outside == 0,
+              "%s: without its strays not exactly M %d V %d (%s)", label, p->group, p->v, why);
+    spf_matrix_free(inside);
+    free(mask), free(rp), free(ci), free(v);
 }
 
 static void expect_refusal(const char *label, const spf_matrix *a, const char *names)
@@ -140,6 +182,7 @@ static void test_detection(void)
     CHECK(sp_pattern_outside(stray, &p, mask) == 1);
     for (int r = 0; r < 24; r++)
         CHECK_MSG(mask[r] == (r == 17), "row %d: outside %d", r, mask[r]);
+    expect_strays("2:4 with a stray", stray, &p, 1);
     spf_matrix_free(stray);
     /* a stray in rows 5 and 17: two rows of 24 out, more than 24 / 16 */
     stray = shuffled_with_strays(random24, 0, 0, 1);
@@ -181,6 +224,7 @@ static void test_detection(void)
               p.v, p.outside, why);
     uint8_t mask8[256];
     CHECK(sp_pattern_outside(v8s, &p, mask8) == 2 && mask8[0] == 1 && mask8[128] == 1);
+    expect_strays("V128:2:8 with two crowded rows", v8s, &p, 2);
     spf_matrix_free(v8s);
     double d[64];
     for (int i = 0; i < 64; i++)

@@ -10,6 +10,7 @@
 #include "core/matrix.h"
 #include "strategy/structured/sp_colvec.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -161,6 +162,35 @@ done:
     return found;
 }
 
+/* V:2:M: the columns of the block of rows r0 .. end - 1 counted, then
+ * count[c] made negative (-count - 1) for a column not among the four of
+ * its group of m the most rows use (ties to the smaller column); stamp[c]
+ * == r0 marks the columns the block uses. */
+static void keep_columns(const spf_matrix *a, int32_t m, int64_t r0, int64_t end, int32_t *count,
+                         int64_t *stamp)
+{
+    for (int64_t r = r0; r < end; r++)
+        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
+            int32_t c = a->col_idx[i];
+            if (stamp[c] != r0)
+                stamp[c] = r0, count[c] = 0;
+            count[c]++;
+        }
+    for (int64_t g0 = 0; g0 < a->cols; g0 += m) {
+        int64_t g1 = a->cols - g0 < m ? a->cols : g0 + m;
+        for (int64_t c = g0; c < g1; c++) {
+            if (stamp[c] != r0)
+                continue;
+            int above = 0;
+            for (int64_t d = g0; d < g1 && above < KEPT; d++)
+                above += stamp[d] == r0 && count[d] > 0 &&
+                         (count[d] > count[c] || (count[d] == count[c] && d < c));
+            if (above >= KEPT)
+                count[c] = -count[c] - 1;
+        }
+    }
+}
+
 /* V:2:M: the four columns of each group most rows of a block use. */
 static int64_t outside_vnm(const spf_matrix *a, int32_t m, int32_t v, int64_t limit, uint8_t *out,
                            int32_t *count, int64_t *stamp)
@@ -170,28 +200,7 @@ static int64_t outside_vnm(const spf_matrix *a, int32_t m, int32_t v, int64_t li
         stamp[c] = -1;
     for (int64_t r0 = 0; r0 < a->rows && rows_out <= limit; r0 += v) {
         int64_t end = a->rows - r0 < v ? a->rows : r0 + v;
-        for (int64_t r = r0; r < end; r++)
-            for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++) {
-                int32_t c = a->col_idx[i];
-                if (stamp[c] != r0)
-                    stamp[c] = r0, count[c] = 0;
-                count[c]++;
-            }
-        /* keep: a column among its group's four most used (ties to the
-         * smaller column); count[c] becomes -1 for a column not kept */
-        for (int64_t g0 = 0; g0 < a->cols; g0 += m) {
-            int64_t g1 = a->cols - g0 < m ? a->cols : g0 + m;
-            for (int64_t c = g0; c < g1; c++) {
-                if (stamp[c] != r0)
-                    continue;
-                int above = 0;
-                for (int64_t d = g0; d < g1 && above < KEPT; d++)
-                    above += stamp[d] == r0 && count[d] > 0 &&
-                             (count[d] > count[c] || (count[d] == count[c] && d < c));
-                if (above >= KEPT)
-                    count[c] = -count[c] - 1; /* negative: not kept, its count kept */
-            }
-        }
+        keep_columns(a, m, r0, end, count, stamp);
         for (int64_t r = r0; r < end; r++) {
             int bad = row_outside(a, r, m, count) >= 0;
             rows_out += bad;
@@ -229,6 +238,70 @@ static int64_t outside(const spf_matrix *a, const sp_pattern *p, int64_t limit, 
 int64_t sp_pattern_outside(const spf_matrix *a, const sp_pattern *p, uint8_t *out)
 {
     return outside(a, p, INT64_MAX, out);
+}
+
+static float magnitude(const spf_matrix *a, int64_t i)
+{
+    return a->values ? fabsf(a->values[i]) : 1.0f;
+}
+
+/* Mark row r's strays (stray[i] for its nonzeros i): in each group of m
+ * columns, every nonzero but the two largest in magnitude (the earlier on
+ * ties) of those in kept columns (count: V:2:M, sp_pattern_outside; NULL:
+ * every column kept). Returns how many. */
+static int64_t row_strays(const spf_matrix *a, int64_t r, int32_t m, const int32_t *count,
+                          uint8_t *stray)
+{
+    int64_t strays = 0;
+    for (int64_t i = a->row_ptr[r], end; i < a->row_ptr[r + 1]; i = end) {
+        int64_t g = a->col_idx[i] / m, best[MAX_PER_ROW] = {-1, -1};
+        for (end = i; end < a->row_ptr[r + 1] && a->col_idx[end] / m == g; end++) {
+            stray[end] = 1;
+            if (count && count[a->col_idx[end]] < 0)
+                continue;
+            if (best[0] < 0 || magnitude(a, end) > magnitude(a, best[0]))
+                best[1] = best[0], best[0] = end;
+            else if (best[1] < 0 || magnitude(a, end) > magnitude(a, best[1]))
+                best[1] = end;
+        }
+        strays += end - i;
+        for (int b = 0; b < MAX_PER_ROW; b++)
+            if (best[b] >= 0)
+                stray[best[b]] = 0, strays--;
+    }
+    return strays;
+}
+
+int64_t sp_pattern_strays(const spf_matrix *a, const sp_pattern *p, uint8_t *stray)
+{
+    if (p->vec) {
+        memset(stray, 0, (size_t)a->row_ptr[a->rows]);
+        return 0;
+    }
+    int64_t strays = 0;
+    if (p->v == 0) {
+        for (int64_t r = 0; r < a->rows; r++)
+            strays += row_strays(a, r, KEPT, NULL, stray);
+        return strays;
+    }
+    int32_t *count = mem_alloc_array((size_t)a->cols + 1, sizeof *count);
+    int64_t *stamp = mem_alloc_array((size_t)a->cols + 1, sizeof *stamp);
+    if (!count || !stamp) {
+        mem_free(count);
+        mem_free(stamp);
+        return -1;
+    }
+    for (int64_t c = 0; c < a->cols; c++)
+        stamp[c] = -1;
+    for (int64_t r0 = 0; r0 < a->rows; r0 += p->v) {
+        int64_t end = a->rows - r0 < p->v ? a->rows : r0 + p->v;
+        keep_columns(a, p->group, r0, end, count, stamp);
+        for (int64_t r = r0; r < end; r++)
+            strays += row_strays(a, r, p->group, count, stray);
+    }
+    mem_free(count);
+    mem_free(stamp);
+    return strays;
 }
 
 void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap)

@@ -29,9 +29,13 @@
  *           The sparse tensor cores' patterns are tried first.
  *
  * Strays. When no pattern holds exactly, 2:4 and V:2:M are tried again in
- * the same order, leaving out the rows a stray breaks (outside): the
- * strategy multiplies those by a CSR kernel after the structured one,
- * which overwrites their rows of C. Column vectors come after that. */
+ * the same order, leaving out the rows a stray breaks (outside), at most
+ * rows / SP_OUTSIDE_SHARE. The strategy takes the strays themselves out
+ * (sp_pattern_strays), keeps the rest of those rows in the pattern and
+ * adds the strays' products after the structured kernel; with ReLU,
+ * which does not add, it multiplies the rows outside whole by a CSR
+ * kernel that overwrites their rows of C. Column vectors come after
+ * that. */
 #ifndef SPF_STRATEGY_STRUCTURED_SP_PATTERN_H
 #define SPF_STRATEGY_STRUCTURED_SP_PATTERN_H
 
@@ -74,6 +78,14 @@ int sp_pattern_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t
  * for those when out is not NULL (a->rows entries). Returns how many; 0
  * for column vectors; -1 when out of memory. */
 int64_t sp_pattern_outside(const spf_matrix *a, const sp_pattern *p, uint8_t *out);
+
+/* The strays of a under pattern p (2:4 or V:2:M): stray[i] = 1 for each
+ * nonzero i (a's nnz entries) that the pattern cannot hold. For V:2:M
+ * those in a column its block does not keep (as sp_pattern_outside
+ * chooses them); then in each run of four (2:4) or group of M, all but
+ * the two largest in magnitude. The rest has pattern p exactly. Returns
+ * how many; 0 for column vectors; -1 when out of memory. */
+int64_t sp_pattern_strays(const spf_matrix *a, const sp_pattern *p, uint8_t *stray);
 
 /* "2:4", "V128:2:8", "colvec8" or "colvec8p" (permuted). */
 void sp_pattern_name(const sp_pattern *p, char *buf, size_t cap);

@@ -28,6 +28,7 @@
 #include "strategy/roofline.h"
 #include "strategy/structured/sp_colvec.h"
 #include "strategy/structured/sp_predict.h"
+#include "strategy/structured/sp_strays.h"
 #include "strategy/strategy.h"
 
 #include <math.h>
@@ -116,29 +117,46 @@ static double sp_estimate_us(const problem *p, const spf_device_info *dev)
 
 #ifdef SPF_HAVE_CUDA
 
+/* What strays leave to a second kernel (sp_pattern.h, "Strays"): without
+ * ReLU the strays alone, whose products are added to C; with ReLU the
+ * rows outside the pattern whole, by the CSR kernel. */
+typedef struct sp_apart {
+    sp_strays strays;     /* rows 0: none            */
+    generic_csr outside;  /* ordered 0: none         */
+} sp_apart;
+
 typedef struct sp_state {
     problem p; /* the matrix pointer is not kept */
     sp_config config;
     sp_device dev;
-    generic_csr outside; /* the rows strays keep out of the pattern; ordered 0: none */
+    sp_apart apart;
 } sp_state;
 
 typedef struct sp_call {
     const sp_device *dev;
     const sp_config *config;
-    const generic_csr *outside;
+    const sp_apart *apart;
     const problem *p;
     spmm_operands op;
 } sp_call;
 
-/* The structured kernel, then the CSR kernel over the rows outside the
- * pattern, which overwrites their rows of C (same stream: in order). */
+static void apart_release(sp_apart *apart)
+{
+    sp_strays_release(&apart->strays);
+    generic_csr_release(&apart->outside);
+}
+
+/* The structured kernel, then (same stream: in order) the strays' kernel
+ * adding to its C, or the CSR kernel overwriting the rows outside. */
 static spf_status sp_call_launch(const sp_call *call, void *stream)
 {
     const spmm_operands *op = &call->op;
     spf_status status = sp_launch(call->dev, call->config, op, stream);
-    if (status == SPF_OK && call->outside->ordered > 0)
-        status = generic_csr_launch(call->outside, call->p, op->b, op->c, op->bias, stream);
+    if (status == SPF_OK && call->apart->strays.rows > 0)
+        status = sp_strays_launch(&call->apart->strays, call->p->dtype, op, stream);
+    if (status == SPF_OK && call->apart->outside.ordered > 0)
+        status = generic_csr_launch(&call->apart->outside, call->p, op->b, op->c, op->bias,
+                                    stream);
     return status;
 }
 
@@ -153,88 +171,104 @@ static void sp_release(void *state)
     if (!s)
         return;
     sp_device_release(&s->dev);
-    generic_csr_release(&s->outside);
+    apart_release(&s->apart);
     mem_free(s);
 }
 
-/* a's rows with mask[r] == keep; the others empty. */
-static spf_status rows_of(const spf_matrix *a, const uint8_t *mask, uint8_t keep,
+/* The nonzeros i of a with mask[i] == keep, in a's shape. */
+static spf_status part_of(const spf_matrix *a, const uint8_t *mask, uint8_t keep,
                           spf_matrix **out)
 {
     int64_t nnz = 0;
-    for (int64_t r = 0; r < a->rows; r++)
-        nnz += mask[r] == keep ? a->row_ptr[r + 1] - a->row_ptr[r] : 0;
+    for (int64_t i = 0; i < a->row_ptr[a->rows]; i++)
+        nnz += mask[i] == keep;
     spf_status status = matrix_alloc(a->rows, a->cols, nnz, out);
     if (status != SPF_OK)
         return status;
     spf_matrix *m = *out;
+    int64_t at = 0;
     m->row_ptr[0] = 0;
     for (int64_t r = 0; r < a->rows; r++) {
-        int64_t at = m->row_ptr[r];
-        if (mask[r] == keep) {
-            int64_t b = a->row_ptr[r], len = a->row_ptr[r + 1] - b;
-            memcpy(m->col_idx + at, a->col_idx + b, (size_t)len * sizeof *a->col_idx);
-            memcpy(m->values + at, a->values + b, (size_t)len * sizeof *a->values);
-            at += len;
-        }
+        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
+            if (mask[i] == keep) {
+                m->col_idx[at] = a->col_idx[i];
+                m->values[at++] = a->values ? a->values[i] : 1.0f;
+            }
         m->row_ptr[r + 1] = at;
     }
     return SPF_OK;
 }
 
-/* Detect, build and upload the format of p, and the rows strays keep out
- * of its pattern (sp_pattern.h) for the CSR kernel. */
-static spf_status upload_format(const problem *p, sp_device *dev, generic_csr *outside,
+/* Split p's matrix into the part that has pattern pat (*inside) and what
+ * goes apart: without ReLU its strays (sp_pattern_strays), with ReLU the
+ * whole rows outside the pattern (sp_pattern_outside). */
+static spf_status split(const problem *p, const sp_pattern *pat, spf_matrix **inside,
+                        sp_apart *apart)
+{
+    const spf_matrix *a = p->a;
+    spf_status status = SPF_OK;
+    spf_matrix *rows_out = NULL;
+    uint8_t *row_mask = NULL;
+    uint8_t *mask = mem_alloc((size_t)a->row_ptr[a->rows] + 1); /* a nonzero's: 1 apart */
+    if (!mask)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "structured: a mask of %lld nonzeros",
+                  (long long)a->row_ptr[a->rows]);
+    if (!p->relu) {
+        if (sp_pattern_strays(a, pat, mask) < 0)
+            FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "structured: the strays");
+        TRY(sp_strays_upload(a, mask, &apart->strays));
+    } else {
+        row_mask = mem_alloc((size_t)a->rows + 1);
+        if (!row_mask || sp_pattern_outside(a, pat, row_mask) < 0)
+            FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "structured: the rows outside the pattern");
+        for (int64_t r = 0; r < a->rows; r++)
+            memset(mask + a->row_ptr[r], row_mask[r], (size_t)(a->row_ptr[r + 1] - a->row_ptr[r]));
+        TRY(part_of(a, mask, 1, &rows_out));
+        TRY(generic_csr_upload_nonempty(rows_out, &apart->outside));
+    }
+    TRY(part_of(a, mask, 0, inside));
+fail:
+    if (status != SPF_OK)
+        apart_release(apart);
+    spf_matrix_free(rows_out);
+    mem_free(row_mask);
+    mem_free(mask);
+    return status;
+}
+
+/* Detect, build and upload the format of p, and what strays leave apart
+ * of its pattern (sp_pattern.h). */
+static spf_status upload_format(const problem *p, sp_device *dev, sp_apart *apart,
                                 double *build_s)
 {
     sp_pattern pat;
     char reason[512];
-    memset(outside, 0, sizeof *outside);
+    memset(apart, 0, sizeof *apart);
     if (!sp_pattern_detect(p->a, &pat, reason, sizeof reason))
         return FAIL(SPF_ERR_UNSUPPORTED, "structured: %s", reason);
-    const spf_matrix *inside = p->a;
-    spf_matrix *in = NULL, *out = NULL;
-    uint8_t *mask = NULL;
-    spf_status status = SPF_OK;
+    spf_matrix *inside = NULL;
     if (pat.outside > 0) {
-        mask = mem_alloc((size_t)p->a->rows + 1);
-        if (!mask)
-            return FAIL(SPF_ERR_OUT_OF_MEMORY, "structured: a mask of %lld rows",
-                        (long long)p->a->rows);
-        if (sp_pattern_outside(p->a, &pat, mask) < 0)
-            status = FAIL(SPF_ERR_OUT_OF_MEMORY, "structured: the rows outside the pattern");
-        if (status == SPF_OK)
-            status = rows_of(p->a, mask, 0, &in);
-        if (status == SPF_OK)
-            status = rows_of(p->a, mask, 1, &out);
-        if (status == SPF_OK)
-            status = generic_csr_upload_nonempty(out, outside);
-        mem_free(mask);
-        spf_matrix_free(out);
-        if (status != SPF_OK) {
-            spf_matrix_free(in);
-            generic_csr_release(outside);
+        spf_status status = split(p, &pat, &inside, apart);
+        if (status != SPF_OK)
             return status;
-        }
-        inside = in;
     }
     sp_format f;
-    status = sp_format_build(inside, &pat, p->dtype, 0, &f);
-    spf_matrix_free(in);
+    spf_status status = sp_format_build(inside ? inside : p->a, &pat, p->dtype, 0, &f);
+    spf_matrix_free(inside);
     if (status != SPF_OK) {
-        generic_csr_release(outside);
+        apart_release(apart);
         return status;
     }
     *build_s = f.build_s;
     char name[32];
     sp_pattern_name(&pat, name, sizeof name);
     log_msg(SPF_LOG_DEBUG, "structured: %s, %lld tiles, %.3f bytes per weight, %d rows outside "
-            "(CSR), built in %.3f s", name, (long long)f.tiles, sp_format_bytes_per_weight(&f),
-            pat.outside, f.build_s);
+            "(%s), built in %.3f s", name, (long long)f.tiles, sp_format_bytes_per_weight(&f),
+            pat.outside, p->relu ? "CSR, whole rows" : "their strays added", f.build_s);
     status = sp_device_upload(&f, dev);
     sp_format_free(&f);
     if (status != SPF_OK)
-        generic_csr_release(outside);
+        apart_release(apart);
     return status;
 }
 
@@ -244,13 +278,13 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     *state = NULL;
     spf_status status = SPF_OK;
     sp_device dev = {0};
-    generic_csr outside = {0};
+    sp_apart apart = {0};
     sp_config best = {0}, space[SP_SPACE_MAX];
     int order[SP_SPACE_MAX];
     double best_us = 0, build_s = 0;
     int tried = 0, have = 0;
     double t0 = timing_now_s();
-    TRY(upload_format(p, &dev, &outside, &build_s));
+    TRY(upload_format(p, &dev, &apart, &build_s));
     double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
     int hopper = env->device && env->device->cc_major == 9;
     int count = sp_tuning_space(p->n, &dev.pattern, hopper, space, SP_SPACE_MAX);
@@ -279,7 +313,7 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
             best = *c, have = 1;
             continue;
         }
-        sp_call call = {&dev, c, &outside, p,
+        sp_call call = {&dev, c, &apart, p,
                         problem_operands(p, env->check->b, env->check->c, env->check->bias)};
         timing_result r;
         tried++;
@@ -307,20 +341,22 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     s->p.a = NULL;
     s->config = best;
     s->dev = dev;
-    s->outside = outside;
+    s->apart = apart;
     char pattern[32];
     sp_pattern_name(&dev.pattern, pattern, sizeof pattern);
     sp_config_name(&best, info->config, sizeof info->config);
     snprintf(info->kernel_name, sizeof info->kernel_name, "structured_%s_%s_%s",
              dtype_name(p->dtype), pattern, info->config);
     info->device_bytes = s->dev.bytes;
-    if (outside.ordered > 0) /* row_ptr, row_order; col_idx, values */
-        info->device_bytes += 8 * ((int64_t)outside.rows + 1) + 8 * (int64_t)outside.nnz;
+    info->device_bytes += apart.strays.bytes;
+    if (apart.outside.ordered > 0) /* row_ptr, row_order; col_idx, values */
+        info->device_bytes +=
+            8 * ((int64_t)apart.outside.rows + 1) + 8 * (int64_t)apart.outside.nnz;
     *state = s;
     return SPF_OK;
 fail:
     sp_device_release(&dev);
-    generic_csr_release(&outside);
+    apart_release(&apart);
     return status;
 }
 
@@ -328,7 +364,7 @@ static spf_status sp_launch_state(const void *state, const void *b, void *c, con
                                   void *stream)
 {
     const sp_state *s = state;
-    sp_call call = {&s->dev, &s->config, &s->outside, &s->p, problem_operands(&s->p, b, c, bias)};
+    sp_call call = {&s->dev, &s->config, &s->apart, &s->p, problem_operands(&s->p, b, c, bias)};
     return sp_call_launch(&call, stream);
 }
 
@@ -359,7 +395,7 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
     if (!s)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a structured plan");
     double build_s = 0;
-    status = upload_format(p, &s->dev, &s->outside, &build_s);
+    status = upload_format(p, &s->dev, &s->apart, &build_s);
     if (status == SPF_OK &&
         !sp_config_in_space(&c, p->n, &s->dev.pattern, env->device && env->device->cc_major == 9))
         status = FAIL(SPF_ERR_PARSE, "structured config \"%s\": not in the tuning space of "
