@@ -495,9 +495,9 @@ static void test_configs(void)
     CHECK(back.kind == SP_WGMMA && back.bm == 256 && back.bn == 128 && back.stages == 4);
     CHECK_STATUS(sp_config_from_name("wm256n256s3", &back), SPF_ERR_PARSE);
     CHECK(sp_config_refusal(&w, &v128) != NULL && sp_config_refusal(&w, &p24) == NULL);
-    CHECK(sp_config_threads(&w) == 384);
-    w.bm = 64;
     CHECK(sp_config_threads(&w) == 256);
+    w.bm = 64;
+    CHECK(sp_config_threads(&w) == 128);
 }
 
 /* The predictor: pattern names, features, the embedded model's order of a

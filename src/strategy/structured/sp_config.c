@@ -96,7 +96,7 @@ static const char *wgmma_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (!has_shape(sp_wgmma_shapes, SP_WGMMA_SHAPES, c))
         return "the wgmma tile must be m64 n64, m64 n128, m128 n128, m128 n256 or m256 n128";
-    if (c->stages < 2 || c->stages > SP_WGMMA_STAGES_MAX)
+    if (c->stages < 2 || c->stages > 4)
         return "stages must be 2 to 4";
     if (p && p->v && p->v % c->bm != 0)
         return "a block's rows must lie in one block of V rows (bm dividing V)";
@@ -158,10 +158,8 @@ int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, 
 
 size_t sp_config_smem(const sp_config *c)
 {
-    if (c->kind == SP_TILE)
+    if (c->kind == SP_TILE || c->kind == SP_WGMMA)
         return (size_t)c->stages * SP_TILE_STAGE_BYTES(c->bm, c->bn);
-    if (c->kind == SP_WGMMA) /* and room to align the stages to 1024 bytes */
-        return (size_t)c->stages * SP_WGMMA_STAGE_BYTES(c->bm, c->bn) + 1024;
     if (c->kind == SP_COLVEC)
         return (size_t)c->warps * (size_t)c->stages * SP_COLVEC_STAGE_BYTES(c->nb);
     /* the warps' rings; their sums (rt·nb·4 a lane) take less */
@@ -170,8 +168,8 @@ size_t sp_config_smem(const sp_config *c)
 
 int sp_config_threads(const sp_config *c)
 {
-    if (c->kind == SP_WGMMA) /* the producer warpgroup and one consumer at bm 64, two beyond */
-        return c->bm == 64 ? 256 : 384;
+    if (c->kind == SP_WGMMA) /* one warpgroup at bm 64, two beyond */
+        return c->bm == 64 ? 128 : 256;
     if (c->kind == SP_TILE) /* warps of 32 rows; 2 along N at bm 64 and 128, else bn / 32 */
         return 32 * (c->bm / 32) * (c->bm == 32 ? c->bn / 32 : 2);
     return 32 * c->warps;

@@ -17,8 +17,7 @@
  * rows by its share of the columns (sp_tile.cu lists the warp layouts).
  *
  * The wgmma kernel (kernels/sp_wgmma.sm90a.cu), Hopper only: the tile
- * kernel's blocks and stages, warp-specialised: one warpgroup copies
- * the stages, one or two others issue wgmma.mma_async.sp m64nNk32 on the
+ * kernel's plan with warpgroups issuing wgmma.mma_async.sp m64nNk32 on the
  * same format, B read by the tensor cores from the stage.
  *
  * The column-vector kernel (kernels/sp_colvec.cu), the one for column
@@ -69,26 +68,20 @@ typedef struct sp_config {
     int bn;     /* columns per block: tile 64 or 128; wgmma 64, 128 or 256  */
 } sp_config;
 
-/* A tile-kernel stage: per row tile the A fragments and the metadata of
- * a step pair, then 64 rows of B of bn columns ([k][bn + 8] or [bn][72]
- * elements of 2 bytes, at most bn · 144 bytes). */
+/* A tile- or wgmma-kernel stage: per row tile the A fragments and the
+ * metadata of a step pair, then 64 rows of B of bn columns (the tile
+ * kernel's [k][bn + 8] or [bn][72] elements of 2 bytes, at most bn · 144
+ * bytes; the wgmma kernel's core matrices, bn · 128). */
 #define SP_TILE_A_BYTES 1024
 #define SP_TILE_META_BYTES 128
 #define SP_TILE_STAGE_BYTES(bm, bn) \
     ((bm) / 16 * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + (bn) * 144)
-/* A wgmma-kernel stage: 64 rows of B of bn columns (bn · 128 bytes, its
- * swizzle's atoms 1024-byte aligned), then the tiles' A and metadata, to
- * a multiple of 1024 bytes. */
-#define SP_WGMMA_STAGE_BYTES(bm, bn) \
-    (((bn) * 128 + (bm) / 16 * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + 1023) / 1024 * 1024)
 /* A stream-kernel stage: the rt tiles' A and metadata, 64 rows of 8·nb
  * columns of B. */
 #define SP_STREAM_STAGE_BYTES(nb, rt) ((rt) * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) + 1024 * (nb))
 /* A column-vector stage: a window's values (512 bytes), its 256 / l rows
  * (at most 64) of 8·nb columns of B. */
 #define SP_COLVEC_STAGE_BYTES(nb) (512 + 1024 * (nb))
-/* The wgmma kernel's stages at most (its barriers are static). */
-#define SP_WGMMA_STAGES_MAX 4
 /* Dynamic shared memory a block may have on Hopper (227 KB). */
 #define SP_MAX_SMEM 232448
 

@@ -41,19 +41,18 @@ struct sp_stage_args {
  * mostly idle). */
 
 /* A: TILES row tiles from tile0, 64 pieces of values and 8 of metadata a
- * tile, shared by THREADS threads (this one `thread` of them). Tiles past
- * the last copy the last one (valid metadata; their rows are not
- * stored). */
+ * tile, shared by THREADS threads. Tiles past the last copy the last one
+ * (valid metadata; their rows are not stored). */
 template <int TILES, int THREADS> struct a_plan {
     static constexpr int count = (TILES * 72 + THREADS - 1) / THREADS;
     int src[count]; /* the piece at pair 0, in 16-byte units of values or metadata */
     int dst[count]; /* its byte in the stage (metadata from TILES · SP_TILE_A_BYTES); -1: none */
 
-    __device__ __forceinline__ a_plan(const sp_stage_args &a, int tile0, int thread)
+    __device__ __forceinline__ a_plan(const sp_stage_args &a, int tile0)
     {
 #pragma unroll
         for (int c = 0; c < count; c++) {
-            const int i = thread + c * THREADS, r = i / 72, piece = i % 72;
+            const int i = threadIdx.x + c * THREADS, r = i / 72, piece = i % 72;
             const int tile = min(tile0 + r, a.tiles - 1);
             dst[c] = i >= TILES * 72 ? -1
                      : piece < 64    ? r * SP_TILE_A_BYTES + 16 * piece

@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(32 * WM * WN) sp_tile_kernel(const args a)
             for (int j = 0; j < 4; j++)
                 acc[r][nb][j] = 0.f;
 
-    const a_plan<S::tiles, S::threads> ap(a, tile0, threadIdx.x);
+    const a_plan<S::tiles, S::threads> ap(a, tile0);
     const auto bp = plan_b<S, BNK>(n0);
     auto issue = [&](int p, unsigned char *st) {
         ap.issue(a, p, st);
