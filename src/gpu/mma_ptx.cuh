@@ -11,11 +11,12 @@
 #include <stdint.h>
 
 /* What differs between the element types (storage bytes, conversion from
- * the fp32 accumulator). */
+ * the fp32 accumulator and back). */
 template <typename T> struct elem;
 template <> struct elem<__half> {
     static constexpr int bytes = 2;
     static __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+    static __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
 };
 template <> struct elem<__nv_bfloat16> {
     static constexpr int bytes = 2;
@@ -23,10 +24,15 @@ template <> struct elem<__nv_bfloat16> {
     {
         return __float2bfloat16_rn(v);
     }
+    static __device__ __forceinline__ float to_float(__nv_bfloat16 v)
+    {
+        return __bfloat162float(v);
+    }
 };
 template <> struct elem<float> {
     static constexpr int bytes = 4;
     static __device__ __forceinline__ float from_float(float v) { return v; }
+    static __device__ __forceinline__ float to_float(float v) { return v; }
 };
 
 static __device__ __forceinline__ uint32_t smem_addr(const void *p)

@@ -23,9 +23,6 @@ struct strays_args {
     int32_t n;
 };
 
-__device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
 constexpr int threads = 128;
 
 template <typename T> __global__ void __launch_bounds__(threads) sp_strays_kernel(strays_args a)
@@ -37,9 +34,9 @@ template <typename T> __global__ void __launch_bounds__(threads) sp_strays_kerne
     for (int j = threadIdx.x; j < a.n; j += threads) {
         float sum = 0.f;
         for (int s = s0; s < s1; s++)
-            sum += a.val[s] * to_float(b[a.col[s] * a.b_row + j * a.b_col]);
+            sum += a.val[s] * elem<T>::to_float(b[a.col[s] * a.b_row + j * a.b_col]);
         T *out = c + r * a.c_row + j * a.c_col;
-        *out = elem<T>::from_float(to_float(*out) + sum);
+        *out = elem<T>::from_float(elem<T>::to_float(*out) + sum);
     }
 }
 
