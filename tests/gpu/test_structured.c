@@ -2,7 +2,10 @@
  * config against the CPU reference accumulated in double: the stream
  * kernel's nb (its own for N and the wider ones) × rt ∈ {1, 2} × warps ∈
  * {1, 3, 8, 16}, the tile kernel's six shapes × stages 2 to 4 and, on
- * Hopper, the wgmma kernel's five shapes × stages 2 to 4, × fp16 /
+ * Hopper, the wgmma kernel's five shapes × stages 2 to 4 and the TMA
+ * kernel's three × stages 2, 4 and 6 (2:4 only; B by the copy engine where
+ * its rows are 16-byte aligned: K×N at N = 8 and 136, N×K at K = 200, 256
+ * and 1000; the wgmma kernel's fallback otherwise), × fp16 /
  * bf16 × B K×N and N×K × C in both layouts, on 2:4 (37×52: M, K multiples
  * of no tile; a 200×1000 layer), V128:2:8 (300×200: a last block of 44
  * rows), V32:1:16, K = 3, and lone nonzeros at each place of a run with
@@ -44,8 +47,8 @@ static int hopper; /* the device is compute capability 9.0: the wgmma kernel's c
 /* The configs checked at N = n on pattern pat: the stream kernel's at the
  * nb the strategy times and the wider ones × rt × warps, the tile kernel's every shape ×
  * stages 2 to 4, on Hopper the wgmma kernel's every shape × stages 2 to 4
- * (whether or not the strategy would time them at this N); --quick: a few
- * of each. Returns how many (at most 80). */
+ * and the TMA kernel's (whether or not the strategy would time them at
+ * this N); --quick: a few of each. Returns how many (at most 128). */
 static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_config *out)
 {
     int count = 0;
@@ -88,6 +91,15 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
                 continue;
             out[count++] = c;
         }
+    /* the TMA kernel at the fewest stages and at its space's */
+    for (size_t si = 0; hopper && si < SP_TMA_SHAPES; si++)
+        for (int stages = 2; stages <= 6; stages += 2) {
+            sp_config c = {.kind = SP_TMA, .bm = sp_tma_shapes[si][0], .bn = sp_tma_shapes[si][1],
+                           .stages = stages};
+            if (sp_config_refusal(&c, pat) || (quick && stages != 2 && si != 0))
+                continue;
+            out[count++] = c;
+        }
     return count;
 }
 
@@ -112,7 +124,7 @@ static void run_format(const char *label, const spf_matrix *a, const sp_pattern 
         spmm_case t;
         spmm_case_make(&t, a, dtype, bl, n, bias, relu, NULL, next_seed);
         next_seed += 2;
-        sp_config cfgs[80];
+        sp_config cfgs[128];
         int count = configs_to_check(n, pat, quick, cfgs);
         for (int ci = 0; ci < count; ci++) {
             const sp_config cfg = cfgs[ci];

@@ -474,8 +474,13 @@ static void test_configs(void)
     list[2].kind = SP_WGMMA;
     CHECK(sp_tuning_space(512, &v64, 0, list, 2) == 3 * 4 && list[2].kind == SP_WGMMA);
     int hop = sp_tuning_space(512, &p24, 1, list, SP_SPACE_MAX);
-    CHECK(hop == 3 * 6 + 3 * 5 && list[0].kind == SP_TILE && list[hop - 1].kind == SP_WGMMA);
-    CHECK(sp_tuning_space(512, &v64, 1, list, SP_SPACE_MAX) == 3 * 4 + 3 * 2); /* bm 64 only */
+    CHECK(hop == 3 * 6 + 3 * 5 + 3 * 2 && list[0].kind == SP_TILE &&
+          list[3 * 6 + 3 * 5 - 1].kind == SP_WGMMA && list[hop - 1].kind == SP_TMA);
+    CHECK(sp_tuning_space(32, &p24, 1, list, SP_SPACE_MAX) <= SP_SPACE_MAX);
+    for (int i = 0; i < sp_tuning_space(32, &p24, 1, list, SP_SPACE_MAX); i++)
+        CHECK(list[i].kind != SP_TMA); /* from N = 64 */
+    /* bm 64 only; no TMA kernel for V:2:M */
+    CHECK(sp_tuning_space(512, &v64, 1, list, SP_SPACE_MAX) == 3 * 4 + 3 * 2);
     sp_config four = {.kind = SP_STREAM, .nb = 4, .rt = 4, .warps = 8, .stages = 2};
     CHECK(sp_config_refusal(&four, &p24) == NULL && sp_config_refusal(&four, &v64) == NULL);
     four.nb = 8;
@@ -492,6 +497,20 @@ static void test_configs(void)
     CHECK(sp_config_threads(&w) == 256);
     w.bm = 64;
     CHECK(sp_config_threads(&w) == 128);
+
+    /* the TMA kernel's: name, refusals (2:4 only, the shared memory),
+     * threads, its stages of B */
+    sp_config x = {.kind = SP_TMA, .bm = 128, .bn = 256, .stages = 6};
+    sp_config_name(&x, name, sizeof name);
+    CHECK(strcmp(name, "tm128n256s6") == 0);
+    CHECK_OK(sp_config_from_name(name, &back));
+    CHECK(back.kind == SP_TMA && back.bm == 128 && back.bn == 256 && back.stages == 6);
+    CHECK(sp_config_refusal(&x, &p24) == NULL && sp_config_refusal(&x, &v128) != NULL);
+    CHECK(sp_config_threads(&x) == 384 && sp_config_smem(&x) == 6 * 256 * 128 + 1024);
+    CHECK_STATUS(sp_config_from_name("tm128n256s8", &back), SPF_ERR_PARSE); /* 257 KB */
+    CHECK_OK(sp_config_from_name("tm128n128s8", &back));
+    CHECK_STATUS(sp_config_from_name("tm64n128s4", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("tm128n128s1", &back), SPF_ERR_PARSE);
 }
 
 /* The predictor: pattern names, features, the embedded model's order of a
@@ -534,6 +553,21 @@ static void test_predictor(void)
     for (int i = 0; i < SP_PREDICT_TIMED; i++)
         CHECK(space[order[i]].kind == SP_STREAM);
     CHECK_OK(sp_predict_order(model, 4096, 4096, 16, &p24, space, 0, NULL));
+
+    /* the TMA kernel, which the model has no logs of, goes first, its
+     * configs in the model's order, the others' order kept */
+    count = sp_tuning_space(512, &p24, 1, space, SP_SPACE_MAX);
+    CHECK_OK(sp_predict_order(model, 4096, 4096, 512, &p24, space, count, order));
+    static int moved[SP_SPACE_MAX];
+    memcpy(moved, order, sizeof(int) * (size_t)count);
+    int first = sp_unlogged_first(space, count, moved);
+    CHECK(first == 3 * 2);
+    for (int i = 0, at_tma = 0, at_rest = first; i < count; i++) {
+        if (space[order[i]].kind == SP_TMA)
+            CHECK(moved[at_tma++] == order[i]);
+        else
+            CHECK(moved[at_rest++] == order[i]);
+    }
     CHECK_STATUS(sp_predict_order(NULL, 4096, 4096, 16, &p24, space, count, order),
                  SPF_ERR_INVALID_ARGUMENT);
 }

@@ -11,6 +11,8 @@ const int sp_tile_shapes[SP_TILE_SHAPES][2] = {{64, 128}, {128, 128}, {64, 64},
                                                 {128, 64}, {32, 128},  {32, 64}};
 const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2] = {{128, 256}, {128, 128}, {256, 128}, {64, 128},
                                                   {64, 64}};
+/* a subset of the wgmma shapes: the TMA kernel falls back on those */
+const int sp_tma_shapes[SP_TMA_SHAPES][2] = {{128, 256}, {256, 128}, {128, 128}};
 
 static int has_shape(const int (*shapes)[2], int count, const sp_config *c)
 {
@@ -103,6 +105,20 @@ static const char *wgmma_refusal(const sp_config *c, const sp_pattern *p)
     return NULL;
 }
 
+static const char *tma_refusal(const sp_config *c, const sp_pattern *p)
+{
+    if (!has_shape(sp_tma_shapes, SP_TMA_SHAPES, c))
+        return "the TMA tile must be m128 n128, m128 n256 or m256 n128";
+    if (c->stages < 2 || c->stages > SP_TMA_STAGES_MAX)
+        return "stages must be 2 to 8";
+    if (sp_config_smem(c) > SP_MAX_SMEM)
+        return "the stages exceed 227 KB of shared memory";
+    if (p && p->v)
+        return "the TMA kernel takes 2:4 only (V:2:M gathers B's rows, which a tensor copy "
+               "cannot)";
+    return NULL;
+}
+
 const char *sp_config_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (c->kind == SP_COLVEC)
@@ -115,6 +131,8 @@ const char *sp_config_refusal(const sp_config *c, const sp_pattern *p)
         return tile_refusal(c, p);
     if (c->kind == SP_WGMMA)
         return wgmma_refusal(c, p);
+    if (c->kind == SP_TMA)
+        return tma_refusal(c, p);
     return "unknown kernel";
 }
 
@@ -153,6 +171,11 @@ int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, 
             add((sp_config){.kind = SP_WGMMA, .bm = sp_wgmma_shapes[i][0],
                             .bn = sp_wgmma_shapes[i][1], .stages = stages},
                 p, out, cap, &count);
+    for (int i = 0; n >= 64 && hopper && i < SP_TMA_SHAPES; i++)
+        for (int stages = 4; stages <= 6; stages += 2)
+            add((sp_config){.kind = SP_TMA, .bm = sp_tma_shapes[i][0], .bn = sp_tma_shapes[i][1],
+                            .stages = stages},
+                p, out, cap, &count);
     return count;
 }
 
@@ -160,6 +183,8 @@ size_t sp_config_smem(const sp_config *c)
 {
     if (c->kind == SP_TILE || c->kind == SP_WGMMA)
         return (size_t)c->stages * SP_TILE_STAGE_BYTES(c->bm, c->bn);
+    if (c->kind == SP_TMA)
+        return (size_t)c->stages * SP_TMA_STAGE_BYTES(c->bn) + 1024;
     if (c->kind == SP_COLVEC)
         return (size_t)c->warps * (size_t)c->stages * SP_COLVEC_STAGE_BYTES(c->nb);
     /* the warps' rings; their sums (rt·nb·4 a lane) take less */
@@ -170,6 +195,8 @@ int sp_config_threads(const sp_config *c)
 {
     if (c->kind == SP_WGMMA) /* one warpgroup at bm 64, two beyond */
         return c->bm == 64 ? 128 : 256;
+    if (c->kind == SP_TMA) /* two consumer warpgroups and the producer */
+        return 384;
     if (c->kind == SP_TILE) /* warps of 32 rows; 2 along N at bm 64 and 128, else bn / 32 */
         return 32 * (c->bm / 32) * (c->bm == 32 ? c->bn / 32 : 2);
     return 32 * c->warps;
@@ -177,8 +204,9 @@ int sp_config_threads(const sp_config *c)
 
 void sp_config_name(const sp_config *c, char *buf, size_t size)
 {
-    if (c->kind == SP_TILE || c->kind == SP_WGMMA)
-        snprintf(buf, size, "%sm%dn%ds%d", c->kind == SP_WGMMA ? "w" : "", c->bm, c->bn,
+    if (c->kind == SP_TILE || c->kind == SP_WGMMA || c->kind == SP_TMA)
+        snprintf(buf, size, "%sm%dn%ds%d",
+                 c->kind == SP_WGMMA ? "w" : c->kind == SP_TMA ? "t" : "", c->bm, c->bn,
                  c->stages);
     else if (c->kind == SP_COLVEC)
         snprintf(buf, size, "cv_nb%d_w%d_s%d", c->nb, c->warps, c->stages);
@@ -191,12 +219,12 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
     CHECK_ARG(name != NULL && out != NULL);
     sp_config c = {0};
     int used = 0;
-    if (name[0] == 'm' || name[0] == 'w') {
-        c.kind = name[0] == 'w' ? SP_WGMMA : SP_TILE;
-        const char *shape = name + (name[0] == 'w');
+    if (name[0] == 'm' || name[0] == 'w' || name[0] == 't') {
+        c.kind = name[0] == 'w' ? SP_WGMMA : name[0] == 't' ? SP_TMA : SP_TILE;
+        const char *shape = name + (name[0] != 'm');
         if (sscanf(shape, "m%dn%ds%d%n", &c.bm, &c.bn, &c.stages, &used) != 3 ||
             shape[used] != '\0')
-            return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected [w]m<BM>n<BN>s<S>",
+            return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected [w|t]m<BM>n<BN>s<S>",
                         name);
     } else if (name[0] == 'c') {
         c.kind = SP_COLVEC, c.rt = 1;
@@ -207,7 +235,7 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
     } else if (sscanf(name, "nb%d_rt%d_w%d_s%d%n", &c.nb, &c.rt, &c.warps, &c.stages, &used) != 4 ||
                name[used] != '\0') {
         return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected nb<B>_rt<R>_w<W>_s<S>, "
-                    "m<BM>n<BN>s<S>, wm<BM>n<BN>s<S> or cv_nb<B>_w<W>_s<S>", name);
+                    "m<BM>n<BN>s<S>, wm<BM>n<BN>s<S>, tm<BM>n<BN>s<S> or cv_nb<B>_w<W>_s<S>", name);
     }
     const char *why = sp_config_refusal(&c, NULL);
     if (why)

@@ -63,6 +63,8 @@ spf_status sp_config_occupancy(const sp_config *c, const sp_device *d, int *bloc
         return sp_colvec_occupancy(c, d, blocks);
     if (c->kind == SP_WGMMA)
         return sp_wgmma_occupancy(c, d, blocks);
+    if (c->kind == SP_TMA)
+        return sp_tma_occupancy(c, d, blocks);
     return c->kind == SP_TILE ? sp_tile_occupancy(c, d, blocks) : sp_stream_occupancy(c, d, blocks);
 }
 
@@ -73,6 +75,8 @@ spf_status sp_launch(const sp_device *d, const sp_config *c, const spmm_operands
         return sp_colvec_launch(d, c, op, stream);
     if (c->kind == SP_WGMMA)
         return sp_wgmma_launch(d, c, op, stream);
+    if (c->kind == SP_TMA)
+        return sp_tma_launch(d, c, op, stream);
     return c->kind == SP_TILE ? sp_tile_launch(d, c, op, stream)
                               : sp_stream_launch(d, c, op, stream);
 }

@@ -20,6 +20,11 @@
  * kernel's plan with warpgroups issuing wgmma.mma_async.sp m64nNk32 on the
  * same format, B read by the tensor cores from the stage.
  *
+ * The TMA kernel (kernels/sp_tma.sm90a.cu), Hopper only, 2:4: a producer
+ * warpgroup has the copy engine stage B, two consumer warpgroups issue
+ * wgmma.mma_async.sp with A loaded straight into registers; operands the
+ * copy engine cannot take run the wgmma kernel of the same shape.
+ *
  * The column-vector kernel (kernels/sp_colvec.cu), the one for column
  * vectors (sp_colvec.h) at every N: the stream kernel's plan (a tile of 16
  * rows and 8·nb columns a block, the warps splitting its windows of 16 / l
@@ -48,7 +53,8 @@ typedef enum sp_kernel_kind {
     SP_STREAM = 0,
     SP_TILE = 1,
     SP_WGMMA = 2,
-    SP_COLVEC = 3 /* column vectors only; the others take 2:4 and V:2:M */
+    SP_COLVEC = 3, /* column vectors only; the others take 2:4 and V:2:M */
+    SP_TMA = 4     /* 2:4 only */
 } sp_kernel_kind;
 
 /* A kernel configuration; nb, rt, bm and bn are template parameters. */
@@ -61,11 +67,13 @@ typedef struct sp_config {
     int warps; /* warps per block, splitting K: 1 to 16 (8 for nb ≥ 4)    */
     /* all */
     int stages; /* step pairs in flight + 1: stream 2 to 5 (a ring a warp),
-                   tile and wgmma 2 to 4 (a ring a block)                   */
-    /* SP_TILE and SP_WGMMA */
+                   tile and wgmma 2 to 4 (a ring a block); TMA: the ring's
+                   stages of B, 2 to SP_TMA_STAGES_MAX                       */
+    /* SP_TILE, SP_WGMMA and SP_TMA */
     int bm;     /* rows per block: tile 32, 64 or 128; wgmma 64, 128 or 256
-                   (dividing V for V:2:M)                                   */
-    int bn;     /* columns per block: tile 64 or 128; wgmma 64, 128 or 256  */
+                   (dividing V for V:2:M); TMA 128 or 256                   */
+    int bn;     /* columns per block: tile 64 or 128; wgmma 64, 128 or 256;
+                   TMA 128 or 256                                           */
 } sp_config;
 
 /* A tile- or wgmma-kernel stage: per row tile the A fragments and the
@@ -82,6 +90,10 @@ typedef struct sp_config {
 /* A column-vector stage: a window's values (512 bytes), its 256 / l rows
  * (at most 64) of 8·nb columns of B. */
 #define SP_COLVEC_STAGE_BYTES(nb) (512 + 1024 * (nb))
+/* A TMA-kernel stage: 64 rows of B of bn columns. The ring is aligned to
+ * 1024 bytes (the swizzle's atoms), which may take up to 1024 more. */
+#define SP_TMA_STAGE_BYTES(bn) ((bn) * 128)
+#define SP_TMA_STAGES_MAX 8
 /* Dynamic shared memory a block may have on Hopper (227 KB). */
 #define SP_MAX_SMEM 232448
 
@@ -110,15 +122,18 @@ int sp_stream_nb_min(int64_t n);
  * first (the kernels instantiate exactly these). */
 #define SP_TILE_SHAPES 6
 #define SP_WGMMA_SHAPES 5
+#define SP_TMA_SHAPES 3
 extern const int sp_tile_shapes[SP_TILE_SHAPES][2];
 extern const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2];
+extern const int sp_tma_shapes[SP_TMA_SHAPES][2];
 
 /* The tuning space at N = n on pattern p (STuning-DL §IV-B: each
  * kernel's template parameters, pruned by what the pattern, the registers
  * and the shared memory allow): the stream kernel at n ≤ 128 (nb from
  * sp_stream_nb_min(n) to 8 × rt 1, 2, 4 × warps 2 to 16 × stages 2 to 5),
  * from n = 16 the tile kernel's shapes × stages 2 to 4, and on Hopper
- * (hopper: compute capability 9.0) the wgmma kernel's; for column vectors
+ * (hopper: compute capability 9.0) the wgmma kernel's and, from n = 64 on
+ * 2:4, the TMA kernel's shapes × stages 4 and 6; for column vectors
  * the column-vector kernel's nb from sp_stream_nb_min(n) to sp_nb_for(n) ×
  * warps 2 to 16 × stages 2 to 5, at every n. Returns how many;
  * at most cap are written (SP_SPACE_MAX holds any). The strategy times
@@ -138,8 +153,9 @@ size_t sp_config_smem(const sp_config *c);
 /* Threads of a block of c. */
 int sp_config_threads(const sp_config *c);
 
-/* "nb2_rt2_w8_s3" (stream), "m64n128s3" (tile), "wm128n256s3" (wgmma) or
- * "cv_nb2_w8_s3" (column vectors), for plan info, logs and the cache. */
+/* "nb2_rt2_w8_s3" (stream), "m64n128s3" (tile), "wm128n256s3" (wgmma),
+ * "tm128n256s6" (TMA) or "cv_nb2_w8_s3" (column vectors), for plan info,
+ * logs and the cache. */
 void sp_config_name(const sp_config *c, char *buf, size_t size);
 spf_status sp_config_from_name(const char *name, sp_config *out);
 
@@ -162,6 +178,9 @@ spf_status sp_tile_launch(const sp_device *d, const sp_config *c, const spmm_ope
 spf_status sp_wgmma_occupancy(const sp_config *c, const sp_device *d, int *blocks);
 spf_status sp_wgmma_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
                            void *stream);
+spf_status sp_tma_occupancy(const sp_config *c, const sp_device *d, int *blocks);
+spf_status sp_tma_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
+                         void *stream);
 spf_status sp_colvec_occupancy(const sp_config *c, const sp_device *d, int *blocks);
 spf_status sp_colvec_launch(const sp_device *d, const sp_config *c, const spmm_operands *op,
                             void *stream);

@@ -5,6 +5,7 @@
 #include "core/error.h"
 
 #include <math.h>
+#include <string.h>
 
 const char *const sp_feature_names[SP_FEATURE_COUNT] = {
     "m",     "k",      "n",    "v",    "group",  "kind",           "nb",      "rt",
@@ -67,4 +68,16 @@ spf_status sp_predict_order(const rank_model *model, int64_t m, int64_t k, int64
     spf_status status = rank_model_top_k(model, x, count, count, order);
     mem_free(x);
     return status;
+}
+
+int sp_unlogged_first(const sp_config *space, int count, int *order)
+{
+    int moved = 0;
+    for (int i = 0; i < count; i++)
+        if (space[order[i]].kind == SP_TMA) {
+            int keep = order[i];
+            memmove(order + moved + 1, order + moved, (size_t)(i - moved) * sizeof *order);
+            order[moved++] = keep;
+        }
+    return moved;
 }

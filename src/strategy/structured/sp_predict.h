@@ -38,4 +38,10 @@ spf_status sp_model(const rank_model **out);
 spf_status sp_predict_order(const rank_model *model, int64_t m, int64_t k, int64_t n,
                             const sp_pattern *p, const sp_config *space, int count, int *order);
 
+/* Move the configs of kernels the model has no logs of (SP_TMA, built
+ * after the logs were taken) to the front of order (count indices into
+ * space), the model's order kept otherwise; returns how many. The
+ * strategy times them all, besides the model's first SP_PREDICT_TIMED. */
+int sp_unlogged_first(const sp_config *space, int count, int *order);
+
 #endif

@@ -14,8 +14,9 @@
  * Choosing the configuration (STuning-DL §IV): the predictor
  * (sp_predict.h) ranks the tuning space of N (sp_tuning_space: the stream
  * kernel up to N = 128, the tile kernel from N = 16, on Hopper the wgmma
- * kernel), its first SP_PREDICT_TIMED that launch are timed on the
- * self-check's buffers, and the fastest is kept. */
+ * kernel and from N = 64 the TMA kernel), its first SP_PREDICT_TIMED that
+ * launch are timed on the self-check's buffers, with every config of the
+ * TMA kernel (which the model has no logs of), and the fastest is kept. */
 #include "strategy/structured/sp_kernel.h"
 
 #include "core/alloc.h"
@@ -301,6 +302,8 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
         const rank_model *model;
         TRY(sp_model(&model));
         TRY(sp_predict_order(model, p->m, p->k, p->n, &dev.pattern, space, count, order));
+        if (env->check) /* the TMA kernel, which the model has no logs of: all */
+            timed += sp_unlogged_first(space, count, order);
     }
     for (int i = 0; i < count && tried < timed && !(have && !env->check); i++) {
         const sp_config *c = &space[order[i]];

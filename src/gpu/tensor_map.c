@@ -1,0 +1,66 @@
+/* Tensor maps for the copy engine (tensor_map.h); CUDA builds only. */
+#ifdef SPF_HAVE_CUDA
+#include "gpu/tensor_map.h"
+
+#include "core/error.h"
+#include "gpu/cuda_check.h"
+
+#include <cudaTypedefs.h>
+#include <pthread.h>
+#include <stdio.h>
+
+static PFN_cuTensorMapEncodeTiled_v12000 encode;
+static char encode_missing[160];
+static pthread_once_t encode_once = PTHREAD_ONCE_INIT;
+
+static void encode_load(void)
+{
+    enum cudaDriverEntryPointQueryResult found;
+    cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode,
+                                                       12000, cudaEnableDefault, &found);
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || !encode) {
+        (void)cudaGetLastError();
+        encode = NULL;
+        snprintf(encode_missing, sizeof encode_missing,
+                 "driver entry point cuTensorMapEncodeTiled not found (%s)",
+                 cudaGetErrorString(err));
+    }
+}
+
+int tensor_map_fits(const void *base, int64_t rows, int64_t cols, int64_t pitch)
+{
+    return (uintptr_t)base % 16 == 0 && pitch * 2 % 16 == 0 && pitch >= cols && rows > 0 &&
+           cols > 0 && rows <= UINT32_MAX && pitch <= UINT32_MAX;
+}
+
+spf_status tensor_map_2d(CUtensorMap *out, spf_dtype dtype, const void *base, int64_t rows,
+                         int64_t cols, int64_t pitch, int box_rows, int box_cols)
+{
+    CHECK_ARG(out != NULL && base != NULL);
+    CHECK_ARG(dtype == SPF_DTYPE_F16 || dtype == SPF_DTYPE_BF16);
+    CHECK_ARG(box_cols * 2 <= 128 && box_rows >= 1 && box_rows <= 256);
+    if (!tensor_map_fits(base, rows, cols, pitch))
+        return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: %lld × %lld elements with a pitch of %lld at "
+                    "%p: the copy engine wants a 16-byte aligned base and pitch",
+                    (long long)rows, (long long)cols, (long long)pitch, base);
+    pthread_once(&encode_once, encode_load);
+    if (!encode)
+        return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: %s", encode_missing);
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)pitch * 2};
+    const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
+    const cuuint32_t steps[2] = {1, 1};
+    CUresult res = encode(out,
+                          dtype == SPF_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                          2, (void *)base, dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (res != CUDA_SUCCESS)
+        return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: cuTensorMapEncodeTiled of %lld × %lld "
+                    "(pitch %lld, box %d × %d) failed with driver error %d", (long long)rows,
+                    (long long)cols, (long long)pitch, box_rows, box_cols, (int)res);
+    return SPF_OK;
+}
+
+#endif

@@ -1,0 +1,36 @@
+/* Tensor maps for the copy engine of Hopper (cp.async.bulk.tensor): the
+ * description of a global 2-D matrix of 2-byte elements and of the box a
+ * copy takes (CUDA driver API "Tensor Map Object Management"). The driver's
+ * encoder is reached through cudaGetDriverEntryPointByVersion, as jit.h
+ * reaches the linker, so nothing links libcuda (DESIGN.md decision 2). */
+#ifndef SPF_GPU_TENSOR_MAP_H
+#define SPF_GPU_TENSOR_MAP_H
+
+#include "spforge.h"
+
+#include <cuda.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The map of a rows × cols matrix of F16 or BF16 elements at base, row r
+ * starting pitch elements after row r − 1 (columns contiguous), copied in
+ * boxes of box_rows × box_cols with the 128-byte swizzle (box_cols · 2 ≤
+ * 128); elements past the matrix read as zeros. SPF_ERR_UNSUPPORTED when
+ * the copy engine cannot take the matrix (base not 16-byte aligned, pitch
+ * · 2 not a multiple of 16, a dimension past 2^32) or the driver has no
+ * encoder; the detail names which. */
+spf_status tensor_map_2d(CUtensorMap *out, spf_dtype dtype, const void *base, int64_t rows,
+                         int64_t cols, int64_t pitch, int box_rows, int box_cols);
+
+/* Whether tensor_map_2d takes a matrix at base with this pitch (no driver
+ * call). */
+int tensor_map_fits(const void *base, int64_t rows, int64_t cols, int64_t pitch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
