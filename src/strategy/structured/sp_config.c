@@ -172,7 +172,7 @@ int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, 
                             .bn = sp_wgmma_shapes[i][1], .stages = stages},
                 p, out, cap, &count);
     for (int i = 0; n >= 64 && hopper && i < SP_TMA_SHAPES; i++)
-        for (int stages = 4; stages <= 6; stages += 2)
+        for (int stages = 3; stages <= 4; stages++)
             add((sp_config){.kind = SP_TMA, .bm = sp_tma_shapes[i][0], .bn = sp_tma_shapes[i][1],
                             .stages = stages},
                 p, out, cap, &count);
@@ -183,8 +183,11 @@ size_t sp_config_smem(const sp_config *c)
 {
     if (c->kind == SP_TILE || c->kind == SP_WGMMA)
         return (size_t)c->stages * SP_TILE_STAGE_BYTES(c->bm, c->bn);
-    if (c->kind == SP_TMA)
-        return (size_t)c->stages * SP_TMA_STAGE_BYTES(c->bn) + 1024;
+    if (c->kind == SP_TMA) {
+        size_t ring = (size_t)c->stages * SP_TMA_STAGE_BYTES(c->bm, c->bn);
+        size_t epilogue = SP_TMA_EPILOGUE_BYTES(c->bm, c->bn);
+        return (ring > epilogue ? ring : epilogue) + 1024;
+    }
     if (c->kind == SP_COLVEC)
         return (size_t)c->warps * (size_t)c->stages * SP_COLVEC_STAGE_BYTES(c->nb);
     /* the warps' rings; their sums (rt·nb·4 a lane) take less */

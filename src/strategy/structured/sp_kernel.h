@@ -21,9 +21,9 @@
  * same format, B read by the tensor cores from the stage.
  *
  * The TMA kernel (kernels/sp_tma.sm90a.cu), Hopper only, 2:4: a producer
- * warpgroup has the copy engine stage B, two consumer warpgroups issue
- * wgmma.mma_async.sp with A loaded straight into registers; operands the
- * copy engine cannot take run the wgmma kernel of the same shape.
+ * thread has the copy engine stage B, two consumer warpgroups load A into
+ * registers and issue wgmma.mma_async.sp, one group in flight; operands
+ * the copy engine cannot take run the wgmma kernel of the same shape.
  *
  * The column-vector kernel (kernels/sp_colvec.cu), the one for column
  * vectors (sp_colvec.h) at every N: the stream kernel's plan (a tile of 16
@@ -68,7 +68,7 @@ typedef struct sp_config {
     /* all */
     int stages; /* step pairs in flight + 1: stream 2 to 5 (a ring a warp),
                    tile and wgmma 2 to 4 (a ring a block); TMA: the ring's
-                   stages of B, 2 to SP_TMA_STAGES_MAX                       */
+                   stages, 2 to SP_TMA_STAGES_MAX                            */
     /* SP_TILE, SP_WGMMA and SP_TMA */
     int bm;     /* rows per block: tile 32, 64 or 128; wgmma 64, 128 or 256
                    (dividing V for V:2:M); TMA 128 or 256                   */
@@ -90,9 +90,13 @@ typedef struct sp_config {
 /* A column-vector stage: a window's values (512 bytes), its 256 / l rows
  * (at most 64) of 8·nb columns of B. */
 #define SP_COLVEC_STAGE_BYTES(nb) (512 + 1024 * (nb))
-/* A TMA-kernel stage: 64 rows of B of bn columns. The ring is aligned to
- * 1024 bytes (the swizzle's atoms), which may take up to 1024 more. */
-#define SP_TMA_STAGE_BYTES(bn) ((bn) * 128)
+/* A TMA-kernel stage: SP_TMA_PAIRS(bm) step pairs of B, 64 rows of bn
+ * columns each; the epilogue's tile of C, bm rows of bn + 8 elements of 2
+ * bytes, reuses the ring. The ring is aligned to 1024 bytes (the swizzle's
+ * atoms), which may take up to 1024 more. */
+#define SP_TMA_PAIRS(bm) ((bm) == 128 ? 2 : 1)
+#define SP_TMA_STAGE_BYTES(bm, bn) (SP_TMA_PAIRS(bm) * (bn) * 128)
+#define SP_TMA_EPILOGUE_BYTES(bm, bn) ((bm) * ((bn) + 8) * 2)
 #define SP_TMA_STAGES_MAX 8
 /* Dynamic shared memory a block may have on Hopper (227 KB). */
 #define SP_MAX_SMEM 232448
@@ -133,7 +137,7 @@ extern const int sp_tma_shapes[SP_TMA_SHAPES][2];
  * sp_stream_nb_min(n) to 8 × rt 1, 2, 4 × warps 2 to 16 × stages 2 to 5),
  * from n = 16 the tile kernel's shapes × stages 2 to 4, and on Hopper
  * (hopper: compute capability 9.0) the wgmma kernel's and, from n = 64 on
- * 2:4, the TMA kernel's shapes × stages 4 and 6; for column vectors
+ * 2:4, the TMA kernel's shapes × stages 3 and 4; for column vectors
  * the column-vector kernel's nb from sp_stream_nb_min(n) to sp_nb_for(n) ×
  * warps 2 to 16 × stages 2 to 5, at every n. Returns how many;
  * at most cap are written (SP_SPACE_MAX holds any). The strategy times

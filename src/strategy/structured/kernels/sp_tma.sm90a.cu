@@ -4,30 +4,47 @@
  * kernel (sp_wgmma.sm90a.cu) spent its time in per-thread copies
  * (bench/results/structured/README.md, "N ≥ 256").
  *
- * A block of 384 threads takes bm = 128 · MI rows and BN columns of C:
+ * A block of 384 threads takes bm = 128 · MI rows and BN columns of C, and
+ * walks K PP step pairs (PP · 64 rows of B) a stage, PP = 2 at bm 128 and
+ * 1 at bm 256:
  *
- * - Warpgroup 2, the producer: one thread walks K a step pair (64 rows of
- *   B) at a time and has the copy engine bring the pair's B into a ring of
- *   `stages` shared-memory stages (cp.async.bulk.tensor with the 128-byte
- *   swizzle, completing on the stage's `full` mbarrier); it waits on the
- *   stage's `empty` mbarrier before it reuses it. It gives its registers
- *   to the consumers (setmaxnreg).
+ * - Warpgroup 2, the producer: one thread has the copy engine bring each
+ *   stage's B into a ring of `stages` shared-memory stages
+ *   (cp.async.bulk.tensor with the 128-byte swizzle), completing on the
+ *   stage's `full` mbarrier, and waits on its `empty` mbarrier before it
+ *   reuses it. It gives its registers to the consumers (setmaxnreg).
  * - Warpgroups 0 and 1, the consumers: each multiplies MI × 64 rows by BN
  *   columns with wgmma.mma_async.sp m64nBNk32, B from the stage through a
  *   swizzled descriptor, A from registers. A is read by one warp only, so
- *   it does not pass through shared memory: each warp loads its fragments
- *   and metadata (the format's order, one coalesced 16-byte load a lane)
- *   straight into a ring of three register sets, two step pairs ahead of
- *   the multiply. A consumer keeps one pair's wgmma in flight while it
- *   issues the next; once a pair's group is done its stage goes back to
- *   the producer.
+ *   it skips shared memory: each warp loads its fragments and metadata
+ *   (the format's order, one coalesced 16-byte load a lane) into a ring
+ *   of four register sets, two stages ahead. A consumer keeps one stage's
+ *   group of wgmma in flight while it issues the next; once a group is
+ *   done its stage goes back to the producer.
+ *   - The loads of stage i + 2 are issued after stage i's multiplies and
+ *     before the wait for stage i − 1's: the wgmma.fence before stage
+ *     i + 1's multiplies waits for every load in flight, and loads issued
+ *     after that wait (a ring of three) left them no time (the kernel was
+ *     40 % faster without them, H200).
+ *   - Four sets, because a wgmma reads its A registers while in flight:
+ *     stages i − 1 and i may be, so stage i + 2 takes a third set, and the
+ *     fourth is stage i + 1's. A set reused too early (registers declared
+ *     in the loop) gave wrong sums on large problems only.
+ *   - Two pairs a stage at bm 128 halve the barrier and fence steps per
+ *     multiply: the kernel's loop with no copies and no multiplies took
+ *     about 0.2 µs a pair (H200), as long as a pair's multiplies.
+ * - The epilogue: once both consumers are done with the ring, each writes
+ *   its sums (bias, ReLU, the dtype) to a tile in shared memory and stores
+ *   C's rows from there 16 bytes a thread (C N×M: from the registers).
+ *   Stores from the registers, 4 bytes of a row a lane, took 10 % longer.
  *
  * B K×N (rows of N contiguous) is staged MN-major: per 64 columns a box of
- * 64 k × 128 bytes, the boxes 8192 bytes apart (the descriptor's leading
- * offset), 8 k rows of a box 1024 apart (stride offset), as the PTX ISA's
- * canonical 128-byte swizzled MN-major layout has it. B N×K (torch's X,
- * rows of K contiguous) is staged K-major: one box of BN rows × 64 k, 8
- * rows 1024 bytes apart; the pair's second step starts 64 bytes on.
+ * PP · 64 k × 128 bytes, the boxes PP · 8192 bytes apart (the descriptor's
+ * leading offset), 8 k rows of a box 1024 apart (stride offset), as the
+ * PTX ISA's canonical 128-byte swizzled MN-major layout has it; step q of
+ * the stage starts q · 4096 bytes on. B N×K (torch's X, rows of K
+ * contiguous) is staged K-major: a box of BN rows × 64 k a pair, 8 rows
+ * 1024 bytes apart; the pair's second step starts 64 bytes on.
  *
  * The copy engine needs B's base and pitch 16-byte aligned, and 2:4 (V:2:M
  * gathers B's rows, which a tensor copy cannot): otherwise sp_tma_launch
@@ -74,43 +91,34 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int 
                  : "memory");
 }
 
-/* v0, v1: C elements (row, col) and (row, col + 1), bias, ReLU, T; as one
- * 4-byte store where C's rows are contiguous and the pair aligned. */
-template <typename T>
-__device__ __forceinline__ void store_pair(const tma_args &a, int row, int col, float v0, float v1)
-{
-    if (row >= a.m || col >= a.n)
-        return;
-    const int64_t at = row * a.c_row + col * a.c_col;
-    if (col + 1 < a.n && a.c_col == 1 && at % 2 == 0) {
-        if (a.bias)
-            v0 += a.bias[row], v1 += a.bias[row];
-        if (a.relu)
-            v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
-        T pair[2] = {elem<T>::from_float(v0), elem<T>::from_float(v1)};
-        *reinterpret_cast<uint32_t *>(static_cast<T *>(a.c) + at) =
-            *reinterpret_cast<const uint32_t *>(pair);
-        return;
+/* The stage and epilogue arithmetic of a block of MI · 128 rows by BN. */
+template <int MI, int BN, bool MN> struct tma_shape {
+    static constexpr int pp = SP_TMA_PAIRS(MI * 128); /* step pairs a stage */
+    static constexpr int stage_bytes = SP_TMA_STAGE_BYTES(MI * 128, BN);
+    static constexpr int leading = MN ? pp * 8192 : 16; /* between boxes of 64 n; unused K-major */
+    static constexpr int ring = 4;                      /* A's register sets */
+    static constexpr int pitch = BN + 8; /* C's tile in shared memory: elements a row */
+    static_assert(stage_bytes == pp * BN * 128 && stage_bytes % 1024 == 0, "sp_kernel.h");
+    static_assert(2 * MI * 64 * pitch * 2 == SP_TMA_EPILOGUE_BYTES(MI * 128, BN), "sp_kernel.h");
+    /* the byte of step q (of 2 · pp) in a stage */
+    static __device__ __forceinline__ int step_at(int q)
+    {
+        return MN ? q * 4096 : q / 2 * BN * 128 + q % 2 * 64;
     }
-    store<T>(a, row, col, v0);
-    if (col + 1 < a.n)
-        store<T>(a, row, col + 1, v1);
-}
-
-constexpr int RING = 3; /* register sets of A: two pairs ahead of the multiply */
+};
 
 template <typename T, int MI, int BN, bool MN>
 __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ tma_args a)
 {
-    constexpr int stage_bytes = BN * 128;     /* 64 k × BN × 2 bytes */
-    constexpr int leading = MN ? 8192 : 16;   /* between boxes of 64 n; unused K-major */
-    constexpr int k32 = MN ? 32 * 128 : 64;   /* the pair's second step */
+    using S = tma_shape<MI, BN, MN>;
+    constexpr int PP = S::pp, R = S::ring;
     extern __shared__ __align__(1024) unsigned char dynamic[];
     unsigned char *smem = dynamic + (-smem_addr(dynamic) & 1023); /* the swizzle's atoms */
     __shared__ uint64_t full[SP_TMA_STAGES_MAX], empty[SP_TMA_STAGES_MAX];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wg = warp / 4, wi = warp % 4;
     const int tile0 = blockIdx.x * 8 * MI, n0 = blockIdx.y * BN, stages = a.stages;
+    const int steps = (a.pairs + PP - 1) / PP; /* stages of K */
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; s++) {
             bar_init(&full[s], 1);
@@ -121,24 +129,26 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     __syncthreads();
 
     /* 384 threads start at 168 registers (launch bounds); the consumers'
-     * 128 accumulators and three sets of A need more: the producer keeps
+     * 128 accumulators and four sets of A need more: the producer keeps
      * 40 and each consumer takes 232 (40 + 2 · 232 = 3 · 168). */
     if (wg == 2) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if (threadIdx.x == 256) {
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&a.b_map))
                          : "memory");
-            for (int p = 0, s = 0, round = 0; p < a.pairs; p++) {
+            for (int i = 0, s = 0, round = 0; i < steps; i++) {
                 if (round > 0)
                     bar_wait(&empty[s], (round - 1) & 1);
-                unsigned char *st = smem + s * stage_bytes;
-                bar_arrive_expect(&full[s], stage_bytes);
+                unsigned char *st = smem + s * S::stage_bytes;
+                bar_arrive_expect(&full[s], S::stage_bytes);
                 if constexpr (MN) {
 #pragma unroll
                     for (int j = 0; j < BN / 64; j++)
-                        tma_load(st + j * 8192, &a.b_map, n0 + 64 * j, 64 * p, &full[s]);
+                        tma_load(st + j * S::leading, &a.b_map, n0 + 64 * j, 64 * PP * i, &full[s]);
                 } else {
-                    tma_load(st, &a.b_map, 64 * p, n0, &full[s]);
+#pragma unroll
+                    for (int h = 0; h < PP; h++)
+                        tma_load(st + h * BN * 128, &a.b_map, 64 * (PP * i + h), n0, &full[s]);
                 }
                 if (++s == stages)
                     s = 0, round++;
@@ -158,47 +168,56 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
         av[mi] = a.values + t * a.pairs * 64 + lane;
         am[mi] = a.meta + t * a.pairs * 32 + lane;
     }
-    uint4 af[RING][MI][2];
-    uint32_t e[RING][MI];
-    auto load = [&](uint4 (&f)[MI][2], uint32_t (&m)[MI], int p) {
-        if (p >= a.pairs)
-            return;
+    uint4 af[R][MI][2 * PP];
+    uint32_t e[R][MI][PP];
+    /* stage i's fragments into a set; a pair past the last (K ends inside
+     * a stage of two) multiplies zeros, with valid metadata */
+    auto load = [&](uint4 (&f)[MI][2 * PP], uint32_t (&m)[MI][PP], int i) {
 #pragma unroll
-        for (int mi = 0; mi < MI; mi++) {
-            f[mi][0] = __ldg(av[mi] + 64 * p);
-            f[mi][1] = __ldg(av[mi] + 64 * p + 32);
-            m[mi] = __ldg(am[mi] + 32 * p);
+        for (int h = 0; h < PP; h++) {
+            const int p = PP * i + h;
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++) {
+                const bool in = p < a.pairs;
+                f[mi][2 * h] = in ? __ldg(av[mi] + 64 * p) : make_uint4(0, 0, 0, 0);
+                f[mi][2 * h + 1] = in ? __ldg(av[mi] + 64 * p + 32) : make_uint4(0, 0, 0, 0);
+                m[mi][h] = in ? __ldg(am[mi] + 32 * p) : 0x44444444u; /* indices 0, 1 */
+            }
         }
     };
-#pragma unroll
-    for (int r = 0; r < RING - 1; r++)
-        load(af[r], e[r], r);
+    load(af[0], e[0], 0);
+    load(af[1], e[1], 1);
 
-    /* set by the first pair's wgmma (scale-d 0), not by stores: ptxas
+    /* set by the first stage's wgmma (scale-d 0), not by stores: ptxas
      * serialises wgmma whose accumulators other instructions write while
      * a group is in flight (warning C7515) */
     float acc[MI][BN / 2];
     int s = 0, round = 0, last = -1;
-    for (int p0 = 0; p0 < a.pairs; p0 += RING) {
+    for (int i0 = 0; i0 < steps; i0 += R) {
 #pragma unroll
-        for (int r = 0; r < RING; r++) {
-            const int p = p0 + r;
-            if (p >= a.pairs)
+        for (int r = 0; r < R; r++) {
+            const int i = i0 + r;
+            if (i >= steps)
                 break;
             bar_wait(&full[s], round & 1);
-            const unsigned char *st = smem + s * stage_bytes;
-            const uint64_t d0 = descriptor(st, leading, 1024, true);
-            const uint64_t d1 = descriptor(st + k32, leading, 1024, true);
+            const unsigned char *st = smem + s * S::stage_bytes;
             wgmma_fence();
 #pragma unroll
-            for (int mi = 0; mi < MI; mi++)
-                wgmma_sp<BN, 0, MN>(acc[mi], af[r][mi][0], d0, e[r][mi], p > 0, T());
+            for (int q = 0; q < 2 * PP; q++) {
+                const uint64_t d = descriptor(st + S::step_at(q), S::leading, 1024, true);
 #pragma unroll
-            for (int mi = 0; mi < MI; mi++)
-                wgmma_sp<BN, 1, MN>(acc[mi], af[r][mi][1], d1, e[r][mi], 1, T());
+                for (int mi = 0; mi < MI; mi++) {
+                    if (q % 2 == 0)
+                        wgmma_sp<BN, 0, MN>(acc[mi], af[r][mi][q], d, e[r][mi][q / 2],
+                                            i > 0 || q > 0, T());
+                    else
+                        wgmma_sp<BN, 1, MN>(acc[mi], af[r][mi][q], d, e[r][mi][q / 2], 1, T());
+                }
+            }
             wgmma_commit();
-            /* pair p − 1's group is done: its stage goes back, and its A
-             * registers take pair p + 2 */
+            if (i + 2 < steps) /* set (r + 2) % 4: neither stage i's nor i − 1's */
+                load(af[(r + 2) % R], e[(r + 2) % R], i + 2);
+            /* stage i − 1's group is done: its stage goes back */
             wgmma_wait<1>();
             __syncwarp();
             if (last >= 0 && lane == 0)
@@ -206,22 +225,60 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
             last = s;
             if (++s == stages)
                 s = 0, round++;
-            load(af[(r + RING - 1) % RING], e[(r + RING - 1) % RING], p + RING - 1);
         }
     }
     wgmma_wait<0>();
+    /* no pair of K: every sum is 0 (acc was never set) */
+    auto sum = [&](int mi, int j) { return steps > 0 ? acc[mi][j] : 0.f; };
 
+    if (a.c_col != 1) { /* C N×M: from the registers */
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++) {
+            const int row0 = (tile0 + (wg * MI + mi) * 4 + wi) * 16 + (lane >> 2);
+#pragma unroll
+            for (int j = 0; j < BN / 2; j++) {
+                const int row = row0 + 8 * (j % 4 / 2);
+                const int col = n0 + 8 * (j / 4) + 2 * (lane & 3) + j % 2;
+                if (row < a.m && col < a.n)
+                    store<T>(a, row, col, sum(mi, j));
+            }
+        }
+        return;
+    }
+    /* C M×N through shared memory: the ring is free once both consumers'
+     * last groups are done (named barrier 1: the 256 consumer threads) */
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    T *tile = reinterpret_cast<T *>(smem) + wg * MI * 64 * S::pitch;
+    const int row_base = (tile0 + wg * MI * 4) * 16; /* the consumer's first row */
 #pragma unroll
     for (int mi = 0; mi < MI; mi++) {
-        const int row0 = (tile0 + (wg * MI + mi) * 4 + wi) * 16 + (lane >> 2);
+        const int r0 = mi * 64 + wi * 16 + (lane >> 2);
 #pragma unroll
         for (int j = 0; j < BN / 2; j += 2) {
-            const int row = row0 + 8 * (j % 4 / 2);
-            const int col = n0 + 8 * (j / 4) + 2 * (lane & 3);
-            /* no pair of K: every sum is 0 (acc was never set) */
-            const float v0 = a.pairs > 0 ? acc[mi][j] : 0.f, v1 = a.pairs > 0 ? acc[mi][j + 1] : 0.f;
-            store_pair<T>(a, row, col, v0, v1);
+            const int rr = r0 + 8 * (j % 4 / 2), cc = 8 * (j / 4) + 2 * (lane & 3);
+            float v0 = sum(mi, j), v1 = sum(mi, j + 1);
+            if (a.bias && row_base + rr < a.m)
+                v0 += a.bias[row_base + rr], v1 += a.bias[row_base + rr];
+            if (a.relu)
+                v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
+            const T pair[2] = {elem<T>::from_float(v0), elem<T>::from_float(v1)};
+            *reinterpret_cast<uint32_t *>(tile + rr * S::pitch + cc) =
+                *reinterpret_cast<const uint32_t *>(pair);
         }
+    }
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory"); /* the consumer's own tile */
+    for (int i = threadIdx.x & 127; i < MI * 64 * (BN / 8); i += 128) {
+        const int rr = i / (BN / 8), cc = i % (BN / 8) * 8;
+        const int row = row_base + rr, col = n0 + cc;
+        if (row >= a.m || col >= a.n)
+            continue;
+        const T *src = tile + rr * S::pitch + cc;
+        T *dst = static_cast<T *>(a.c) + row * a.c_row + col;
+        if (col + 8 <= a.n && (reinterpret_cast<uintptr_t>(dst) & 15) == 0)
+            *reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
+        else
+            for (int q = 0; q < 8 && col + q < a.n; q++)
+                dst[q] = src[q];
     }
 }
 
@@ -287,7 +344,7 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
                     "format of V = %d", c->bm, c->bn, c->stages, d->pattern.v);
     tma_args a = {};
     spf_status status = tensor_map_2d(&a.b_map, d->dtype, op->b, rows, cols, pitch,
-                                      mn ? 64 : c->bn, 64);
+                                      mn ? 64 * SP_TMA_PAIRS(c->bm) : c->bn, 64);
     if (status != SPF_OK)
         return status;
     a.values = reinterpret_cast<const uint4 *>(d->values);
