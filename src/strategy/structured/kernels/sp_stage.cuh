@@ -193,16 +193,13 @@ inline sp_stage_args stage_args(const sp_device *d, const sp_config *c, const sp
     return a;
 }
 
-/* Launch k, the kernel of config c (bm rows × bn columns a block; NULL when
- * there is none), over format d with arguments a. Host code. */
-inline spf_status stage_launch(const void *k, const sp_device *d, const sp_config *c,
-                               const spmm_operands *op, sp_stage_args &a, void *stream)
+/* Launch kernel k of config c over format d at N = n, bm rows (grid.x) ×
+ * bn columns (grid.y) a block, its one parameter the struct a. Host code. */
+template <class Args>
+inline spf_status block_launch(const void *k, const sp_device *d, const sp_config *c, int64_t n,
+                               Args &a, void *stream)
 {
-    if (!k)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured: no kernel for config m%d n%d s%d "
-                    "(kind %d) on a format of V = %d", c->bm, c->bn, c->stages, (int)c->kind,
-                    d->pattern.v);
-    const int64_t col_blocks = (op->n + c->bn - 1) / c->bn;
+    const int64_t col_blocks = (n + c->bn - 1) / c->bn;
     const int64_t row_blocks = (d->tiles * 16 + c->bm - 1) / c->bm;
     if (row_blocks == 0 || col_blocks == 0)
         return SPF_OK;
@@ -211,6 +208,18 @@ inline spf_status stage_launch(const void *k, const sp_device *d, const sp_confi
                     (long long)row_blocks, (long long)col_blocks);
     dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
     return smem_launch(k, grid, sp_config_threads(c), sp_config_smem(c), &a, stream);
+}
+
+/* Launch k, the kernel of config c (NULL when there is none), over format
+ * d with arguments a. Host code. */
+inline spf_status stage_launch(const void *k, const sp_device *d, const sp_config *c,
+                               const spmm_operands *op, sp_stage_args &a, void *stream)
+{
+    if (!k)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured: no kernel for config m%d n%d s%d "
+                    "(kind %d) on a format of V = %d", c->bm, c->bn, c->stages, (int)c->kind,
+                    d->pattern.v);
+    return block_launch(k, d, c, op->n, a, stream);
 }
 
 #endif

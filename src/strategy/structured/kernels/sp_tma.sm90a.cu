@@ -24,8 +24,8 @@
  *   - The loads of stage i + 2 are issued after stage i's multiplies and
  *     before the wait for stage i − 1's: the wgmma.fence before stage
  *     i + 1's multiplies waits for every load in flight, and loads issued
- *     after that wait (a ring of three) left them no time (the kernel was
- *     40 % faster without them, H200).
+ *     after that wait (a ring of three) left them no time (a build
+ *     without them took 42 % less time, H200).
  *   - Four sets, because a wgmma reads its A registers while in flight:
  *     stages i − 1 and i may be, so stage i + 2 takes a third set, and the
  *     fourth is stage i + 1's. A set reused too early (registers declared
@@ -36,7 +36,7 @@
  * - The epilogue: once both consumers are done with the ring, each writes
  *   its sums (bias, ReLU, the dtype) to a tile in shared memory and stores
  *   C's rows from there 16 bytes a thread (C N×M: from the registers).
- *   Stores from the registers, 4 bytes of a row a lane, took 10 % longer.
+ *   Stores from the registers, 4 bytes of a row a lane, took 9-15 % longer.
  *
  * B K×N (rows of N contiguous) is staged MN-major: per 64 columns a box of
  * PP · 64 k × 128 bytes, the boxes PP · 8192 bytes apart (the descriptor's
@@ -46,9 +46,10 @@
  * contiguous) is staged K-major: a box of BN rows × 64 k a pair, 8 rows
  * 1024 bytes apart; the pair's second step starts 64 bytes on.
  *
- * The copy engine needs B's base and pitch 16-byte aligned, and 2:4 (V:2:M
- * gathers B's rows, which a tensor copy cannot): otherwise sp_tma_launch
- * runs the staged wgmma kernel of the same shape. */
+ * The copy engine needs B's base and pitch 16-byte aligned: otherwise
+ * sp_tma_launch runs the staged wgmma kernel of the same shape. V:2:M is
+ * refused (sp_config_refusal): its gathered rows of B cannot come by a
+ * tensor copy. */
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "sp_tma.sm90a.cu is built for sm_90a only (CMakeLists.txt)"
 #endif
@@ -63,6 +64,7 @@
 #include "gpu/mma_ptx.cuh"
 #include "gpu/smem_limit.cuh"
 #include "gpu/tensor_map.h"
+#include "strategy/structured/kernels/sp_stage.cuh"
 #include "strategy/structured/kernels/sp_wgmma.cuh"
 #include "strategy/structured/sp_kernel.h"
 
@@ -359,13 +361,5 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
     a.c_col = op->c_col;
     a.bias = op->bias;
     a.relu = op->relu;
-    const int64_t row_blocks = (d->tiles * 16 + c->bm - 1) / c->bm;
-    const int64_t col_blocks = (op->n + c->bn - 1) / c->bn;
-    if (row_blocks == 0 || col_blocks == 0)
-        return SPF_OK;
-    if (col_blocks > 65535 || row_blocks > INT32_MAX)
-        return FAIL(SPF_ERR_UNSUPPORTED, "structured: %lld × %lld blocks exceed the grid",
-                    (long long)row_blocks, (long long)col_blocks);
-    dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
-    return smem_launch(k, grid, sp_config_threads(c), sp_config_smem(c), &a, stream);
+    return block_launch(k, d, c, op->n, a, stream);
 }

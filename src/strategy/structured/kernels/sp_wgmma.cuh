@@ -32,8 +32,8 @@
                  "%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, "                      \
                  "{%32,%33,%34,%35}, %36, %37, %39, p, 1, 1, %40;\n}\n"                            \
                  : SP_D32(0)                                                                       \
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(scale_d), "n"(SEL),    \
-                   "n"(MN))
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(scale_d),         \
+                   "n"(SEL), "n"(MN))
 
 /* m64n128k32: 64 accumulators a thread. */
 #define SP_WGMMA_128(TYPE)                                                                         \
@@ -45,8 +45,8 @@
                  "%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "                      \
                  "{%64,%65,%66,%67}, %68, %69, %71, p, 1, 1, %72;\n}\n"                            \
                  : SP_D64(0)                                                                       \
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(scale_d), "n"(SEL),    \
-                   "n"(MN))
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(scale_d),         \
+                   "n"(SEL), "n"(MN))
 
 /* m64n256k32: 128 accumulators a thread. */
 #define SP_WGMMA_256(TYPE)                                                                         \
@@ -63,8 +63,8 @@
                  "%123,%124,%125,%126,%127}, "                                                     \
                  "{%128,%129,%130,%131}, %132, %133, %135, p, 1, 1, %136;\n}\n"                    \
                  : SP_D128(0)                                                                      \
-                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(scale_d), "n"(SEL),    \
-                   "n"(MN))
+                 : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(scale_d),         \
+                   "n"(SEL), "n"(MN))
 
 template <int BN, int SEL, int MN>
 __device__ __forceinline__ void wgmma_sp(float (&d)[BN / 2], const uint4 &a, uint64_t desc,
@@ -103,7 +103,10 @@ __device__ __forceinline__ uint64_t descriptor(const void *p, uint32_t leading, 
            static_cast<uint64_t>(swizzle128) << 62;
 }
 
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void wgmma_commit()
 {
     asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
