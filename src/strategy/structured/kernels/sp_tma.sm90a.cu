@@ -1,4 +1,4 @@
-/* The structured TMA kernel, Hopper only (sm_90a), for large N: the
+/* The structured TMA kernel, Hopper only (sm_90a), for 2:4 at large N: the
  * shape of a Hopper GEMM (warp specialisation, the copy engine, wgmma with
  * a group in flight) on the structured format, where the staged wgmma
  * kernel (sp_wgmma.sm90a.cu) spent its time in per-thread copies
@@ -46,13 +46,10 @@
  * contiguous) is staged K-major: a box of BN rows × 64 k a pair, 8 rows
  * 1024 bytes apart; the pair's second step starts 64 bytes on.
  *
- * V:2:M (V a multiple of bm: the block's rows share one selection of
- * columns) gathers B K×N's rows: the producer warp has the copy engine
- * bring them a row of 64 columns at a time (produce_gathered).
- *
- * The copy engine needs B's base and pitch 16-byte aligned, and gathered
- * rows of B N×K would be boxes of one element: for those operands
- * sp_tma_launch runs the staged wgmma kernel of the same shape. */
+ * The copy engine needs B's base and pitch 16-byte aligned: otherwise
+ * sp_tma_launch runs the staged wgmma kernel of the same shape. V:2:M is
+ * refused (sp_config_refusal): its gathered rows of B cannot come by a
+ * tensor copy. */
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "sp_tma.sm90a.cu is built for sm_90a only (CMakeLists.txt)"
 #endif
@@ -77,8 +74,7 @@ struct tma_args {
     CUtensorMap b_map; /* first: 64-byte aligned in the parameter space */
     const uint4 *values;
     const uint32_t *meta;
-    const int32_t *gather; /* V:2:M: [block of v rows][kc] rows of B; NULL for 2:4 */
-    int32_t m, n, tiles, pairs, stages, v, kc;
+    int32_t m, n, tiles, pairs, stages;
     void *c;
     int64_t c_row, c_col;
     const float *bias;
@@ -113,74 +109,7 @@ template <int MI, int BN, bool MN> struct tma_shape {
     }
 };
 
-/* The producer of sp_tma_kernel, one thread: each stage's B, box by box,
- * into the ring (a stage's slot reused once its `empty` phase is done). */
-template <class S, int BN, bool MN>
-__device__ __forceinline__ void produce(const tma_args &a, unsigned char *smem, uint64_t *full,
-                                        uint64_t *empty, int n0, int steps)
-{
-    constexpr int PP = S::pp;
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&a.b_map))
-                 : "memory");
-    for (int i = 0, s = 0, round = 0; i < steps; i++) {
-        if (round > 0)
-            bar_wait(&empty[s], (round - 1) & 1);
-        unsigned char *st = smem + s * S::stage_bytes;
-        bar_arrive_expect(&full[s], S::stage_bytes);
-        if constexpr (MN) {
-#pragma unroll
-            for (int j = 0; j < BN / 64; j++)
-                tma_load(st + j * S::leading, &a.b_map, n0 + 64 * j, 64 * PP * i, &full[s]);
-        } else {
-#pragma unroll
-            for (int h = 0; h < PP; h++)
-                tma_load(st + h * BN * 128, &a.b_map, 64 * (PP * i + h), n0, &full[s]);
-        }
-        if (++s == a.stages)
-            s = 0, round++;
-    }
-}
-
-/* The producer for V:2:M, the first producer warp: a stage's PP · 64
- * gathered rows of B (the block's rows lie in one block of V rows), a box
- * of one row × 64 columns each, the warp's lanes taking rows in turn. The
- * copy engine swizzles each row by its shared-memory address, as a whole
- * box of 64 rows would be. Rows past the condensed K copy row 0 of B:
- * their A fragments are zeros. */
-template <class S, int BN>
-__device__ __forceinline__ void produce_gathered(const tma_args &a, unsigned char *smem,
-                                                 uint64_t *full, uint64_t *empty, int tile0,
-                                                 int n0, int steps)
-{
-    constexpr int rows = 64 * S::pp;
-    const int lane = threadIdx.x & 31;
-    if (threadIdx.x >> 5 != 8)
-        return;
-    const int32_t *gather = a.gather + static_cast<int64_t>(tile0 * 16 / a.v) * a.kc;
-    if (lane == 0)
-        asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&a.b_map))
-                     : "memory");
-    for (int i = 0, s = 0, round = 0; i < steps; i++) {
-        if (lane == 0) {
-            if (round > 0)
-                bar_wait(&empty[s], (round - 1) & 1);
-            bar_arrive_expect(&full[s], S::stage_bytes);
-        }
-        __syncwarp();
-        unsigned char *st = smem + s * S::stage_bytes;
-        for (int r = lane; r < rows; r += 32) {
-            const int j = rows * i + r;
-            const int kk = j < a.kc ? __ldg(gather + j) : 0;
-#pragma unroll
-            for (int q = 0; q < BN / 64; q++)
-                tma_load(st + q * S::leading + r * 128, &a.b_map, n0 + 64 * q, kk, &full[s]);
-        }
-        if (++s == a.stages)
-            s = 0, round++;
-    }
-}
-
-template <typename T, int MI, int BN, bool MN, bool GATHER>
+template <typename T, int MI, int BN, bool MN>
 __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ tma_args a)
 {
     using S = tma_shape<MI, BN, MN>;
@@ -206,10 +135,27 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
      * 40 and each consumer takes 232 (40 + 2 · 232 = 3 · 168). */
     if (wg == 2) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-        if constexpr (GATHER)
-            produce_gathered<S, BN>(a, smem, full, empty, tile0, n0, steps);
-        else if (threadIdx.x == 256)
-            produce<S, BN, MN>(a, smem, full, empty, n0, steps);
+        if (threadIdx.x == 256) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&a.b_map))
+                         : "memory");
+            for (int i = 0, s = 0, round = 0; i < steps; i++) {
+                if (round > 0)
+                    bar_wait(&empty[s], (round - 1) & 1);
+                unsigned char *st = smem + s * S::stage_bytes;
+                bar_arrive_expect(&full[s], S::stage_bytes);
+                if constexpr (MN) {
+#pragma unroll
+                    for (int j = 0; j < BN / 64; j++)
+                        tma_load(st + j * S::leading, &a.b_map, n0 + 64 * j, 64 * PP * i, &full[s]);
+                } else {
+#pragma unroll
+                    for (int h = 0; h < PP; h++)
+                        tma_load(st + h * BN * 128, &a.b_map, 64 * (PP * i + h), n0, &full[s]);
+                }
+                if (++s == stages)
+                    s = 0, round++;
+            }
+        }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
@@ -338,21 +284,18 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     }
 }
 
-template <typename T, int MI, int BN> void *kernel_layout(bool mn, bool gather)
+template <typename T, int MI, int BN> void *kernel_layout(bool mn)
 {
-    if (gather) /* B K×N only (sp_tma_launch) */
-        return mn ? (void *)sp_tma_kernel<T, MI, BN, true, true> : nullptr;
-    return mn ? (void *)sp_tma_kernel<T, MI, BN, true, false>
-              : (void *)sp_tma_kernel<T, MI, BN, false, false>;
+    return mn ? (void *)sp_tma_kernel<T, MI, BN, true> : (void *)sp_tma_kernel<T, MI, BN, false>;
 }
 
 /* The shapes sp_config_refusal allows. */
-template <typename T> void *kernel_shape(const sp_config *c, bool mn, bool gather)
+template <typename T> void *kernel_shape(const sp_config *c, bool mn)
 {
     switch (c->bm * 1000 + c->bn) {
-    case 128128: return kernel_layout<T, 1, 128>(mn, gather);
-    case 128256: return kernel_layout<T, 1, 256>(mn, gather);
-    case 256128: return kernel_layout<T, 2, 128>(mn, gather);
+    case 128128: return kernel_layout<T, 1, 128>(mn);
+    case 128256: return kernel_layout<T, 1, 256>(mn);
+    case 256128: return kernel_layout<T, 2, 128>(mn);
     default: return nullptr;
     }
 }
@@ -361,11 +304,10 @@ void *kernel_for(const sp_config *c, const sp_device *d, bool mn)
 {
     if (c->kind != SP_TMA || sp_config_refusal(c, &d->pattern))
         return nullptr;
-    const bool gather = d->pattern.v != 0;
     if (d->dtype == SPF_DTYPE_F16)
-        return kernel_shape<__half>(c, mn, gather);
+        return kernel_shape<__half>(c, mn);
     if (d->dtype == SPF_DTYPE_BF16)
-        return kernel_shape<__nv_bfloat16>(c, mn, gather);
+        return kernel_shape<__nv_bfloat16>(c, mn);
     return nullptr;
 }
 
@@ -394,9 +336,7 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
     const int64_t pitch = mn ? op->b_row : op->b_col;
     const int64_t rows = mn ? d->cols : op->n, cols = mn ? op->n : d->cols;
     const bool unit = mn ? op->b_col == 1 : op->b_row == 1;
-    const bool gather = d->pattern.v != 0;
-    /* gathered rows of B N×K would be 2-byte boxes */
-    if (!unit || !tensor_map_fits(op->b, rows, cols, pitch) || (gather && !mn)) {
+    if (!unit || !tensor_map_fits(op->b, rows, cols, pitch)) {
         const sp_config w = staged(c);
         return sp_wgmma_launch(d, &w, op, stream);
     }
@@ -405,15 +345,12 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured: no TMA kernel for m%d n%d s%d on a "
                     "format of V = %d", c->bm, c->bn, c->stages, d->pattern.v);
     tma_args a = {};
-    const int box_rows = gather ? 1 : mn ? 64 * SP_TMA_PAIRS(c->bm) : c->bn;
-    spf_status status = tensor_map_2d(&a.b_map, d->dtype, op->b, rows, cols, pitch, box_rows, 64);
+    spf_status status = tensor_map_2d(&a.b_map, d->dtype, op->b, rows, cols, pitch,
+                                      mn ? 64 * SP_TMA_PAIRS(c->bm) : c->bn, 64);
     if (status != SPF_OK)
         return status;
     a.values = reinterpret_cast<const uint4 *>(d->values);
     a.meta = d->meta;
-    a.gather = d->gather;
-    a.v = d->pattern.v;
-    a.kc = static_cast<int32_t>(d->pairs * 64);
     a.m = static_cast<int32_t>(d->rows);
     a.n = static_cast<int32_t>(op->n);
     a.tiles = static_cast<int32_t>(d->tiles);
