@@ -12,7 +12,8 @@
  * 2:4 (45×100) and V64:2:8 (150×256, a last block of 22 rows) for the
  * structured strategy, also with strays (three at random in the 2:4
  * matrix, a third nonzero in a run of two rows of a V64:2:8 one: the rows
- * they break go to its CSR pass), and column vectors of 8 rows shuffled (C stored
+ * they break go to its CSR pass; on Hopper at N = 300 the V:2:M matrices
+ * in the 2:4 format), and column vectors of 8 rows shuffled (C stored
  * through the order), N ∈ {1, 3, 49, 127, 300}. The unrolled strategy compiles each plan with
  * ptxas, so it runs the small cases only.
  *

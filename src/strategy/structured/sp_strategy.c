@@ -7,6 +7,9 @@
  * (sp_pattern.h) go to the generic CSR kernel, launched after the
  * structured one and timed with it.
  *
+ * From N = 256 on Hopper a V:2:M matrix takes the 2:4 format, which the
+ * TMA kernel runs (SP_AS_24_FROM_N).
+ *
  * It says no, with the reason, to a matrix without such a pattern. Its
  * regime is a model pruned with structure, at every N: the format moves
  * 1.125 bytes a weight (2:4) or 0.56 (V:2:8) where dense fp16 moves 2.
@@ -237,9 +240,19 @@ fail:
     return status;
 }
 
+/* From this N on Hopper a V:2:M matrix takes the 2:4 format: the TMA
+ * kernel runs 2:4 only, and it beats both dense and the V:2:M kernels there
+ * (H200, 4096 × 4096 N = 2048: 68 µs, cuBLAS fp16 87, the best V128:2:8
+ * kernel 174; N = 256: 21.8 against the V:2:M kernels' 43). Its gathered
+ * rows of B by the copy engine, a row a copy, took 476 µs
+ * (bench/results/structured/README.md). */
+#define SP_AS_24_FROM_N 256
+
 /* Detect, build and upload the format of p, and what strays leave apart
- * of its pattern (sp_pattern.h). */
-static spf_status upload_format(const problem *p, sp_device *dev, sp_apart *apart,
+ * of its pattern (sp_pattern.h). as_24: a V:2:M matrix in the 2:4 format
+ * (two of M in each group are at most two in each run of four), its strays
+ * those of V:2:M. */
+static spf_status upload_format(const problem *p, int as_24, sp_device *dev, sp_apart *apart,
                                 double *build_s)
 {
     sp_pattern pat;
@@ -253,6 +266,8 @@ static spf_status upload_format(const problem *p, sp_device *dev, sp_apart *apar
         if (status != SPF_OK)
             return status;
     }
+    if (as_24 && pat.v != 0)
+        pat = (sp_pattern){.group = 4, .outside = pat.outside};
     sp_format f;
     spf_status status = sp_format_build(inside ? inside : p->a, &pat, p->dtype, 0, &f);
     spf_matrix_free(inside);
@@ -285,9 +300,9 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     double best_us = 0, build_s = 0;
     int tried = 0, have = 0;
     double t0 = timing_now_s();
-    TRY(upload_format(p, &dev, &apart, &build_s));
-    double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
     int hopper = env->device && env->device->cc_major == 9;
+    TRY(upload_format(p, hopper && p->n >= SP_AS_24_FROM_N, &dev, &apart, &build_s));
+    double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
     int count = sp_tuning_space(p->n, &dev.pattern, hopper, space, SP_SPACE_MAX);
     /* the model's first SP_PREDICT_TIMED configs that launch (§IV: time the
      * model's top few and keep the fastest); without a check buffer to time
@@ -398,9 +413,9 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
     if (!s)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a structured plan");
     double build_s = 0;
-    status = upload_format(p, &s->dev, &s->apart, &build_s);
-    if (status == SPF_OK &&
-        !sp_config_in_space(&c, p->n, &s->dev.pattern, env->device && env->device->cc_major == 9))
+    int hopper = env->device && env->device->cc_major == 9;
+    status = upload_format(p, hopper && p->n >= SP_AS_24_FROM_N, &s->dev, &s->apart, &build_s);
+    if (status == SPF_OK && !sp_config_in_space(&c, p->n, &s->dev.pattern, hopper))
         status = FAIL(SPF_ERR_PARSE, "structured config \"%s\": not in the tuning space of "
                       "N = %lld on this pattern and device", name, (long long)p->n);
     if (status != SPF_OK) {
