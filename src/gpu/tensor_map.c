@@ -63,4 +63,30 @@ spf_status tensor_map_2d(CUtensorMap *out, spf_dtype dtype, const void *base, in
     return SPF_OK;
 }
 
+spf_status tensor_map_words_3d(CUtensorMap *out, const void *base, const uint64_t dims[3],
+                               const uint64_t strides[2], const uint32_t box[3])
+{
+    CHECK_ARG(out != NULL && base != NULL && dims != NULL && strides != NULL && box != NULL);
+    if ((uintptr_t)base % 16 != 0 || strides[0] % 16 != 0 || strides[1] % 16 != 0)
+        return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: words at %p with strides %llu, %llu: the "
+                    "copy engine wants 16-byte alignment", base, (unsigned long long)strides[0],
+                    (unsigned long long)strides[1]);
+    pthread_once(&encode_once, encode_load);
+    if (!encode)
+        return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: %s", encode_missing);
+    const cuuint64_t d[3] = {dims[0], dims[1], dims[2]};
+    const cuuint64_t st[2] = {strides[0], strides[1]};
+    const cuuint32_t b[3] = {box[0], box[1], box[2]};
+    const cuuint32_t steps[3] = {1, 1, 1};
+    CUresult res = encode(out, CU_TENSOR_MAP_DATA_TYPE_UINT32, 3, (void *)base, d, st, b, steps,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (res != CUDA_SUCCESS)
+        return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: cuTensorMapEncodeTiled of %llu × %llu × "
+                    "%llu words (box %u × %u × %u) failed with driver error %d",
+                    (unsigned long long)dims[0], (unsigned long long)dims[1],
+                    (unsigned long long)dims[2], box[0], box[1], box[2], (int)res);
+    return SPF_OK;
+}
+
 #endif

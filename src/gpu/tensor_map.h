@@ -25,6 +25,14 @@ extern "C" {
 spf_status tensor_map_2d(CUtensorMap *out, spf_dtype dtype, const void *base, int64_t rows,
                          int64_t cols, int64_t pitch, int box_rows, int box_cols);
 
+/* The map of a 3-D array of 4-byte words at base, dims[0] contiguous,
+ * dimension d + 1 strides[d] bytes apart (multiples of 16), copied in
+ * boxes of box[0] × box[1] × box[2] words (box[0] · 4 a multiple of 16,
+ * each at most 256) without swizzling; words past the array read as zeros.
+ * SPF_ERR_UNSUPPORTED as tensor_map_2d. */
+spf_status tensor_map_words_3d(CUtensorMap *out, const void *base, const uint64_t dims[3],
+                               const uint64_t strides[2], const uint32_t box[3]);
+
 /* Whether tensor_map_2d takes a matrix at base with this pitch (no driver
  * call). */
 int tensor_map_fits(const void *base, int64_t rows, int64_t cols, int64_t pitch);

@@ -3,8 +3,8 @@
  * kernel's nb (its own for N and the wider ones) × rt ∈ {1, 2} × warps ∈
  * {1, 3, 8, 16}, the tile kernel's six shapes × stages 2 to 4 and, on
  * Hopper, the wgmma kernel's five shapes × stages 2 to 4 and the TMA
- * kernel's three × stages 2, 3 and 4 (2:4 only; B by the copy engine where
- * its rows are 16-byte aligned: K×N at N = 8 and 136, N×K at K = 200, 256
+ * kernel's three × stages 2, 3 and 4 × A staged or not (2:4 only; B by
+ * the copy engine where its rows are 16-byte aligned: K×N at N = 8 and 136, N×K at K = 200, 256
  * and 1000; the wgmma kernel's fallback otherwise), × fp16 /
  * bf16 × B K×N and N×K × C in both layouts, on 2:4 (37×52: M, K multiples
  * of no tile; a 200×1000 layer), V128:2:8 (300×200: a last block of 44
@@ -94,13 +94,15 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
     /* the TMA kernel at the fewest stages and at its space's */
     static const int tma_stages[] = {2, 3, 4};
     for (size_t si = 0; hopper && si < SP_TMA_SHAPES; si++)
-        for (size_t ti = 0; ti < sizeof tma_stages / sizeof *tma_stages; ti++) {
-            sp_config c = {.kind = SP_TMA, .bm = sp_tma_shapes[si][0], .bn = sp_tma_shapes[si][1],
-                           .stages = tma_stages[ti]};
-            if (sp_config_refusal(&c, pat) || (quick && ti != 0 && si != 0))
-                continue;
-            out[count++] = c;
-        }
+        for (int staged = 0; staged <= 1; staged++)
+            for (size_t ti = 0; ti < sizeof tma_stages / sizeof *tma_stages; ti++) {
+                sp_config c = {.kind = SP_TMA, .bm = sp_tma_shapes[si][0],
+                               .bn = sp_tma_shapes[si][1], .stages = tma_stages[ti],
+                               .a_staged = staged};
+                if (sp_config_refusal(&c, pat) || (quick && ti != 0 && si != 0))
+                    continue;
+                out[count++] = c;
+            }
     return count;
 }
 

@@ -475,8 +475,8 @@ static void test_configs(void)
     CHECK(sp_tuning_space(512, &v64, 0, list, 2) == 3 * 4 && list[2].kind == SP_WGMMA);
     int hop = sp_tuning_space(512, &p24, 1, list, SP_SPACE_MAX);
     /* the TMA kernel: m128 n256 at 3 stages (4 pass the shared memory), the
-     * others at 3 and 4 */
-    CHECK(hop == 3 * 6 + 3 * 5 + 5 && list[0].kind == SP_TILE &&
+     * others at 3 and 4; with A staged the two shapes of n128 at 3 and 4 */
+    CHECK(hop == 3 * 6 + 3 * 5 + 5 + 4 && list[0].kind == SP_TILE &&
           list[3 * 6 + 3 * 5 - 1].kind == SP_WGMMA && list[hop - 1].kind == SP_TMA);
     CHECK(sp_tuning_space(32, &p24, 1, list, SP_SPACE_MAX) <= SP_SPACE_MAX);
     for (int i = 0; i < sp_tuning_space(32, &p24, 1, list, SP_SPACE_MAX); i++)
@@ -518,6 +518,22 @@ static void test_configs(void)
     CHECK(sp_config_smem(&y) == 8 * 128 * 128 + 1024);
     CHECK_STATUS(sp_config_from_name("tm128n256s4", &back), SPF_ERR_PARSE); /* 257 KB */
     CHECK_OK(sp_config_from_name("tm128n128s6", &back));
+    CHECK(back.a_staged == 0);
+    /* A staged: a stage adds the 8 tiles' fragments and metadata of its two
+     * pairs; only the TMA kernel stages A */
+    CHECK_OK(sp_config_from_name("tm128n128s4a", &back));
+    CHECK(back.kind == SP_TMA && back.stages == 4 && back.a_staged == 1);
+    CHECK(sp_config_smem(&back) == 4 * 2 * (128 * 128 + 8 * (1024 + 128)) + 1024);
+    sp_config_name(&back, name, sizeof name);
+    CHECK(strcmp(name, "tm128n128s4a") == 0);
+    CHECK(sp_config_in_space(&back, 512, &p24, 1));
+    back.a_staged = 0;
+    CHECK(sp_config_in_space(&back, 512, &p24, 1));
+    CHECK_STATUS(sp_config_from_name("tm128n256s3a", &back), SPF_ERR_PARSE); /* 247 KB */
+    CHECK_STATUS(sp_config_from_name("wm128n128s3a", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("tm128n128s4b", &back), SPF_ERR_PARSE);
+    sp_config w3 = {.kind = SP_WGMMA, .bm = 128, .bn = 128, .stages = 3, .a_staged = 1};
+    CHECK(sp_config_refusal(&w3, &p24) != NULL);
     CHECK_STATUS(sp_config_from_name("tm64n128s4", &back), SPF_ERR_PARSE);
     CHECK_STATUS(sp_config_from_name("tm128n128s1", &back), SPF_ERR_PARSE);
 }
@@ -570,7 +586,7 @@ static void test_predictor(void)
     static int moved[SP_SPACE_MAX];
     memcpy(moved, order, sizeof(int) * (size_t)count);
     int first = sp_unlogged_first(space, count, moved);
-    CHECK(first == 5);
+    CHECK(first == 5 + 4);
     for (int i = 0, at_tma = 0, at_rest = first; i < count; i++) {
         if (space[order[i]].kind == SP_TMA)
             CHECK(moved[at_tma++] == order[i]);

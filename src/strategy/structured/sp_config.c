@@ -41,7 +41,8 @@ int sp_config_in_space(const sp_config *c, int64_t n, const sp_pattern *p, int h
     for (int i = 0; i < count && i < SP_SPACE_MAX; i++) {
         const sp_config *s = &space[i];
         if (s->kind == c->kind && s->nb == c->nb && s->rt == c->rt && s->warps == c->warps &&
-            s->stages == c->stages && s->bm == c->bm && s->bn == c->bn)
+            s->stages == c->stages && s->bm == c->bm && s->bn == c->bn &&
+            s->a_staged == c->a_staged)
             return 1;
     }
     return 0;
@@ -121,6 +122,8 @@ static const char *tma_refusal(const sp_config *c, const sp_pattern *p)
 
 const char *sp_config_refusal(const sp_config *c, const sp_pattern *p)
 {
+    if (c->a_staged && c->kind != SP_TMA)
+        return "only the TMA kernel stages A";
     if (c->kind == SP_COLVEC)
         return colvec_refusal(c, p);
     if (p && p->vec)
@@ -172,10 +175,12 @@ int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, 
                             .bn = sp_wgmma_shapes[i][1], .stages = stages},
                 p, out, cap, &count);
     for (int i = 0; n >= 64 && hopper && i < SP_TMA_SHAPES; i++)
-        for (int stages = 3; stages <= 4; stages++)
-            add((sp_config){.kind = SP_TMA, .bm = sp_tma_shapes[i][0], .bn = sp_tma_shapes[i][1],
-                            .stages = stages},
-                p, out, cap, &count);
+        for (int a_staged = 0; a_staged <= 1; a_staged++)
+            for (int stages = 3; stages <= 4; stages++)
+                add((sp_config){.kind = SP_TMA, .bm = sp_tma_shapes[i][0],
+                                .bn = sp_tma_shapes[i][1], .stages = stages,
+                                .a_staged = a_staged},
+                    p, out, cap, &count);
     return count;
 }
 
@@ -184,7 +189,7 @@ size_t sp_config_smem(const sp_config *c)
     if (c->kind == SP_TILE || c->kind == SP_WGMMA)
         return (size_t)c->stages * SP_TILE_STAGE_BYTES(c->bm, c->bn);
     if (c->kind == SP_TMA) {
-        size_t ring = (size_t)c->stages * SP_TMA_STAGE_BYTES(c->bm, c->bn);
+        size_t ring = (size_t)c->stages * SP_TMA_STAGE_BYTES(c->bm, c->bn, c->a_staged);
         size_t epilogue = SP_TMA_EPILOGUE_BYTES(c->bm, c->bn);
         return (ring > epilogue ? ring : epilogue) + 1024;
     }
@@ -208,9 +213,9 @@ int sp_config_threads(const sp_config *c)
 void sp_config_name(const sp_config *c, char *buf, size_t size)
 {
     if (c->kind == SP_TILE || c->kind == SP_WGMMA || c->kind == SP_TMA)
-        snprintf(buf, size, "%sm%dn%ds%d",
+        snprintf(buf, size, "%sm%dn%ds%d%s",
                  c->kind == SP_WGMMA ? "w" : c->kind == SP_TMA ? "t" : "", c->bm, c->bn,
-                 c->stages);
+                 c->stages, c->a_staged ? "a" : "");
     else if (c->kind == SP_COLVEC)
         snprintf(buf, size, "cv_nb%d_w%d_s%d", c->nb, c->warps, c->stages);
     else
@@ -225,10 +230,13 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
     if (name[0] == 'm' || name[0] == 'w' || name[0] == 't') {
         c.kind = name[0] == 'w' ? SP_WGMMA : name[0] == 't' ? SP_TMA : SP_TILE;
         const char *shape = name + (name[0] != 'm');
-        if (sscanf(shape, "m%dn%ds%d%n", &c.bm, &c.bn, &c.stages, &used) != 3 ||
-            shape[used] != '\0')
-            return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected [w|t]m<BM>n<BN>s<S>",
-                        name);
+        if (sscanf(shape, "m%dn%ds%d%n", &c.bm, &c.bn, &c.stages, &used) != 3)
+            used = -1;
+        else if (c.kind == SP_TMA && shape[used] == 'a')
+            c.a_staged = 1, used++;
+        if (used < 0 || shape[used] != '\0')
+            return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected [w]m<BM>n<BN>s<S> or "
+                        "tm<BM>n<BN>s<S>[a]", name);
     } else if (name[0] == 'c') {
         c.kind = SP_COLVEC, c.rt = 1;
         if (sscanf(name, "cv_nb%d_w%d_s%d%n", &c.nb, &c.warps, &c.stages, &used) != 3 ||
@@ -238,7 +246,8 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
     } else if (sscanf(name, "nb%d_rt%d_w%d_s%d%n", &c.nb, &c.rt, &c.warps, &c.stages, &used) != 4 ||
                name[used] != '\0') {
         return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected nb<B>_rt<R>_w<W>_s<S>, "
-                    "m<BM>n<BN>s<S>, wm<BM>n<BN>s<S>, tm<BM>n<BN>s<S> or cv_nb<B>_w<W>_s<S>", name);
+                    "m<BM>n<BN>s<S>, wm<BM>n<BN>s<S>, tm<BM>n<BN>s<S>[a] or "
+                    "cv_nb<B>_w<W>_s<S>", name);
     }
     const char *why = sp_config_refusal(&c, NULL);
     if (why)

@@ -74,6 +74,9 @@ typedef struct sp_config {
                    (dividing V for V:2:M); TMA 128 or 256                   */
     int bn;     /* columns per block: tile 64 or 128; wgmma 64, 128 or 256;
                    TMA 128 or 256                                           */
+    /* SP_TMA */
+    int a_staged; /* A by the copy engine through the stage (1), or loaded
+                     by each warp straight into registers (0)               */
 } sp_config;
 
 /* A tile- or wgmma-kernel stage: per row tile the A fragments and the
@@ -91,11 +94,14 @@ typedef struct sp_config {
  * (at most 64) of 8·nb columns of B. */
 #define SP_COLVEC_STAGE_BYTES(nb) (512 + 1024 * (nb))
 /* A TMA-kernel stage: SP_TMA_PAIRS(bm) step pairs of B, 64 rows of bn
- * columns each; the epilogue's tile of C, bm rows of bn + 8 elements of 2
- * bytes, reuses the ring. The ring is aligned to 1024 bytes (the swizzle's
- * atoms), which may take up to 1024 more. */
+ * columns each, and with A staged the pairs' fragments and metadata of
+ * the block's row tiles; the epilogue's tile of C, bm rows of bn + 8
+ * elements of 2 bytes, reuses the ring. The ring is aligned to 1024 bytes
+ * (the swizzle's atoms), which may take up to 1024 more. */
 #define SP_TMA_PAIRS(bm) ((bm) == 128 ? 2 : 1)
-#define SP_TMA_STAGE_BYTES(bm, bn) (SP_TMA_PAIRS(bm) * (bn) * 128)
+#define SP_TMA_STAGE_BYTES(bm, bn, a_staged)                                                    \
+    (SP_TMA_PAIRS(bm) * ((bn) * 128 +                                                          \
+                         ((a_staged) ? (bm) / 16 * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) : 0)))
 #define SP_TMA_EPILOGUE_BYTES(bm, bn) ((bm) * ((bn) + 8) * 2)
 #define SP_TMA_STAGES_MAX 8
 /* Dynamic shared memory a block may have on Hopper (227 KB). */
@@ -158,8 +164,8 @@ size_t sp_config_smem(const sp_config *c);
 int sp_config_threads(const sp_config *c);
 
 /* "nb2_rt2_w8_s3" (stream), "m64n128s3" (tile), "wm128n256s3" (wgmma),
- * "tm128n256s6" (TMA) or "cv_nb2_w8_s3" (column vectors), for plan info,
- * logs and the cache. */
+ * "tm128n256s3" or "tm128n128s4a" (TMA; a: A staged) or "cv_nb2_w8_s3"
+ * (column vectors), for plan info, logs and the cache. */
 void sp_config_name(const sp_config *c, char *buf, size_t size);
 spf_status sp_config_from_name(const char *name, sp_config *out);
 

@@ -33,6 +33,15 @@
  *   - Two pairs a stage at bm 128 halve the barrier and fence steps per
  *     multiply: the kernel's loop with no copies and no multiplies took
  *     about 0.2 µs a pair (H200), as long as a pair's multiplies.
+ * - With A staged (config suffix "a"), the producer also has the copy
+ *   engine bring the stage's A fragments and metadata of the block's row
+ *   tiles (two 3-D tensor copies), and each warp loads its own from the
+ *   stage into two register sets in turn, just before the multiplies: no
+ *   global load is in flight at the wgmma.fence. Faster where the stages
+ *   still fit (H200: tm128n128s4 23.5 → 19.2 µs on 4096 × 4096 at N = 512,
+ *   tm256n128s4 84 → 71 at N = 2048); slower at m128 n256, where only two
+ *   stages fit (67 → 92). Nsight Compute had put 35-38 % of the stalls on
+ *   A's global loads. The tuner times both.
  * - The epilogue: once both consumers are done with the ring, each writes
  *   its sums (bias, ReLU, the dtype) to a tile in shared memory and stores
  *   C's rows from there 16 bytes a thread (C N×M: from the registers).
@@ -72,6 +81,7 @@ namespace {
 
 struct tma_args {
     CUtensorMap b_map; /* first: 64-byte aligned in the parameter space */
+    CUtensorMap a_map, m_map; /* A staged: its fragments and metadata, [tile][pair][words] */
     const uint4 *values;
     const uint32_t *meta;
     int32_t m, n, tiles, pairs, stages;
@@ -94,13 +104,28 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int 
 }
 
 /* The stage and epilogue arithmetic of a block of MI · 128 rows by BN. */
-template <int MI, int BN, bool MN> struct tma_shape {
+__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, int c0, int c1,
+                                            int c2, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
+                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
+                 "r"(smem_addr(bar))
+                 : "memory");
+}
+
+template <int MI, int BN, bool MN, bool AS> struct tma_shape {
     static constexpr int pp = SP_TMA_PAIRS(MI * 128); /* step pairs a stage */
-    static constexpr int stage_bytes = SP_TMA_STAGE_BYTES(MI * 128, BN);
+    static constexpr int b_bytes = pp * BN * 128;
+    /* A staged: [tile][pair] fragments, then [tile][pair] metadata */
+    static constexpr int a_at = b_bytes, meta_at = a_at + 8 * MI * pp * SP_TILE_A_BYTES;
+    static constexpr int stage_bytes = SP_TMA_STAGE_BYTES(MI * 128, BN, AS);
     static constexpr int leading = MN ? pp * 8192 : 16; /* between boxes of 64 n; unused K-major */
     static constexpr int ring = 4;                      /* A's register sets */
     static constexpr int pitch = BN + 8; /* C's tile in shared memory: elements a row */
-    static_assert(stage_bytes == pp * BN * 128 && stage_bytes % 1024 == 0, "sp_kernel.h");
+    static_assert(stage_bytes == (AS ? meta_at + 8 * MI * pp * SP_TILE_META_BYTES : b_bytes) &&
+                      stage_bytes % 1024 == 0,
+                  "sp_kernel.h's stage; every stage's B starts on a swizzle atom");
     static_assert(2 * MI * 64 * pitch * 2 == SP_TMA_EPILOGUE_BYTES(MI * 128, BN), "sp_kernel.h");
     /* the byte of step q (of 2 · pp) in a stage */
     static __device__ __forceinline__ int step_at(int q)
@@ -109,11 +134,11 @@ template <int MI, int BN, bool MN> struct tma_shape {
     }
 };
 
-template <typename T, int MI, int BN, bool MN>
+template <typename T, int MI, int BN, bool MN, bool AS>
 __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ tma_args a)
 {
-    using S = tma_shape<MI, BN, MN>;
-    constexpr int PP = S::pp, R = S::ring;
+    using S = tma_shape<MI, BN, MN, AS>;
+    constexpr int PP = S::pp, R = AS ? 2 : S::ring;
     extern __shared__ __align__(1024) unsigned char dynamic[];
     unsigned char *smem = dynamic + (-smem_addr(dynamic) & 1023); /* the swizzle's atoms */
     __shared__ uint64_t full[SP_TMA_STAGES_MAX], empty[SP_TMA_STAGES_MAX];
@@ -131,7 +156,7 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     __syncthreads();
 
     /* 384 threads start at 168 registers (launch bounds); the consumers'
-     * 128 accumulators and four sets of A need more: the producer keeps
+     * 128 accumulators and the sets of A need more: the producer keeps
      * 40 and each consumer takes 232 (40 + 2 · 232 = 3 · 168). */
     if (wg == 2) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
@@ -151,6 +176,10 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
 #pragma unroll
                     for (int h = 0; h < PP; h++)
                         tma_load(st + h * BN * 128, &a.b_map, 64 * (PP * i + h), n0, &full[s]);
+                }
+                if constexpr (AS) {
+                    tma_load_3d(st + S::a_at, &a.a_map, 0, PP * i, tile0, &full[s]);
+                    tma_load_3d(st + S::meta_at, &a.m_map, 0, PP * i, tile0, &full[s]);
                 }
                 if (++s == stages)
                     s = 0, round++;
@@ -187,8 +216,10 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
             }
         }
     };
-    load(af[0], e[0], 0);
-    load(af[1], e[1], 1);
+    if constexpr (!AS) {
+        load(af[0], e[0], 0);
+        load(af[1], e[1], 1);
+    }
 
     /* set by the first stage's wgmma (scale-d 0), not by stores: ptxas
      * serialises wgmma whose accumulators other instructions write while
@@ -203,6 +234,23 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
                 break;
             bar_wait(&full[s], round & 1);
             const unsigned char *st = smem + s * S::stage_bytes;
+            if constexpr (AS) {
+#pragma unroll
+                for (int h = 0; h < PP; h++)
+#pragma unroll
+                    for (int mi = 0; mi < MI; mi++) {
+                        const int t = (wg * MI + mi) * 4 + wi;
+                        const uint4 *v = reinterpret_cast<const uint4 *>(
+                            st + S::a_at + (t * PP + h) * SP_TILE_A_BYTES);
+                        af[r][mi][2 * h] = v[lane];
+                        af[r][mi][2 * h + 1] = v[32 + lane];
+                        const bool in = PP * i + h < a.pairs && tile0 + t < a.tiles;
+                        e[r][mi][h] = in ? reinterpret_cast<const uint32_t *>(
+                                               st + S::meta_at +
+                                               (t * PP + h) * SP_TILE_META_BYTES)[lane]
+                                         : 0x44444444u;
+                    }
+            }
             wgmma_fence();
 #pragma unroll
             for (int q = 0; q < 2 * PP; q++) {
@@ -217,7 +265,7 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
                 }
             }
             wgmma_commit();
-            if (i + 2 < steps) /* set (r + 2) % 4: neither stage i's nor i − 1's */
+            if (!AS && i + 2 < steps) /* set (r + 2) % 4: neither stage i's nor i − 1's */
                 load(af[(r + 2) % R], e[(r + 2) % R], i + 2);
             /* stage i − 1's group is done: its stage goes back */
             wgmma_wait<1>();
@@ -284,18 +332,24 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     }
 }
 
-template <typename T, int MI, int BN> void *kernel_layout(bool mn)
+template <typename T, int MI, int BN, bool AS> void *kernel_layout(bool mn)
 {
-    return mn ? (void *)sp_tma_kernel<T, MI, BN, true> : (void *)sp_tma_kernel<T, MI, BN, false>;
+    return mn ? (void *)sp_tma_kernel<T, MI, BN, true, AS>
+              : (void *)sp_tma_kernel<T, MI, BN, false, AS>;
+}
+
+template <typename T, int MI, int BN> void *kernel_staging(const sp_config *c, bool mn)
+{
+    return c->a_staged ? kernel_layout<T, MI, BN, true>(mn) : kernel_layout<T, MI, BN, false>(mn);
 }
 
 /* The shapes sp_config_refusal allows. */
 template <typename T> void *kernel_shape(const sp_config *c, bool mn)
 {
     switch (c->bm * 1000 + c->bn) {
-    case 128128: return kernel_layout<T, 1, 128>(mn);
-    case 128256: return kernel_layout<T, 1, 256>(mn);
-    case 256128: return kernel_layout<T, 2, 128>(mn);
+    case 128128: return kernel_staging<T, 1, 128>(c, mn);
+    case 128256: return kernel_staging<T, 1, 256>(c, mn);
+    case 256128: return kernel_staging<T, 2, 128>(c, mn);
     default: return nullptr;
     }
 }
@@ -361,5 +415,21 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
     a.c_col = op->c_col;
     a.bias = op->bias;
     a.relu = op->relu;
+    if (c->a_staged) { /* [tile][pair][words], a box of the block's tiles × a stage's pairs */
+        const int pp = SP_TMA_PAIRS(c->bm);
+        const uint32_t tiles = static_cast<uint32_t>(c->bm / 16);
+        const uint64_t pairs = static_cast<uint64_t>(d->pairs);
+        const uint64_t vd[3] = {SP_TILE_A_BYTES / 4, pairs, static_cast<uint64_t>(d->tiles)};
+        const uint64_t vs[2] = {SP_TILE_A_BYTES, pairs * SP_TILE_A_BYTES};
+        const uint32_t vb[3] = {SP_TILE_A_BYTES / 4, static_cast<uint32_t>(pp), tiles};
+        status = tensor_map_words_3d(&a.a_map, d->values, vd, vs, vb);
+        const uint64_t md[3] = {SP_TILE_META_BYTES / 4, pairs, static_cast<uint64_t>(d->tiles)};
+        const uint64_t ms[2] = {SP_TILE_META_BYTES, pairs * SP_TILE_META_BYTES};
+        const uint32_t mb[3] = {SP_TILE_META_BYTES / 4, static_cast<uint32_t>(pp), tiles};
+        if (status == SPF_OK)
+            status = tensor_map_words_3d(&a.m_map, d->meta, md, ms, mb);
+        if (status != SPF_OK)
+            return status;
+    }
     return block_launch(k, d, c, op->n, a, stream);
 }
