@@ -4,8 +4,9 @@
  * {1, 3, 8, 16}, the tile kernel's six shapes × stages 2 to 4 and, on
  * Hopper, the wgmma kernel's five shapes × stages 2 to 4 and the TMA
  * kernel's three × stages 2, 3 and 4 × A staged or not (2:4 only; B by
- * the copy engine where its rows are 16-byte aligned: K×N at N = 8 and 136, N×K at K = 200, 256
- * and 1000; the wgmma kernel's fallback otherwise), × fp16 /
+ * the copy engine where its rows are 16-byte aligned: K×N at N = 8 and
+ * 136, N×K at K = 200, 256 and 1000; the wgmma kernel's fallback
+ * otherwise), × fp16 /
  * bf16 × B K×N and N×K × C in both layouts, on 2:4 (37×52: M, K multiples
  * of no tile; a 200×1000 layer), V128:2:8 (300×200: a last block of 44
  * rows), V32:1:16, K = 3, and lone nonzeros at each place of a run with
