@@ -8,6 +8,18 @@
 #include "gpu/mma_ptx.cuh"
 #include "plan/problem.h"
 
+/* v, a sum of C row `out` of a launch's arguments a (fields bias, relu),
+ * with the bias added and ReLU applied. */
+template <typename Args>
+__device__ __forceinline__ float epilogue_value(const Args &a, int64_t out, float v)
+{
+    if (a.bias)
+        v += a.bias[out];
+    if (a.relu)
+        v = fmaxf(v, 0.0f);
+    return v;
+}
+
 /* Store v as C element (row, j) of a launch's arguments a (their fields
  * row_map: the C row of each format row or NULL; bias; relu; c, c_row,
  * c_col): bias added, ReLU applied, converted to T. */
@@ -15,11 +27,8 @@ template <typename T, typename Args>
 __device__ __forceinline__ void store(const Args &a, int64_t row, int j, float v)
 {
     int64_t out = a.row_map ? a.row_map[row] : row;
-    if (a.bias)
-        v += a.bias[out];
-    if (a.relu)
-        v = fmaxf(v, 0.0f);
-    static_cast<T *>(a.c)[out * a.c_row + j * a.c_col] = elem<T>::from_float(v);
+    static_cast<T *>(a.c)[out * a.c_row + j * a.c_col] =
+        elem<T>::from_float(epilogue_value(a, out, v));
 }
 
 /* A launch's operands into the kernel's argument struct a (fields b,

@@ -211,7 +211,7 @@ static spf_status split(const problem *p, const sp_pattern *pat, spf_matrix **in
 {
     const spf_matrix *a = p->a;
     spf_status status = SPF_OK;
-    spf_matrix *rows_out = NULL;
+    spf_matrix *out = NULL; /* the nonzeros apart */
     uint8_t *row_mask = NULL;
     uint8_t *mask = mem_alloc((size_t)a->row_ptr[a->rows] + 1); /* a nonzero's: 1 apart */
     if (!mask)
@@ -220,21 +220,23 @@ static spf_status split(const problem *p, const sp_pattern *pat, spf_matrix **in
     if (!p->relu) {
         if (sp_pattern_strays(a, pat, mask) < 0)
             FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "structured: the strays");
-        TRY(sp_strays_upload(a, mask, &apart->strays));
     } else {
         row_mask = mem_alloc((size_t)a->rows + 1);
         if (!row_mask || sp_pattern_outside(a, pat, row_mask) < 0)
             FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "structured: the rows outside the pattern");
         for (int64_t r = 0; r < a->rows; r++)
             memset(mask + a->row_ptr[r], row_mask[r], (size_t)(a->row_ptr[r + 1] - a->row_ptr[r]));
-        TRY(part_of(a, mask, 1, &rows_out));
-        TRY(generic_csr_upload_nonempty(rows_out, &apart->outside));
     }
+    TRY(part_of(a, mask, 1, &out));
+    if (!p->relu)
+        TRY(sp_strays_upload(out, &apart->strays));
+    else
+        TRY(generic_csr_upload_nonempty(out, &apart->outside));
     TRY(part_of(a, mask, 0, inside));
 fail:
     if (status != SPF_OK)
         apart_release(apart);
-    spf_matrix_free(rows_out);
+    spf_matrix_free(out);
     mem_free(row_mask);
     mem_free(mask);
     return status;

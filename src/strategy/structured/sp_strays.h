@@ -30,9 +30,10 @@ typedef struct sp_strays {
     int64_t bytes; /* device bytes held */
 } sp_strays;
 
-/* Upload the nonzeros i of a with stray[i] (a's nnz entries).
- * SPF_ERR_OVERFLOW past 2^31 - 1 strays. out is zeroed first. */
-spf_status sp_strays_upload(const spf_matrix *a, const uint8_t *stray, sp_strays *out);
+/* Upload the strays, a matrix in A's shape holding only them (values
+ * set), by its nonempty rows. SPF_ERR_OVERFLOW past 2^31 - 1 strays or rows. out is
+ * zeroed first. */
+spf_status sp_strays_upload(const spf_matrix *strays, sp_strays *out);
 void sp_strays_release(sp_strays *d); /* accepts a zeroed one */
 
 /* C += the strays' products, with op's B and C (plan/problem.h) in dtype

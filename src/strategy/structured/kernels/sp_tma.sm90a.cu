@@ -307,12 +307,10 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
 #pragma unroll
         for (int j = 0; j < BN / 2; j += 2) {
             const int rr = r0 + 8 * (j % 4 / 2), cc = 8 * (j / 4) + 2 * (lane & 3);
-            float v0 = sum(mi, j), v1 = sum(mi, j + 1);
-            if (a.bias && row_base + rr < a.m)
-                v0 += a.bias[row_base + rr], v1 += a.bias[row_base + rr];
-            if (a.relu)
-                v0 = fmaxf(v0, 0.f), v1 = fmaxf(v1, 0.f);
-            const T pair[2] = {elem<T>::from_float(v0), elem<T>::from_float(v1)};
+            /* rows past M are not stored: no bias to read */
+            const int row = min(row_base + rr, a.m - 1);
+            const T pair[2] = {elem<T>::from_float(epilogue_value(a, row, sum(mi, j))),
+                               elem<T>::from_float(epilogue_value(a, row, sum(mi, j + 1)))};
             *reinterpret_cast<uint32_t *>(tile + rr * S::pitch + cc) =
                 *reinterpret_cast<const uint32_t *>(pair);
         }
