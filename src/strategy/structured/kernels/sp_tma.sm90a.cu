@@ -148,27 +148,25 @@ template <int MI, int BN, bool MN, bool AS> struct tma_shape {
  * into the layout the copy engine writes for 2:4 (MN-major, 128-byte
  * swizzle: the 16-byte chunk c of stage row r at chunk c ^ r % 8 of its
  * 128-byte line). Warp w copies rows 16 · PP · w on, a row of BN columns
- * by BN / 8 lanes; lane l first loads the gather index of the warp's row
- * l, which the copies take by shuffle. Rows past the last pair (K ends
- * inside a stage) and columns past N are zeros: A's zeros times stale B
- * could make NaN.
- *
- * cp.async writes through the generic proxy and wgmma reads through the
- * async one, so a stage's copies must be complete and fenced
- * (fence.proxy.async) before its full barrier is passed: each thread
- * arrives for stage i − lag after waiting for its copies of it, lag =
- * stages − 2 groups in flight (the most that cannot deadlock: a
- * consumer frees stage j − 2 once it has issued stage j − 1). Thread 256
- * also arrives with the expected bytes of A's tensor copies (0 unstaged),
- * hence 129 arrivals a phase. */
+ * by BN / 8 lanes; lane l holds the gather index of the warp's row l
+ * (gather_index, loaded a stage ahead: a copy waits on its address), which
+ * the copies take by shuffle. Rows past the last pair (K ends inside a
+ * stage) and columns past N are zeros: A's zeros times stale B could make
+ * NaN. */
+template <int PP>
+__device__ __forceinline__ int gather_index(const tma_args &a, const int32_t *gather, int i)
+{
+    const int lane = threadIdx.x & 31, row = ((threadIdx.x >> 5) - 8) * 16 * PP + lane;
+    const bool in = lane < 16 * PP && PP * i + row / 64 < a.pairs;
+    return in ? __ldg(gather + 64 * PP * i + row) : -1;
+}
+
 template <typename T, int BN, int PP, class S>
-__device__ __forceinline__ void gather_stage(const tma_args &a, const int32_t *gather, int i,
-                                             int n0, unsigned char *st)
+__device__ __forceinline__ void gather_stage(const tma_args &a, int mine, int n0,
+                                             unsigned char *st)
 {
     constexpr int per_row = BN / 8, rows_at_once = 32 / per_row, rows = 16 * PP;
-    const int w = (threadIdx.x >> 5) - 8, lane = threadIdx.x & 31;
-    const int row0 = w * rows, p = PP * i + (row0 + lane) / 64;
-    const int mine = lane < rows && p < a.pairs ? __ldg(gather + 64 * PP * i + row0 + lane) : -1;
+    const int lane = threadIdx.x & 31, row0 = ((threadIdx.x >> 5) - 8) * rows;
     const int chunk = lane % per_row, col = n0 + 8 * chunk;
     const int col_bytes = min(max(a.n - col, 0) * 2, 16);
     const T *b = static_cast<const T *>(a.b);
@@ -183,13 +181,57 @@ __device__ __forceinline__ void gather_stage(const tma_args &a, const int32_t *g
     }
 }
 
-/* Stage s's copies are complete (at most `pending` groups of the thread
- * in flight), visible to the tensor cores, and its full barrier told. */
-__device__ __forceinline__ void gather_done(int pending, uint64_t *full)
+/* The gathering producer's loop. cp.async writes through the generic
+ * proxy and wgmma reads through the async one, so each thread waits for
+ * its copies of a stage, fences (fence.proxy.async) and only then arrives
+ * on the stage's full barrier: 128 arrivals, and thread 256's with the
+ * expected bytes of A's tensor copies (0 unstaged), 129 a phase. A thread
+ * keeps its stages' copies in flight (pending) until it must wait for a
+ * free stage: then it hands over the oldest, one at a time, until the
+ * stage is free, so that consumers starved of data get it and release
+ * stages. Handing over each stage a fixed lag behind kept one stage in
+ * flight at three stages (a deeper lag can deadlock) and took 136 µs on
+ * 4096 × 4096 V128:2:8 at N = 2048 (H200), twice the 2:4 format's time. */
+template <typename T, int BN, int PP, bool AS, class S>
+__device__ __forceinline__ void gather_producer(const tma_args &a, unsigned char *smem,
+                                                uint64_t *full, uint64_t *empty, int tile0,
+                                                int n0, int steps)
 {
-    copy_wait_dynamic(pending);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    bar_arrive(full);
+    const int32_t *gather = a.gather + static_cast<int64_t>(tile0 * 16 / a.v) * a.kc;
+    const int stages = a.stages;
+    int oldest = 0, pending = 0; /* stages issued and not yet handed over */
+    auto hand_over = [&](int keep) {
+        copy_wait_dynamic(keep);
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        bar_arrive(&full[oldest]);
+        oldest = oldest + 1 == stages ? 0 : oldest + 1;
+        pending--;
+    };
+    int mine = steps > 0 ? gather_index<PP>(a, gather, 0) : -1;
+    for (int i = 0, s = 0, round = 0; i < steps; i++) {
+        if (round > 0) {
+            while (pending > 0 && !bar_test(&empty[s], (round - 1) & 1))
+                hand_over(pending - 1);
+            bar_wait(&empty[s], (round - 1) & 1);
+        }
+        unsigned char *st = smem + s * S::stage_bytes;
+        if (threadIdx.x == 256) {
+            bar_arrive_expect(&full[s], AS ? S::stage_bytes - S::a_at : 0);
+            if constexpr (AS) {
+                tma_load_3d(st + S::a_at, &a.a_map, 0, PP * i, tile0, &full[s]);
+                tma_load_3d(st + S::meta_at, &a.m_map, 0, PP * i, tile0, &full[s]);
+            }
+        }
+        const int next = i + 1 < steps ? gather_index<PP>(a, gather, i + 1) : -1;
+        gather_stage<T, BN, PP, S>(a, mine, n0, st);
+        copy_commit();
+        mine = next;
+        pending++;
+        if (++s == stages)
+            s = 0, round++;
+    }
+    while (pending > 0)
+        hand_over(pending - 1);
 }
 
 template <typename T, int MI, int BN, bool MN, bool AS, bool G>
@@ -220,28 +262,7 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     if (wg == 2) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
         if constexpr (G) {
-            const int32_t *gather = a.gather + static_cast<int64_t>(tile0 * 16 / a.v) * a.kc;
-            const int lag = stages - 2;
-            for (int i = 0, s = 0, round = 0; i < steps; i++) {
-                if (round > 0)
-                    bar_wait(&empty[s], (round - 1) & 1);
-                unsigned char *st = smem + s * S::stage_bytes;
-                if (threadIdx.x == 256) {
-                    bar_arrive_expect(&full[s], AS ? S::stage_bytes - S::a_at : 0);
-                    if constexpr (AS) {
-                        tma_load_3d(st + S::a_at, &a.a_map, 0, PP * i, tile0, &full[s]);
-                        tma_load_3d(st + S::meta_at, &a.m_map, 0, PP * i, tile0, &full[s]);
-                    }
-                }
-                gather_stage<T, BN, PP, S>(a, gather, i, n0, st);
-                copy_commit();
-                if (i >= lag)
-                    gather_done(lag, &full[(i - lag) % stages]);
-                if (++s == stages)
-                    s = 0, round++;
-            }
-            for (int i = max(steps - lag, 0); i < steps; i++)
-                gather_done(0, &full[i % stages]);
+            gather_producer<T, BN, PP, AS, S>(a, smem, full, empty, tile0, n0, steps);
         } else if (threadIdx.x == 256) {
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&a.b_map))
                          : "memory");
