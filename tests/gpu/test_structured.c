@@ -3,14 +3,13 @@
  * kernel's nb (its own for N and the wider ones) × rt ∈ {1, 2} × warps ∈
  * {1, 3, 8, 16}, the tile kernel's six shapes × stages 2 to 4 and, on
  * Hopper, the wgmma kernel's five shapes × stages 2 to 4 and the TMA
- * kernel's three × stages 2, 3 and 4 × A staged or not (2:4: B by the
- * copy engine where its rows are 16-byte aligned, K×N at N = 8 and 136,
- * N×K at K = 200, 256 and 1000; V128:2:8: B K×N gathered by the
- * producer's cp.async at N = 8 and 136; the wgmma kernel's fallback
+ * kernel's three × stages 2, 3 and 4 × A staged or not (2:4 only; B by
+ * the copy engine where its rows are 16-byte aligned: K×N at N = 8 and
+ * 136, N×K at K = 200, 256 and 1000; the wgmma kernel's fallback
  * otherwise), × fp16 /
  * bf16 × B K×N and N×K × C in both layouts, on 2:4 (37×52: M, K multiples
  * of no tile; a 200×1000 layer), V128:2:8 (300×200: a last block of 44
- * rows; and 260×328, three step pairs: half of a TMA stage), V32:1:16,
+ * rows; and 260×328, three step pairs), V32:1:16,
  * K = 3, and lone nonzeros at each place of a run with
  * empty rows; each V:2:M matrix also in the 2:4 format (it is 2:4 too).
  * N ∈ {1, 3, 8, 10, 17, 49, 127, 136}: a ragged last column block; B K×N
@@ -192,7 +191,7 @@ static void test_kernels(int quick)
     spf_matrix *v8 = gen_vnm(300, 200, 128, 2, 8, 32);
     spf_matrix *v16 = gen_vnm(70, 256, 32, 1, 16, 33);
     spf_matrix *layer = gen_vnm(200, 1000, 1, 2, 4, 34);
-    spf_matrix *v8odd = gen_vnm(260, 328, 128, 2, 8, 42); /* 3 step pairs: half a TMA stage */
+    spf_matrix *v8odd = gen_vnm(260, 328, 128, 2, 8, 42); /* 3 step pairs: an odd count */
     spf_matrix *k3 = NULL;
     {   /* K = 3: two of the three columns in each row */
         int64_t rp[41];

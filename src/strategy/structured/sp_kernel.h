@@ -20,11 +20,10 @@
  * kernel's plan with warpgroups issuing wgmma.mma_async.sp m64nNk32 on the
  * same format, B read by the tensor cores from the stage.
  *
- * The TMA kernel (kernels/sp_tma.sm90a.cu), Hopper only: a producer
- * thread has the copy engine stage B (for V:2:M the producer warpgroup
- * gathers B's rows by cp.async), two consumer warpgroups load A into
+ * The TMA kernel (kernels/sp_tma.sm90a.cu), Hopper only, 2:4: a producer
+ * thread has the copy engine stage B, two consumer warpgroups load A into
  * registers and issue wgmma.mma_async.sp, one group in flight; operands
- * neither can take run the wgmma kernel of the same shape.
+ * the copy engine cannot take run the wgmma kernel of the same shape.
  *
  * The column-vector kernel (kernels/sp_colvec.cu), the one for column
  * vectors (sp_colvec.h) at every N: the stream kernel's plan (a tile of 16
@@ -55,7 +54,7 @@ typedef enum sp_kernel_kind {
     SP_TILE = 1,
     SP_WGMMA = 2,
     SP_COLVEC = 3, /* column vectors only; the others take 2:4 and V:2:M */
-    SP_TMA = 4     /* 2:4, and V:2:M with bm dividing V */
+    SP_TMA = 4     /* 2:4 only */
 } sp_kernel_kind;
 
 /* A kernel configuration; nb, rt, bm and bn are template parameters. */
@@ -72,7 +71,7 @@ typedef struct sp_config {
                    stages, 2 to SP_TMA_STAGES_MAX                            */
     /* SP_TILE, SP_WGMMA and SP_TMA */
     int bm;     /* rows per block: tile 32, 64 or 128; wgmma 64, 128 or 256
-                   (dividing V for V:2:M); TMA 128 or 256 (dividing V)      */
+                   (dividing V for V:2:M); TMA 128 or 256                   */
     int bn;     /* columns per block: tile 64 or 128; wgmma 64, 128 or 256;
                    TMA 128 or 256                                           */
     /* SP_TMA */
@@ -143,8 +142,8 @@ extern const int sp_tma_shapes[SP_TMA_SHAPES][2];
  * and the shared memory allow): the stream kernel at n ≤ 128 (nb from
  * sp_stream_nb_min(n) to 8 × rt 1, 2, 4 × warps 2 to 16 × stages 2 to 5),
  * from n = 16 the tile kernel's shapes × stages 2 to 4, and on Hopper
- * (hopper: compute capability 9.0) the wgmma kernel's and, from n = 64
- * the TMA kernel's shapes × stages 3 and 4; for column vectors
+ * (hopper: compute capability 9.0) the wgmma kernel's and, from n = 64 on
+ * 2:4, the TMA kernel's shapes × stages 3 and 4; for column vectors
  * the column-vector kernel's nb from sp_stream_nb_min(n) to sp_nb_for(n) ×
  * warps 2 to 16 × stages 2 to 5, at every n. Returns how many;
  * at most cap are written (SP_SPACE_MAX holds any). The strategy times

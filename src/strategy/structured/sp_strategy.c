@@ -8,7 +8,7 @@
  * structured one and timed with it.
  *
  * From N = 256 on Hopper a V:2:M matrix takes the 2:4 format, which the
- * TMA kernel runs, unless the TMA kernel gathers its rows of B (as_24).
+ * TMA kernel runs (SP_AS_24_FROM_N).
  *
  * It says no, with the reason, to a matrix without such a pattern. Its
  * regime is a model pruned with structure, at every N: the format moves
@@ -242,31 +242,19 @@ fail:
     return status;
 }
 
-/* From this N on Hopper a V:2:M matrix takes the 2:4 format, which the
- * TMA kernel runs by the copy engine, unless the TMA kernel can gather its
- * rows of B itself (as_24). The 2:4 format beats both dense and the
- * staged V:2:M kernels there (H200, 4096 × 4096 N = 2048: 68 µs, cuBLAS
- * fp16 87, the best V128:2:8 staged kernel 174; N = 256: 21.8 against
- * 43); gathering B by the copy engine, a row a tensor copy, took 476 µs
- * (bench/results/structured/README.md). */
+/* From this N on Hopper a V:2:M matrix takes the 2:4 format: the TMA
+ * kernel runs 2:4 only, and it beats both dense and the V:2:M kernels there
+ * (H200, 4096 × 4096 N = 2048: 68 µs, cuBLAS fp16 87, the best V128:2:8
+ * kernel 174; N = 256: 21.8 against the V:2:M kernels' 43). The TMA
+ * kernel with V:2:M's rows of B gathered took 476 µs by the copy engine (a
+ * row a copy) and 134 µs by cp.async (bench/results/structured/README.md). */
 #define SP_AS_24_FROM_N 256
 
-/* Whether V:2:M problem p on this device runs in the 2:4 format: on Hopper
- * from SP_AS_24_FROM_N, unless the TMA kernel gathers its rows of B (B
- * K×N, V a multiple of its 128 rows a block). Decided by the problem
- * alone, so that a cached plan's format is built again the same way. */
-static int as_24(const problem *p, const sp_pattern *pat, int hopper)
-{
-    if (!hopper || p->n < SP_AS_24_FROM_N || pat->v == 0)
-        return 0;
-    return !(pat->v % 128 == 0 && p->b_layout == SPF_LAYOUT_N_LAST);
-}
-
 /* Detect, build and upload the format of p, and what strays leave apart
- * of its pattern (sp_pattern.h). Where as_24 says so, a V:2:M matrix
- * takes the 2:4 format (two of M in each group are at most two in each run
- * of four), its strays those of V:2:M. */
-static spf_status upload_format(const problem *p, int hopper, sp_device *dev, sp_apart *apart,
+ * of its pattern (sp_pattern.h). as_24: a V:2:M matrix in the 2:4 format
+ * (two of M in each group are at most two in each run of four), its strays
+ * those of V:2:M. */
+static spf_status upload_format(const problem *p, int as_24, sp_device *dev, sp_apart *apart,
                                 double *build_s)
 {
     sp_pattern pat;
@@ -280,7 +268,7 @@ static spf_status upload_format(const problem *p, int hopper, sp_device *dev, sp
         if (status != SPF_OK)
             return status;
     }
-    if (as_24(p, &pat, hopper))
+    if (as_24 && pat.v != 0)
         pat = (sp_pattern){.group = 4, .outside = pat.outside};
     sp_format f;
     spf_status status = sp_format_build(inside ? inside : p->a, &pat, p->dtype, 0, &f);
@@ -315,7 +303,7 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     int tried = 0, have = 0;
     double t0 = timing_now_s();
     int hopper = env->device && env->device->cc_major == 9;
-    TRY(upload_format(p, hopper, &dev, &apart, &build_s));
+    TRY(upload_format(p, hopper && p->n >= SP_AS_24_FROM_N, &dev, &apart, &build_s));
     double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
     int count = sp_tuning_space(p->n, &dev.pattern, hopper, space, SP_SPACE_MAX);
     /* the model's first SP_PREDICT_TIMED configs that launch (§IV: time the
@@ -428,7 +416,7 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a structured plan");
     double build_s = 0;
     int hopper = env->device && env->device->cc_major == 9;
-    status = upload_format(p, hopper, &s->dev, &s->apart, &build_s);
+    status = upload_format(p, hopper && p->n >= SP_AS_24_FROM_N, &s->dev, &s->apart, &build_s);
     if (status == SPF_OK && !sp_config_in_space(&c, p->n, &s->dev.pattern, hopper))
         status = FAIL(SPF_ERR_PARSE, "structured config \"%s\": not in the tuning space of "
                       "N = %lld on this pattern and device", name, (long long)p->n);

@@ -1,4 +1,4 @@
-/* The structured TMA kernel, Hopper only (sm_90a), for large N: the
+/* The structured TMA kernel, Hopper only (sm_90a), for 2:4 at large N: the
  * shape of a Hopper GEMM (warp specialisation, the copy engine, wgmma with
  * a group in flight) on the structured format, where the staged wgmma
  * kernel (sp_wgmma.sm90a.cu) spent its time in per-thread copies
@@ -55,15 +55,14 @@
  * contiguous) is staged K-major: a box of BN rows × 64 k a pair, 8 rows
  * 1024 bytes apart; the pair's second step starts 64 bytes on.
  *
- * V:2:M (V a multiple of bm, B K×N): the producer warpgroup gathers the
- * rows of B of the block's kept columns by cp.async into the same layout
- * (gather_stage), and A is the condensed 2:4 of the format, so the
- * consumers do not change: K is M / 4 times shorter than 2:4's. A tensor
- * copy a gathered row had taken 7× the time of 2:4 (12443d4, reverted).
- *
- * The copy engine needs B's base and pitch 16-byte aligned (the gather,
- * its rows): otherwise, and for V:2:M with B N×K, sp_tma_launch runs the
- * staged wgmma kernel of the same shape. */
+ * The copy engine needs B's base and pitch 16-byte aligned: otherwise
+ * sp_tma_launch runs the staged wgmma kernel of the same shape. V:2:M is
+ * refused (sp_config_refusal): its gathered rows of B, a tensor copy a
+ * row, took 7× the time of 2:4 (12443d4, reverted), and by the producer
+ * warpgroup's cp.async twice the time (e269541, reverted: about 12 bytes a
+ * cycle an SM arrived, against 2:4's copy engine bringing twice the rows in
+ * half the time); the strategy runs V:2:M in the 2:4 format at large N
+ * instead (sp_strategy.c). */
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #error "sp_tma.sm90a.cu is built for sm_90a only (CMakeLists.txt)"
 #endif
@@ -89,10 +88,7 @@ struct tma_args {
     CUtensorMap a_map, m_map; /* A staged: its fragments and metadata, [tile][pair][words] */
     const uint4 *values;
     const uint32_t *meta;
-    const int32_t *gather; /* V:2:M: [block of v rows][kc] (sp_format.h); NULL for 2:4 */
-    const void *b;         /* V:2:M: B K×N, rows b_row elements apart, for the gather */
-    int64_t b_row;
-    int32_t m, n, tiles, pairs, stages, v, kc;
+    int32_t m, n, tiles, pairs, stages;
     void *c;
     int64_t c_row, c_col;
     const float *bias;
@@ -142,102 +138,9 @@ template <int MI, int BN, bool MN, bool AS> struct tma_shape {
     }
 };
 
-/* The producer's gathered copies of V:2:M (B K×N): the 128 threads of
- * warpgroup 2 copy each stage's PP · 64 rows of B, the rows of the kept
- * columns of the block's V rows (gather), by cp.async 16 bytes a thread,
- * into the layout the copy engine writes for 2:4 (MN-major, 128-byte
- * swizzle: the 16-byte chunk c of stage row r at chunk c ^ r % 8 of its
- * 128-byte line). Warp w copies rows 16 · PP · w on, a row of BN columns
- * by BN / 8 lanes; lane l holds the gather index of the warp's row l
- * (gather_index, loaded a stage ahead: a copy waits on its address), which
- * the copies take by shuffle. Rows past the last pair (K ends inside a
- * stage) and columns past N are zeros: A's zeros times stale B could make
- * NaN. */
-template <int PP>
-__device__ __forceinline__ int gather_index(const tma_args &a, const int32_t *gather, int i)
-{
-    const int lane = threadIdx.x & 31, row = ((threadIdx.x >> 5) - 8) * 16 * PP + lane;
-    const bool in = lane < 16 * PP && PP * i + row / 64 < a.pairs;
-    return in ? __ldg(gather + 64 * PP * i + row) : -1;
-}
-
-template <typename T, int BN, int PP, class S>
-__device__ __forceinline__ void gather_stage(const tma_args &a, int mine, int n0,
-                                             unsigned char *st)
-{
-    constexpr int per_row = BN / 8, rows_at_once = 32 / per_row, rows = 16 * PP;
-    const int lane = threadIdx.x & 31, row0 = ((threadIdx.x >> 5) - 8) * rows;
-    const int chunk = lane % per_row, col = n0 + 8 * chunk;
-    const int col_bytes = min(max(a.n - col, 0) * 2, 16);
-    const T *b = static_cast<const T *>(a.b);
-    unsigned char *box = st + chunk / 8 * S::leading;
-#pragma unroll 4
-    for (int it = 0; it < rows / rows_at_once; it++) {
-        const int r = row0 + it * rows_at_once + lane / per_row;
-        const int kk = __shfl_sync(0xffffffffu, mine, it * rows_at_once + lane / per_row);
-        const int bytes = kk >= 0 ? col_bytes : 0;
-        copy16(box + r * 128 + ((chunk % 8 ^ r % 8) << 4),
-               bytes ? b + static_cast<int64_t>(kk) * a.b_row + col : b, bytes);
-    }
-}
-
-/* The gathering producer's loop. cp.async writes through the generic
- * proxy and wgmma reads through the async one, so each thread waits for
- * its copies of a stage, fences (fence.proxy.async) and only then arrives
- * on the stage's full barrier: 128 arrivals, and thread 256's with the
- * expected bytes of A's tensor copies (0 unstaged), 129 a phase. A thread
- * keeps its stages' copies in flight (pending) until it must wait for a
- * free stage: then it hands over the oldest, one at a time, until the
- * stage is free, so that consumers starved of data get it and release
- * stages. Handing over each stage a fixed lag behind kept one stage in
- * flight at three stages (a deeper lag can deadlock) and took 136 µs on
- * 4096 × 4096 V128:2:8 at N = 2048 (H200), twice the 2:4 format's time. */
-template <typename T, int BN, int PP, bool AS, class S>
-__device__ __forceinline__ void gather_producer(const tma_args &a, unsigned char *smem,
-                                                uint64_t *full, uint64_t *empty, int tile0,
-                                                int n0, int steps)
-{
-    const int32_t *gather = a.gather + static_cast<int64_t>(tile0 * 16 / a.v) * a.kc;
-    const int stages = a.stages;
-    int oldest = 0, pending = 0; /* stages issued and not yet handed over */
-    auto hand_over = [&](int keep) {
-        copy_wait_dynamic(keep);
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-        bar_arrive(&full[oldest]);
-        oldest = oldest + 1 == stages ? 0 : oldest + 1;
-        pending--;
-    };
-    int mine = steps > 0 ? gather_index<PP>(a, gather, 0) : -1;
-    for (int i = 0, s = 0, round = 0; i < steps; i++) {
-        if (round > 0) {
-            while (pending > 0 && !bar_test(&empty[s], (round - 1) & 1))
-                hand_over(pending - 1);
-            bar_wait(&empty[s], (round - 1) & 1);
-        }
-        unsigned char *st = smem + s * S::stage_bytes;
-        if (threadIdx.x == 256) {
-            bar_arrive_expect(&full[s], AS ? S::stage_bytes - S::a_at : 0);
-            if constexpr (AS) {
-                tma_load_3d(st + S::a_at, &a.a_map, 0, PP * i, tile0, &full[s]);
-                tma_load_3d(st + S::meta_at, &a.m_map, 0, PP * i, tile0, &full[s]);
-            }
-        }
-        const int next = i + 1 < steps ? gather_index<PP>(a, gather, i + 1) : -1;
-        gather_stage<T, BN, PP, S>(a, mine, n0, st);
-        copy_commit();
-        mine = next;
-        pending++;
-        if (++s == stages)
-            s = 0, round++;
-    }
-    while (pending > 0)
-        hand_over(pending - 1);
-}
-
-template <typename T, int MI, int BN, bool MN, bool AS, bool G>
+template <typename T, int MI, int BN, bool MN, bool AS>
 __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ tma_args a)
 {
-    static_assert(!G || MN, "the gathered rows of B are copied MN-major (B K×N)");
     using S = tma_shape<MI, BN, MN, AS>;
     constexpr int PP = S::pp, R = AS ? 2 : S::ring;
     extern __shared__ __align__(1024) unsigned char dynamic[];
@@ -249,7 +152,7 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     const int steps = (a.pairs + PP - 1) / PP; /* stages of K */
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; s++) {
-            bar_init(&full[s], G ? 129 : 1);
+            bar_init(&full[s], 1);
             bar_init(&empty[s], 8); /* lane 0 of each consumer warp */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -261,9 +164,7 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
      * 40 and each consumer takes 232 (40 + 2 · 232 = 3 · 168). */
     if (wg == 2) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
-        if constexpr (G) {
-            gather_producer<T, BN, PP, AS, S>(a, smem, full, empty, tile0, n0, steps);
-        } else if (threadIdx.x == 256) {
+        if (threadIdx.x == 256) {
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&a.b_map))
                          : "memory");
             for (int i = 0, s = 0, round = 0; i < steps; i++) {
@@ -433,43 +334,36 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     }
 }
 
-/* B K×N (mn) gathered for V:2:M, or by the copy engine; B N×K by the
- * copy engine, 2:4 only (its gathered rows are columns of B: none). */
-template <typename T, int MI, int BN, bool AS> void *kernel_layout(bool mn, bool gather)
+template <typename T, int MI, int BN, bool AS> void *kernel_layout(bool mn)
 {
-    if (gather)
-        return mn ? (void *)sp_tma_kernel<T, MI, BN, true, AS, true> : nullptr;
-    return mn ? (void *)sp_tma_kernel<T, MI, BN, true, AS, false>
-              : (void *)sp_tma_kernel<T, MI, BN, false, AS, false>;
+    return mn ? (void *)sp_tma_kernel<T, MI, BN, true, AS>
+              : (void *)sp_tma_kernel<T, MI, BN, false, AS>;
 }
 
-template <typename T, int MI, int BN>
-void *kernel_staging(const sp_config *c, bool mn, bool gather)
+template <typename T, int MI, int BN> void *kernel_staging(const sp_config *c, bool mn)
 {
-    return c->a_staged ? kernel_layout<T, MI, BN, true>(mn, gather)
-                       : kernel_layout<T, MI, BN, false>(mn, gather);
+    return c->a_staged ? kernel_layout<T, MI, BN, true>(mn) : kernel_layout<T, MI, BN, false>(mn);
 }
 
 /* The shapes sp_config_refusal allows. */
-template <typename T> void *kernel_shape(const sp_config *c, bool mn, bool gather)
+template <typename T> void *kernel_shape(const sp_config *c, bool mn)
 {
     switch (c->bm * 1000 + c->bn) {
-    case 128128: return kernel_staging<T, 1, 128>(c, mn, gather);
-    case 128256: return kernel_staging<T, 1, 256>(c, mn, gather);
-    case 256128: return kernel_staging<T, 2, 128>(c, mn, gather);
+    case 128128: return kernel_staging<T, 1, 128>(c, mn);
+    case 128256: return kernel_staging<T, 1, 256>(c, mn);
+    case 256128: return kernel_staging<T, 2, 128>(c, mn);
     default: return nullptr;
     }
 }
 
 void *kernel_for(const sp_config *c, const sp_device *d, bool mn)
 {
-    const bool gather = d->pattern.v != 0;
     if (c->kind != SP_TMA || sp_config_refusal(c, &d->pattern))
         return nullptr;
     if (d->dtype == SPF_DTYPE_F16)
-        return kernel_shape<__half>(c, mn, gather);
+        return kernel_shape<__half>(c, mn);
     if (d->dtype == SPF_DTYPE_BF16)
-        return kernel_shape<__nv_bfloat16>(c, mn, gather);
+        return kernel_shape<__nv_bfloat16>(c, mn);
     return nullptr;
 }
 
@@ -491,13 +385,6 @@ extern "C" spf_status sp_tma_occupancy(const sp_config *c, const sp_device *d, i
     return smem_occupancy(k, sp_config_threads(c), sp_config_smem(c), blocks);
 }
 
-/* Whether the rows of B K×N allow the gather's 16-byte copies. */
-static bool gather_fits(const spmm_operands *op)
-{
-    return op->b_layout == SPF_LAYOUT_N_LAST && op->b_col == 1 &&
-           reinterpret_cast<uintptr_t>(op->b) % 16 == 0 && op->b_row * 2 % 16 == 0;
-}
-
 extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
                                     const spmm_operands *op, void *stream)
 {
@@ -505,9 +392,7 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
     const int64_t pitch = mn ? op->b_row : op->b_col;
     const int64_t rows = mn ? d->cols : op->n, cols = mn ? op->n : d->cols;
     const bool unit = mn ? op->b_col == 1 : op->b_row == 1;
-    const bool fits = d->pattern.v ? gather_fits(op)
-                                   : unit && tensor_map_fits(op->b, rows, cols, pitch);
-    if (!fits) {
+    if (!unit || !tensor_map_fits(op->b, rows, cols, pitch)) {
         const sp_config w = staged(c);
         return sp_wgmma_launch(d, &w, op, stream);
     }
@@ -516,19 +401,10 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "structured: no TMA kernel for m%d n%d s%d on a "
                     "format of V = %d", c->bm, c->bn, c->stages, d->pattern.v);
     tma_args a = {};
-    spf_status status = SPF_OK;
-    if (d->pattern.v) {
-        a.gather = d->gather;
-        a.b = op->b;
-        a.b_row = op->b_row;
-        a.v = d->pattern.v;
-        a.kc = static_cast<int32_t>(d->pairs * 64);
-    } else {
-        status = tensor_map_2d(&a.b_map, d->dtype, op->b, rows, cols, pitch,
-                               mn ? 64 * SP_TMA_PAIRS(c->bm) : c->bn, 64);
-        if (status != SPF_OK)
-            return status;
-    }
+    spf_status status = tensor_map_2d(&a.b_map, d->dtype, op->b, rows, cols, pitch,
+                                      mn ? 64 * SP_TMA_PAIRS(c->bm) : c->bn, 64);
+    if (status != SPF_OK)
+        return status;
     a.values = reinterpret_cast<const uint4 *>(d->values);
     a.meta = d->meta;
     a.m = static_cast<int32_t>(d->rows);

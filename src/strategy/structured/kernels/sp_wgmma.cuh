@@ -133,18 +133,6 @@ __device__ __forceinline__ void bar_arrive_expect(uint64_t *b, uint32_t bytes)
                  "r"(bytes)
                  : "memory");
 }
-/* whether the phase of this parity has completed, without waiting */
-__device__ __forceinline__ bool bar_test(uint64_t *b, int parity)
-{
-    uint32_t done;
-    asm volatile("{\n.reg .pred p;\n"
-                 "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(smem_addr(b)), "r"(parity)
-                 : "memory");
-    return done != 0;
-}
 /* until the phase of this parity has completed */
 __device__ __forceinline__ void bar_wait(uint64_t *b, int parity)
 {
