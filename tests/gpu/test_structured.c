@@ -104,7 +104,7 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
         }
     /* the TMA kernel at the fewest stages and at its space's, K whole; K
      * split over 2 and 4 blocks at 3 stages */
-    static const int tma_stages[] = {2, 3, 4};
+    static const int tma_stages[] = {2, 3, 4, 6};
     for (size_t si = 0; hopper && si < SP_TMA_SHAPES; si++)
         for (int staged = 0; staged <= 1; staged++)
             for (size_t ti = 0; ti < sizeof tma_stages / sizeof *tma_stages; ti++)

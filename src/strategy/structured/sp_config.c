@@ -182,7 +182,7 @@ int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, 
     for (int i = 0; n >= 64 && hopper && i < SP_TMA_SHAPES; i++)
         for (int split_k = 0; split_k <= 4; split_k += 2)
             for (int a_staged = 0; a_staged <= 1; a_staged++)
-                for (int stages = 3; stages <= 4; stages++)
+                for (int stages = 3; stages <= 6; stages += stages == 4 ? 2 : 1)
                     add((sp_config){.kind = SP_TMA, .bm = sp_tma_shapes[i][0],
                                     .bn = sp_tma_shapes[i][1], .stages = stages,
                                     .a_staged = a_staged, .split_k = split_k},

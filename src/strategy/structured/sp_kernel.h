@@ -150,7 +150,7 @@ extern const int sp_tma_shapes[SP_TMA_SHAPES][2];
  * sp_stream_nb_min(n) to 8 × rt 1, 2, 4 × warps 2 to 16 × stages 2 to 5),
  * from n = 16 the tile kernel's shapes × stages 2 to 4, and on Hopper
  * (hopper: compute capability 9.0) the wgmma kernel's and, from n = 64 on
- * 2:4, the TMA kernel's shapes × stages 3 and 4 × A staged or not × K
+ * 2:4, the TMA kernel's shapes × stages 3, 4 and 6 × A staged or not × K
  * split over 1, 2 or 4 blocks (as the shared memory allows); for column vectors
  * the column-vector kernel's nb from sp_stream_nb_min(n) to sp_nb_for(n) ×
  * warps 2 to 16 × stages 2 to 5, at every n. Returns how many;
