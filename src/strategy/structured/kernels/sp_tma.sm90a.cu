@@ -121,17 +121,16 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, i
 }
 
 /* Split K over a cluster: the blocks of a cluster take consecutive
- * ranges of K's stages; each block other than the first (rank 0) adds
- * nothing itself but writes its fp32 sums into the first block's shared
- * memory (distributed shared memory: st.shared::cluster at the address
- * mapa gives) and arrives on the first block's `reduced` mbarrier with
- * release at cluster scope; the first block waits on it with acquire,
- * adds the others' sums to its own in rank order (so every run gives the
- * same sums) and runs the epilogue. The blocks of a cluster start
- * together (a cluster barrier after the barriers' initialisation, before
- * any remote write), and the first block leaves only after every other
- * block's write has arrived. No workspace, no atomics: launches of a plan
- * on several streams stay independent. */
+ * ranges of K's stages; each block other than the first (rank 0) writes
+ * its fp32 sums into the first block's shared memory (distributed shared
+ * memory: st.shared::cluster at the address mapa gives), then every
+ * thread of the cluster passes a cluster barrier (release / acquire), and
+ * the first block adds the others' sums to its own in rank order (so
+ * every run gives the same sums) and runs the epilogue. The blocks of a
+ * cluster also pass a cluster barrier at the start, so that none writes
+ * into a block not yet running; the producers wait at the last one too.
+ * No workspace, no atomics: launches of a plan on several streams stay
+ * independent. */
 __device__ __forceinline__ int cluster_rank()
 {
     uint32_t r;
@@ -154,19 +153,6 @@ __device__ __forceinline__ void store_remote(uint32_t at, float x, float y, floa
 {
     asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "f"(x),
                  "f"(y), "f"(z), "f"(w)
-                 : "memory");
-}
-__device__ __forceinline__ void arrive_remote(uint32_t bar)
-{
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar)
-                 : "memory");
-}
-__device__ __forceinline__ void wait_cluster(uint64_t *b, int parity)
-{
-    asm volatile("{\n.reg .pred done;\nwait:\n"
-                 "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra wait;\n}\n" ::"r"(smem_addr(b)),
-                 "r"(parity)
                  : "memory");
 }
 
@@ -197,7 +183,7 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     constexpr int PP = S::pp, R = AS ? 2 : S::ring;
     extern __shared__ __align__(1024) unsigned char dynamic[];
     unsigned char *smem = dynamic + (-smem_addr(dynamic) & 1023); /* the swizzle's atoms */
-    __shared__ uint64_t full[SP_TMA_STAGES_MAX], empty[SP_TMA_STAGES_MAX], reduced;
+    __shared__ uint64_t full[SP_TMA_STAGES_MAX], empty[SP_TMA_STAGES_MAX];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wg = warp / 4, wi = warp % 4;
     const int tile0 = blockIdx.x * 8 * MI, n0 = blockIdx.y * BN, stages = a.stages;
@@ -210,8 +196,6 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
             bar_init(&full[s], 1);
             bar_init(&empty[s], 8); /* lane 0 of each consumer warp */
         }
-        if (rank == 0 && a.split_k > 1)
-            bar_init(&reduced, (a.split_k - 1) * 256); /* the others' consumer threads */
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     if (a.split_k > 1)
@@ -249,6 +233,9 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
                     s = 0, round++;
             }
         }
+        __syncwarp();
+        if (a.split_k > 1) /* the consumers' sums meet */
+            cluster_sync();
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
@@ -356,10 +343,10 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
                 store_remote(to + q * 256 * 16, own(mi, j), own(mi, j + 1), own(mi, j + 2),
                              own(mi, j + 3));
             }
-            arrive_remote(in_first(&reduced));
-            return;
         }
-        wait_cluster(&reduced, 0);
+        cluster_sync();
+        if (rank > 0)
+            return;
     }
     /* the block's sum and the other blocks' of the cluster, in rank order */
     auto sum = [&](int mi, int j) {
