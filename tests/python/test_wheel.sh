@@ -9,7 +9,8 @@
 #      library and runs a small SpMM on a CPU plan; spforge.torch imports
 #      without torch and its names raise ImportError;
 #   4. where $SPF_PYTHON has numpy and scipy, test_convert.py,
-#      test_binding.py and test_torch.py (on fake_torch) run against the
+#      test_binding.py, test_torch.py (on fake_torch) and
+#      test_resnet50_map.py run against the
 #      installed package (numpy and scipy taken from $SPF_PYTHON's
 #      site-packages through PYTHONPATH).
 # Environment: SPF_SOURCE_DIR (the repository), SPF_WHEEL_DIR (a work folder:
@@ -70,7 +71,8 @@ printf 'wheel: %s (%s) built in %d s, %s CUDA objects compiled this time\n' \
 import sys, zipfile
 names = sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if ".dist-info/" not in n)
 want = sorted(["spforge/__init__.py", "spforge/_capi.py", "spforge/_convert.py",
-               "spforge/_torch.py", "spforge/libspforge.so", "spforge/torch.py"])
+               "spforge/_torch.py", "spforge/libspforge.so", "spforge/resnet50.py",
+               "spforge/torch.py"])
 if names != want:
     sys.exit("FAIL: the wheel holds %s, expected %s" % (names, want))
 print("wheel: holds " + ", ".join(names))
@@ -113,7 +115,7 @@ EOF
 site=$("$python" -c "import numpy, scipy, os; print(os.path.dirname(os.path.dirname(
   numpy.__file__)))" 2>/dev/null) || { echo "wheel: $python has no numpy / scipy: the binding's" \
   "tests against the installed package skipped"; exit 0; }
-for test in test_convert.py test_binding.py test_torch.py; do
+for test in test_convert.py test_binding.py test_torch.py test_resnet50_map.py; do
   # test_torch.py on fake_torch (as python_torch_fake): the fresh venv has no torch
   env -u SPF_LIB SPF_TEST_INSTALLED=1 SPF_FAKE_TORCH=1 PYTHONPATH="$site" \
     "$work/fresh/bin/python" "$src/tests/python/$test" >"$work/$test.log" 2>&1 ||
