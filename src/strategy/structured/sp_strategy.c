@@ -251,10 +251,12 @@ fail:
 #define SP_AS_24_FROM_N 256
 
 /* Detect, build and upload the format of p, and what strays leave apart
- * of its pattern (sp_pattern.h). as_24: a V:2:M matrix in the 2:4 format
- * (two of M in each group are at most two in each run of four), its strays
- * those of V:2:M. */
-static spf_status upload_format(const problem *p, int as_24, sp_device *dev, sp_apart *apart,
+ * of its pattern (sp_pattern.h). On Hopper (hopper) from SP_AS_24_FROM_N
+ * a V:2:M matrix takes the 2:4 format (two of M in each group are at most
+ * two in each run of four), its strays those of V:2:M: decided by the
+ * problem alone, so that a cached plan's format is built again the same
+ * way. */
+static spf_status upload_format(const problem *p, int hopper, sp_device *dev, sp_apart *apart,
                                 double *build_s)
 {
     sp_pattern pat;
@@ -268,7 +270,7 @@ static spf_status upload_format(const problem *p, int as_24, sp_device *dev, sp_
         if (status != SPF_OK)
             return status;
     }
-    if (as_24 && pat.v != 0)
+    if (hopper && p->n >= SP_AS_24_FROM_N && pat.v != 0)
         pat = (sp_pattern){.group = 4, .outside = pat.outside};
     sp_format f;
     spf_status status = sp_format_build(inside ? inside : p->a, &pat, p->dtype, 0, &f);
@@ -303,7 +305,7 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     int tried = 0, have = 0;
     double t0 = timing_now_s();
     int hopper = env->device && env->device->cc_major == 9;
-    TRY(upload_format(p, hopper && p->n >= SP_AS_24_FROM_N, &dev, &apart, &build_s));
+    TRY(upload_format(p, hopper, &dev, &apart, &build_s));
     double load_s = timing_now_s() - t0 - build_s, tune0 = timing_now_s();
     int count = sp_tuning_space(p->n, &dev.pattern, hopper, space, SP_SPACE_MAX);
     /* the model's first SP_PREDICT_TIMED configs that launch (§IV: time the
@@ -416,7 +418,7 @@ static spf_status sp_decode(const problem *p, const strategy_env *env, const spf
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a structured plan");
     double build_s = 0;
     int hopper = env->device && env->device->cc_major == 9;
-    status = upload_format(p, hopper && p->n >= SP_AS_24_FROM_N, &s->dev, &s->apart, &build_s);
+    status = upload_format(p, hopper, &s->dev, &s->apart, &build_s);
     if (status == SPF_OK && !sp_config_in_space(&c, p->n, &s->dev.pattern, hopper))
         status = FAIL(SPF_ERR_PARSE, "structured config \"%s\": not in the tuning space of "
                       "N = %lld on this pattern and device", name, (long long)p->n);

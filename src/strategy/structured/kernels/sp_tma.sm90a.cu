@@ -374,6 +374,20 @@ sp_config staged(const sp_config *c)
     return sp_config{SP_WGMMA, 0, 0, 0, c->stages < 4 ? c->stages : 4, c->bm, c->bn};
 }
 
+/* The map of format d's A fragments or metadata (base: d->values or
+ * d->meta, `unit` bytes a tile and pair) as [tile][pair][words], copied a
+ * box of config c's row tiles × a stage's pairs. Host code. */
+spf_status pair_map(CUtensorMap *map, const void *base, uint32_t unit, const sp_device *d,
+                    const sp_config *c)
+{
+    const uint64_t pairs = static_cast<uint64_t>(d->pairs);
+    const uint64_t dims[3] = {unit / 4, pairs, static_cast<uint64_t>(d->tiles)};
+    const uint64_t strides[2] = {unit, pairs * unit};
+    const uint32_t box[3] = {unit / 4, static_cast<uint32_t>(SP_TMA_PAIRS(c->bm)),
+                             static_cast<uint32_t>(c->bm / 16)};
+    return tensor_map_words_3d(map, base, dims, strides, box);
+}
+
 } // namespace
 
 extern "C" spf_status sp_tma_occupancy(const sp_config *c, const sp_device *d, int *blocks)
@@ -417,19 +431,10 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
     a.c_col = op->c_col;
     a.bias = op->bias;
     a.relu = op->relu;
-    if (c->a_staged) { /* [tile][pair][words], a box of the block's tiles × a stage's pairs */
-        const int pp = SP_TMA_PAIRS(c->bm);
-        const uint32_t tiles = static_cast<uint32_t>(c->bm / 16);
-        const uint64_t pairs = static_cast<uint64_t>(d->pairs);
-        const uint64_t vd[3] = {SP_TILE_A_BYTES / 4, pairs, static_cast<uint64_t>(d->tiles)};
-        const uint64_t vs[2] = {SP_TILE_A_BYTES, pairs * SP_TILE_A_BYTES};
-        const uint32_t vb[3] = {SP_TILE_A_BYTES / 4, static_cast<uint32_t>(pp), tiles};
-        status = tensor_map_words_3d(&a.a_map, d->values, vd, vs, vb);
-        const uint64_t md[3] = {SP_TILE_META_BYTES / 4, pairs, static_cast<uint64_t>(d->tiles)};
-        const uint64_t ms[2] = {SP_TILE_META_BYTES, pairs * SP_TILE_META_BYTES};
-        const uint32_t mb[3] = {SP_TILE_META_BYTES / 4, static_cast<uint32_t>(pp), tiles};
+    if (c->a_staged) {
+        status = pair_map(&a.a_map, d->values, SP_TILE_A_BYTES, d, c);
         if (status == SPF_OK)
-            status = tensor_map_words_3d(&a.m_map, d->meta, md, ms, mb);
+            status = pair_map(&a.m_map, d->meta, SP_TILE_META_BYTES, d, c);
         if (status != SPF_OK)
             return status;
     }
