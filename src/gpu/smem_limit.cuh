@@ -45,4 +45,30 @@ static inline spf_status smem_launch(const void *k, dim3 grid, int threads, size
                                        static_cast<cudaStream_t>(stream)));
 }
 
+/* smem_launch with the grid's blocks in clusters of `cluster` along z
+ * (grid.z a multiple of it; 1: no clusters). */
+static inline spf_status smem_launch_clustered(const void *k, dim3 grid, int threads, size_t smem,
+                                               void *args, int cluster, void *stream)
+{
+    if (cluster <= 1)
+        return smem_launch(k, grid, threads, smem, args, stream);
+    spf_status status = smem_allow(k, smem);
+    if (status != SPF_OK)
+        return status;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = static_cast<unsigned>(cluster);
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem;
+    config.stream = static_cast<cudaStream_t>(stream);
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    void *params[] = {args};
+    return CUDA_CHECK(cudaLaunchKernelExC(&config, k, params));
+}
+
 #endif

@@ -46,11 +46,20 @@ static uint64_t next_seed = 0x5d000000;
 static int launches;
 static int hopper; /* the device is compute capability 9.0: the wgmma kernel's configs too */
 
+#define CONFIGS_MAX 160
+
+static void add_config(sp_config *out, int *count, sp_config c)
+{
+    CHECK_MSG(*count < CONFIGS_MAX, "more than %d configs to check", CONFIGS_MAX);
+    if (*count < CONFIGS_MAX)
+        out[(*count)++] = c;
+}
+
 /* The configs checked at N = n on pattern pat: the stream kernel's at the
  * nb the strategy times and the wider ones × rt × warps, the tile kernel's every shape ×
  * stages 2 to 4, on Hopper the wgmma kernel's every shape × stages 2 to 4
  * and the TMA kernel's (whether or not the strategy would time them at
- * this N); --quick: a few of each. Returns how many (at most 128). */
+ * this N); --quick: a few of each. Returns how many (at most CONFIGS_MAX). */
 static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_config *out)
 {
     int count = 0;
@@ -61,7 +70,7 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
             if (sp_config_refusal(&c, pat))
                 c.stages = 2;
             if (!sp_config_refusal(&c, pat) && !(quick && (wi == 0 || nb != sp_nb_for(n))))
-                out[count++] = c;
+                add_config(out, &count, c);
         }
     for (int nb = sp_stream_nb_min(n); nb <= 8; nb *= 2)
         for (int rt = 1; rt <= 4; rt *= 2)
@@ -75,7 +84,7 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
                 if (sp_config_refusal(&c, pat) ||
                     (quick && (wi == 0 || wi == 3 || nb != sp_nb_for(n))))
                     continue;
-                out[count++] = c;
+                add_config(out, &count, c);
             }
     for (size_t si = 0; si < SP_TILE_SHAPES; si++)
         for (int stages = 2; stages <= 4; stages++) {
@@ -83,7 +92,7 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
                            .bn = sp_tile_shapes[si][1], .stages = stages};
             if (sp_config_refusal(&c, pat) || (quick && (stages != 3 || si % 3 != 0)))
                 continue;
-            out[count++] = c;
+            add_config(out, &count, c);
         }
     for (size_t si = 0; hopper && si < SP_WGMMA_SHAPES; si++)
         for (int stages = 2; stages <= 4; stages++) {
@@ -91,20 +100,23 @@ static int configs_to_check(int64_t n, const sp_pattern *pat, int quick, sp_conf
                            .bn = sp_wgmma_shapes[si][1], .stages = stages};
             if (sp_config_refusal(&c, pat) || (quick && (stages != 3 || si % 2 != 0)))
                 continue;
-            out[count++] = c;
+            add_config(out, &count, c);
         }
-    /* the TMA kernel at the fewest stages and at its space's */
-    static const int tma_stages[] = {2, 3, 4};
+    /* the TMA kernel at the fewest stages and at its space's, K whole; K
+     * split over 2 and 4 blocks at 3 stages */
+    static const int tma_stages[] = {2, 3, 4, 6};
     for (size_t si = 0; hopper && si < SP_TMA_SHAPES; si++)
         for (int staged = 0; staged <= 1; staged++)
-            for (size_t ti = 0; ti < sizeof tma_stages / sizeof *tma_stages; ti++) {
-                sp_config c = {.kind = SP_TMA, .bm = sp_tma_shapes[si][0],
-                               .bn = sp_tma_shapes[si][1], .stages = tma_stages[ti],
-                               .a_staged = staged};
-                if (sp_config_refusal(&c, pat) || (quick && ti != 0 && si != 0))
-                    continue;
-                out[count++] = c;
-            }
+            for (size_t ti = 0; ti < sizeof tma_stages / sizeof *tma_stages; ti++)
+                for (int split = 0; split <= 4; split += 2) {
+                    sp_config c = {.kind = SP_TMA, .bm = sp_tma_shapes[si][0],
+                                   .bn = sp_tma_shapes[si][1], .stages = tma_stages[ti],
+                                   .a_staged = staged, .split_k = split};
+                    if (sp_config_refusal(&c, pat) || (split && ti != 1) ||
+                        (quick && ti != 0 && si != 0 && !split))
+                        continue;
+                    add_config(out, &count, c);
+                }
     return count;
 }
 
@@ -129,7 +141,7 @@ static void run_format(const char *label, const spf_matrix *a, const sp_pattern 
         spmm_case t;
         spmm_case_make(&t, a, dtype, bl, n, bias, relu, NULL, next_seed);
         next_seed += 2;
-        sp_config cfgs[128];
+        sp_config cfgs[CONFIGS_MAX];
         int count = configs_to_check(n, pat, quick, cfgs);
         for (int ci = 0; ci < count; ci++) {
             const sp_config cfg = cfgs[ci];

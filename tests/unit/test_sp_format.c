@@ -474,9 +474,13 @@ static void test_configs(void)
     list[2].kind = SP_WGMMA;
     CHECK(sp_tuning_space(512, &v64, 0, list, 2) == 3 * 4 && list[2].kind == SP_WGMMA);
     int hop = sp_tuning_space(512, &p24, 1, list, SP_SPACE_MAX);
-    /* the TMA kernel: m128 n256 at 3 stages (4 pass the shared memory), the
-     * others at 3 and 4; with A staged the two shapes of n128 at 3 and 4 */
-    CHECK(hop == 3 * 6 + 3 * 5 + 5 + 4 && list[0].kind == SP_TILE &&
+    /* the TMA kernel, K whole: m128 n256 at 3 stages (4 and 6 pass the
+     * shared memory), m256 n128 and m128 n64 at 3, 4 and 6 with A staged or
+     * not, m128 n128 but staged at 6 (18); K split (m128 only), where the
+     * others' sums fit: over 2 blocks m128 n128 at 3 and 4 and staged at 3
+     * (3), m128 n64 but staged at 6 (5); over 4 blocks m128 n64 unstaged and
+     * staged at 3 (4) */
+    CHECK(hop == 3 * 6 + 3 * 5 + 18 + 12 && list[0].kind == SP_TILE &&
           list[3 * 6 + 3 * 5 - 1].kind == SP_WGMMA && list[hop - 1].kind == SP_TMA);
     CHECK(sp_tuning_space(32, &p24, 1, list, SP_SPACE_MAX) <= SP_SPACE_MAX);
     for (int i = 0; i < sp_tuning_space(32, &p24, 1, list, SP_SPACE_MAX); i++)
@@ -536,6 +540,33 @@ static void test_configs(void)
     CHECK(sp_config_refusal(&w3, &p24) != NULL);
     CHECK_STATUS(sp_config_from_name("tm64n128s4", &back), SPF_ERR_PARSE);
     CHECK_STATUS(sp_config_from_name("tm128n128s1", &back), SPF_ERR_PARSE);
+
+    /* K split over a cluster: the first block's room for the others' fp32
+     * sums past the ring (or the tile of C); TMA only, 2 or 4 blocks */
+    CHECK_OK(sp_config_from_name("tm128n64s4k4", &back));
+    CHECK(back.kind == SP_TMA && back.bm == 128 && back.bn == 64 && back.split_k == 4 &&
+          back.a_staged == 0);
+    CHECK(sp_config_smem(&back) == 4 * 2 * 64 * 128 + 3 * 128 * 64 * 4 + 1024);
+    sp_config_name(&back, name, sizeof name);
+    CHECK(strcmp(name, "tm128n64s4k4") == 0);
+    CHECK(sp_config_in_space(&back, 64, &p24, 1) && !sp_config_in_space(&back, 64, &p24, 0));
+    CHECK_OK(sp_config_from_name("tm128n128s3ak2", &back));
+    CHECK(back.a_staged == 1 && back.split_k == 2);
+    sp_config_name(&back, name, sizeof name);
+    CHECK(strcmp(name, "tm128n128s3ak2") == 0);
+    CHECK_STATUS(sp_config_from_name("tm128n128s4ak4", &back), SPF_ERR_PARSE); /* 3 × 64 KB */
+    CHECK_STATUS(sp_config_from_name("tm128n64s4k3", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("tm128n64s4k", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("wm128n128s3k2", &back), SPF_ERR_PARSE);
+    CHECK_STATUS(sp_config_from_name("tm256n128s3k2", &back), SPF_ERR_PARSE);
+    sp_config split_w = {.kind = SP_WGMMA, .bm = 128, .bn = 128, .stages = 3, .split_k = 2};
+    CHECK(sp_config_refusal(&split_w, &p24) != NULL);
+    /* the space holds every config at each N (SP_SPACE_MAX) */
+    for (int64_t n = 1; n <= 4096; n *= 2) {
+        sp_config space[SP_SPACE_MAX];
+        CHECK(sp_tuning_space(n, &p24, 1, space, SP_SPACE_MAX) <= SP_SPACE_MAX);
+        CHECK(sp_tuning_space(n, &v128, 1, space, SP_SPACE_MAX) <= SP_SPACE_MAX);
+    }
 }
 
 /* The predictor: pattern names, features, the embedded model's order of a
@@ -586,7 +617,7 @@ static void test_predictor(void)
     static int moved[SP_SPACE_MAX];
     memcpy(moved, order, sizeof(int) * (size_t)count);
     int first = sp_unlogged_first(space, count, moved);
-    CHECK(first == 5 + 4);
+    CHECK(first == 18 + 12);
     for (int i = 0, at_tma = 0, at_rest = first; i < count; i++) {
         if (space[order[i]].kind == SP_TMA)
             CHECK(moved[at_tma++] == order[i]);

@@ -11,8 +11,9 @@ const int sp_tile_shapes[SP_TILE_SHAPES][2] = {{64, 128}, {128, 128}, {64, 64},
                                                 {128, 64}, {32, 128},  {32, 64}};
 const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2] = {{128, 256}, {128, 128}, {256, 128}, {64, 128},
                                                   {64, 64}};
-/* a subset of the wgmma shapes: the TMA kernel falls back on those */
-const int sp_tma_shapes[SP_TMA_SHAPES][2] = {{128, 256}, {256, 128}, {128, 128}};
+/* the TMA kernel falls back on the wgmma kernel of its shape (of m64 n64
+ * for m128 n64) */
+const int sp_tma_shapes[SP_TMA_SHAPES][2] = {{128, 256}, {256, 128}, {128, 128}, {128, 64}};
 
 static int has_shape(const int (*shapes)[2], int count, const sp_config *c)
 {
@@ -42,7 +43,7 @@ int sp_config_in_space(const sp_config *c, int64_t n, const sp_pattern *p, int h
         const sp_config *s = &space[i];
         if (s->kind == c->kind && s->nb == c->nb && s->rt == c->rt && s->warps == c->warps &&
             s->stages == c->stages && s->bm == c->bm && s->bn == c->bn &&
-            s->a_staged == c->a_staged)
+            s->a_staged == c->a_staged && s->split_k == c->split_k)
             return 1;
     }
     return 0;
@@ -109,7 +110,11 @@ static const char *wgmma_refusal(const sp_config *c, const sp_pattern *p)
 static const char *tma_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (!has_shape(sp_tma_shapes, SP_TMA_SHAPES, c))
-        return "the TMA tile must be m128 n128, m128 n256 or m256 n128";
+        return "the TMA tile must be m128 n64, m128 n128, m128 n256 or m256 n128";
+    if (c->split_k != 0 && c->split_k != 2 && c->split_k != 4)
+        return "split_k must be 0 (K not split), 2 or 4";
+    if (c->split_k && (c->bm != 128 || c->bn > 128))
+        return "K splits on the m128 n64 and m128 n128 tiles only";
     if (c->stages < 2 || c->stages > SP_TMA_STAGES_MAX)
         return "stages must be 2 to 8";
     if (sp_config_smem(c) > SP_MAX_SMEM)
@@ -124,6 +129,8 @@ const char *sp_config_refusal(const sp_config *c, const sp_pattern *p)
 {
     if (c->a_staged && c->kind != SP_TMA)
         return "only the TMA kernel stages A";
+    if (c->split_k && c->kind != SP_TMA)
+        return "only the TMA kernel splits K";
     if (c->kind == SP_COLVEC)
         return colvec_refusal(c, p);
     if (p && p->vec)
@@ -175,12 +182,13 @@ int sp_tuning_space(int64_t n, const sp_pattern *p, int hopper, sp_config *out, 
                             .bn = sp_wgmma_shapes[i][1], .stages = stages},
                 p, out, cap, &count);
     for (int i = 0; n >= 64 && hopper && i < SP_TMA_SHAPES; i++)
-        for (int a_staged = 0; a_staged <= 1; a_staged++)
-            for (int stages = 3; stages <= 4; stages++)
-                add((sp_config){.kind = SP_TMA, .bm = sp_tma_shapes[i][0],
-                                .bn = sp_tma_shapes[i][1], .stages = stages,
-                                .a_staged = a_staged},
-                    p, out, cap, &count);
+        for (int split_k = 0; split_k <= 4; split_k += 2)
+            for (int a_staged = 0; a_staged <= 1; a_staged++)
+                for (int stages = 3; stages <= 6; stages += stages == 4 ? 2 : 1)
+                    add((sp_config){.kind = SP_TMA, .bm = sp_tma_shapes[i][0],
+                                    .bn = sp_tma_shapes[i][1], .stages = stages,
+                                    .a_staged = a_staged, .split_k = split_k},
+                        p, out, cap, &count);
     return count;
 }
 
@@ -191,7 +199,8 @@ size_t sp_config_smem(const sp_config *c)
     if (c->kind == SP_TMA) {
         size_t ring = (size_t)c->stages * SP_TMA_STAGE_BYTES(c->bm, c->bn, c->a_staged);
         size_t epilogue = SP_TMA_EPILOGUE_BYTES(c->bm, c->bn);
-        return (ring > epilogue ? ring : epilogue) + 1024;
+        return (ring > epilogue ? ring : epilogue) + SP_TMA_SPLIT_BYTES(c->bm, c->bn, c->split_k) +
+               1024;
     }
     if (c->kind == SP_COLVEC)
         return (size_t)c->warps * (size_t)c->stages * SP_COLVEC_STAGE_BYTES(c->nb);
@@ -213,9 +222,10 @@ int sp_config_threads(const sp_config *c)
 void sp_config_name(const sp_config *c, char *buf, size_t size)
 {
     if (c->kind == SP_TILE || c->kind == SP_WGMMA || c->kind == SP_TMA)
-        snprintf(buf, size, "%sm%dn%ds%d%s",
+        snprintf(buf, size, "%sm%dn%ds%d%s%s",
                  c->kind == SP_WGMMA ? "w" : c->kind == SP_TMA ? "t" : "", c->bm, c->bn,
-                 c->stages, c->a_staged ? "a" : "");
+                 c->stages, c->a_staged ? "a" : "",
+                 c->split_k == 2 ? "k2" : c->split_k == 4 ? "k4" : "");
     else if (c->kind == SP_COLVEC)
         snprintf(buf, size, "cv_nb%d_w%d_s%d", c->nb, c->warps, c->stages);
     else
@@ -234,9 +244,12 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
             used = -1;
         else if (c.kind == SP_TMA && shape[used] == 'a')
             c.a_staged = 1, used++;
+        if (used >= 0 && c.kind == SP_TMA && shape[used] == 'k' &&
+            (shape[used + 1] == '2' || shape[used + 1] == '4'))
+            c.split_k = shape[used + 1] - '0', used += 2;
         if (used < 0 || shape[used] != '\0')
             return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected [w]m<BM>n<BN>s<S> or "
-                        "tm<BM>n<BN>s<S>[a]", name);
+                        "tm<BM>n<BN>s<S>[a][k2|k4]", name);
     } else if (name[0] == 'c') {
         c.kind = SP_COLVEC, c.rt = 1;
         if (sscanf(name, "cv_nb%d_w%d_s%d%n", &c.nb, &c.warps, &c.stages, &used) != 3 ||
@@ -246,7 +259,7 @@ spf_status sp_config_from_name(const char *name, sp_config *out)
     } else if (sscanf(name, "nb%d_rt%d_w%d_s%d%n", &c.nb, &c.rt, &c.warps, &c.stages, &used) != 4 ||
                name[used] != '\0') {
         return FAIL(SPF_ERR_PARSE, "structured config \"%s\": expected nb<B>_rt<R>_w<W>_s<S>, "
-                    "m<BM>n<BN>s<S>, wm<BM>n<BN>s<S>, tm<BM>n<BN>s<S>[a] or "
+                    "m<BM>n<BN>s<S>, wm<BM>n<BN>s<S>, tm<BM>n<BN>s<S>[a][k2|k4] or "
                     "cv_nb<B>_w<W>_s<S>", name);
     }
     const char *why = sp_config_refusal(&c, NULL);

@@ -23,7 +23,9 @@
  * The TMA kernel (kernels/sp_tma.sm90a.cu), Hopper only, 2:4: a producer
  * thread has the copy engine stage B, two consumer warpgroups load A into
  * registers and issue wgmma.mma_async.sp, one group in flight; operands
- * the copy engine cannot take run the wgmma kernel of the same shape.
+ * the copy engine cannot take run the wgmma kernel of the same shape. Where
+ * the row and column blocks are too few for the SMs, a cluster of 2 or 4
+ * blocks splits K and adds its sums in the first block's shared memory.
  *
  * The column-vector kernel (kernels/sp_colvec.cu), the one for column
  * vectors (sp_colvec.h) at every N: the stream kernel's plan (a tile of 16
@@ -73,10 +75,12 @@ typedef struct sp_config {
     int bm;     /* rows per block: tile 32, 64 or 128; wgmma 64, 128 or 256
                    (dividing V for V:2:M); TMA 128 or 256                   */
     int bn;     /* columns per block: tile 64 or 128; wgmma 64, 128 or 256;
-                   TMA 128 or 256                                           */
+                   TMA 64 (at bm 128), 128 or 256                           */
     /* SP_TMA */
     int a_staged; /* A by the copy engine through the stage (1), or loaded
                      by each warp straight into registers (0)               */
+    int split_k;  /* K split over a cluster of 2 or 4 blocks, their sums
+                     added in the first block's shared memory; 0: not split */
 } sp_config;
 
 /* A tile- or wgmma-kernel stage: per row tile the A fragments and the
@@ -103,6 +107,9 @@ typedef struct sp_config {
     (SP_TMA_PAIRS(bm) * ((bn) * 128 +                                                          \
                          ((a_staged) ? (bm) / 16 * (SP_TILE_A_BYTES + SP_TILE_META_BYTES) : 0)))
 #define SP_TMA_EPILOGUE_BYTES(bm, bn) ((bm) * ((bn) + 8) * 2)
+/* Split K: the first block of a cluster receives the other blocks' fp32
+ * sums, bm × bn each, past its ring and tile of C. */
+#define SP_TMA_SPLIT_BYTES(bm, bn, split_k) ((split_k) > 1 ? ((split_k) - 1) * (bm) * (bn) * 4 : 0)
 #define SP_TMA_STAGES_MAX 8
 /* Dynamic shared memory a block may have on Hopper (227 KB). */
 #define SP_MAX_SMEM 232448
@@ -132,7 +139,7 @@ int sp_stream_nb_min(int64_t n);
  * first (the kernels instantiate exactly these). */
 #define SP_TILE_SHAPES 6
 #define SP_WGMMA_SHAPES 5
-#define SP_TMA_SHAPES 3
+#define SP_TMA_SHAPES 4
 extern const int sp_tile_shapes[SP_TILE_SHAPES][2];
 extern const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2];
 extern const int sp_tma_shapes[SP_TMA_SHAPES][2];
@@ -143,7 +150,9 @@ extern const int sp_tma_shapes[SP_TMA_SHAPES][2];
  * sp_stream_nb_min(n) to 8 × rt 1, 2, 4 × warps 2 to 16 × stages 2 to 5),
  * from n = 16 the tile kernel's shapes × stages 2 to 4, and on Hopper
  * (hopper: compute capability 9.0) the wgmma kernel's and, from n = 64 on
- * 2:4, the TMA kernel's shapes × stages 3 and 4; for column vectors
+ * 2:4, the TMA kernel's shapes × stages 3, 4 and 6 × A staged or not × K
+ * split over 1, 2 or 4 blocks (m128 n64 and n128, as the shared memory
+ * allows); for column vectors
  * the column-vector kernel's nb from sp_stream_nb_min(n) to sp_nb_for(n) ×
  * warps 2 to 16 × stages 2 to 5, at every n. Returns how many;
  * at most cap are written (SP_SPACE_MAX holds any). The strategy times
@@ -164,7 +173,8 @@ size_t sp_config_smem(const sp_config *c);
 int sp_config_threads(const sp_config *c);
 
 /* "nb2_rt2_w8_s3" (stream), "m64n128s3" (tile), "wm128n256s3" (wgmma),
- * "tm128n256s3" or "tm128n128s4a" (TMA; a: A staged) or "cv_nb2_w8_s3"
+ * "tm128n256s3", "tm128n128s4a" or "tm128n64s4k4" (TMA; a: A staged, k2 / k4: K
+ * split) or "cv_nb2_w8_s3"
  * (column vectors), for plan info, logs and the cache. */
 void sp_config_name(const sp_config *c, char *buf, size_t size);
 spf_status sp_config_from_name(const char *name, sp_config *out);

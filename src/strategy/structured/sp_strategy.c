@@ -292,6 +292,17 @@ static spf_status upload_format(const problem *p, int hopper, sp_device *dev, sp
     return status;
 }
 
+/* Splitting K over a cluster is worth timing only where the blocks of the
+ * unsplit grid leave SMs idle (the few row blocks of N = 64 or of a
+ * narrow layer). */
+static int split_pays(const sp_config *c, const problem *p, const spf_device_info *dev)
+{
+    if (c->split_k <= 1)
+        return 1;
+    int64_t blocks = (p->m + c->bm - 1) / c->bm * ((p->n + c->bn - 1) / c->bn);
+    return dev && blocks < dev->sm_count;
+}
+
 static spf_status sp_build(const problem *p, const strategy_env *env, void **state,
                            spf_plan_info *info)
 {
@@ -326,6 +337,8 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
     }
     for (int i = 0; i < count && tried < timed && !(have && !env->check); i++) {
         const sp_config *c = &space[order[i]];
+        if (!split_pays(c, p, env->device))
+            continue;
         int blocks = 0;
         if (sp_config_occupancy(c, &dev, &blocks) != SPF_OK || blocks == 0) {
             error_clear();

@@ -194,7 +194,8 @@ inline sp_stage_args stage_args(const sp_device *d, const sp_config *c, const sp
 }
 
 /* Launch kernel k of config c over format d at N = n, bm rows (grid.x) ×
- * bn columns (grid.y) a block, its one parameter the struct a. Host code. */
+ * bn columns (grid.y) a block (× the split of K, grid.z, in clusters),
+ * its one parameter the struct a. Host code. */
 template <class Args>
 inline spf_status block_launch(const void *k, const sp_device *d, const sp_config *c, int64_t n,
                                Args &a, void *stream)
@@ -206,8 +207,11 @@ inline spf_status block_launch(const void *k, const sp_device *d, const sp_confi
     if (col_blocks > 65535 || row_blocks > INT32_MAX)
         return FAIL(SPF_ERR_UNSUPPORTED, "structured: %lld × %lld blocks exceed the grid",
                     (long long)row_blocks, (long long)col_blocks);
-    dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks));
-    return smem_launch(k, grid, sp_config_threads(c), sp_config_smem(c), &a, stream);
+    const int split = c->split_k > 1 ? c->split_k : 1;
+    dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks),
+              static_cast<unsigned>(split));
+    return smem_launch_clustered(k, grid, sp_config_threads(c), sp_config_smem(c), &a, split,
+                                 stream);
 }
 
 /* Launch k, the kernel of config c (NULL when there is none), over format

@@ -89,6 +89,8 @@ struct tma_args {
     const uint4 *values;
     const uint32_t *meta;
     int32_t m, n, tiles, pairs, stages;
+    int32_t split_k;   /* blocks of a cluster splitting K (1: not split) */
+    int32_t reduce_at; /* split K: the first block's byte of the others' sums */
     void *c;
     int64_t c_row, c_col;
     const float *bias;
@@ -118,6 +120,42 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, i
                  : "memory");
 }
 
+/* Split K over a cluster: the blocks of a cluster take consecutive
+ * ranges of K's stages; each block other than the first (rank 0) writes
+ * its fp32 sums into the first block's shared memory (distributed shared
+ * memory: st.shared::cluster at the address mapa gives), then every
+ * thread of the cluster passes a cluster barrier (release / acquire), and
+ * the first block adds the others' sums to its own in rank order (so
+ * every run gives the same sums) and runs the epilogue. The blocks of a
+ * cluster also pass a cluster barrier at the start, so that none writes
+ * into a block not yet running; the producers wait at the last one too.
+ * No workspace, no atomics: launches of a plan on several streams stay
+ * independent. */
+__device__ __forceinline__ int cluster_rank()
+{
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return static_cast<int>(r);
+}
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+/* the address of this block's shared variable p in the first block */
+__device__ __forceinline__ uint32_t in_first(const void *p)
+{
+    uint32_t r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, 0;\n" : "=r"(r) : "r"(smem_addr(p)));
+    return r;
+}
+__device__ __forceinline__ void store_remote(uint32_t at, float x, float y, float z, float w)
+{
+    asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(at), "f"(x),
+                 "f"(y), "f"(z), "f"(w)
+                 : "memory");
+}
+
 template <int MI, int BN, bool MN, bool AS> struct tma_shape {
     static constexpr int pp = SP_TMA_PAIRS(MI * 128); /* step pairs a stage */
     static constexpr int b_bytes = pp * BN * 128;
@@ -138,7 +176,11 @@ template <int MI, int BN, bool MN, bool AS> struct tma_shape {
     }
 };
 
-template <typename T, int MI, int BN, bool MN, bool AS>
+/* SPLIT: K split over a cluster (a.split_k blocks). A template parameter
+ * so that the unsplit kernel carries none of it: with the split read at
+ * run time (bd58be5) every unsplit config ran up to twice as slow
+ * (bench/results/structured/bisect-tma-h200-bd58be5.txt). */
+template <typename T, int MI, int BN, bool MN, bool AS, bool SPLIT>
 __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ tma_args a)
 {
     using S = tma_shape<MI, BN, MN, AS>;
@@ -149,7 +191,14 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int wg = warp / 4, wi = warp % 4;
     const int tile0 = blockIdx.x * 8 * MI, n0 = blockIdx.y * BN, stages = a.stages;
-    const int steps = (a.pairs + PP - 1) / PP; /* stages of K */
+    /* this block's stages of K: [first, first + steps) */
+    int rank = 0, first = 0, steps = (a.pairs + PP - 1) / PP;
+    if constexpr (SPLIT) {
+        const int share = (steps + a.split_k - 1) / a.split_k;
+        rank = cluster_rank();
+        first = rank * share;
+        steps = max(min(steps - first, share), 0);
+    }
     if (threadIdx.x == 0) {
         for (int s = 0; s < stages; s++) {
             bar_init(&full[s], 1);
@@ -157,7 +206,10 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();
+    if constexpr (SPLIT)
+        cluster_sync();
+    else
+        __syncthreads();
 
     /* 384 threads start at 168 registers (launch bounds); the consumers'
      * 128 accumulators and the sets of A need more: the producer keeps
@@ -167,7 +219,7 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
         if (threadIdx.x == 256) {
             asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(&a.b_map))
                          : "memory");
-            for (int i = 0, s = 0, round = 0; i < steps; i++) {
+            for (int i = first, s = 0, round = 0; i < first + steps; i++) {
                 if (round > 0)
                     bar_wait(&empty[s], (round - 1) & 1);
                 unsigned char *st = smem + s * S::stage_bytes;
@@ -188,6 +240,10 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
                 if (++s == stages)
                     s = 0, round++;
             }
+        }
+        if constexpr (SPLIT) { /* the consumers' sums meet */
+            __syncwarp();
+            cluster_sync();
         }
         return;
     }
@@ -221,8 +277,8 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
         }
     };
     if constexpr (!AS) {
-        load(af[0], e[0], 0);
-        load(af[1], e[1], 1);
+        load(af[0], e[0], first);
+        load(af[1], e[1], first + 1);
     }
 
     /* set by the first stage's wgmma (scale-d 0), not by stores: ptxas
@@ -230,11 +286,11 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
      * a group is in flight (warning C7515) */
     float acc[MI][BN / 2];
     int s = 0, round = 0, last = -1;
-    for (int i0 = 0; i0 < steps; i0 += R) {
+    for (int l0 = 0; l0 < steps; l0 += R) {
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            const int i = i0 + r;
-            if (i >= steps)
+            const int l = l0 + r, i = first + l; /* the block's stage l, K's stage i */
+            if (l >= steps)
                 break;
             bar_wait(&full[s], round & 1);
             const unsigned char *st = smem + s * S::stage_bytes;
@@ -263,13 +319,13 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
                 for (int mi = 0; mi < MI; mi++) {
                     if (q % 2 == 0)
                         wgmma_sp<BN, 0, MN>(acc[mi], af[r][mi][q], d, e[r][mi][q / 2],
-                                            i > 0 || q > 0, T());
+                                            l > 0 || q > 0, T());
                     else
                         wgmma_sp<BN, 1, MN>(acc[mi], af[r][mi][q], d, e[r][mi][q / 2], 1, T());
                 }
             }
             wgmma_commit();
-            if (!AS && i + 2 < steps) /* set (r + 2) % 4: neither stage i's nor i − 1's */
+            if (!AS && l + 2 < steps) /* set (r + 2) % 4: neither stage i's nor i − 1's */
                 load(af[(r + 2) % R], e[(r + 2) % R], i + 2);
             /* stage i − 1's group is done: its stage goes back */
             wgmma_wait<1>();
@@ -283,7 +339,35 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     }
     wgmma_wait<0>();
     /* no pair of K: every sum is 0 (acc was never set) */
-    auto sum = [&](int mi, int j) { return steps > 0 ? acc[mi][j] : 0.f; };
+    auto own = [&](int mi, int j) { return steps > 0 ? acc[mi][j] : 0.f; };
+    /* split K: [rank − 1][quad of sums][consumer thread], 16 bytes each */
+    constexpr int quads = MI * BN / 8;
+    const float4 *sums = reinterpret_cast<const float4 *>(smem + a.reduce_at);
+    if constexpr (SPLIT) {
+        if (rank > 0) {
+            const uint32_t to = in_first(sums + (rank - 1) * quads * 256 + threadIdx.x);
+#pragma unroll
+            for (int q = 0; q < quads; q++) {
+                const int mi = q / (BN / 8), j = q % (BN / 8) * 4;
+                store_remote(to + q * 256 * 16, own(mi, j), own(mi, j + 1), own(mi, j + 2),
+                             own(mi, j + 3));
+            }
+        }
+        cluster_sync();
+        if (rank > 0)
+            return;
+    }
+    /* the block's sum and the other blocks' of the cluster, in rank order */
+    auto sum = [&](int mi, int j) {
+        float v = own(mi, j);
+        if constexpr (SPLIT) {
+            const float *mine = reinterpret_cast<const float *>(
+                                    sums + (mi * (BN / 8) + j / 4) * 256 + threadIdx.x) + j % 4;
+            for (int k = 1; k < a.split_k; k++)
+                v += mine[(k - 1) * quads * 256 * 4];
+        }
+        return v;
+    };
 
     if (a.c_col != 1) { /* C N×M: from the registers */
 #pragma unroll
@@ -334,24 +418,32 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
     }
 }
 
-template <typename T, int MI, int BN, bool AS> void *kernel_layout(bool mn)
+template <typename T, int MI, int BN, bool AS, bool SPLIT> void *kernel_layout(bool mn)
 {
-    return mn ? (void *)sp_tma_kernel<T, MI, BN, true, AS>
-              : (void *)sp_tma_kernel<T, MI, BN, false, AS>;
+    return mn ? (void *)sp_tma_kernel<T, MI, BN, true, AS, SPLIT>
+              : (void *)sp_tma_kernel<T, MI, BN, false, AS, SPLIT>;
 }
 
-template <typename T, int MI, int BN> void *kernel_staging(const sp_config *c, bool mn)
+template <typename T, int MI, int BN, bool SPLIT> void *kernel_staging(const sp_config *c, bool mn)
 {
-    return c->a_staged ? kernel_layout<T, MI, BN, true>(mn) : kernel_layout<T, MI, BN, false>(mn);
+    return c->a_staged ? kernel_layout<T, MI, BN, true, SPLIT>(mn)
+                       : kernel_layout<T, MI, BN, false, SPLIT>(mn);
 }
 
-/* The shapes sp_config_refusal allows. */
+template <typename T, int MI, int BN> void *kernel_split(const sp_config *c, bool mn)
+{
+    return c->split_k > 1 ? kernel_staging<T, MI, BN, true>(c, mn)
+                          : kernel_staging<T, MI, BN, false>(c, mn);
+}
+
+/* The shapes sp_config_refusal allows; K split on m128 n64 and n128 only. */
 template <typename T> void *kernel_shape(const sp_config *c, bool mn)
 {
     switch (c->bm * 1000 + c->bn) {
-    case 128128: return kernel_staging<T, 1, 128>(c, mn);
-    case 128256: return kernel_staging<T, 1, 256>(c, mn);
-    case 256128: return kernel_staging<T, 2, 128>(c, mn);
+    case 128128: return kernel_split<T, 1, 128>(c, mn);
+    case 128064: return kernel_split<T, 1, 64>(c, mn);
+    case 128256: return kernel_staging<T, 1, 256, false>(c, mn);
+    case 256128: return kernel_staging<T, 2, 128, false>(c, mn);
     default: return nullptr;
     }
 }
@@ -367,11 +459,12 @@ void *kernel_for(const sp_config *c, const sp_device *d, bool mn)
     return nullptr;
 }
 
-/* The staged wgmma kernel of c's shape, for operands the copy engine
- * cannot take. */
+/* The staged wgmma kernel of c's shape (m64 for n64), for operands the
+ * copy engine cannot take; K not split. */
 sp_config staged(const sp_config *c)
 {
-    return sp_config{SP_WGMMA, 0, 0, 0, c->stages < 4 ? c->stages : 4, c->bm, c->bn};
+    return sp_config{SP_WGMMA, 0, 0, 0, c->stages < 4 ? c->stages : 4,
+                     c->bn == 64 ? 64 : c->bm, c->bn};
 }
 
 /* The map of format d's A fragments or metadata (base: d->values or
@@ -431,6 +524,9 @@ extern "C" spf_status sp_tma_launch(const sp_device *d, const sp_config *c,
     a.c_col = op->c_col;
     a.bias = op->bias;
     a.relu = op->relu;
+    a.split_k = c->split_k > 1 ? c->split_k : 1;
+    const int ring = c->stages * SP_TMA_STAGE_BYTES(c->bm, c->bn, c->a_staged);
+    a.reduce_at = max(ring, SP_TMA_EPILOGUE_BYTES(c->bm, c->bn));
     if (c->a_staged) {
         status = pair_map(&a.a_map, d->values, SP_TILE_A_BYTES, d, c);
         if (status == SPF_OK)
