@@ -656,6 +656,93 @@ SPF_API spf_status spf_plan_write_tuning_log(const spf_plan *plan, const char *p
 
 SPF_API void spf_plan_free(spf_plan *plan);
 
+/* ---- Sparse 2-D convolution (issue 14): out = W ⊛ in (+ bias) (+ residual)
+ * (ReLU), W a sparse K_out × (C·R·S) matrix whose columns are ordered
+ * (c, r, s), c slowest: torch's conv.weight.reshape(K_out, -1) (DLMC's
+ * ResNet-50 files store (r, s, c): python/spforge/resnet50.py permutes
+ * them). Dilation 1, groups 1. The output has K_out channels, height P =
+ * (H + 2·padding − R) / stride + 1 and width Q alike, in the input's
+ * layout. */
+typedef enum spf_conv_layout {
+    SPF_CONV_NCHW = 0, /* N×C×H×W, torch's default                     */
+    SPF_CONV_NHWC = 1  /* N×H×W×C, torch's channels_last                */
+} spf_conv_layout;
+
+typedef struct spf_conv_desc {
+    uint32_t size;            /* sizeof(spf_conv_desc), set by spf_conv_desc_init */
+    int64_t batch;            /* N (default 1)                                   */
+    int64_t channels;         /* C, the weights' columns over R·S (required)    */
+    int64_t height, width;    /* H, W of the input (required)                    */
+    int64_t kernel_h, kernel_w; /* R, S (default 1)                              */
+    int64_t stride;           /* along both axes (default 1)                     */
+    int64_t padding;          /* zeros on every side (default 0)                 */
+    spf_conv_layout layout;   /* of the input, the residual and the output (NCHW) */
+    int residual;             /* execute adds a residual tensor of the output's
+                                 shape before the ReLU (a bottleneck's skip)     */
+} spf_conv_desc;
+
+SPF_API void spf_conv_desc_init(spf_conv_desc *desc);
+
+/* How a conv plan runs (spf_conv_info.path). */
+typedef enum spf_conv_path {
+    SPF_CONV_DIRECT = 0, /* 1×1, stride 1, padding 0: the input is B as it is */
+    SPF_CONV_IM2COL = 1  /* explicit im2col into the plan's workspace, then the
+                            SpMM plan on it (the fallback and the baseline)  */
+} spf_conv_path;
+
+SPF_API const char *spf_conv_path_name(spf_conv_path path); /* "direct", "im2col" */
+
+/* A compiled convolution for one weight matrix, one input shape and one
+ * dtype: an SpMM plan (spf_plan_create, with options' strategy, dtype,
+ * math, dense, bias, relu, device, verify, cache, search...) over the
+ * columns of the im2col, B and C in the layouts the conv layout gives:
+ * NHWC is one SpMM of N·P·Q columns with B and C n_first (C is the NHWC
+ * output as it is); NCHW one SpMM of P·Q columns per image, B and C
+ * n_last. options' b_layout and c_layout are ignored. */
+typedef struct spf_conv_plan spf_conv_plan;
+
+typedef struct spf_conv_info {
+    uint32_t size;            /* set by the caller: sizeof(spf_conv_info)         */
+    spf_conv_path path;
+    int64_t out_h, out_w;     /* P, Q                                            */
+    int64_t spmm_n;           /* columns of each SpMM launch                     */
+    int launches;             /* SpMM launches an execute makes (NCHW: N)        */
+    int64_t workspace_bytes;  /* the im2col buffer the plan holds (0: DIRECT)    */
+    int host;                 /* 1: a CPU plan (host buffers), 0: device buffers */
+    spf_plan_info spmm;       /* the SpMM plan's info (its size is set here)    */
+} spf_conv_info;
+
+/* Build a conv plan. weights is read during the call only, and must be
+ * K_out × channels·kernel_h·kernel_w. SPF_ERR_INVALID_ARGUMENT names the
+ * field of desc that is out of range. */
+SPF_API spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *desc,
+                                        const spf_plan_options *options, spf_conv_plan **out);
+
+/* Run it on `stream` (a cudaStream_t, NULL for the default stream).
+ *   input:    the N×C×H×W (or N×H×W×C) tensor of the plan's dtype
+ *   output:   N×K_out×P×Q (or N×P×Q×K_out) of the plan's dtype, overwritten
+ *   bias:     K_out float32 (plans made with options.bias), else NULL
+ *   residual: an output-shaped tensor of the plan's dtype (desc.residual),
+ *             else NULL
+ * Device buffers, or host buffers for a host plan (info.host). output must
+ * not overlap input, bias or residual: SPF_ERR_INVALID_ARGUMENT. Neither
+ * allocates nor synchronizes; an IM2COL plan's workspace is its own, so
+ * one plan runs one execute at a time (launch it on one stream, or make a
+ * plan per stream). */
+SPF_API spf_status spf_conv_plan_execute(const spf_conv_plan *plan, const void *input,
+                                         void *output, const float *bias, const void *residual,
+                                         void *stream);
+
+SPF_API spf_status spf_conv_plan_get_info(const spf_conv_plan *plan, spf_conv_info *out);
+
+SPF_API void spf_conv_plan_free(spf_conv_plan *plan);
+
+/* The CPU reference of a conv (float32 host buffers, every output summed
+ * in double over W's row): what spforge conv and the tests check against. */
+SPF_API spf_status spf_reference_conv2d(const spf_matrix *weights, const spf_conv_desc *desc,
+                                        const float *input, const float *bias,
+                                        const float *residual, int relu, float *output);
+
 #ifdef __cplusplus
 }
 #endif

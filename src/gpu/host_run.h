@@ -1,4 +1,5 @@
-/* Run a device plan on host operands: the `spforge run` GPU backend.
+/* Run a device plan on host operands: the `spforge run` (and `spforge
+ * conv`) GPU backend.
  * Stages B (and the bias) in the plan's dtype and layout, poisons C, times
  * the plan's launches with the protocol of timing.c and reads C back as
  * float M×n. Allocation, conversion and copies happen here, outside the
@@ -16,5 +17,13 @@
  * SPF_ERR_NO_DEVICE in a build without CUDA. */
 spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, const float *b,
                          float *c, const float *bias, timing_result *timing);
+
+/* The same for a device conv plan (spforge conv, the conv tests): in
+ * (in_count floats, the plan's layout) and residual (out_count floats, or
+ * NULL) staged in the plan's dtype, bias (bias_count floats, or NULL) as
+ * is, out (out_count floats) read back. */
+spf_status host_run_conv(const spf_conv_plan *plan, int64_t in_count, int64_t out_count,
+                         int64_t bias_count, const float *in, const float *bias,
+                         const float *residual, float *out, timing_result *timing);
 
 #endif

@@ -1,0 +1,279 @@
+/* Conv plans (spforge.h, issue 14): a convolution as an SpMM plan over
+ * the columns of its im2col. 1×1 stride-1 convolutions need no gather (the
+ * input is B: NHWC is N·H·W × C, n_first; an NCHW image is C × H·W,
+ * n_last); the others gather the im2col into the plan's workspace first
+ * (conv_gather.h). NHWC runs one launch for the batch and writes the
+ * output as SpMM's C n_first; NCHW one launch per image, C n_last, since
+ * K_out × N·P·Q is not NCHW's order. The residual add follows the SpMM,
+ * with the ReLU moved after it. */
+#include "conv/conv_gather.h"
+
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/overlap.h"
+#include "ref/conv.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#ifdef SPF_HAVE_CUDA
+#include "gpu/cuda_check.h"
+
+#include <cuda_runtime_api.h>
+#endif
+
+struct spf_conv_plan {
+    spf_plan *spmm;
+    conv_gather gather;
+    spf_conv_info info;      /* spmm left empty: spf_conv_plan_get_info asks the plan */
+    spf_dtype dtype;
+    size_t elem;             /* bytes of one element of the dtype                    */
+    int residual, relu;      /* relu: after the residual (the SpMM plan has none then) */
+    int64_t in_step, out_step; /* elements between the images of two launches         */
+    int64_t in_count, out_count; /* elements of the input and of the output           */
+    int64_t bias_count;      /* K_out with bias, else 0                             */
+    void *workspace;
+};
+
+void spf_conv_desc_init(spf_conv_desc *desc)
+{
+    if (!desc)
+        return;
+    memset(desc, 0, sizeof *desc);
+    desc->size = sizeof *desc;
+    desc->batch = 1;
+    desc->kernel_h = desc->kernel_w = 1;
+    desc->stride = 1;
+    desc->layout = SPF_CONV_NCHW;
+}
+
+const char *spf_conv_path_name(spf_conv_path path)
+{
+    switch (path) {
+    case SPF_CONV_DIRECT: return "direct";
+    case SPF_CONV_IM2COL: return "im2col";
+    }
+    return "?";
+}
+
+/* desc as the reference's shape, checked (every field named on error). */
+static spf_status shape_of(const spf_matrix *w, const spf_conv_desc *d, conv_shape *s)
+{
+    CHECK_ARG(w != NULL && d != NULL);
+    if (d->size < sizeof *d)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv desc: size %u, expected %zu "
+                    "(spf_conv_desc_init sets it)", d->size, sizeof *d);
+    if (d->layout != SPF_CONV_NCHW && d->layout != SPF_CONV_NHWC)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv desc: layout %d, expected SPF_CONV_NCHW or "
+                    "SPF_CONV_NHWC", (int)d->layout);
+    *s = (conv_shape){.n = d->batch, .c = d->channels, .h = d->height, .w = d->width,
+                      .k = spf_matrix_rows(w), .r = d->kernel_h, .s = d->kernel_w,
+                      .stride = d->stride, .pad = d->padding,
+                      .layout = d->layout == SPF_CONV_NHWC ? CONV_NHWC : CONV_NCHW};
+    return conv_shape_check(s, w);
+}
+
+spf_status spf_reference_conv2d(const spf_matrix *weights, const spf_conv_desc *desc,
+                                const float *input, const float *bias, const float *residual,
+                                int relu, float *output)
+{
+    conv_shape s;
+    spf_status status = shape_of(weights, desc, &s);
+    return status != SPF_OK ? status
+                            : reference_conv2d(weights, &s, input, bias, residual, relu, output);
+}
+
+static void workspace_free(spf_conv_plan *p)
+{
+    if (!p->workspace)
+        return;
+    if (p->info.host)
+        mem_free(p->workspace);
+#ifdef SPF_HAVE_CUDA
+    else
+        (void)cudaFree(p->workspace);
+#endif
+    p->workspace = NULL;
+}
+
+/* The im2col buffer, on the plan's side: host memory for a CPU plan, else
+ * the device's. */
+static spf_status workspace_alloc(spf_conv_plan *p, int device)
+{
+    const size_t bytes = (size_t)p->info.workspace_bytes;
+    if (p->info.host) {
+        p->workspace = mem_alloc(bytes);
+        return p->workspace ? SPF_OK
+                            : FAIL(SPF_ERR_OUT_OF_MEMORY, "conv: an im2col workspace of %zu bytes",
+                                   bytes);
+    }
+#ifdef SPF_HAVE_CUDA
+    int previous = -1;
+    spf_status status = CUDA_CHECK(cudaGetDevice(&previous));
+    if (status == SPF_OK)
+        status = CUDA_CHECK(cudaSetDevice(device));
+    if (status == SPF_OK)
+        status = CUDA_CHECK(cudaMalloc(&p->workspace, bytes));
+    if (previous >= 0 && previous != device)
+        (void)cudaSetDevice(previous);
+    if (status != SPF_OK)
+        error_prefix("conv: an im2col workspace of %zu bytes on device %d: ", bytes, device);
+    return status;
+#else
+    (void)device;
+    return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
+#endif
+}
+
+spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *desc,
+                                const spf_plan_options *options, spf_conv_plan **out)
+{
+    CHECK_ARG(weights != NULL && desc != NULL && out != NULL);
+    *out = NULL;
+    conv_shape s;
+    spf_status status = shape_of(weights, desc, &s);
+    if (status != SPF_OK)
+        return status;
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    if (options) {
+        if (options->size < offsetof(spf_plan_options, progress) || options->size > sizeof o)
+            return FAIL(SPF_ERR_INVALID_ARGUMENT, "options.size %u: expected the size of "
+                        "spf_plan_options (spf_plan_options_init sets it)", options->size);
+        memcpy(&o, options, options->size);
+        o.size = sizeof o;
+    }
+    const int nhwc = desc->layout == SPF_CONV_NHWC;
+    const int64_t p_out = conv_out_h(&s), q_out = conv_out_w(&s);
+    const int64_t cols = nhwc ? s.n * p_out * q_out : p_out * q_out;
+    if (cols > INT32_MAX)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv: %lld output positions a launch: the SpMM takes "
+                    "fewer than 2^31 columns", (long long)cols);
+
+    spf_conv_plan *p = mem_calloc(1, sizeof *p);
+    if (!p)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "a conv plan");
+    p->gather = (conv_gather){.c = s.c, .h = s.h, .w = s.w, .r = s.r, .s = s.s,
+                              .stride = s.stride, .pad = s.pad, .p = p_out, .q = q_out,
+                              .cols = cols, .nhwc = nhwc};
+    p->residual = desc->residual != 0;
+    p->relu = o.relu != 0;
+    p->in_step = nhwc ? 0 : s.c * s.h * s.w;
+    p->out_step = nhwc ? 0 : s.k * p_out * q_out;
+    p->in_count = conv_input_count(&s);
+    p->out_count = conv_output_count(&s);
+    p->bias_count = o.bias ? s.k : 0;
+    const int direct = s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0;
+    p->info = (spf_conv_info){.size = sizeof p->info,
+                              .path = direct ? SPF_CONV_DIRECT : SPF_CONV_IM2COL,
+                              .out_h = p_out, .out_w = q_out, .spmm_n = cols,
+                              .launches = nhwc ? 1 : (int)s.n};
+    if (!nhwc && s.n > INT32_MAX) {
+        mem_free(p);
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv: batch %lld in NCHW (a launch per image)",
+                    (long long)s.n);
+    }
+
+    o.b_layout = o.c_layout = nhwc ? SPF_LAYOUT_N_FIRST : SPF_LAYOUT_N_LAST;
+    if (p->residual)
+        o.relu = 0;
+    status = spf_plan_create(weights, cols, &o, &p->spmm);
+    spf_plan_info pi = {.size = sizeof pi};
+    if (status == SPF_OK)
+        status = spf_plan_get_info(p->spmm, &pi);
+    if (status == SPF_OK) {
+        p->dtype = pi.dtype;
+        p->elem = dtype_size(pi.dtype);
+        p->info.host = pi.strategy == SPF_STRATEGY_CPU;
+        if (!direct) {
+            p->info.workspace_bytes = s.c * s.r * s.s * cols * (int64_t)p->elem;
+            status = workspace_alloc(p, o.device);
+        }
+    }
+    if (status != SPF_OK) {
+        spf_conv_plan_free(p);
+        return status;
+    }
+    *out = p;
+    return SPF_OK;
+}
+
+static spf_status residual_add(const spf_conv_plan *p, void *output, const void *residual,
+                               void *stream)
+{
+    if (p->info.host) {
+        conv_residual_host(output, residual, p->out_count, p->relu);
+        return SPF_OK;
+    }
+#ifdef SPF_HAVE_CUDA
+    return conv_residual_launch(p->dtype, output, residual, p->out_count, p->relu, stream);
+#else
+    (void)stream;
+    return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
+#endif
+}
+
+static spf_status gather(const spf_conv_plan *p, const void *input, void *stream)
+{
+    if (p->info.host) {
+        conv_gather_host(&p->gather, input, p->workspace, p->elem);
+        return SPF_OK;
+    }
+#ifdef SPF_HAVE_CUDA
+    return conv_gather_launch(&p->gather, input, p->workspace, p->elem, stream);
+#else
+    (void)stream;
+    return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
+#endif
+}
+
+spf_status spf_conv_plan_execute(const spf_conv_plan *plan, const void *input, void *output,
+                                 const float *bias, const void *residual, void *stream)
+{
+    CHECK_ARG(plan != NULL && input != NULL && output != NULL);
+    if (plan->residual != (residual != NULL))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv: the plan was made %s a residual (desc."
+                    "residual) and execute was given %s", plan->residual ? "with" : "without",
+                    residual ? "one" : "none");
+    const uint64_t out_bytes = (uint64_t)plan->out_count * plan->elem;
+    spf_status status;
+    TRY(output_disjoint(__func__, output, out_bytes, input, (uint64_t)plan->in_count * plan->elem,
+                        bias, (uint64_t)plan->bias_count * sizeof(float)));
+    if (residual)
+        TRY(output_disjoint(__func__, output, out_bytes, residual, out_bytes, NULL, 0));
+    const unsigned char *in = input;
+    unsigned char *o = output;
+    for (int i = 0; i < plan->info.launches; i++) {
+        const void *image = in + i * plan->in_step * (int64_t)plan->elem;
+        if (plan->info.path == SPF_CONV_IM2COL)
+            TRY(gather(plan, image, stream));
+        TRY(spf_plan_execute(plan->spmm,
+                             plan->info.path == SPF_CONV_IM2COL ? plan->workspace : image,
+                             o + i * plan->out_step * (int64_t)plan->elem, bias, stream));
+    }
+    if (residual)
+        TRY(residual_add(plan, output, residual, stream));
+fail:
+    return status;
+}
+
+spf_status spf_conv_plan_get_info(const spf_conv_plan *plan, spf_conv_info *out)
+{
+    CHECK_ARG(plan != NULL && out != NULL);
+    if (out->size < sizeof *out)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "info.size %u: expected %zu (set it to "
+                    "sizeof(spf_conv_info))", out->size, sizeof *out);
+    *out = plan->info;
+    out->spmm.size = sizeof out->spmm;
+    return spf_plan_get_info(plan->spmm, &out->spmm);
+}
+
+void spf_conv_plan_free(spf_conv_plan *plan)
+{
+    if (!plan)
+        return;
+    workspace_free(plan);
+    spf_plan_free(plan->spmm);
+    mem_free(plan);
+}

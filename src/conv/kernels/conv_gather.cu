@@ -1,0 +1,90 @@
+/* The device side of conv/conv_gather.h: the explicit im2col gather and
+ * the residual add of a conv plan. Memory-bound copies: one thread an
+ * element of B in B's order, so the stores are coalesced and the loads
+ * follow the filter's taps. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "conv/conv_gather.h"
+#include "gpu/cuda_check.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+/* enough blocks for every SM several times over; the loops stride the rest */
+unsigned blocks_for(int64_t count)
+{
+    const int64_t b = (count + kThreads - 1) / kThreads;
+    return static_cast<unsigned>(b < 65536 ? (b > 0 ? b : 1) : 65536);
+}
+
+template <typename E>
+__global__ void __launch_bounds__(kThreads) gather_kernel(conv_gather g, const E *__restrict__ in,
+                                                          E *__restrict__ cols)
+{
+    const int64_t count = conv_gather_count(&g);
+    for (int64_t t = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; t < count;
+         t += static_cast<int64_t>(gridDim.x) * kThreads) {
+        int64_t kk, j;
+        conv_gather_split(&g, t, &kk, &j);
+        const int64_t from = conv_gather_from(&g, kk, j);
+        cols[t] = from < 0 ? E(0) : __ldg(in + from);
+    }
+}
+
+template <typename T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
+template <> __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v) { return v; }
+template <> __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 from_float(float v)
+{
+    return __float2bfloat16_rn(v);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) residual_kernel(T *out, const T *__restrict__ residual,
+                                                            int64_t count, int relu)
+{
+    for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < count;
+         i += static_cast<int64_t>(gridDim.x) * kThreads) {
+        const float v = to_float(out[i]) + to_float(residual[i]);
+        out[i] = from_float<T>(relu && v < 0.0f ? 0.0f : v);
+    }
+}
+
+} // namespace
+
+extern "C" spf_status conv_gather_launch(const conv_gather *g, const void *in, void *cols,
+                                         size_t elem, void *stream)
+{
+    const int64_t count = conv_gather_count(g);
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (elem == 4)
+        gather_kernel<uint32_t><<<blocks_for(count), kThreads, 0, s>>>(
+            *g, static_cast<const uint32_t *>(in), static_cast<uint32_t *>(cols));
+    else
+        gather_kernel<uint16_t><<<blocks_for(count), kThreads, 0, s>>>(
+            *g, static_cast<const uint16_t *>(in), static_cast<uint16_t *>(cols));
+    return CUDA_CHECK(cudaGetLastError());
+}
+
+extern "C" spf_status conv_residual_launch(spf_dtype dtype, void *out, const void *residual,
+                                           int64_t count, int relu, void *stream)
+{
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    const unsigned blocks = blocks_for(count);
+    if (dtype == SPF_DTYPE_F16)
+        residual_kernel<__half><<<blocks, kThreads, 0, s>>>(
+            static_cast<__half *>(out), static_cast<const __half *>(residual), count, relu);
+    else if (dtype == SPF_DTYPE_BF16)
+        residual_kernel<__nv_bfloat16><<<blocks, kThreads, 0, s>>>(
+            static_cast<__nv_bfloat16 *>(out), static_cast<const __nv_bfloat16 *>(residual),
+            count, relu);
+    else
+        residual_kernel<float><<<blocks, kThreads, 0, s>>>(
+            static_cast<float *>(out), static_cast<const float *>(residual), count, relu);
+    return CUDA_CHECK(cudaGetLastError());
+}
