@@ -195,6 +195,7 @@ int cmd_gen(const cli_command *cmd, int argc, char **argv);
 int cmd_stat(const cli_command *cmd, int argc, char **argv);
 int cmd_convert(const cli_command *cmd, int argc, char **argv);
 int cmd_run(const cli_command *cmd, int argc, char **argv);
+int cmd_conv(const cli_command *cmd, int argc, char **argv);
 int cmd_tune(const cli_command *cmd, int argc, char **argv);
 
 #endif

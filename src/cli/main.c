@@ -31,6 +31,13 @@ static const cli_command commands[] = {
      "stderr in one line redrawn in place when stderr is a terminal and --json is not given;\n"
      "--progress shows it anyway (a line per stage off a terminal), --no-progress never.",
      0, 1, cmd_run},
+    {"conv", "WEIGHTS", "Run a sparse 2-D convolution (WEIGHTS: K_out x C*R*S) on the best available backend, time it and check it.",
+     "WEIGHTS' columns are ordered (c, r, s), c slowest: torch's conv.weight.reshape(K_out, -1).\n"
+     "The input (--input-shape N,C,H,W, in --layout), the bias and the residual are uniform in\n"
+     "[-1, 1] from --seed. 1x1 convolutions with stride 1 and no padding take the input as the\n"
+     "SpMM's B; the others gather it (im2col) into the plan's workspace first. The output is\n"
+     "checked against the CPU reference (sums in double) with the tolerances of `run`.",
+     1, 1, cmd_conv},
     {"tune", "FILE", "Search the fastest generated kernel for FILE and N (LO-SpMM's low-cost search) on the GPU.",
      "Stages: the tile space, pruned by the register, utilization and balance constraints, ranked\n"
      "by the rank model, the top K evaluated through proxies (or as real kernels with\n"

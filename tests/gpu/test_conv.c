@@ -1,0 +1,92 @@
+/* Conv plans on the GPU (src/conv/): every shape of conv_case.h in both
+ * layouts through each strategy that takes the problem (auto, generic,
+ * unrolled, tc, tcfrag, panel, dense) in f32, f16 and bf16, with bias,
+ * residual and ReLU varied per case, the output poisoned with NaN first
+ * (host_run_conv), against the CPU reference within the dtype's
+ * tolerance. A strategy refusing a case is counted, not failed. Skips
+ * visibly (exit 77) without a device.
+ *
+ * `test_conv --quick`: auto and generic only (the compute-sanitizer run of
+ * scripts/device-check.sh). */
+#include "conv_case.h"
+
+#include "gpu/host_run.h"
+
+static const spf_strategy strategies[] = {SPF_STRATEGY_AUTO,   SPF_STRATEGY_GENERIC,
+                                          SPF_STRATEGY_UNROLLED, SPF_STRATEGY_TC,
+                                          SPF_STRATEGY_TCFRAG, SPF_STRATEGY_PANEL,
+                                          SPF_STRATEGY_DENSE};
+static const spf_dtype dtypes[] = {SPF_DTYPE_F32, SPF_DTYPE_F16, SPF_DTYPE_BF16};
+
+static int runs, refused;
+
+static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy strategy,
+                      spf_dtype dtype, int variant, uint64_t seed)
+{
+    const int bias = variant & 1, residual = (variant >> 1) & 1, relu = (variant >> 2) & 1;
+    conv_case t;
+    conv_case_make(&t, d, layout, residual, relu, dtype, seed);
+    if (!bias) {
+        CHECK_OK(spf_reference_conv2d(t.w, &t.desc, t.in, NULL, t.residual, relu, t.out));
+        for (int64_t i = 0; i < t.out_count; i++)
+            t.want[i] = t.out[i];
+    }
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    o.strategy = strategy;
+    o.dtype = dtype;
+    o.bias = bias;
+    o.relu = relu;
+    o.cache = 0;
+    spf_conv_plan *plan = NULL;
+    spf_status st = spf_conv_plan_create(t.w, &t.desc, &o, &plan);
+    if (st == SPF_ERR_UNSUPPORTED || st == SPF_ERR_NO_DEVICE) {
+        refused++;
+        conv_case_free(&t);
+        return;
+    }
+    CHECK_MSG(st == SPF_OK, "%s %s %s %s: plan: %s", d->label,
+              layout == SPF_CONV_NHWC ? "NHWC" : "NCHW", spf_strategy_name(strategy),
+              spf_dtype_name(dtype), spf_last_error());
+    if (st == SPF_OK) {
+        timing_result timing;
+        spf_conv_info info = {.size = sizeof info};
+        CHECK_OK(spf_conv_plan_get_info(plan, &info));
+        CHECK_OK(host_run_conv(plan, t.in_count, t.out_count, bias ? t.k : 0, t.in,
+                               bias ? t.bias : NULL, t.residual, t.out, &timing));
+        const double err = spf_relative_error(t.out, t.want, t.out_count);
+        const double tol = dtype_tolerance(dtype, SPF_MATH_DEFAULT);
+        CHECK_MSG(err <= tol, "%s %s %s %s (%s, %s) variant %d: relative error %.3g over %g",
+                  d->label, layout == SPF_CONV_NHWC ? "NHWC" : "NCHW",
+                  spf_strategy_name(strategy), spf_dtype_name(dtype),
+                  spf_conv_path_name(info.path), info.spmm.kernel_name, variant, err, tol);
+        runs++;
+    }
+    spf_conv_plan_free(plan);
+    conv_case_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+    spf_device_info info;
+    CHECK_OK(spf_device_query(0, &info));
+    if (!info.available) {
+        if (check_failed)
+            return check_report();
+        check_report();
+        SKIP("no CUDA device (%s): conv plans not run", info.reason);
+    }
+    const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    const int nstrategies = quick ? 2 : (int)(sizeof strategies / sizeof *strategies);
+    uint64_t seed = 0xc1000;
+    for (int i = 0; i < CONV_TEST_DIMS; i++)
+        for (int layout = SPF_CONV_NCHW; layout <= SPF_CONV_NHWC; layout++)
+            for (int si = 0; si < nstrategies; si++)
+                for (size_t di = 0; di < sizeof dtypes / sizeof *dtypes; di++) {
+                    seed += 8;
+                    check_one(&conv_test_dims[i], (spf_conv_layout)layout, strategies[si],
+                              dtypes[di], (int)(seed / 8 % 8), seed);
+                }
+    printf("%d conv plans run and checked, %d refused by their strategy\n", runs, refused);
+    return check_report();
+}
