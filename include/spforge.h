@@ -698,7 +698,10 @@ SPF_API const char *spf_conv_path_name(spf_conv_path path); /* "direct", "im2col
  * columns of the im2col, B and C in the layouts the conv layout gives:
  * NHWC is one SpMM of N·P·Q columns with B and C n_first (C is the NHWC
  * output as it is); NCHW one SpMM of P·Q columns per image, B and C
- * n_last. options' b_layout and c_layout are ignored. */
+ * n_last. options' b_layout and c_layout are ignored. In NCHW with a
+ * batch, AUTO leaves the dense strategy out (and DENSE is refused) when an
+ * image of the input (1×1 direct) or of the output is not a multiple of 16
+ * bytes: cuBLASLt's algorithm needs B and C aligned so. */
 typedef struct spf_conv_plan spf_conv_plan;
 
 typedef struct spf_conv_info {

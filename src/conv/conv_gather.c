@@ -7,16 +7,15 @@ void conv_gather_host(const conv_gather *g, const void *in, void *cols, size_t e
 {
     const unsigned char *src = in;
     unsigned char *dst = cols;
-    const int64_t count = conv_gather_count(g);
-    for (int64_t t = 0; t < count; t++) {
-        int64_t kk, j;
-        conv_gather_split(g, t, &kk, &j);
-        const int64_t from = conv_gather_from(g, kk, j);
-        if (from < 0)
-            memset(dst + t * (int64_t)elem, 0, elem);
-        else
-            memcpy(dst + t * (int64_t)elem, src + from * (int64_t)elem, elem);
-    }
+    const int32_t outer = conv_gather_outer(g), inner = conv_gather_inner(g);
+    for (int32_t o = 0; o < outer; o++)
+        for (int32_t i = 0; i < inner; i++, dst += elem) {
+            const int64_t from = conv_gather_at(g, o, i);
+            if (from < 0)
+                memset(dst, 0, elem);
+            else
+                memcpy(dst, src + from * (int64_t)elem, elem);
+        }
 }
 
 void conv_residual_host(float *out, const float *residual, int64_t count, int relu)

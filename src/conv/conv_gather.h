@@ -19,44 +19,45 @@
 #endif
 
 typedef struct conv_gather {
-    int64_t c, h, w;      /* input channels, height, width                   */
-    int64_t r, s;         /* filter height and width                         */
-    int64_t stride, pad;
-    int64_t p, q;         /* output height and width                         */
-    int64_t cols;         /* B's columns in one launch: images × P·Q          */
+    int32_t c, h, w;      /* input channels, height, width                   */
+    int32_t r, s;         /* filter height and width                         */
+    int32_t stride, pad;
+    int32_t p, q;         /* output height and width                         */
+    int32_t cols;         /* B's columns in one launch: images × P·Q          */
     int nhwc;             /* NHWC: B is cols × C·R·S (n_first), one launch for
                              the batch; NCHW: B is C·R·S × cols (n_last), one
                              launch per image                                 */
 } conv_gather;
+/* (every size, C·R·S and cols below 2^31: the plan checks; the divisions
+ * stay in 32 bits, the offsets are 64) */
 
 /* The input element (from the launch's first image) under B's element
  * (kk, j), or -1 in the padding. */
-CONV_HD int64_t conv_gather_from(const conv_gather *g, int64_t kk, int64_t j)
+CONV_HD int64_t conv_gather_from(const conv_gather *g, int32_t kk, int32_t j)
 {
-    const int64_t pq = g->p * g->q, image = j / pq, at = j % pq, rs = g->r * g->s;
-    const int64_t c = kk / rs, tap = kk % rs;
-    const int64_t y = at / g->q * g->stride - g->pad + tap / g->s;
-    const int64_t x = at % g->q * g->stride - g->pad + tap % g->s;
+    const int32_t pq = g->p * g->q, image = j / pq, at = j - image * pq, rs = g->r * g->s;
+    const int32_t c = kk / rs, tap = kk - c * rs, p = at / g->q, q = at - p * g->q;
+    const int64_t y = (int64_t)p * g->stride - g->pad + tap / g->s;
+    const int64_t x = (int64_t)q * g->stride - g->pad + tap % g->s;
     if (y < 0 || y >= g->h || x < 0 || x >= g->w)
         return -1;
-    return g->nhwc ? ((image * g->h + y) * g->w + x) * g->c + c
-                   : ((image * g->c + c) * g->h + y) * g->w + x;
+    return g->nhwc ? (((int64_t)image * g->h + y) * g->w + x) * g->c + c
+                   : (((int64_t)image * g->c + c) * g->h + y) * g->w + x;
 }
 
-/* B's element at offset t of its buffer, as (kk, j) of conv_gather_from. */
-CONV_HD void conv_gather_split(const conv_gather *g, int64_t t, int64_t *kk, int64_t *j)
+/* B of one launch is outer × inner, row-major: NHWC cols × C·R·S (row j),
+ * NCHW C·R·S × cols (row kk); its element (o, i) as (kk, j). */
+CONV_HD int32_t conv_gather_outer(const conv_gather *g)
 {
-    const int64_t rows = g->c * g->r * g->s;
-    if (g->nhwc)
-        *kk = t % rows, *j = t / rows;
-    else
-        *kk = t / g->cols, *j = t % g->cols;
+    return g->nhwc ? g->cols : g->c * g->r * g->s;
 }
-
-/* Elements of B in one launch. */
-CONV_HD int64_t conv_gather_count(const conv_gather *g)
+CONV_HD int32_t conv_gather_inner(const conv_gather *g)
 {
-    return g->c * g->r * g->s * g->cols;
+    return g->nhwc ? g->c * g->r * g->s : g->cols;
+}
+CONV_HD int64_t conv_gather_at(const conv_gather *g, int32_t o, int32_t i)
+{
+    return g->nhwc ? conv_gather_from(g, i, o) : conv_gather_from(g, o, i);
 }
 
 #ifdef __cplusplus

@@ -151,20 +151,39 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
         return FAIL(SPF_ERR_UNSUPPORTED, "conv: %lld output positions a launch: the SpMM takes "
                     "fewer than 2^31 columns", (long long)cols);
 
+    if (s.c > INT32_MAX || s.h > INT32_MAX || s.w > INT32_MAX || s.r > INT32_MAX ||
+        s.s > INT32_MAX || s.stride > INT32_MAX)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv: a size, filter side or stride past 2^31 - 1");
+    /* NCHW launches an image at a time: the dense strategy's cuBLASLt
+     * algorithm needs B and C at 16 bytes, which images of other sizes are
+     * not (NHWC's one launch has no such offsets) */
+    const size_t elem = dtype_valid(o.dtype) ? dtype_size(o.dtype) : 4;
+    const int direct = s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0;
+    const int64_t in_image = s.c * s.h * s.w, out_image = s.k * p_out * q_out;
+    if (!nhwc && s.n > 1 &&
+        ((direct && in_image * (int64_t)elem % 16) || out_image * (int64_t)elem % 16)) {
+        if (o.strategy == SPF_STRATEGY_DENSE)
+            return FAIL(SPF_ERR_UNSUPPORTED, "conv: the dense strategy needs every image of B and "
+                        "C at 16 bytes; NCHW images of %lld and %lld bytes are not (NHWC is one "
+                        "launch)", (long long)(in_image * (int64_t)elem),
+                        (long long)(out_image * (int64_t)elem));
+        o.dense = 0;
+    }
+
     spf_conv_plan *p = mem_calloc(1, sizeof *p);
     if (!p)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a conv plan");
-    p->gather = (conv_gather){.c = s.c, .h = s.h, .w = s.w, .r = s.r, .s = s.s,
-                              .stride = s.stride, .pad = s.pad, .p = p_out, .q = q_out,
-                              .cols = cols, .nhwc = nhwc};
+    p->gather = (conv_gather){.c = (int32_t)s.c, .h = (int32_t)s.h, .w = (int32_t)s.w,
+                              .r = (int32_t)s.r, .s = (int32_t)s.s, .stride = (int32_t)s.stride,
+                              .pad = (int32_t)s.pad, .p = (int32_t)p_out, .q = (int32_t)q_out,
+                              .cols = (int32_t)cols, .nhwc = nhwc};
     p->residual = desc->residual != 0;
     p->relu = o.relu != 0;
-    p->in_step = nhwc ? 0 : s.c * s.h * s.w;
-    p->out_step = nhwc ? 0 : s.k * p_out * q_out;
+    p->in_step = nhwc ? 0 : in_image;
+    p->out_step = nhwc ? 0 : out_image;
     p->in_count = conv_input_count(&s);
     p->out_count = conv_output_count(&s);
     p->bias_count = o.bias ? s.k : 0;
-    const int direct = s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0;
     p->info = (spf_conv_info){.size = sizeof p->info,
                               .path = direct ? SPF_CONV_DIRECT : SPF_CONV_IM2COL,
                               .out_h = p_out, .out_w = q_out, .spmm_n = cols,

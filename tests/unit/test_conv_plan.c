@@ -158,6 +158,15 @@ static void check_errors(void)
                  SPF_ERR_INVALID_ARGUMENT); /* the output over the residual */
     spf_conv_plan_free(plan);
     free(res);
+    /* NCHW images of 5·6·7 floats (840 bytes) are not 16-byte aligned: no
+     * dense plan (refused before any device is asked) */
+    conv_case a;
+    conv_case_make(&a, &conv_test_dims[0], SPF_CONV_NCHW, 0, 0, SPF_DTYPE_F32, 6);
+    spf_plan_options dense = o;
+    dense.strategy = SPF_STRATEGY_DENSE;
+    CHECK_STATUS(spf_conv_plan_create(a.w, &a.desc, &dense, &plan), SPF_ERR_UNSUPPORTED);
+    CHECK(strstr(spf_last_error(), "16 bytes") != NULL);
+    conv_case_free(&a);
     CHECK(strcmp(spf_conv_path_name(SPF_CONV_DIRECT), "direct") == 0);
     CHECK(strcmp(spf_conv_path_name(SPF_CONV_IM2COL), "im2col") == 0);
     CHECK(strcmp(spf_conv_path_name((spf_conv_path)9), "?") == 0);

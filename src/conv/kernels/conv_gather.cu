@@ -11,27 +11,28 @@
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = 128;
 
-/* enough blocks for every SM several times over; the loops stride the rest */
+/* the residual add: enough blocks for every SM several times over; the
+ * loop strides the rest */
 unsigned blocks_for(int64_t count)
 {
     const int64_t b = (count + kThreads - 1) / kThreads;
     return static_cast<unsigned>(b < 65536 ? (b > 0 ? b : 1) : 65536);
 }
 
+/* a block a row of B (grid-stride), its threads along the row: the
+ * stores are coalesced, and so are the loads of NHWC's channels */
 template <typename E>
 __global__ void __launch_bounds__(kThreads) gather_kernel(conv_gather g, const E *__restrict__ in,
                                                           E *__restrict__ cols)
 {
-    const int64_t count = conv_gather_count(&g);
-    for (int64_t t = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; t < count;
-         t += static_cast<int64_t>(gridDim.x) * kThreads) {
-        int64_t kk, j;
-        conv_gather_split(&g, t, &kk, &j);
-        const int64_t from = conv_gather_from(&g, kk, j);
-        cols[t] = from < 0 ? E(0) : __ldg(in + from);
-    }
+    const int32_t outer = conv_gather_outer(&g), inner = conv_gather_inner(&g);
+    for (int32_t o = blockIdx.x; o < outer; o += gridDim.x)
+        for (int32_t i = threadIdx.x; i < inner; i += kThreads) {
+            const int64_t from = conv_gather_at(&g, o, i);
+            cols[static_cast<int64_t>(o) * inner + i] = from < 0 ? E(0) : __ldg(in + from);
+        }
 }
 
 template <typename T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
@@ -60,13 +61,14 @@ __global__ void __launch_bounds__(kThreads) residual_kernel(T *out, const T *__r
 extern "C" spf_status conv_gather_launch(const conv_gather *g, const void *in, void *cols,
                                          size_t elem, void *stream)
 {
-    const int64_t count = conv_gather_count(g);
+    const int32_t rows = conv_gather_outer(g);
+    const unsigned blocks = static_cast<unsigned>(rows < (1 << 20) ? (rows > 0 ? rows : 1) : 1 << 20);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (elem == 4)
-        gather_kernel<uint32_t><<<blocks_for(count), kThreads, 0, s>>>(
+        gather_kernel<uint32_t><<<blocks, kThreads, 0, s>>>(
             *g, static_cast<const uint32_t *>(in), static_cast<uint32_t *>(cols));
     else
-        gather_kernel<uint16_t><<<blocks_for(count), kThreads, 0, s>>>(
+        gather_kernel<uint16_t><<<blocks, kThreads, 0, s>>>(
             *g, static_cast<const uint16_t *>(in), static_cast<uint16_t *>(cols));
     return CUDA_CHECK(cudaGetLastError());
 }

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""The DLMC ResNet-50 convolutions: spforge conv against cuDNN through torch,
+in one run on one GPU (issue 14's conv set, a first version outside
+spforge-bench).
+
+For each layer of the chosen kinds and each batch: the DLMC pattern, its
+columns moved from DLMC's (r, s, c) order into torch's (c, r, s)
+(spforge.resnet50.torch_columns), runs through `spforge conv --json` (which
+times the plan's executes with the BENCHMARKS.md protocol and checks the
+output against the CPU reference) and, dense with the same mask on random
+weights, through torch.nn.functional.conv2d with cudnn.benchmark on, timed
+by CUDA events the same way: warm-up, then rounds of R back-to-back calls,
+the median per call over 7 rounds. Writes a CSV and prints the geomeans.
+
+    python3 scripts/bench_conv.py --spforge build/spforge --data data \\
+        --sparsity 0.9 --batch 1,32 --kinds 3x3 --out bench/results/conv/x.csv
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from spforge import resnet50  # noqa: E402
+
+
+def read_smtx(path):
+    with open(path) as f:
+        rows, cols, nnz = (int(x) for x in f.readline().split(","))
+        row_ptr = [int(x) for x in f.readline().split()]
+        col_idx = [int(x) for x in f.readline().split()] if nnz else []
+    return rows, cols, row_ptr, col_idx
+
+
+def write_torch_order(src, dst, layer):
+    """src's pattern with its columns in torch's (c, r, s) order."""
+    rows, cols, row_ptr, col_idx = read_smtx(src)
+    perm = resnet50.torch_columns(layer)
+    out = []
+    for i in range(rows):
+        out += sorted(perm[j] for j in col_idx[row_ptr[i]:row_ptr[i + 1]])
+    with open(dst, "w") as f:
+        f.write("%d, %d, %d\n" % (rows, cols, len(out)))
+        f.write(" ".join(str(x) for x in row_ptr) + "\n")
+        f.write(" ".join(str(x) for x in out) + "\n")
+    return rows, cols, row_ptr, out
+
+
+def time_cuda(fn, torch):
+    """Median per call over 7 rounds of R calls (R: a round of ~500 us)."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    fn()
+    stop.record()
+    stop.synchronize()
+    once_us = max(start.elapsed_time(stop) * 1e3, 1.0)
+    reps = max(1, min(10000, int(500 / once_us)))
+    rounds = []
+    for _ in range(7):
+        start.record()
+        for _ in range(reps):
+            fn()
+        stop.record()
+        stop.synchronize()
+        rounds.append(start.elapsed_time(stop) * 1e3 / reps)
+    return statistics.median(rounds)
+
+
+def cudnn_us(layer, row_ptr, col_idx, batch, dtype, channels_last, torch):
+    side = layer.in_side
+    dt = {"f16": torch.float16, "f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    k = layer.kernel
+    mask = torch.zeros(layer.c_out, layer.c_in * k * k)
+    for i in range(layer.c_out):
+        mask[i, col_idx[row_ptr[i]:row_ptr[i + 1]]] = 1
+    w = (torch.rand(layer.c_out, layer.c_in * k * k) * 2 - 1) * mask
+    w = w.view(layer.c_out, layer.c_in, k, k).to("cuda", dt)
+    x = (torch.rand(batch, layer.c_in, side, side) * 2 - 1).to("cuda", dt)
+    if channels_last:
+        w = w.contiguous(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    f = torch.nn.functional.conv2d
+    with torch.no_grad():
+        return time_cuda(lambda: f(x, w, None, layer.stride, layer.padding), torch)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spforge", required=True, help="the spforge program")
+    ap.add_argument("--data", default="data", help="the extracted data folder (data/dlmc/rn50)")
+    ap.add_argument("--sparsity", default="0.9")
+    ap.add_argument("--batch", default="1,32", help="batch sizes, comma-separated")
+    ap.add_argument("--dtype", default="f16", choices=("f32", "f16", "bf16"))
+    ap.add_argument("--kinds", default="3x3", help="3x3, 1x1, stem or all")
+    ap.add_argument("--strategy", default="auto")
+    ap.add_argument("--out", required=True, help="the CSV to write")
+    a = ap.parse_args()
+    import torch
+    torch.backends.cudnn.benchmark = True
+    folder = os.path.join(a.data, "dlmc", "rn50", "magnitude_pruning", a.sparsity)
+    kinds = {"3x3": lambda l: l.kernel == 3, "1x1": lambda l: l.kernel == 1 and l.module != "fc",
+             "stem": lambda l: l.kernel == 7, "all": lambda l: l.module != "fc"}[a.kinds]
+    layers = [l for l in resnet50.LAYERS if kinds(l)]
+    rows_out = []
+    tmp = tempfile.mkdtemp()
+    for batch in (int(b) for b in a.batch.split(",")):
+        for l in layers:
+            src = os.path.join(folder, l.dlmc + ".smtx")
+            dst = os.path.join(tmp, l.dlmc + ".smtx")
+            _, _, row_ptr, col_idx = write_torch_order(src, dst, l)
+            cmd = [a.spforge, "conv", dst, "--input-shape",
+                   "%d,%d,%d,%d" % (batch, l.c_in, l.in_side, l.in_side), "--stride",
+                   str(l.stride), "--padding", str(l.padding), "--layout", "nhwc", "--dtype",
+                   a.dtype, "--strategy", a.strategy, "--json", "--no-progress"]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            try:
+                d = json.loads(p.stdout)
+            except ValueError:
+                d = {}
+            sp_us = 1e3 * d["time_ms_median"] if d else float("nan")
+            cl_us = cudnn_us(l, row_ptr, col_idx, batch, a.dtype, True, torch)
+            nchw_us = cudnn_us(l, row_ptr, col_idx, batch, a.dtype, False, torch)
+            row = {"layer": l.module, "dlmc": l.dlmc, "batch": batch, "c_in": l.c_in,
+                   "c_out": l.c_out, "kernel": l.kernel, "stride": l.stride, "side": l.in_side,
+                   "nnz": len(col_idx), "dtype": a.dtype, "spforge_us": round(sp_us, 3),
+                   "cudnn_channels_last_us": round(cl_us, 3), "cudnn_nchw_us": round(nchw_us, 3),
+                   "speedup_vs_channels_last": round(cl_us / sp_us, 3) if d else "",
+                   "passed": d.get("passed", False), "error": d.get("relative_error", ""),
+                   "path": d.get("path", ""),
+                   "strategy": d.get("plan", {}).get("strategy", ""),
+                   "kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
+            rows_out.append(row)
+            print("%-22s batch %2d: spforge %9.1f us (%s, %s)  cuDNN channels_last %8.1f us  "
+                  "NCHW %8.1f us  %.2fx" % (l.module, batch, sp_us, row["path"], row["strategy"],
+                                            cl_us, nchw_us, cl_us / sp_us if d else 0),
+                  flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows_out[0]))
+        w.writeheader()
+        w.writerows(rows_out)
+    for batch in sorted({r["batch"] for r in rows_out}):
+        s = [r for r in rows_out if r["batch"] == batch and r["passed"]]
+        if s:
+            g = math.exp(sum(math.log(r["cudnn_channels_last_us"] / r["spforge_us"]) for r in s)
+                         / len(s))
+            print("batch %d: %d layers checked, geomean speed-up over cuDNN %s channels_last: "
+                  "%.3fx" % (batch, len(s), a.dtype, g))
+
+
+if __name__ == "__main__":
+    main()
