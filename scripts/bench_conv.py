@@ -92,6 +92,14 @@ def cudnn_us(layer, row_ptr, col_idx, batch, dtype, channels_last, torch):
         return time_cuda(lambda: f(x, w, None, layer.stride, layer.padding), torch)
 
 
+def write_csv(path, rows):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spforge", required=True, help="the spforge program")
@@ -138,15 +146,11 @@ def main():
                    "strategy": d.get("plan", {}).get("strategy", ""),
                    "kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
             rows_out.append(row)
+            write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
             print("%-22s batch %2d: spforge %9.1f us (%s, %s)  cuDNN channels_last %8.1f us  "
                   "NCHW %8.1f us  %.2fx" % (l.module, batch, sp_us, row["path"], row["strategy"],
                                             cl_us, nchw_us, cl_us / sp_us if d else 0),
                   flush=True)
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows_out[0]))
-        w.writeheader()
-        w.writerows(rows_out)
     for batch in sorted({r["batch"] for r in rows_out}):
         s = [r for r in rows_out if r["batch"] == batch and r["passed"]]
         if s:
