@@ -44,12 +44,6 @@ static int parse_kernel(const char *text, int64_t *r, int64_t *s)
     return *r >= 1 && *s >= 1 && *r <= 4096 && *s <= 4096;
 }
 
-static int compare_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
 /* A host plan: `repeat` executes timed by the wall clock, the median. */
 static spf_status run_host(const spf_conv_plan *plan, const float *in, float *out,
                            const float *bias, const float *residual, int repeat, double *median,
@@ -64,11 +58,8 @@ static spf_status run_host(const spf_conv_plan *plan, const float *in, float *ou
         st = spf_conv_plan_execute(plan, in, out, bias, residual, NULL);
         times[r] = cli_now() - t0;
     }
-    if (st == SPF_OK) {
-        qsort(times, (size_t)repeat, sizeof *times, compare_double);
-        *median = repeat % 2 ? times[repeat / 2] : 0.5 * (times[repeat / 2 - 1] + times[repeat / 2]);
-        *min = times[0];
-    }
+    if (st == SPF_OK)
+        *median = run_times_median(times, repeat, min);
     free(times);
     return st;
 }

@@ -16,6 +16,13 @@ static int compare_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+double run_times_median(double *times, int count, double *min)
+{
+    qsort(times, (size_t)count, sizeof *times, compare_double);
+    *min = times[0];
+    return count % 2 ? times[count / 2] : 0.5 * (times[count / 2 - 1] + times[count / 2]);
+}
+
 static spf_status cpu_run(const run_request *q, run_outcome *out)
 {
     double *times = malloc((size_t)q->repeat * sizeof *times);
@@ -30,10 +37,7 @@ static spf_status cpu_run(const run_request *q, run_outcome *out)
         times[r] = timing_now_s() - t0;
     }
     if (st == SPF_OK) {
-        qsort(times, (size_t)q->repeat, sizeof *times, compare_double);
-        int h = q->repeat / 2;
-        out->median_s = q->repeat % 2 ? times[h] : 0.5 * (times[h - 1] + times[h]);
-        out->min_s = times[0];
+        out->median_s = run_times_median(times, q->repeat, &out->min_s);
         out->timing = "wall time per run";
         out->tolerance = 1e-6;
         snprintf(out->detail, sizeof out->detail, "CPU reference, %d threads",

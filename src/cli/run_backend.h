@@ -40,6 +40,9 @@ typedef struct run_backend {
     spf_status (*run)(const run_request *req, run_outcome *out);
 } run_backend;
 
+/* The median of count (≥ 1) wall times, sorting them; *min the least. */
+double run_times_median(double *times, int count, double *min);
+
 /* The backend for a --backend choice on this device (auto: the GPU when
  * there is one), or NULL with the status to report and why. */
 const run_backend *run_backend_select(int choice, const spf_device_info *device, spf_status *status,
