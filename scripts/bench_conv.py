@@ -20,13 +20,13 @@ import csv
 import json
 import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from spforge import resnet50  # noqa: E402
+from bench_torch_semi import time_us  # noqa: E402  (the protocol of src/gpu/timing.c)
 
 
 def read_smtx(path):
@@ -51,29 +51,6 @@ def write_torch_order(src, dst, layer):
     return rows, cols, row_ptr, out
 
 
-def time_cuda(fn, torch):
-    """Median per call over 7 rounds of R calls (R: a round of ~500 us)."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    fn()
-    stop.record()
-    stop.synchronize()
-    once_us = max(start.elapsed_time(stop) * 1e3, 1.0)
-    reps = max(1, min(10000, int(500 / once_us)))
-    rounds = []
-    for _ in range(7):
-        start.record()
-        for _ in range(reps):
-            fn()
-        stop.record()
-        stop.synchronize()
-        rounds.append(start.elapsed_time(stop) * 1e3 / reps)
-    return statistics.median(rounds)
-
-
 def cudnn_us(layer, row_ptr, col_idx, batch, dtype, channels_last, torch):
     side = layer.in_side
     dt = {"f16": torch.float16, "f32": torch.float32, "bf16": torch.bfloat16}[dtype]
@@ -89,7 +66,7 @@ def cudnn_us(layer, row_ptr, col_idx, batch, dtype, channels_last, torch):
         x = x.contiguous(memory_format=torch.channels_last)
     f = torch.nn.functional.conv2d
     with torch.no_grad():
-        return time_cuda(lambda: f(x, w, None, layer.stride, layer.padding), torch)
+        return time_us(lambda: f(x, w, None, layer.stride, layer.padding), torch)
 
 
 def write_csv(path, rows):
