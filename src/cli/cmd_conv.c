@@ -94,11 +94,8 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         {"residual", CLI_FLAG, &residual, NULL,
          "add a residual tensor of the output's shape (uniform in [-1, 1]) before the ReLU", NULL, 0, 0, 0},
         {"relu", CLI_FLAG, &relu, NULL, "apply max(., 0) last", NULL, 0, 0, 0},
-        {"threads", CLI_INT, &threads, "T", "host threads, 0 = all cores (default 0)", NULL, 0, 4096, 0},
         {"seed", CLI_U64, &seed, "S", "seed of the input, bias, residual and pattern-only values (default 1)", NULL, 0, 0, 0},
-        {"repeat", CLI_INT, &repeat, "R", "CPU: timed repeats, the median is reported (default 5); GPU: the timing protocol of BENCHMARKS.md", NULL, 1, 100000, 0},
-        {"backend", CLI_CHOICE, &backend_choice, "auto|cpu|gpu",
-         "where to run (default auto: the best available)", run_backend_names, 0, 0, 0},
+        CLI_RUN_OPTIONS(threads, repeat, backend_choice),
         CLI_PROGRESS_OPTIONS(progress, no_progress),
         CLI_READ_OPTIONS(ra),
     };

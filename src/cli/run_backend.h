@@ -40,6 +40,16 @@ typedef struct run_backend {
     spf_status (*run)(const run_request *req, run_outcome *out);
 } run_backend;
 
+/* The options of a run timed on a chosen backend (run, conv): host
+ * threads, repeats and the backend (an index into run_backend_names). */
+#define CLI_RUN_OPTIONS(threads, repeat, backend)                                                  \
+    {"threads", CLI_INT, &(threads), "T", "host threads, 0 = all cores (default 0)", NULL, 0,     \
+     4096, 0},                                                                                     \
+    {"repeat", CLI_INT, &(repeat), "R", "CPU: timed repeats, the median is reported (default "     \
+     "5); GPU: the timing protocol of BENCHMARKS.md", NULL, 1, 100000, 0},                         \
+    {"backend", CLI_CHOICE, &(backend), "auto|cpu|gpu",                                            \
+     "where to run (default auto: the best available)", run_backend_names, 0, 0, 0}
+
 /* The median of count (≥ 1) wall times, sorting them; *min the least. */
 double run_times_median(double *times, int count, double *min);
 
