@@ -1,8 +1,9 @@
 /* One convolution case for the conv plan tests (unit/test_conv_plan.c on
  * CPU plans, gpu/test_conv.c on every strategy): weights of density 0.4
  * with row 1 empty (bias and residual alone there), input and residual
- * uniform in [-1, 1] rounded to the dtype, a bias, and the expected
- * output of the CPU reference (spf_reference_conv2d, sums in double). */
+ * uniform in [-1, 1] rounded to the dtype, a bias (given to the plan or
+ * not), and the expected output of the CPU reference
+ * (spf_reference_conv2d, sums in double). */
 #ifndef SPF_TESTS_CONV_CASE_H
 #define SPF_TESTS_CONV_CASE_H
 
@@ -37,10 +38,11 @@ static const conv_dims conv_test_dims[] = {
 };
 #define CONV_TEST_DIMS ((int)(sizeof conv_test_dims / sizeof conv_test_dims[0]))
 
-/* The case of d in layout, with a residual or not, ReLU or not, its
+/* The case of d in layout, with a bias, a residual and ReLU or not, its
  * tensors rounded to dtype; the expected output from the reference. */
 static inline void conv_case_make(conv_case *t, const conv_dims *d, spf_conv_layout layout,
-                                  int residual, int relu, spf_dtype dtype, uint64_t seed)
+                                  int bias, int residual, int relu, spf_dtype dtype,
+                                  uint64_t seed)
 {
     memset(t, 0, sizeof *t);
     t->label = d->label;
@@ -72,7 +74,8 @@ static inline void conv_case_make(conv_case *t, const conv_dims *d, spf_conv_lay
         spf_fill_uniform(t->residual, t->out_count, seed + 3);
         dtype_round(dtype, t->residual, t->out_count);
     }
-    CHECK_OK(spf_reference_conv2d(t->w, &t->desc, t->in, t->bias, t->residual, relu, t->out));
+    CHECK_OK(spf_reference_conv2d(t->w, &t->desc, t->in, bias ? t->bias : NULL, t->residual, relu,
+                                  t->out));
     for (int64_t i = 0; i < t->out_count; i++)
         t->want[i] = t->out[i];
 }
