@@ -137,7 +137,7 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
 
     spf_matrix *w = NULL;
     spf_conv_plan *plan = NULL;
-    float *in = NULL, *out = NULL, *bias_v = NULL, *res = NULL;
+    float *in = NULL, *out = NULL, *want = NULL, *bias_v = NULL, *res = NULL;
     double *ref = NULL;
     rc = CLI_EXIT_FAIL;
     cli_progress_note(&display, 1, "reading %s", ctx.args[0]);
@@ -193,10 +193,11 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
     const int64_t out_count = dims[0] * k_out * info.out_h * info.out_w;
     in = malloc((size_t)in_count * sizeof *in);
     out = malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *out);
+    want = malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *want);
     ref = malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *ref);
     bias_v = bias ? malloc((size_t)k_out * sizeof *bias_v) : NULL;
     res = residual ? malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *res) : NULL;
-    if (!in || !out || !ref || (bias && !bias_v) || (residual && !res)) {
+    if (!in || !out || !want || !ref || (bias && !bias_v) || (residual && !res)) {
         rc = cli_fail(&ctx, SPF_ERR_OUT_OF_MEMORY, "tensors of %" PRId64 " and %" PRId64
                       " elements", in_count, out_count);
         goto done;
@@ -229,14 +230,13 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         goto done;
     }
     cli_progress_note(&display, 1, "checking against the CPU reference");
-    float *want = (float *)ref; /* the reference's floats, then widened in place from the end */
     st = spf_reference_conv2d(w, &d, in, bias_v, res, relu, want);
     cli_progress_finish(&display);
     if (st != SPF_OK) {
         rc = cli_fail_status(&ctx, st);
         goto done;
     }
-    for (int64_t i = out_count - 1; i >= 0; i--)
+    for (int64_t i = 0; i < out_count; i++)
         ref[i] = want[i];
     const double error = spf_relative_error(out, ref, out_count);
     const int passed = error <= tolerance;
@@ -317,6 +317,7 @@ done:
     spf_matrix_free(w);
     free(in);
     free(out);
+    free(want);
     free(ref);
     free(bias_v);
     free(res);

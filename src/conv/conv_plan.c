@@ -151,6 +151,9 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
         return FAIL(SPF_ERR_UNSUPPORTED, "conv: %lld output positions a launch: the SpMM takes "
                     "fewer than 2^31 columns", (long long)cols);
 
+    if (!nhwc && s.n > INT32_MAX)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv: batch %lld in NCHW (a launch per image)",
+                    (long long)s.n);
     if (s.c > INT32_MAX || s.h > INT32_MAX || s.w > INT32_MAX || s.r > INT32_MAX ||
         s.s > INT32_MAX || s.stride > INT32_MAX)
         return FAIL(SPF_ERR_UNSUPPORTED, "conv: a size, filter side or stride past 2^31 - 1");
@@ -188,11 +191,6 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
                               .path = direct ? SPF_CONV_DIRECT : SPF_CONV_IM2COL,
                               .out_h = p_out, .out_w = q_out, .spmm_n = cols,
                               .launches = nhwc ? 1 : (int)s.n};
-    if (!nhwc && s.n > INT32_MAX) {
-        mem_free(p);
-        return FAIL(SPF_ERR_UNSUPPORTED, "conv: batch %lld in NCHW (a launch per image)",
-                    (long long)s.n);
-    }
 
     o.b_layout = o.c_layout = nhwc ? SPF_LAYOUT_N_FIRST : SPF_LAYOUT_N_LAST;
     if (p->residual)
@@ -205,8 +203,12 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
         p->dtype = pi.dtype;
         p->elem = dtype_size(pi.dtype);
         p->info.host = pi.strategy == SPF_STRATEGY_CPU;
-        if (!direct) {
-            p->info.workspace_bytes = s.c * s.r * s.s * cols * (int64_t)p->elem;
+        const int64_t gathered = s.c * s.r * s.s * cols; /* < 2^63: conv_shape_check */
+        if (!direct && gathered > INT64_MAX / (int64_t)p->elem)
+            status = FAIL(SPF_ERR_UNSUPPORTED, "conv: an im2col of %lld elements passes 2^63 bytes",
+                          (long long)gathered);
+        else if (!direct) {
+            p->info.workspace_bytes = gathered * (int64_t)p->elem;
             status = workspace_alloc(p, o.device);
         }
     }
