@@ -25,6 +25,28 @@ static spf_status launch(void *ctx, void *stream)
     return spf_plan_execute(l->plan, l->b, l->c, l->bias, stream);
 }
 
+/* count floats of src in dtype's elements at a new device array *dst
+ * (through host scratch), or nothing when src is NULL. */
+static spf_status stage(spf_dtype dtype, const float *src, int64_t count, void **dst,
+                        cudaStream_t stream)
+{
+    *dst = NULL;
+    if (!src)
+        return SPF_OK;
+    spf_status status = SPF_OK;
+    const size_t bytes = (size_t)(count > 0 ? count : 1) * dtype_size(dtype);
+    void *host = mem_alloc(bytes);
+    if (!host)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "staging %lld elements", (long long)count);
+    dtype_from_float(dtype, src, host, count);
+    TRY(CUDA_CHECK(cudaMalloc(dst, bytes)));
+    TRY(CUDA_CHECK(cudaMemcpyAsync(*dst, host, bytes, cudaMemcpyHostToDevice, stream)));
+    TRY(CUDA_CHECK(cudaStreamSynchronize(stream)));
+fail:
+    mem_free(host);
+    return status;
+}
+
 spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, const float *b,
                          float *c, const float *bias, timing_result *timing)
 {
@@ -48,12 +70,8 @@ spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, 
     TRY(CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
     TRY(CUDA_CHECK(cudaMalloc(&db, b_bytes ? b_bytes : 1)));
     TRY(CUDA_CHECK(cudaMalloc(&dc, c_bytes ? c_bytes : 1)));
-    if (bias)
-        TRY(CUDA_CHECK(cudaMalloc(&dbias, (size_t)m * sizeof(float))));
     TRY(CUDA_CHECK(cudaMemcpyAsync(db, hb, b_bytes, cudaMemcpyHostToDevice, stream)));
-    if (bias)
-        TRY(CUDA_CHECK(cudaMemcpyAsync(dbias, bias, (size_t)m * sizeof(float),
-                                       cudaMemcpyHostToDevice, stream)));
+    TRY(stage(SPF_DTYPE_F32, bias, m, &dbias, stream));
     /* All-ones bytes are NaN: an output the kernel never writes cannot pass. */
     TRY(CUDA_CHECK(cudaMemsetAsync(dc, 0xff, c_bytes, stream)));
     launch_ctx l = {plan, db, dc, dbias};
@@ -71,28 +89,6 @@ fail:
     mem_free(bt);
     mem_free(hc);
     mem_free(ct);
-    return status;
-}
-
-/* count floats of src in dtype's elements at a new device array *dst
- * (through host scratch), or nothing when src is NULL. */
-static spf_status stage(spf_dtype dtype, const float *src, int64_t count, void **dst,
-                        cudaStream_t stream)
-{
-    *dst = NULL;
-    if (!src)
-        return SPF_OK;
-    spf_status status = SPF_OK;
-    const size_t bytes = (size_t)(count > 0 ? count : 1) * dtype_size(dtype);
-    void *host = mem_alloc(bytes);
-    if (!host)
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "staging %lld elements", (long long)count);
-    dtype_from_float(dtype, src, host, count);
-    TRY(CUDA_CHECK(cudaMalloc(dst, bytes)));
-    TRY(CUDA_CHECK(cudaMemcpyAsync(*dst, host, bytes, cudaMemcpyHostToDevice, stream)));
-    TRY(CUDA_CHECK(cudaStreamSynchronize(stream)));
-fail:
-    mem_free(host);
     return status;
 }
 
