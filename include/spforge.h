@@ -686,11 +686,16 @@ SPF_API void spf_conv_desc_init(spf_conv_desc *desc);
 /* How a conv plan runs (spf_conv_info.path). */
 typedef enum spf_conv_path {
     SPF_CONV_DIRECT = 0, /* 1×1, stride 1, padding 0: the input is B as it is */
-    SPF_CONV_IM2COL = 1  /* explicit im2col into the plan's workspace, then the
+    SPF_CONV_IM2COL = 1, /* explicit im2col into the plan's workspace, then the
                             SpMM plan on it (the fallback and the baseline)  */
+    SPF_CONV_IMPLICIT = 2 /* the generic strategy's kernel gathers B from the
+                            input itself (no im2col in memory): AUTO times it
+                            against IM2COL and keeps the faster; GENERIC
+                            takes it alone                                  */
 } spf_conv_path;
 
-SPF_API const char *spf_conv_path_name(spf_conv_path path); /* "direct", "im2col" */
+/* "direct", "im2col", "implicit" */
+SPF_API const char *spf_conv_path_name(spf_conv_path path);
 
 /* A compiled convolution for one weight matrix, one input shape and one
  * dtype: an SpMM plan (spf_plan_create, with options' strategy, dtype,
@@ -712,7 +717,10 @@ typedef struct spf_conv_info {
     int launches;             /* SpMM launches an execute makes (NCHW: N)        */
     int64_t workspace_bytes;  /* the im2col buffer the plan holds (0: DIRECT)    */
     int host;                 /* 1: a CPU plan (host buffers), 0: device buffers */
-    spf_plan_info spmm;       /* the SpMM plan's info (its size is set here)    */
+    double im2col_us, implicit_us; /* AUTO's times of one execute by each path
+                                 (µs, the residual add left out; 0: not timed) */
+    spf_plan_info spmm;       /* the SpMM plan's info (its size is set here); for
+                                 IMPLICIT the generic kernel's name and shape */
 } spf_conv_info;
 
 /* Build a conv plan. weights is read during the call only, and must be

@@ -35,6 +35,7 @@ static const conv_dims conv_test_dims[] = {
     {"3x3 padding 1", 2, 4, 7, 5, 6, 3, 3, 1, 1},
     {"3x3 stride 2", 1, 3, 9, 8, 5, 3, 3, 2, 0},
     {"7x7 stem, C = 3", 2, 3, 11, 13, 4, 7, 7, 2, 3},
+    {"3x3, C = 16 (16-byte channel runs)", 2, 16, 6, 5, 11, 3, 3, 1, 1},
 };
 #define CONV_TEST_DIMS ((int)(sizeof conv_test_dims / sizeof conv_test_dims[0]))
 

@@ -1,7 +1,12 @@
 /* The gather of a convolution's explicit im2col (issue 14's fallback and
  * baseline path): B's element (kk, j) of one SpMM launch is the input
- * element under filter tap kk = (c·R + r)·S + t of output position j,
- * zero where the tap falls in the padding. One index function serves the
+ * element under filter column kk of output position j, zero where the tap
+ * falls in the padding. NCHW plans keep the weights' (c, r, s) column
+ * order, kk = c·R·S + r·S + t; NHWC plans reorder the weights' columns to
+ * (r, s, c), kk = (r·S + t)·C + c (conv_weights_tap_major), so that a row
+ * of B is R·S runs of C channels each contiguous in the input: the gather
+ * copies whole vectors, and the lanes of an implicit gather over a row's
+ * nonzeros read neighbouring channels. One index function serves the
  * host gather (conv_gather.c) and the device one (kernels/conv_gather.cu),
  * so the two cannot disagree; the CPU reference (ref/conv.c) keeps its own
  * loop, as an oracle should. */
@@ -36,7 +41,8 @@ typedef struct conv_gather {
 CONV_HD int64_t conv_gather_from(const conv_gather *g, int32_t kk, int32_t j)
 {
     const int32_t pq = g->p * g->q, image = j / pq, at = j - image * pq, rs = g->r * g->s;
-    const int32_t c = kk / rs, tap = kk - c * rs, p = at / g->q, q = at - p * g->q;
+    const int32_t c = g->nhwc ? kk % g->c : kk / rs;
+    const int32_t tap = g->nhwc ? kk / g->c : kk - c * rs, p = at / g->q, q = at - p * g->q;
     const int64_t y = (int64_t)p * g->stride - g->pad + tap / g->s;
     const int64_t x = (int64_t)q * g->stride - g->pad + tap % g->s;
     if (y < 0 || y >= g->h || x < 0 || x >= g->w)
@@ -63,6 +69,10 @@ CONV_HD int64_t conv_gather_at(const conv_gather *g, int32_t o, int32_t i)
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Host: *out = w with its columns moved from (c, r, s) order to (r, s, c)
+ * (c channels, rs = R·S taps): an NHWC plan's weights. */
+spf_status conv_weights_tap_major(const spf_matrix *w, int32_t c, int32_t rs, spf_matrix **out);
 
 /* Host: B of one launch from in (elements of elem bytes) into cols. */
 void conv_gather_host(const conv_gather *g, const void *in, void *cols, size_t elem);

@@ -2,17 +2,18 @@
  * the columns of its im2col. 1×1 stride-1 convolutions need no gather (the
  * input is B: NHWC is N·H·W × C, n_first; an NCHW image is C × H·W,
  * n_last); the others gather the im2col into the plan's workspace first
- * (conv_gather.h). NHWC runs one launch for the batch and writes the
+ * (conv_gather.h; NHWC's with the weights' columns in (r, s, c) order). NHWC runs one launch for the batch and writes the
  * output as SpMM's C n_first; NCHW one launch per image, C n_last, since
  * K_out × N·P·Q is not NCHW's order. The residual add follows the SpMM,
  * with the ReLU moved after it. */
-#include "conv/conv_gather.h"
+#include "conv/conv_plan.h"
 
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/overlap.h"
-#include "ref/conv.h"
+#include "strategy/strategy.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -22,19 +23,6 @@
 
 #include <cuda_runtime_api.h>
 #endif
-
-struct spf_conv_plan {
-    spf_plan *spmm;
-    conv_gather gather;
-    spf_conv_info info;      /* spmm left empty: spf_conv_plan_get_info asks the plan */
-    spf_dtype dtype;
-    size_t elem;             /* bytes of one element of the dtype                    */
-    int residual, relu;      /* relu: after the residual (the SpMM plan has none then) */
-    int64_t in_step, out_step; /* elements between the images of two launches         */
-    int64_t in_count, out_count; /* elements of the input and of the output           */
-    int64_t bias_count;      /* K_out with bias, else 0                             */
-    void *workspace;
-};
 
 void spf_conv_desc_init(spf_conv_desc *desc)
 {
@@ -53,6 +41,7 @@ const char *spf_conv_path_name(spf_conv_path path)
     switch (path) {
     case SPF_CONV_DIRECT: return "direct";
     case SPF_CONV_IM2COL: return "im2col";
+    case SPF_CONV_IMPLICIT: return "implicit";
     }
     return "?";
 }
@@ -84,7 +73,7 @@ spf_status spf_reference_conv2d(const spf_matrix *weights, const spf_conv_desc *
                             : reference_conv2d(weights, &s, input, bias, residual, relu, output);
 }
 
-static void workspace_free(spf_conv_plan *p)
+void conv_workspace_free(spf_conv_plan *p)
 {
     if (!p->workspace)
         return;
@@ -124,6 +113,51 @@ static spf_status workspace_alloc(spf_conv_plan *p, int device)
     (void)device;
     return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
 #endif
+}
+
+/* The DIRECT or IM2COL path: the SpMM plan over w (the weights in B's
+ * column order) and, for IM2COL, its workspace. */
+static spf_status explicit_create(spf_conv_plan *p, const spf_matrix *w,
+                                  const spf_plan_options *o, int direct)
+{
+    spf_status status = spf_plan_create(w, p->gather.cols, o, &p->spmm);
+    spf_plan_info pi = {.size = sizeof pi};
+    if (status == SPF_OK)
+        status = spf_plan_get_info(p->spmm, &pi);
+    if (status != SPF_OK)
+        return status;
+    p->dtype = pi.dtype;
+    p->elem = dtype_size(pi.dtype);
+    p->info.host = pi.strategy == SPF_STRATEGY_CPU;
+    if (direct)
+        return SPF_OK;
+    const int64_t gathered = spf_matrix_cols(w) * (int64_t)p->gather.cols; /* < 2^63: conv_shape_check */
+    if (gathered > INT64_MAX / (int64_t)p->elem)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv: an im2col of %lld elements passes 2^63 bytes",
+                    (long long)gathered);
+    p->info.workspace_bytes = gathered * (int64_t)p->elem;
+    return workspace_alloc(p, o->device);
+}
+
+/* Whether the IMPLICIT path is a candidate: AUTO or GENERIC asked, on a
+ * device whose generic kernel takes the problem (conv_implicit_supports;
+ * why not goes to the log). */
+static int implicit_wanted(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o)
+{
+    if ((o->strategy != SPF_STRATEGY_AUTO && o->strategy != SPF_STRATEGY_GENERIC) ||
+        !dtype_valid(o->dtype))
+        return 0;
+    spf_device_info dev;
+    char reason[160];
+    if (spf_device_query(o->device, &dev) != SPF_OK) {
+        error_clear();
+        return 0;
+    }
+    if (!conv_implicit_supports(w, g, o, &dev, reason, sizeof reason)) {
+        log_msg(SPF_LOG_INFO, "conv: no implicit im2col: %s", reason);
+        return 0;
+    }
+    return 1;
 }
 
 spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *desc,
@@ -182,6 +216,7 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
                               .cols = (int32_t)cols, .nhwc = nhwc};
     p->residual = desc->residual != 0;
     p->relu = o.relu != 0;
+    p->math = o.math;
     p->in_step = nhwc ? 0 : in_image;
     p->out_step = nhwc ? 0 : out_image;
     p->in_count = conv_input_count(&s);
@@ -195,23 +230,23 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
     o.b_layout = o.c_layout = nhwc ? SPF_LAYOUT_N_FIRST : SPF_LAYOUT_N_LAST;
     if (p->residual)
         o.relu = 0;
-    status = spf_plan_create(weights, cols, &o, &p->spmm);
-    spf_plan_info pi = {.size = sizeof pi};
-    if (status == SPF_OK)
-        status = spf_plan_get_info(p->spmm, &pi);
-    if (status == SPF_OK) {
-        p->dtype = pi.dtype;
-        p->elem = dtype_size(pi.dtype);
-        p->info.host = pi.strategy == SPF_STRATEGY_CPU;
-        const int64_t gathered = s.c * s.r * s.s * cols; /* < 2^63: conv_shape_check */
-        if (!direct && gathered > INT64_MAX / (int64_t)p->elem)
-            status = FAIL(SPF_ERR_UNSUPPORTED, "conv: an im2col of %lld elements passes 2^63 bytes",
-                          (long long)gathered);
-        else if (!direct) {
-            p->info.workspace_bytes = gathered * (int64_t)p->elem;
-            status = workspace_alloc(p, o.device);
-        }
+    /* NHWC's B rows are (r, s, c) (conv_gather.h): the weights' columns
+     * follow (a 1×1 filter has one tap, nothing to move) */
+    spf_matrix *tap_major = NULL;
+    if (nhwc && s.r * s.s > 1)
+        status = conv_weights_tap_major(weights, (int32_t)s.c, (int32_t)(s.r * s.s), &tap_major);
+    const spf_matrix *w = tap_major ? tap_major : weights;
+    /* item 2: the generic kernel gathers B itself (conv_implicit.h); AUTO
+     * times it against the explicit path, GENERIC takes it alone */
+    const int implicit = status == SPF_OK && !direct && implicit_wanted(w, &p->gather, &o);
+    if (status == SPF_OK && !(implicit && o.strategy == SPF_STRATEGY_GENERIC))
+        status = explicit_create(p, w, &o, direct);
+    if (status == SPF_OK && implicit) {
+        if (!p->spmm)
+            p->dtype = o.dtype, p->elem = dtype_size(o.dtype);
+        status = conv_select(p, w, weights, &s, &o);
     }
+    spf_matrix_free(tap_major);
     if (status != SPF_OK) {
         spf_conv_plan_free(p);
         return status;
@@ -249,6 +284,26 @@ static spf_status gather(const spf_conv_plan *p, const void *input, void *stream
 #endif
 }
 
+spf_status conv_run(const spf_conv_plan *p, spf_conv_path path, const void *input, void *output,
+                    const float *bias, void *stream)
+{
+    spf_status status = SPF_OK;
+    for (int i = 0; i < p->info.launches; i++) {
+        const void *image = (const unsigned char *)input + i * p->in_step * (int64_t)p->elem;
+        void *out = (unsigned char *)output + i * p->out_step * (int64_t)p->elem;
+        if (path == SPF_CONV_IMPLICIT) {
+            TRY(conv_implicit_launch(p->implicit, image, out, bias, stream));
+            continue;
+        }
+        if (path == SPF_CONV_IM2COL)
+            TRY(gather(p, image, stream));
+        TRY(spf_plan_execute(p->spmm, path == SPF_CONV_IM2COL ? p->workspace : image, out, bias,
+                             stream));
+    }
+fail:
+    return status;
+}
+
 spf_status spf_conv_plan_execute(const spf_conv_plan *plan, const void *input, void *output,
                                  const float *bias, const void *residual, void *stream)
 {
@@ -263,16 +318,7 @@ spf_status spf_conv_plan_execute(const spf_conv_plan *plan, const void *input, v
                         bias, (uint64_t)plan->bias_count * sizeof(float)));
     if (residual)
         TRY(output_disjoint(__func__, output, out_bytes, residual, out_bytes, NULL, 0));
-    const unsigned char *in = input;
-    unsigned char *o = output;
-    for (int i = 0; i < plan->info.launches; i++) {
-        const void *image = in + i * plan->in_step * (int64_t)plan->elem;
-        if (plan->info.path == SPF_CONV_IM2COL)
-            TRY(gather(plan, image, stream));
-        TRY(spf_plan_execute(plan->spmm,
-                             plan->info.path == SPF_CONV_IM2COL ? plan->workspace : image,
-                             o + i * plan->out_step * (int64_t)plan->elem, bias, stream));
-    }
+    TRY(conv_run(plan, plan->info.path, input, output, bias, stream));
     if (residual)
         TRY(residual_add(plan, output, residual, stream));
 fail:
@@ -287,14 +333,21 @@ spf_status spf_conv_plan_get_info(const spf_conv_plan *plan, spf_conv_info *out)
                     "sizeof(spf_conv_info))", out->size, sizeof *out);
     *out = plan->info;
     out->spmm.size = sizeof out->spmm;
-    return spf_plan_get_info(plan->spmm, &out->spmm);
+    if (plan->spmm)
+        return spf_plan_get_info(plan->spmm, &out->spmm);
+    /* IMPLICIT: the generic kernel stands where the SpMM plan would */
+    conv_implicit_describe(plan->implicit, &out->spmm);
+    out->spmm.math = plan->math;
+    out->spmm.kernel_us = plan->info.implicit_us;
+    return SPF_OK;
 }
 
 void spf_conv_plan_free(spf_conv_plan *plan)
 {
     if (!plan)
         return;
-    workspace_free(plan);
+    conv_workspace_free(plan);
+    conv_implicit_free(plan->implicit);
     spf_plan_free(plan->spmm);
     mem_free(plan);
 }

@@ -27,8 +27,7 @@ static spf_status launch(void *ctx, void *stream)
 
 /* count floats of src in dtype's elements at a new device array *dst
  * (through host scratch), or nothing when src is NULL. */
-static spf_status stage(spf_dtype dtype, const float *src, int64_t count, void **dst,
-                        cudaStream_t stream)
+spf_status host_stage(spf_dtype dtype, const float *src, int64_t count, void **dst, void *stream)
 {
     *dst = NULL;
     if (!src)
@@ -71,7 +70,7 @@ spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, 
     TRY(CUDA_CHECK(cudaMalloc(&db, b_bytes ? b_bytes : 1)));
     TRY(CUDA_CHECK(cudaMalloc(&dc, c_bytes ? c_bytes : 1)));
     TRY(CUDA_CHECK(cudaMemcpyAsync(db, hb, b_bytes, cudaMemcpyHostToDevice, stream)));
-    TRY(stage(SPF_DTYPE_F32, bias, m, &dbias, stream));
+    TRY(host_stage(SPF_DTYPE_F32, bias, m, &dbias, stream));
     /* All-ones bytes are NaN: an output the kernel never writes cannot pass. */
     TRY(CUDA_CHECK(cudaMemsetAsync(dc, 0xff, c_bytes, stream)));
     launch_ctx l = {plan, db, dc, dbias};
@@ -117,9 +116,9 @@ spf_status host_run_conv(const spf_conv_plan *plan, int64_t in_count, int64_t ou
     const spf_dtype dtype = info.spmm.dtype;
     const size_t out_bytes = (size_t)(out_count > 0 ? out_count : 1) * dtype_size(dtype);
     TRY(CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking)));
-    TRY(stage(dtype, in, in_count, &din, stream));
-    TRY(stage(dtype, residual, out_count, &dres, stream));
-    TRY(stage(SPF_DTYPE_F32, bias, bias_count, &dbias, stream));
+    TRY(host_stage(dtype, in, in_count, &din, stream));
+    TRY(host_stage(dtype, residual, out_count, &dres, stream));
+    TRY(host_stage(SPF_DTYPE_F32, bias, bias_count, &dbias, stream));
     TRY(CUDA_CHECK(cudaMalloc(&dout, out_bytes)));
     /* All-ones bytes are NaN: an output the plan never writes cannot pass. */
     TRY(CUDA_CHECK(cudaMemsetAsync(dout, 0xff, out_bytes, stream)));

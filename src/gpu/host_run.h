@@ -26,4 +26,9 @@ spf_status host_run_conv(const spf_conv_plan *plan, int64_t in_count, int64_t ou
                          int64_t bias_count, const float *in, const float *bias,
                          const float *residual, float *out, timing_result *timing);
 
+/* count host floats (src) rounded to dtype into a new device buffer *dst
+ * (cudaFree it), the copy finished on stream; nothing, *dst NULL, when src
+ * is NULL. CUDA builds only. */
+spf_status host_stage(spf_dtype dtype, const float *src, int64_t count, void **dst, void *stream);
+
 #endif

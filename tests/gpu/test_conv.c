@@ -3,7 +3,9 @@
  * unrolled, tc, tcfrag, panel, dense) in f32, f16 and bf16, with bias,
  * residual and ReLU varied per case, the output poisoned with NaN first
  * (host_run_conv), against the CPU reference within the dtype's
- * tolerance. A strategy refusing a case is counted, not failed. Skips
+ * tolerance. The generic strategy runs the implicit im2col (no gather in
+ * memory), the others the explicit one, and AUTO times both and keeps the
+ * faster. A strategy refusing a case is counted, not failed. Skips
  * visibly (exit 77) without a device.
  *
  * `test_conv --quick`: auto and generic only (the compute-sanitizer run of
@@ -55,6 +57,19 @@ static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy s
                   d->label, layout == SPF_CONV_NHWC ? "NHWC" : "NCHW",
                   spf_strategy_name(strategy), spf_dtype_name(dtype),
                   spf_conv_path_name(info.path), info.spmm.kernel_name, variant, err, tol);
+        /* the generic strategy gathers B itself; AUTO timed both paths and
+         * kept the faster */
+        const int direct = d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
+        if (strategy == SPF_STRATEGY_GENERIC && !direct)
+            CHECK_MSG(info.path == SPF_CONV_IMPLICIT && info.workspace_bytes == 0,
+                      "%s generic: path %s, workspace %lld", d->label,
+                      spf_conv_path_name(info.path), (long long)info.workspace_bytes);
+        if (strategy == SPF_STRATEGY_AUTO && !direct)
+            CHECK_MSG(info.im2col_us > 0 && info.implicit_us > 0 &&
+                          (info.path == SPF_CONV_IMPLICIT) ==
+                              (info.implicit_us < info.im2col_us),
+                      "%s auto: path %s, im2col %.2f us, implicit %.2f us", d->label,
+                      spf_conv_path_name(info.path), info.im2col_us, info.implicit_us);
         runs++;
     }
     spf_conv_plan_free(plan);

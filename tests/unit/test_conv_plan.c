@@ -87,11 +87,14 @@ static void check_gather(const conv_dims *d)
             for (int64_t y = 0; y < d->h; y++)
                 for (int64_t x = 0; x < d->w; x++)
                     nhwc[conv_input_at(&sh, n, c, y, x)] = t.in[conv_input_at(&s, n, c, y, x)];
+    /* ... its columns (r, s, c): the reference's (c, r, s) row kk is
+     * column (kk mod R·S)·C + kk / R·S */
     g.nhwc = 1, g.cols = npq;
     conv_gather_host(&g, nhwc, got, sizeof(float));
+    const int64_t rs = d->r * d->s;
     for (int64_t kk = 0; kk < rows; kk++)
         for (int64_t j = 0; j < npq; j++)
-            same &= got[j * rows + kk] == want[kk * npq + j];
+            same &= got[j * rows + kk % rs * d->c + kk / rs] == want[kk * npq + j];
     CHECK_MSG(same, "%s: the gather differs from the reference's im2col", d->label);
     free(nhwc);
     free(want);

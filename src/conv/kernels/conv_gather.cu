@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <stdint.h>
 
 #include "conv/conv_gather.h"
 #include "gpu/cuda_check.h"
@@ -22,17 +23,34 @@ unsigned blocks_for(int64_t count)
 }
 
 /* a block a row of B (grid-stride), its threads along the row: the
- * stores are coalesced, and so are the loads of NHWC's channels */
-template <typename E>
+ * stores are coalesced, and so are the loads of NHWC's channels. A thread
+ * copies a word W of one or several elements: 16 bytes where an NHWC
+ * plan's runs of C channels are whole words (conv_gather.h: a word then
+ * never straddles two taps), one element otherwise. */
+template <typename E, typename W>
 __global__ void __launch_bounds__(kThreads) gather_kernel(conv_gather g, const E *__restrict__ in,
                                                           E *__restrict__ cols)
 {
+    constexpr int32_t kPer = sizeof(W) / sizeof(E);
     const int32_t outer = conv_gather_outer(&g), inner = conv_gather_inner(&g);
     for (int32_t o = blockIdx.x; o < outer; o += gridDim.x)
-        for (int32_t i = threadIdx.x; i < inner; i += kThreads) {
+        for (int32_t i = threadIdx.x * kPer; i < inner; i += kThreads * kPer) {
             const int64_t from = conv_gather_at(&g, o, i);
-            cols[static_cast<int64_t>(o) * inner + i] = from < 0 ? E(0) : __ldg(in + from);
+            W v{};
+            if (from >= 0)
+                v = __ldg(reinterpret_cast<const W *>(in + from));
+            *reinterpret_cast<W *>(cols + static_cast<int64_t>(o) * inner + i) = v;
         }
+}
+
+template <typename E>
+void gather_typed(const conv_gather *g, const void *in, void *cols, unsigned blocks, cudaStream_t s)
+{
+    const bool wide = g->nhwc && g->c * sizeof(E) % sizeof(uint4) == 0 &&
+                      reinterpret_cast<uintptr_t>(in) % sizeof(uint4) == 0 &&
+                      reinterpret_cast<uintptr_t>(cols) % sizeof(uint4) == 0;
+    auto kernel = wide ? gather_kernel<E, uint4> : gather_kernel<E, E>;
+    kernel<<<blocks, kThreads, 0, s>>>(*g, static_cast<const E *>(in), static_cast<E *>(cols));
 }
 
 template <typename T> __device__ __forceinline__ float to_float(T v) { return static_cast<float>(v); }
@@ -65,11 +83,9 @@ extern "C" spf_status conv_gather_launch(const conv_gather *g, const void *in, v
     const unsigned blocks = static_cast<unsigned>(rows < (1 << 20) ? (rows > 0 ? rows : 1) : 1 << 20);
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (elem == 4)
-        gather_kernel<uint32_t><<<blocks, kThreads, 0, s>>>(
-            *g, static_cast<const uint32_t *>(in), static_cast<uint32_t *>(cols));
+        gather_typed<uint32_t>(g, in, cols, blocks, s);
     else
-        gather_kernel<uint16_t><<<blocks, kThreads, 0, s>>>(
-            *g, static_cast<const uint16_t *>(in), static_cast<uint16_t *>(cols));
+        gather_typed<uint16_t>(g, in, cols, blocks, s);
     return CUDA_CHECK(cudaGetLastError());
 }
 

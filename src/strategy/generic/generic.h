@@ -72,6 +72,26 @@ void generic_launch_name(const generic_launch *l, char *buf, size_t size);
 spf_status generic_csr_dispatch(const generic_csr *g, const generic_launch *l, const void *b,
                                 void *c, const float *bias, int relu, void *stream);
 
+/* B as the implicit im2col of a convolution's input (issue 14; the conv
+ * plan's IMPLICIT path, conv/conv_implicit.c): column j of B is output
+ * position j of the launch, row kk the filter column of nonzero q, whose
+ * tap the host encoded as taps[2q] = the input offset from the window's
+ * corner and taps[2q + 1] = dy << 16 | dx (dy, dx < 2^15). The input holds
+ * fewer than 2^31 elements. */
+typedef struct generic_im2col {
+    const int32_t *taps;  /* device, 2 per nonzero of A, 8-byte aligned     */
+    int32_t c, h, w;      /* input channels, height, width                 */
+    int32_t p, q;         /* output height and width                       */
+    int32_t stride, pad;
+    int32_t nhwc;         /* input N×H×W×C, else N×C×H×W                    */
+} generic_im2col;
+
+/* C = A·im2col(in) as generic_csr_dispatch does for B, with l as chosen
+ * for B N_FIRST (N×K: the lanes of a sub-warp share a row's nonzeros). */
+spf_status generic_csr_im2col_dispatch(const generic_csr *g, const generic_launch *l,
+                                       const generic_im2col *x, const void *in, void *c,
+                                       const float *bias, int relu, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

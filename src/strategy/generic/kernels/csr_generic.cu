@@ -20,6 +20,11 @@
  *     ones fill the tail.
  * fp32 accumulation for every storage type; bias and ReLU in the epilogue.
  *
+ * The N×K kernel also reads B as the implicit im2col of a convolution's
+ * input (issue 14; SparseRT, paper 004 §4.3, gathers the same way: B's
+ * element is an offset per nonzero from a base per output position), so
+ * a conv needs no im2col in memory: generic_csr_im2col_dispatch.
+ *
  * Layouts (spf_layout): the kernel above reads B as K×N. C as N×M (CNM) is
  * the same kernel storing each of its V columns as one element at
  * c[j·M + row]: stores of a sub-warp are strided by M, which costs M·N
@@ -37,6 +42,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <type_traits>
 
 #include "gpu/cuda_check.h"
 #include "strategy/generic/generic.h"
@@ -263,18 +270,73 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
 }
 
+/* Where the N×K kernel reads B: per column j of C a handle (column()),
+ * per nonzero q of A a handle (nonzero()), and the element of B under the
+ * two (load()).
+ * dense_nk: B is an N×K array (X of a Linear layer, an explicit im2col). */
+template <typename T> struct dense_nk {
+    const T *b;
+    const int *col_idx;
+    int k;
+    __device__ __forceinline__ int column(int j) const { return j * k; } /* K·N < 2^31 */
+    __device__ __forceinline__ int nonzero(int q) const { return col_idx[q]; }
+    __device__ __forceinline__ float load(int column, int nonzero) const
+    {
+        float v;
+        vec_io<T, 1>::load(b + column + nonzero, &v);
+        return v;
+    }
+};
+
+/* im2col_nk: B is the implicit im2col of a convolution's input (generic.h,
+ * generic_im2col): column j is an output position, whose window's corner
+ * (y0, x0) and base offset are found once; nonzero q is a filter tap,
+ * {offset from the corner, dy << 16 | dx} from the host; the element is
+ * the input there, or 0 in the padding. The lanes of a sub-warp take
+ * consecutive nonzeros, which in NHWC's (r, s, c) order are neighbouring
+ * channels: the gathers stay within a few sectors. */
+struct im2col_column {
+    int base, y0, x0;
+};
+template <typename T> struct im2col_nk {
+    const T *in;
+    generic_im2col x;
+    __device__ __forceinline__ im2col_column column(int j) const
+    {
+        const int pq = x.p * x.q, image = j / pq, at = j - image * pq, p = at / x.q;
+        const int y0 = p * x.stride - x.pad, x0 = (at - p * x.q) * x.stride - x.pad;
+        /* the input has < 2^31 elements (host checked): the corner's offset
+         * fits, negative where the window starts in the padding */
+        const int base = x.nhwc ? ((image * x.h + y0) * x.w + x0) * x.c
+                                : ((image * x.c) * x.h + y0) * x.w + x0;
+        return {base, y0, x0};
+    }
+    __device__ __forceinline__ int2 nonzero(int q) const
+    {
+        return __ldg(reinterpret_cast<const int2 *>(x.taps) + q);
+    }
+    __device__ __forceinline__ float load(im2col_column column, int2 tap) const
+    {
+        const unsigned y = column.y0 + (tap.y >> 16), xx = column.x0 + (tap.y & 0xffff);
+        float v = 0.0f;
+        if (y < static_cast<unsigned>(x.h) && xx < static_cast<unsigned>(x.w))
+            vec_io<T, 1>::load(in + column.base + tap.x, &v);
+        return v;
+    }
+};
+
 /* B N×K (see the top of the file): sub-warp `sub` owns one row of A and V
  * consecutive columns j0 .. j0 + V - 1 of C (blockIdx.y); lane l takes the
- * row's nonzeros l, l + SW, ... and gathers b[j·K + col] for each of its V
- * columns, so each of its loads is independent of the others (unrolled for
- * loads in flight). A row's nonzeros are already spread over the lanes, so
- * there is no row split; the row swizzle still orders the rows. */
-template <typename T, int V, int SW, bool CNM>
+ * row's nonzeros l, l + SW, ... and gathers B's element of each of its V
+ * columns (from B, a dense_nk, or from a convolution's input, an
+ * im2col_nk), so each of its loads is independent of the others (unrolled
+ * for loads in flight). A row's nonzeros are already spread over the
+ * lanes, so there is no row split; the row swizzle still orders the rows. */
+template <typename T, int V, int SW, bool CNM, typename B>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    csr_generic_bnk_kernel(int rows, int count, int k, int n, const int *__restrict__ row_ptr,
-                           const int *__restrict__ col_idx, const float *__restrict__ values,
-                           const int *__restrict__ row_order, const T *__restrict__ b,
-                           T *__restrict__ c, const float *__restrict__ bias, int relu)
+    csr_generic_bnk_kernel(int rows, int count, int n, const int *__restrict__ row_ptr,
+                           const float *__restrict__ values, const int *__restrict__ row_order,
+                           B b, T *__restrict__ c, const float *__restrict__ bias, int relu)
 {
     const int sub = threadIdx.x / SW, lane = threadIdx.x % SW;
     const int slot = blockIdx.x * (kThreads / SW) + sub;
@@ -285,7 +347,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int row = row_order[slot];
     const int j0 = blockIdx.y * V;
     const int cols = min(V, n - j0); /* ≥ 1: the grid has ceil(N / V) tiles */
-    const T *bj = b + j0 * k;        /* host checked K·N < 2^31 */
+    decltype(b.column(0)) column[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+        column[j] = b.column(j0 + min(j, cols - 1));
 
     float acc[V];
 #pragma unroll
@@ -295,15 +360,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll 4
     for (int q = row_ptr[row] + lane; q < end; q += SW) {
         const float a = values[q];
-        const int kk = col_idx[q];
+        const auto nz = b.nonzero(q);
 #pragma unroll
-        for (int j = 0; j < V; ++j) {
-            if (j < cols) {
-                float bv;
-                vec_io<T, 1>::load(bj + j * k + kk, &bv);
-                acc[j] = fmaf(a, bv, acc[j]);
-            }
-        }
+        for (int j = 0; j < V; ++j)
+            if (j < cols)
+                acc[j] = fmaf(a, b.load(column[j], nz), acc[j]);
     }
     /* Butterfly sum: every lane ends with the sub-warp's totals. */
 #pragma unroll
@@ -348,22 +409,28 @@ spf_status launch_typed(const generic_csr *g, const generic_launch *l, const voi
     return CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T, int V, int SW>
-spf_status launch_bnk(const generic_csr *g, const generic_launch *l, const void *b, void *c,
-                      const float *bias, int relu, cudaStream_t stream)
+template <typename T, int V, int SW, typename B>
+spf_status launch_nk(const generic_csr *g, const generic_launch *l, const B &from, void *c,
+                     const float *bias, int relu, cudaStream_t stream)
 {
     if (l->split != 1)
         return FAIL(SPF_ERR_INTERNAL, "row split %d with B as N×K", l->split);
     const int rows_per_block = kThreads / SW;
     const dim3 grid((unsigned)((g->ordered + rows_per_block - 1) / rows_per_block),
                     (unsigned)((l->n + V - 1) / V));
-    auto kernel = l->c_layout == SPF_LAYOUT_N_FIRST ? csr_generic_bnk_kernel<T, V, SW, true>
-                                                    : csr_generic_bnk_kernel<T, V, SW, false>;
-    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->ordered, g->cols, l->n, g->row_ptr,
-                                          g->col_idx, g->values, g->row_order,
-                                          static_cast<const T *>(b), static_cast<T *>(c), bias,
-                                          relu);
+    auto kernel = l->c_layout == SPF_LAYOUT_N_FIRST ? csr_generic_bnk_kernel<T, V, SW, true, B>
+                                                    : csr_generic_bnk_kernel<T, V, SW, false, B>;
+    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->ordered, l->n, g->row_ptr, g->values,
+                                          g->row_order, from, static_cast<T *>(c), bias, relu);
     return CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int V, int SW>
+spf_status launch_bnk(const generic_csr *g, const generic_launch *l, const void *b, void *c,
+                      const float *bias, int relu, cudaStream_t stream)
+{
+    const dense_nk<T> from{static_cast<const T *>(b), g->col_idx, g->cols};
+    return launch_nk<T, V, SW>(g, l, from, c, bias, relu, stream);
 }
 
 template <typename T, int V, int SW>
@@ -374,29 +441,43 @@ spf_status launch_layout(const generic_csr *g, const generic_launch *l, const vo
                                              : launch_typed<T, V, SW>(g, l, b, c, bias, relu, stream);
 }
 
-template <typename T, int V>
-spf_status launch_vec(const generic_csr *g, const generic_launch *l, const void *b, void *c,
-                      const float *bias, int relu, cudaStream_t stream)
+/* fn(tag<T>, V, SW) with l's dtype, vector width and sub-warp width as
+ * compile-time constants: the one ladder every entry point instantiates
+ * its kernels through. */
+template <typename T> struct tag {
+    using type = T;
+};
+template <int X> using int_ = std::integral_constant<int, X>;
+
+template <typename T, int V, typename F> spf_status by_subwarp(const generic_launch *l, F &&fn)
 {
     switch (l->subwarp) {
-    case 4: return launch_layout<T, V, 4>(g, l, b, c, bias, relu, stream);
-    case 8: return launch_layout<T, V, 8>(g, l, b, c, bias, relu, stream);
-    case 16: return launch_layout<T, V, 16>(g, l, b, c, bias, relu, stream);
-    case 32: return launch_layout<T, V, 32>(g, l, b, c, bias, relu, stream);
+    case 4: return fn(tag<T>(), int_<V>(), int_<4>());
+    case 8: return fn(tag<T>(), int_<V>(), int_<8>());
+    case 16: return fn(tag<T>(), int_<V>(), int_<16>());
+    case 32: return fn(tag<T>(), int_<V>(), int_<32>());
     default: return FAIL(SPF_ERR_INTERNAL, "unsupported sub-warp width %d", l->subwarp);
     }
 }
 
-template <typename T>
-spf_status launch_dtype(const generic_csr *g, const generic_launch *l, const void *b, void *c,
-                        const float *bias, int relu, cudaStream_t stream)
+template <typename T, typename F> spf_status by_vec(const generic_launch *l, F &&fn)
 {
     switch (l->vec) {
-    case 4: return launch_vec<T, 4>(g, l, b, c, bias, relu, stream);
-    case 2: return launch_vec<T, 2>(g, l, b, c, bias, relu, stream);
-    case 1: return launch_vec<T, 1>(g, l, b, c, bias, relu, stream);
+    case 4: return by_subwarp<T, 4>(l, fn);
+    case 2: return by_subwarp<T, 2>(l, fn);
+    case 1: return by_subwarp<T, 1>(l, fn);
     default: return FAIL(SPF_ERR_INTERNAL, "unsupported vector width %d", l->vec);
     }
+}
+
+template <typename F> spf_status by_shape(const generic_launch *l, F &&fn)
+{
+    switch (l->dtype) {
+    case SPF_DTYPE_F32: return by_vec<float>(l, fn);
+    case SPF_DTYPE_F16: return by_vec<__half>(l, fn);
+    case SPF_DTYPE_BF16: return by_vec<__nv_bfloat16>(l, fn);
+    }
+    return FAIL(SPF_ERR_INTERNAL, "unknown dtype %d", (int)l->dtype);
 }
 
 } // namespace
@@ -406,10 +487,23 @@ extern "C" spf_status generic_csr_dispatch(const generic_csr *g, const generic_l
                                            void *stream)
 {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
-    switch (l->dtype) {
-    case SPF_DTYPE_F32: return launch_dtype<float>(g, l, b, c, bias, relu, s);
-    case SPF_DTYPE_F16: return launch_dtype<__half>(g, l, b, c, bias, relu, s);
-    case SPF_DTYPE_BF16: return launch_dtype<__nv_bfloat16>(g, l, b, c, bias, relu, s);
-    }
-    return FAIL(SPF_ERR_INTERNAL, "unknown dtype %d", (int)l->dtype);
+    return by_shape(l, [&](auto t, auto v, auto sw) {
+        return launch_layout<typename decltype(t)::type, decltype(v)::value, decltype(sw)::value>(
+            g, l, b, c, bias, relu, s);
+    });
+}
+
+extern "C" spf_status generic_csr_im2col_dispatch(const generic_csr *g, const generic_launch *l,
+                                                  const generic_im2col *x, const void *in,
+                                                  void *c, const float *bias, int relu,
+                                                  void *stream)
+{
+    if (l->b_layout != SPF_LAYOUT_N_FIRST)
+        return FAIL(SPF_ERR_INTERNAL, "an implicit im2col is read as N×K only");
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    return by_shape(l, [&](auto t, auto v, auto sw) {
+        using T = typename decltype(t)::type;
+        const im2col_nk<T> from{static_cast<const T *>(in), *x};
+        return launch_nk<T, decltype(v)::value, decltype(sw)::value>(g, l, from, c, bias, relu, s);
+    });
 }

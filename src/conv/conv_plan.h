@@ -1,0 +1,45 @@
+/* The conv plan's insides (spforge.h's spf_conv_plan), shared by the API
+ * (conv_plan.c) and the device's choice of path (conv_select.c). */
+#ifndef SPF_CONV_CONV_PLAN_H
+#define SPF_CONV_CONV_PLAN_H
+
+#include "conv/conv_gather.h"
+#include "conv/conv_implicit.h"
+#include "ref/conv.h"
+#include "spforge.h"
+
+struct spf_conv_plan {
+    spf_plan *spmm;          /* DIRECT and IM2COL: the SpMM plan, else NULL   */
+    conv_implicit *implicit; /* IMPLICIT: the generic kernel's gather, else NULL */
+    conv_gather gather;
+    spf_conv_info info;      /* spmm left empty: spf_conv_plan_get_info asks the plan */
+    spf_dtype dtype;
+    spf_math math;
+    size_t elem;             /* bytes of one element of the dtype                    */
+    int residual, relu;      /* relu: after the residual (the SpMM plan has none then) */
+    int64_t in_step, out_step; /* elements between the images of two launches         */
+    int64_t in_count, out_count; /* elements of the input and of the output           */
+    int64_t bias_count;      /* K_out with bias, else 0                             */
+    void *workspace;
+};
+
+/* The launches of one execute on path, the residual add left out: the
+ * gather and the SpMM (or the SpMM alone, DIRECT), or the implicit kernel,
+ * for each image of NCHW (the batch at once in NHWC). */
+spf_status conv_run(const spf_conv_plan *p, spf_conv_path path, const void *input, void *output,
+                    const float *bias, void *stream);
+
+/* Build the IMPLICIT path of p on o->device from w (the weights with
+ * their columns in B's order), and settle between it and the explicit one
+ * when p has that too (AUTO): time one execute of each on random input and
+ * keep the faster, releasing the other (info's im2col_us and implicit_us
+ * say what each took). If IMPLICIT is kept and o->verify, check it against
+ * the CPU reference (of weights and s, as the caller gave them) on random
+ * input and bias: SPF_ERR_VERIFY over the tolerance. */
+spf_status conv_select(spf_conv_plan *p, const spf_matrix *w, const spf_matrix *weights,
+                       const conv_shape *s, const spf_plan_options *o);
+
+/* Free the im2col workspace (none: nothing). */
+void conv_workspace_free(spf_conv_plan *p);
+
+#endif
