@@ -119,7 +119,8 @@ def main():
                    "cudnn_channels_last_us": round(cl_us, 3), "cudnn_nchw_us": round(nchw_us, 3),
                    "speedup_vs_channels_last": round(cl_us / sp_us, 3) if d else "",
                    "passed": d.get("passed", False), "error": d.get("relative_error", ""),
-                   "path": d.get("path", ""),
+                   "path": d.get("path", ""), "im2col_us": d.get("im2col_us", ""),
+                   "implicit_us": d.get("implicit_us", ""),
                    "strategy": d.get("plan", {}).get("strategy", ""),
                    "kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
             rows_out.append(row)
