@@ -96,6 +96,20 @@ class PlanInfo(ctypes.Structure):
                 ("candidates", Candidate * MAX_CANDIDATES), ("assembler", ctypes.c_char * 16)]
 
 
+class ConvDesc(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("batch", c_int64), ("channels", c_int64),
+                ("height", c_int64), ("width", c_int64), ("kernel_h", c_int64),
+                ("kernel_w", c_int64), ("stride", c_int64), ("padding", c_int64),
+                ("layout", c_enum), ("residual", c_int)]
+
+
+class ConvInfo(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("path", c_enum), ("out_h", c_int64),
+                ("out_w", c_int64), ("spmm_n", c_int64), ("launches", c_int),
+                ("workspace_bytes", c_int64), ("host", c_int), ("im2col_us", c_double),
+                ("implicit_us", c_double), ("spmm", PlanInfo)]
+
+
 _P = ctypes.POINTER
 # name: (restype, argtypes); spf_status results are declared c_int.
 _SIGNATURES = {
@@ -132,6 +146,13 @@ _SIGNATURES = {
     "spf_plan_execute": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
     "spf_plan_get_info": (c_int, [c_void_p, _P(PlanInfo)]),
     "spf_plan_free": (None, [c_void_p]),
+    "spf_conv_desc_init": (None, [_P(ConvDesc)]),
+    "spf_conv_plan_create": (c_int, [c_void_p, _P(ConvDesc), _P(PlanOptions), _P(c_void_p)]),
+    "spf_conv_plan_execute": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p,
+                                      c_void_p]),
+    "spf_conv_plan_get_info": (c_int, [c_void_p, _P(ConvInfo)]),
+    "spf_conv_plan_free": (None, [c_void_p]),
+    "spf_conv_path_name": (c_char_p, [c_enum]),
     "spf_strategy_name": (c_char_p, [c_enum]),
     "spf_strategy_from_name": (c_int, [c_char_p, _P(c_enum)]),
     "spf_dtype_name": (c_char_p, [c_enum]),

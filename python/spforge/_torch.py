@@ -482,12 +482,14 @@ def _eligible(name, module, min_size, exclude):
     return None
 
 
-def _linears(model):
+def _linears(model, kind=None):
     """(qualified name, parent, attribute, module, (attribute, module) of
-    the next child in an nn.Sequential or None) of every nn.Linear child,
-    depth first in the order the children were set. Every attribute
-    naming a module is visited (named_children() names a module held
-    twice once); the modules under one are walked once."""
+    the next child in an nn.Sequential or None) of every nn.Linear child
+    (or child of class kind), depth first in the order the children were
+    set. Every attribute naming a module is visited (named_children()
+    names a module held twice once); the modules under one are walked
+    once."""
+    kind = kind or torch.nn.Linear
     found, walked = [], set()
 
     def walk(parent, prefix):
@@ -496,7 +498,7 @@ def _linears(model):
                     if child is not None]
         for i, (attr, child) in enumerate(children):
             name = prefix + attr
-            if isinstance(child, torch.nn.Linear):
+            if isinstance(child, kind):
                 following = None
                 if isinstance(parent, torch.nn.Sequential) and i + 1 < len(children):
                     following = children[i + 1]
@@ -610,7 +612,7 @@ def _strategies(g):
 
 
 def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_relu=True,
-             min_gain=None, n_plans="auto", plan_options=None):
+             min_gain=None, n_plans="auto", plan_options=None, convs=True):
     """Swap, in place, each nn.Linear of model with out·in >= min_size
     weights (and a name matching none of the fnmatch patterns of exclude)
     for a SparseLinear: its weights pruned by magnitude to sparsity, or,
@@ -622,7 +624,13 @@ def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_
     cache), so that the report has their gains and CUDA graphs can be
     captured; then, with min_gain, a layer whose plans all measured a gain
     below min_gain stays an nn.Linear (with its weights pruned). A Linear
-    held in several places is swapped once. Returns a SparsifyReport."""
+    held in several places is swapped once.
+    convs: the nn.Conv2d layers on cuda devices are swapped too, for
+    SparseConv2d (_torch_conv.py; those it does not take are kept, with
+    why), by the same sparsity, min_size and exclude; their plans are made
+    per input shape on first call (ns and min_gain are the Linear layers'),
+    and a shape where torch's conv measured faster runs it. Returns a
+    SparsifyReport."""
     if isinstance(model, torch.nn.Linear):
         raise TypeError("sparsify swaps the Linear layers inside a module; for a Linear itself "
                         "use SparseLinear.from_linear")
@@ -669,4 +677,33 @@ def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_
             report.fused.append(name)
         report.swapped[name] = layer
         done[id(linear)] = layer
+    if convs and getattr(torch.nn, "Conv2d", None) is not None:
+        _sparsify_convs(model, sparsity, min_size, exclude, plan_options, report)
     return report
+
+
+def _sparsify_convs(model, sparsity, min_size, exclude, plan_options, report):
+    """sparsify's part for nn.Conv2d: each one SparseConv2d takes (and
+    min_size, exclude allow) swapped, its plans made on first call."""
+    from ._torch_conv import SparseConv2d, conv_unsupported
+    done = {}
+    for name, parent, attr, conv, _ in _linears(model, torch.nn.Conv2d):
+        if id(conv) in done:
+            if isinstance(done[id(conv)], SparseConv2d):
+                setattr(parent, attr, done[id(conv)])
+            continue
+        size = conv.weight.numel()
+        why = ("excluded" if any(fnmatch.fnmatchcase(name, p) for p in exclude)
+               else "%d weights < min_size %d" % (size, min_size) if size < min_size
+               else conv_unsupported(conv))
+        if why is not None:
+            report.kept.append((name, why))
+            done[id(conv)] = why
+            continue
+        mask = None if sparsity is None else magnitude_mask(conv.weight, sparsity)
+        options = {k: v for k, v in (plan_options or {}).items()
+                   if k in ("strategy", "verify", "cache", "dense", "math")}
+        layer = SparseConv2d.from_conv(conv, mask=mask, plan_options=options, name=name)
+        setattr(parent, attr, layer)
+        report.swapped[name] = layer
+        done[id(conv)] = layer

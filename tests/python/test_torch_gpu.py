@@ -1,5 +1,5 @@
 """spforge.torch on a GPU (ctest python_torch_gpu, labels gpu and python):
-SparseLinear against an fp32 reference of the same pruned weights in
+SparseConv2d against torch's conv2d (ConvGpuTests); SparseLinear against an fp32 reference of the same pruned weights in
 float16, bfloat16 and float32, on torch's current stream and on another
 one; under torch.compile (inductor, dynamic N, fullgraph; and
 mode="reduce-overhead", which captures CUDA graphs itself); captured in a
@@ -190,6 +190,88 @@ class GpuTests(unittest.TestCase):
         with self.assertRaises(RuntimeError) as ctx:
             layer(x).float().sum().backward()
         self.assertIn("inference only", str(ctx.exception))
+
+
+class ConvGpuTests(unittest.TestCase):
+    """SparseConv2d: the spforge plan of each shape (whichever way the layer
+    then runs) and the module's output against torch's conv2d on the same
+    pruned weight in float32 (no TF32); odd sizes, stride 2, padding 0 / 1
+    / 3, C = 3; sparsify swapping the convolutions of a small model."""
+
+    SHAPES = [  # c, k, r, stride, padding, n, h, w
+        (16, 24, 3, 1, 1, 2, 9, 11), (8, 5, 3, 2, 0, 3, 13, 7), (3, 12, 7, 2, 3, 1, 17, 15),
+        (32, 16, 1, 1, 0, 1, 5, 6), (24, 8, 1, 2, 0, 2, 9, 9)]
+
+    @classmethod
+    def setUpClass(cls):
+        torch.backends.cudnn.allow_tf32 = False
+        import spforge.torch as st
+        cls.st = st
+
+    def setUp(self):
+        torch.manual_seed(11)
+
+    def close(self, got, want, dtype):
+        self.assertEqual(tuple(got.shape), tuple(want.shape))
+        scale = max(1.0, float(want.abs().max()))
+        err = float((got.float() - want).abs().max())
+        self.assertLessEqual(err, TOL[dtype] * scale, "max error %.3e" % err)
+
+    def test_against_reference(self):
+        for dtype in ("float16", "bfloat16", "float32"):
+            dt = getattr(torch, dtype)
+            for c, k, r, stride, padding, n, h, w in self.SHAPES:
+                for strategy in ("auto", "generic"):
+                    with self.subTest(dtype=dtype, shape=(c, k, r, stride, padding, n, h, w),
+                                      strategy=strategy):
+                        conv = torch.nn.Conv2d(c, k, r, stride, padding, device="cuda", dtype=dt)
+                        layer = self.st.SparseConv2d.from_conv(
+                            conv, sparsity=0.8, activation="relu",
+                            plan_options={"strategy": strategy, "cache": False})
+                        x = torch.randn(n, c, h, w, device="cuda", dtype=dt)
+                        weight = layer._layer.dense_weight.float()
+                        want = torch.relu(torch.nn.functional.conv2d(
+                            x.float(), weight, layer.bias, stride, padding))
+                        self.close(layer(x), want, dtype)
+                        entry = layer._layer.plan(n, h, w)
+                        xs = x.contiguous(memory_format=torch.channels_last)
+                        y = layer._layer._output(xs)
+                        layer._layer._execute(entry["handle"], xs, y, layer.bias)
+                        self.close(y, want, dtype)  # the spforge plan, whichever runs
+                        if strategy == "generic" and (r > 1 or stride > 1):
+                            self.assertEqual(entry["path"], "implicit")
+                        (plan,) = layer.plans()
+                        self.assertGreaterEqual(plan["gain"], 1.0)
+
+    def test_sparsify_swaps_convolutions(self):
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(16, 32, 3, 1, 1, bias=False), torch.nn.BatchNorm2d(32),
+            torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 3, 2, 1, groups=2),
+            torch.nn.Conv2d(32, 64, 1)).cuda().half().eval()
+        x = torch.randn(2, 16, 10, 10, device="cuda", dtype=torch.float16)
+        report = self.st.sparsify(model, sparsity=0.9, min_size=0)
+        self.assertEqual(sorted(report.swapped), ["0", "4"])
+        self.assertEqual([n for n, _ in report.kept], ["3"])
+        self.assertIn("groups 2", report.kept[0][1])
+        with torch.no_grad():
+            y = model(x)
+        self.assertEqual(tuple(y.shape), (2, 64, 5, 5))
+        self.assertTrue(torch.isfinite(y).all())
+        self.assertEqual(len(report.swapped["0"].plans()), 1)
+        with self.assertRaises(RuntimeError):
+            copy.deepcopy(model)[0]._apply(lambda t: t.cpu())
+
+    def test_refusals(self):
+        conv = torch.nn.Conv2d(4, 4, 3, dilation=2, device="cuda")
+        with self.assertRaises(ValueError) as ctx:
+            self.st.SparseConv2d.from_conv(conv)
+        self.assertIn("dilation", str(ctx.exception))
+        layer = self.st.SparseConv2d.from_conv(torch.nn.Conv2d(4, 4, 3, device="cuda"),
+                                               sparsity=0.5)
+        with self.assertRaises(ValueError):
+            layer(torch.randn(1, 5, 8, 8, device="cuda"))
+        with self.assertRaises(TypeError):
+            layer(torch.randn(1, 4, 8, 8, device="cuda", dtype=torch.float16))
 
 
 def main():

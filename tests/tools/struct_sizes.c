@@ -20,5 +20,7 @@ int main(void)
     SIZE(spf_candidate);
     SIZE(spf_plan_info);
     SIZE(spf_progress);
+    SIZE(spf_conv_desc);
+    SIZE(spf_conv_info);
     return 0;
 }

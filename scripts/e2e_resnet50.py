@@ -1,0 +1,170 @@
+"""ResNet-50 inference end to end (issue 14 item 5): torchvision's resnet50
+structure, random weights pruned by the DLMC magnitude-pruning patterns
+(data/dlmc/rn50/magnitude_pruning/<sparsity>, mapped to the layers by
+spforge.resnet50), run dense by torch (cuDNN, channels_last, benchmark
+mode) and with every convolution swapped for a SparseConv2d by
+spforge.torch.sparsify; the two outputs compared, the times side by side.
+
+    python3 scripts/e2e_resnet50.py --data data --sparsity 0.9 --batch 1,8 \\
+        --dtype f16 --out e2e.csv
+
+The fc layer stays dense in both models. SparseConv2d runs, per layer and
+input shape, whichever of its spforge plan and torch's conv measured
+faster when the plan was made (_torch_conv.py); the CSV counts which ran.
+Plans are made with verify off (each model output is compared with the
+dense one instead); making them is not timed. Time: one forward pass,
+the median per call over 7 rounds of back-to-back calls (the protocol
+of src/gpu/timing.c, scripts/bench_torch_semi.py)."""
+
+import argparse
+import copy
+import csv
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, HERE)
+from spforge import resnet50  # noqa: E402
+from bench_torch_semi import time_us  # noqa: E402
+
+
+def build_resnet50(torch):
+    """torchvision's resnet50 (random weights), or the same structure and
+    module names built here where torchvision is not installed."""
+    try:
+        import torchvision
+        return torchvision.models.resnet50(weights=None)
+    except ImportError:
+        pass
+    nn = torch.nn
+
+    class Bottleneck(nn.Module):
+        def __init__(self, c_in, width, stride, downsample):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(c_in, width, 1, bias=False), nn.BatchNorm2d(width)
+            self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(width)
+            self.conv3 = nn.Conv2d(width, 4 * width, 1, bias=False)
+            self.bn3, self.relu = nn.BatchNorm2d(4 * width), nn.ReLU(inplace=True)
+            self.downsample = downsample
+
+        def forward(self, x):
+            y = self.relu(self.bn1(self.conv1(x)))
+            y = self.relu(self.bn2(self.conv2(y)))
+            y = self.bn3(self.conv3(y))
+            return self.relu(y + (x if self.downsample is None else self.downsample(x)))
+
+    class ResNet50(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.bn1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64)
+            self.relu, self.maxpool = nn.ReLU(inplace=True), nn.MaxPool2d(3, 2, 1)
+            c_in = 64
+            for g, (blocks, width) in enumerate(zip((3, 4, 6, 3), (64, 128, 256, 512)), 1):
+                stride = 1 if g == 1 else 2
+                down = nn.Sequential(nn.Conv2d(c_in, 4 * width, 1, stride, bias=False),
+                                     nn.BatchNorm2d(4 * width))
+                layers = [Bottleneck(c_in, width, stride, down)]
+                layers += [Bottleneck(4 * width, width, 1, None) for _ in range(1, blocks)]
+                setattr(self, "layer%d" % g, nn.Sequential(*layers))
+                c_in = 4 * width
+            self.avgpool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(2048, 1000)
+
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    return ResNet50()
+
+
+def apply_dlmc_masks(model, folder, torch):
+    """Zero each convolution's weights outside its DLMC pattern (columns
+    moved into torch's order); returns the layers' (nnz, size)."""
+    modules = dict(model.named_modules())
+    kept = total = 0
+    for layer in resnet50.LAYERS:
+        if layer.module == "fc":
+            continue
+        with open(os.path.join(folder, layer.dlmc + ".smtx")) as f:
+            rows, cols, nnz = (int(x) for x in f.readline().split(","))
+            row_ptr = [int(x) for x in f.readline().split()]
+            col_idx = [int(x) for x in f.readline().split()] if nnz else []
+        perm = resnet50.torch_columns(layer)
+        mask = torch.zeros(rows, cols)
+        for i in range(rows):
+            mask[i, [perm[j] for j in col_idx[row_ptr[i]:row_ptr[i + 1]]]] = 1
+        conv = modules[layer.module]
+        with torch.no_grad():
+            conv.weight.mul_(mask.view_as(conv.weight).to(conv.weight))
+        kept, total = kept + nnz, total + rows * cols
+    return kept, total
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default="data", help="the extracted data folder")
+    ap.add_argument("--sparsity", default="0.9", help="DLMC sparsities, comma-separated")
+    ap.add_argument("--batch", default="1,8,32", help="batch sizes, comma-separated")
+    ap.add_argument("--dtype", default="f16", help="f16 and/or f32, comma-separated")
+    ap.add_argument("--strategy", default="auto", help="the conv plans' strategy")
+    ap.add_argument("--out", required=True, help="the CSV to write (a row per run)")
+    a = ap.parse_args()
+    import torch
+    import spforge.torch as st
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    rows = []
+    for sparsity in a.sparsity.split(","):
+        folder = os.path.join(a.data, "dlmc", "rn50", "magnitude_pruning", sparsity)
+        for dtype in a.dtype.split(","):
+            dt = {"f16": torch.float16, "f32": torch.float32}[dtype]
+            torch.manual_seed(0)
+            dense = build_resnet50(torch)
+            kept, total = apply_dlmc_masks(dense, folder, torch)
+            dense = dense.to("cuda", dt).eval().to(memory_format=torch.channels_last)
+            sparse = copy.deepcopy(dense)
+            report = st.sparsify(sparse, None, min_size=0, exclude=("fc",),
+                                 plan_options={"strategy": a.strategy, "verify": False})
+            for batch in (int(b) for b in a.batch.split(",")):
+                x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dt).contiguous(
+                    memory_format=torch.channels_last)
+                with torch.no_grad():
+                    want = dense(x).float()
+                    got = sparse(x).float()  # makes this shape's plans
+                    dense_us = time_us(lambda: dense(x), torch)
+                    sparse_us = time_us(lambda: sparse(x), torch)
+                err = float((got - want).abs().max() / want.abs().max())
+                plans = [p for layer in report.swapped.values() for p in layer.plans()
+                         if p["n"] == batch]
+                row = {"sparsity": sparsity, "dtype": dtype, "batch": batch,
+                       "conv_density": round(kept / total, 4),
+                       "convs_swapped": len(report.swapped), "dense_us": round(dense_us, 1),
+                       "sparse_us": round(sparse_us, 1),
+                       "speedup": round(dense_us / sparse_us, 3),
+                       "relative_error": "%.3g" % err,
+                       "layers_run_by_spforge": sum(p["runs"] == "spforge" for p in plans),
+                       "layers_run_by_torch": sum(p["runs"] == "torch" for p in plans),
+                       "conv_sparse_us_sum": round(sum(p["kernel_us"] for p in plans), 1),
+                       "conv_dense_us_sum": round(sum(p["dense_us"] for p in plans), 1),
+                       "device": torch.cuda.get_device_name(),
+                       "commit": os.environ.get("SPF_GIT_COMMIT", "")}
+                rows.append(row)
+                with open(a.out, "w", newline="") as f:
+                    w = csv.DictWriter(f, fieldnames=list(row))
+                    w.writeheader()
+                    w.writerows(rows)
+                print("sparsity %s %s batch %2d: dense %8.1f us, sparse %8.1f us: %.2fx "
+                      "(error %s; %d convs by spforge, %d by torch; conv layers alone %.1f -> "
+                      "%.1f us)" % (sparsity, dtype, batch, dense_us, sparse_us,
+                                    dense_us / sparse_us, row["relative_error"],
+                                    row["layers_run_by_spforge"], row["layers_run_by_torch"],
+                                    row["conv_dense_us_sum"], row["conv_sparse_us_sum"]),
+                      flush=True)
+            for layer in report.swapped.values():
+                layer.release_plans()
+
+
+if __name__ == "__main__":
+    main()
