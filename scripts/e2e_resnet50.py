@@ -14,7 +14,9 @@ faster when the plan was made (_torch_conv.py); the CSV counts which ran.
 Plans are made with verify off (each model output is compared with the
 dense one instead); making them is not timed. Time: one forward pass,
 the median per call over 7 rounds of back-to-back calls (the protocol
-of src/gpu/timing.c, scripts/bench_torch_semi.py)."""
+of src/gpu/timing.c, scripts/bench_torch_semi.py), eager and as the
+replay of a CUDA graph of it (eager ResNet-50 at batch 1 is bound by
+Python's per-layer cost, in both models)."""
 
 import argparse
 import copy
@@ -102,6 +104,21 @@ def apply_dlmc_masks(model, folder, torch):
     return kept, total
 
 
+def graph_us(model, x, torch):
+    """One forward pass captured in a CUDA graph (after the eager calls
+    made every plan), its replay timed: the model's GPU time without
+    Python's per-layer cost, which bounds eager inference at small batch."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        model(x)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        model(x)
+    return time_us(graph.replay, torch)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="data", help="the extracted data folder")
@@ -135,6 +152,8 @@ def main():
                     got = sparse(x).float()  # makes this shape's plans
                     dense_us = time_us(lambda: dense(x), torch)
                     sparse_us = time_us(lambda: sparse(x), torch)
+                    dense_graph_us, sparse_graph_us = graph_us(dense, x, torch), graph_us(
+                        sparse, x, torch)
                 err = float((got - want).abs().max() / want.abs().max())
                 plans = [p for layer in report.swapped.values() for p in layer.plans()
                          if p["n"] == batch]
@@ -144,6 +163,9 @@ def main():
                        "sparse_us": round(sparse_us, 1),
                        "speedup": round(dense_us / sparse_us, 3),
                        "relative_error": "%.3g" % err,
+                       "dense_graph_us": round(dense_graph_us, 1),
+                       "sparse_graph_us": round(sparse_graph_us, 1),
+                       "graph_speedup": round(dense_graph_us / sparse_graph_us, 3),
                        "layers_run_by_spforge": sum(p["runs"] == "spforge" for p in plans),
                        "layers_run_by_torch": sum(p["runs"] == "torch" for p in plans),
                        "conv_sparse_us_sum": round(sum(p["kernel_us"] for p in plans), 1),
@@ -155,10 +177,12 @@ def main():
                     w = csv.DictWriter(f, fieldnames=list(row))
                     w.writeheader()
                     w.writerows(rows)
-                print("sparsity %s %s batch %2d: dense %8.1f us, sparse %8.1f us: %.2fx "
-                      "(error %s; %d convs by spforge, %d by torch; conv layers alone %.1f -> "
-                      "%.1f us)" % (sparsity, dtype, batch, dense_us, sparse_us,
-                                    dense_us / sparse_us, row["relative_error"],
+                print("sparsity %s %s batch %2d: dense %8.1f us, sparse %8.1f us: %.2fx; in CUDA "
+                      "graphs %.1f -> %.1f us: %.2fx (error %s; %d convs by spforge, %d by "
+                      "torch; conv layers alone %.1f -> %.1f us)"
+                      % (sparsity, dtype, batch, dense_us, sparse_us, dense_us / sparse_us,
+                         dense_graph_us, sparse_graph_us, dense_graph_us / sparse_graph_us,
+                         row["relative_error"],
                                     row["layers_run_by_spforge"], row["layers_run_by_torch"],
                                     row["conv_dense_us_sum"], row["conv_sparse_us_sum"]),
                       flush=True)
