@@ -59,6 +59,13 @@ int conv_implicit_supports(const spf_matrix *w, const conv_gather *g, const spf_
                  "offsets are 32-bit", (long long)launch_input(g));
         return 0;
     }
+    /* generic_launch_choose's N×K shape: 4 output positions a thread, a
+     * column tile a block row of the grid, at most 65535 of them */
+    if (g->cols > 65535LL * 4) {
+        snprintf(reason, cap, "%d output positions a launch: more than the N×K kernel's 65535 "
+                 "tiles of 4", g->cols);
+        return 0;
+    }
     if (g->r >= (1 << 15) || g->s >= (1 << 15)) {
         snprintf(reason, cap, "a %d×%d filter: taps are encoded in 15 bits", g->r, g->s);
         return 0;
