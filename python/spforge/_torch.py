@@ -212,11 +212,11 @@ _KEYS = itertools.count(1)
 _LAYERS = weakref.WeakValueDictionary()
 
 
-def _layer(key):
+def _layer(key, kind=None, op="spforge::linear", module="SparseLinear"):
+    """The live layer state of class kind (_Layer) behind op's key."""
     layer = _LAYERS.get(key)
-    if layer is None:
-        raise RuntimeError("spforge::linear: no live SparseLinear has key %d (the layer was "
-                           "freed)" % key)
+    if not isinstance(layer, kind or _Layer):
+        raise RuntimeError("%s: no live %s has key %d (the layer was freed)" % (op, module, key))
     return layer
 
 

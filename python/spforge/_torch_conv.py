@@ -19,8 +19,8 @@ import torch
 
 from . import Error, Matrix, _capi, _check, _convert, _named
 from ._capi import lib
-from ._torch import (_GPU_DTYPES, _KEYS, _LAYERS, INFERENCE_ONLY, _capturing, _compiling,
-                     _plan_device, magnitude_mask)
+from ._torch import (_GPU_DTYPES, _KEYS, _LAYERS, _capturing, _compiling, _layer,
+                     _no_backward, _plan_device, magnitude_mask)
 
 _NHWC = 1  # spf_conv_layout
 _PLAN_OPTIONS = ("strategy", "verify", "cache", "dense", "math")
@@ -209,11 +209,7 @@ class _ConvPlans:
 
 
 def _conv_plans(key):
-    layer = _LAYERS.get(key)
-    if not isinstance(layer, _ConvPlans):
-        raise RuntimeError("spforge::conv2d: no live SparseConv2d has key %d (the layer was "
-                           "freed)" % key)
-    return layer
+    return _layer(key, _ConvPlans, "spforge::conv2d", "SparseConv2d")
 
 
 @torch.library.custom_op("spforge::conv2d", mutates_args=(),
@@ -228,10 +224,6 @@ def _conv2d_fake(x, bias, key):
     layer = _conv_plans(key)
     p, q = layer.out_hw(x.shape[2], x.shape[3])
     return x.new_empty((x.shape[0], layer.k, p, q)).contiguous(memory_format=torch.channels_last)
-
-
-def _no_backward(ctx, grad):
-    raise RuntimeError(INFERENCE_ONLY)
 
 
 conv2d_op.register_autograd(_no_backward)
