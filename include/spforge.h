@@ -688,10 +688,12 @@ typedef enum spf_conv_path {
     SPF_CONV_DIRECT = 0, /* 1×1, stride 1, padding 0: the input is B as it is */
     SPF_CONV_IM2COL = 1, /* explicit im2col into the plan's workspace, then the
                             SpMM plan on it (the fallback and the baseline)  */
-    SPF_CONV_IMPLICIT = 2 /* the generic strategy's kernel gathers B from the
-                            input itself (no im2col in memory): AUTO times it
-                            against IM2COL and keeps the faster; GENERIC
-                            takes it alone                                  */
+    SPF_CONV_IMPLICIT = 2 /* a CUDA-core kernel reads the input itself (no
+                            im2col in memory): NHWC's window kernel (1×1
+                            included; it adds the residual too) or the
+                            generic strategy's gather; AUTO times them
+                            against DIRECT / IM2COL and keeps the fastest;
+                            GENERIC takes them alone                        */
 } spf_conv_path;
 
 /* "direct", "im2col", "implicit" */
@@ -717,10 +719,13 @@ typedef struct spf_conv_info {
     int launches;             /* SpMM launches an execute makes (NCHW: N)        */
     int64_t workspace_bytes;  /* the im2col buffer the plan holds (0: DIRECT)    */
     int host;                 /* 1: a CPU plan (host buffers), 0: device buffers */
-    double im2col_us, implicit_us; /* AUTO's times of one execute by each path
-                                 (µs, the residual add left out; 0: not timed) */
+    double im2col_us, implicit_us; /* AUTO's times of one execute by the explicit
+                                 path (DIRECT or IM2COL) and by the fastest
+                                 implicit kernel (µs, the residual add
+                                 included; 0: not timed)                       */
     spf_plan_info spmm;       /* the SpMM plan's info (its size is set here); for
-                                 IMPLICIT the generic kernel's name and shape */
+                                 IMPLICIT the kernel's name ("window_..." or
+                                 "generic_...") and shape, strategy GENERIC    */
 } spf_conv_info;
 
 /* Build a conv plan. weights is read during the call only, and must be

@@ -122,7 +122,9 @@ exclude='^$'
 # --quick (the GENERIC CSR kernel), test_tc --quick (the tensor-core kernels:
 # two shapes, N 3 and 49, every nt and split), test_tcfrag --quick (three
 # shapes, K whole and cut), test_panel --quick (three shapes, one panel and
-# several), test_structured --quick (2:4 and V:2:8, odd shapes) and test_plan quick (AUTO's pick, a forced
+# several), test_structured --quick (2:4 and V:2:8, odd shapes), test_conv_window_gpu --quick
+# (the window kernel: every config, f16, chunked windows), test_conv --quick
+# (conv plans, memcheck only) and test_plan quick (AUTO's pick, a forced
 # UNROLLED f16 kernel, GENERIC bf16) under memcheck (out-of-bounds and
 # misaligned accesses, device leaks), racecheck (shared-memory hazards) and
 # initcheck (reads of uninitialised global memory), a few seconds each; and
@@ -145,6 +147,8 @@ sanitize_gpu() {
     "memcheck:test_generic --quick" "memcheck:test_plan quick" "memcheck:test_tc --quick"
     "racecheck:test_generic --quick" "racecheck:test_plan quick" "racecheck:test_tc --quick"
     "initcheck:test_generic --quick" "initcheck:test_plan quick" "initcheck:test_tc --quick"
+    "memcheck:test_conv_window_gpu --quick" "racecheck:test_conv_window_gpu --quick"
+    "initcheck:test_conv_window_gpu --quick" "memcheck:test_conv --quick"
     "memcheck:test_proxy quick")
   for r in "${runs[@]}"; do
     tool=${r%%:*} test=${r#*:}

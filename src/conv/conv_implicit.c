@@ -1,11 +1,12 @@
-/* conv_implicit.h: the generic CSR kernel over a convolution's implicit
- * im2col. The host encodes each nonzero's filter column as its tap: the
- * input offset from the window's corner and (dy, dx) for the padding test
- * (SparseRT, paper 004 §4.3, bakes the same offsets into its code as
- * immediates; here they are an array beside the values). */
+/* conv_implicit.h: the window kernel or the generic CSR kernel over a
+ * convolution's implicit im2col. For the generic kernel the host encodes
+ * each nonzero's filter column as its tap: the input offset from the
+ * window's corner and (dy, dx) for the padding test (an array beside the
+ * values, where SparseRT, paper 004 §4.3, bakes immediates into its code). */
 #include "conv/conv_implicit.h"
 
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/matrix.h"
 #include "plan/problem.h"
@@ -22,6 +23,7 @@
 #include <cuda_runtime_api.h>
 
 struct conv_implicit {
+    conv_window *window; /* the window kernel, or NULL: the generic one below */
     generic_csr csr;
     generic_im2col im2col;
     generic_launch launch;
@@ -37,7 +39,7 @@ static int64_t launch_input(const conv_gather *g)
     return g->nhwc ? image * (g->cols / ((int64_t)g->p * g->q)) : image;
 }
 
-/* The SpMM the kernel computes, for the generic strategy's checks: B as
+/* The SpMM the kernels compute, for the generic strategy's checks: B as
  * N×K, C in the conv layout's order. */
 static problem implicit_problem(const spf_matrix *w, const conv_gather *g,
                                 const spf_plan_options *o)
@@ -48,12 +50,9 @@ static problem implicit_problem(const spf_matrix *w, const conv_gather *g,
     return problem_make(w, g->cols, &n);
 }
 
-int conv_implicit_supports(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
-                           const spf_device_info *dev, char *reason, size_t cap)
+/* The generic kernel's own limits, past the strategy's. */
+static int generic_takes(const conv_gather *g, char *reason, size_t cap)
 {
-    const problem p = implicit_problem(w, g, o);
-    if (!strategy_find(SPF_STRATEGY_GENERIC)->supports(&p, dev, o, reason, cap))
-        return 0;
     if (launch_input(g) > INT32_MAX) {
         snprintf(reason, cap, "an input of %lld elements a launch: the implicit gather's "
                  "offsets are 32-bit", (long long)launch_input(g));
@@ -71,6 +70,36 @@ int conv_implicit_supports(const spf_matrix *w, const conv_gather *g, const spf_
         return 0;
     }
     return 1;
+}
+
+int conv_implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
+                          const spf_device_info *dev, int direct, conv_implicit_choice *out,
+                          char *reason, size_t cap)
+{
+    /* the kernels are the generic strategy's kind: its device, dtype and
+     * math limits hold for both */
+    const problem p = implicit_problem(w, g, o);
+    if (!strategy_find(SPF_STRATEGY_GENERIC)->supports(&p, dev, o, reason, cap))
+        return 0;
+    if (w->rows > INT32_MAX) {
+        snprintf(reason, cap, "%lld output channels (the kernels' int32 offsets)",
+                 (long long)w->rows);
+        return 0;
+    }
+    conv_window_config cfg[CONV_WINDOW_MAX_CONFIGS];
+    char why_window[160] = "", why_generic[160] = "";
+    const int windows = conv_window_configs(g, (int32_t)w->rows, cfg, why_window,
+                                            sizeof why_window);
+    int n = 0;
+    for (int i = 0; i < windows; i++)
+        out[n++] = (conv_implicit_choice){.window = 1, .cfg = cfg[i]};
+    if (direct)
+        snprintf(why_generic, sizeof why_generic, "a 1×1 direct convolution reads its input as B");
+    else if (generic_takes(g, why_generic, sizeof why_generic))
+        out[n++] = (conv_implicit_choice){.window = 0};
+    if (n == 0)
+        snprintf(reason, cap, "window kernel: %s; generic kernel: %s", why_window, why_generic);
+    return n;
 }
 
 #ifdef SPF_HAVE_CUDA
@@ -95,14 +124,42 @@ static spf_status taps_upload(const spf_matrix *w, const conv_gather *g, int32_t
     return status;
 }
 
+static spf_status window_create(const spf_matrix *w, const conv_gather *g, spf_dtype dtype,
+                                int relu, conv_window_config cfg, conv_window **out)
+{
+    conv_window_geom geom;
+    char reason[160];
+    if (!conv_window_geometry(g, (int32_t)w->rows, cfg, CONV_WINDOW_SMEM, &geom, reason,
+                              sizeof reason))
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv window: %s", reason);
+    conv_window_format f;
+    spf_status status = conv_window_format_make(w, &geom, &f);
+    if (status == SPF_OK)
+        status = conv_window_create(&f, dtype, relu, out);
+    if (status == SPF_OK)
+        status = conv_window_allow(*out);
+    conv_window_format_free(&f);
+    if (status != SPF_OK) {
+        conv_window_free(*out);
+        *out = NULL;
+    }
+    return status;
+}
+
 spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
-                                const spf_plan_options *o, conv_implicit **out)
+                                const spf_plan_options *o, int relu, int residual,
+                                const conv_implicit_choice *c, conv_implicit **out)
 {
     *out = NULL;
     conv_implicit *x = mem_calloc(1, sizeof *x);
     if (!x)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv: an implicit im2col plan");
     spf_status status = SPF_OK;
+    if (c->window) {
+        TRY(window_create(w, g, o->dtype, relu, c->cfg, &x->window));
+        *out = x;
+        return SPF_OK;
+    }
     const problem p = implicit_problem(w, g, o);
     TRY(generic_csr_upload(w, &x->csr));
     TRY(taps_upload(w, g, &x->taps));
@@ -111,7 +168,7 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
     TRY(generic_launch_choose(&x->csr, &p, aligned, aligned, &x->launch));
     x->im2col = (generic_im2col){.taps = x->taps, .c = g->c, .h = g->h, .w = g->w, .p = g->p,
                                  .q = g->q, .stride = g->stride, .pad = g->pad, .nhwc = g->nhwc};
-    x->relu = o->relu;
+    x->relu = relu && !residual; /* else after the plan's residual add */
     *out = x;
     return SPF_OK;
 fail:
@@ -119,18 +176,34 @@ fail:
     return status;
 }
 
-spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
-                                const float *bias, void *stream)
+int conv_implicit_fuses_residual(const conv_implicit *x)
 {
+    return x->window != NULL;
+}
+
+spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
+                                const float *bias, const void *residual, void *stream)
+{
+    if (x->window)
+        return conv_window_launch(x->window, in, out, bias, residual, stream);
     return generic_csr_im2col_dispatch(&x->csr, &x->launch, &x->im2col, in, out, bias, x->relu,
                                        stream);
 }
 
 void conv_implicit_describe(const conv_implicit *x, spf_plan_info *info)
 {
+    info->strategy = SPF_STRATEGY_GENERIC;
+    if (x->window) {
+        const conv_window_geom *g = &x->window->geom;
+        conv_window_name(g, x->window->dtype, info->kernel_name, sizeof info->kernel_name);
+        snprintf(info->config, sizeof info->config, "rw%d_j%d_cc%d", g->rw, g->j, g->cc);
+        info->dtype = x->window->dtype;
+        info->b_layout = info->c_layout = SPF_LAYOUT_N_FIRST;
+        info->device_bytes = x->window->bytes;
+        return;
+    }
     generic_launch_name(&x->launch, info->kernel_name, sizeof info->kernel_name);
     snprintf(info->config, sizeof info->config, "v%d_sw%d", x->launch.vec, x->launch.subwarp);
-    info->strategy = SPF_STRATEGY_GENERIC;
     info->dtype = x->launch.dtype;
     info->b_layout = x->launch.b_layout;
     info->c_layout = x->launch.c_layout;
@@ -141,25 +214,33 @@ void conv_implicit_free(conv_implicit *x)
 {
     if (!x)
         return;
+    conv_window_free(x->window);
     generic_csr_release(&x->csr);
     (void)cudaFree(x->taps);
     mem_free(x);
 }
 
-#else /* !SPF_HAVE_CUDA: conv_implicit_supports says no (no device) */
+#else /* !SPF_HAVE_CUDA: conv_implicit_choices finds none (no device) */
 
 spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
-                                const spf_plan_options *o, conv_implicit **out)
+                                const spf_plan_options *o, int relu, int residual,
+                                const conv_implicit_choice *c, conv_implicit **out)
 {
-    (void)w, (void)g, (void)o;
+    (void)w, (void)g, (void)o, (void)relu, (void)residual, (void)c;
     *out = NULL;
     return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
 }
 
-spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
-                                const float *bias, void *stream)
+int conv_implicit_fuses_residual(const conv_implicit *x)
 {
-    (void)x, (void)in, (void)out, (void)bias, (void)stream;
+    (void)x;
+    return 0;
+}
+
+spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
+                                const float *bias, const void *residual, void *stream)
+{
+    (void)x, (void)in, (void)out, (void)bias, (void)residual, (void)stream;
     return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
 }
 

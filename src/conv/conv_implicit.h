@@ -1,33 +1,62 @@
-/* A conv plan's IMPLICIT path (issue 14 item 2): the generic strategy's
- * N×K kernel reading B as the implicit im2col of the input
- * (strategy/generic/generic.h, generic_im2col), so no im2col is written to
- * memory: one launch for an NHWC batch, one an image in NCHW, as the
- * explicit path. The weights come with their columns in B's order
+/* A conv plan's IMPLICIT path (issue 14 item 2): a kernel that reads the
+ * input itself, so no im2col is written to memory. Two kernels can take
+ * it:
+ *   - the window kernel (conv_window.h): NHWC, any filter, 1×1 included;
+ *     it stages the input under a tile of positions in shared memory and
+ *     adds the residual in its epilogue;
+ *   - the generic strategy's N×K kernel reading B as the implicit im2col
+ *     (strategy/generic/generic.h, generic_im2col): either layout, one
+ *     launch an image in NCHW; not for 1×1 direct convolutions (the input
+ *     is B already).
+ * conv_implicit_choices lists the kernels (and the window kernel's
+ * configs) that take a convolution; conv_select times them and keeps the
+ * fastest. The weights come with their columns in B's order
  * (conv_gather.h: (r, s, c) for NHWC). Device plans only. */
 #ifndef SPF_CONV_CONV_IMPLICIT_H
 #define SPF_CONV_CONV_IMPLICIT_H
 
 #include "conv/conv_gather.h"
+#include "conv/conv_window.h"
 #include "spforge.h"
 
 #include <stddef.h>
 
 typedef struct conv_implicit conv_implicit;
 
-/* Whether the path takes this convolution on device `dev` with options o
- * (dtype, math, bias, relu: the generic strategy's own limits, then the
- * kernel's 32-bit input offsets and 16-bit taps); reason says why not. */
-int conv_implicit_supports(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
-                           const spf_device_info *dev, char *reason, size_t cap);
+/* One candidate: the window kernel of config cfg, or the generic kernel. */
+typedef struct conv_implicit_choice {
+    int window;
+    conv_window_config cfg; /* window only */
+} conv_implicit_choice;
 
-/* Upload w and its taps to the current device; *out is NULL on failure. */
+enum { CONV_IMPLICIT_MAX_CHOICES = CONV_WINDOW_MAX_CONFIGS + 1 };
+
+/* The choices for this convolution (direct: 1×1, stride 1, no padding) on
+ * device `dev` with options o (dtype, math, bias, relu; the kernels'
+ * limits, their int32 offsets among them), at most
+ * CONV_IMPLICIT_MAX_CHOICES into out; their count. When none, reason says
+ * why not. */
+int conv_implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
+                          const spf_device_info *dev, int direct, conv_implicit_choice *out,
+                          char *reason, size_t cap);
+
+/* Upload w (and the generic kernel's taps) for choice c to the current
+ * device. relu and residual: the convolution's; a kernel that does not
+ * add the residual leaves the ReLU to the plan's residual add too. *out is
+ * NULL on failure. */
 spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
-                                const spf_plan_options *o, conv_implicit **out);
+                                const spf_plan_options *o, int relu, int residual,
+                                const conv_implicit_choice *c, conv_implicit **out);
+
+/* Whether the kernel adds the residual itself (the window kernel does;
+ * after the generic one the plan adds it). */
+int conv_implicit_fuses_residual(const conv_implicit *x);
 
 /* One launch over a launch's input (an NCHW image, or the NHWC batch):
- * out = w·im2col(in) (+bias) (ReLU as o asked), on stream. */
+ * out = w·im2col(in) (+bias) (+residual: only where the kernel fuses it,
+ * else NULL) (ReLU), on stream. */
 spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
-                                const float *bias, void *stream);
+                                const float *bias, const void *residual, void *stream);
 
 /* The kernel's name and launch shape, as an SpMM plan's info gives them. */
 void conv_implicit_describe(const conv_implicit *x, spf_plan_info *info);

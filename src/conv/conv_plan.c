@@ -5,7 +5,9 @@
  * (conv_gather.h; NHWC's with the weights' columns in (r, s, c) order). NHWC runs one launch for the batch and writes the
  * output as SpMM's C n_first; NCHW one launch per image, C n_last, since
  * K_out × N·P·Q is not NCHW's order. The residual add follows the SpMM,
- * with the ReLU moved after it. */
+ * with the ReLU moved after it. The IMPLICIT path (conv_implicit.h,
+ * conv_select.c) reads the input in its kernel instead; the window kernel
+ * adds the residual in its epilogue. */
 #include "conv/conv_plan.h"
 
 #include "core/alloc.h"
@@ -139,25 +141,24 @@ static spf_status explicit_create(spf_conv_plan *p, const spf_matrix *w,
     return workspace_alloc(p, o->device);
 }
 
-/* Whether the IMPLICIT path is a candidate: AUTO or GENERIC asked, on a
- * device whose generic kernel takes the problem (conv_implicit_supports;
- * why not goes to the log). */
-static int implicit_wanted(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o)
+/* The IMPLICIT path's choices (conv_implicit.h) when AUTO or GENERIC
+ * asked, on the plan's device; their count (why none goes to the log). */
+static int implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
+                            int direct, conv_implicit_choice *out)
 {
     if ((o->strategy != SPF_STRATEGY_AUTO && o->strategy != SPF_STRATEGY_GENERIC) ||
         !dtype_valid(o->dtype))
         return 0;
     spf_device_info dev;
-    char reason[160];
+    char reason[400];
     if (spf_device_query(o->device, &dev) != SPF_OK) {
         error_clear();
         return 0;
     }
-    if (!conv_implicit_supports(w, g, o, &dev, reason, sizeof reason)) {
+    const int n = conv_implicit_choices(w, g, o, &dev, direct, out, reason, sizeof reason);
+    if (n == 0)
         log_msg(SPF_LOG_INFO, "conv: no implicit im2col: %s", reason);
-        return 0;
-    }
-    return 1;
+    return n;
 }
 
 spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *desc,
@@ -236,15 +237,17 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
     if (nhwc && s.r * s.s > 1)
         status = conv_weights_tap_major(weights, (int32_t)s.c, (int32_t)(s.r * s.s), &tap_major);
     const spf_matrix *w = tap_major ? tap_major : weights;
-    /* item 2: the generic kernel gathers B itself (conv_implicit.h); AUTO
-     * times it against the explicit path, GENERIC takes it alone */
-    const int implicit = status == SPF_OK && !direct && implicit_wanted(w, &p->gather, &o);
+    /* item 2: kernels that read the input themselves (conv_implicit.h);
+     * AUTO times them against the explicit path, GENERIC takes them alone */
+    conv_implicit_choice choices[CONV_IMPLICIT_MAX_CHOICES];
+    const int implicit =
+        status == SPF_OK ? implicit_choices(w, &p->gather, &o, direct, choices) : 0;
     if (status == SPF_OK && !(implicit && o.strategy == SPF_STRATEGY_GENERIC))
         status = explicit_create(p, w, &o, direct);
     if (status == SPF_OK && implicit) {
         if (!p->spmm)
             p->dtype = o.dtype, p->elem = dtype_size(o.dtype);
-        status = conv_select(p, w, weights, &s, &o);
+        status = conv_select(p, w, weights, &s, &o, choices, implicit);
     }
     spf_matrix_free(tap_major);
     if (status != SPF_OK) {
@@ -285,14 +288,18 @@ static spf_status gather(const spf_conv_plan *p, const void *input, void *stream
 }
 
 spf_status conv_run(const spf_conv_plan *p, spf_conv_path path, const void *input, void *output,
-                    const float *bias, void *stream)
+                    const float *bias, const void *residual, void *stream)
 {
     spf_status status = SPF_OK;
+    const int fused = path == SPF_CONV_IMPLICIT && conv_implicit_fuses_residual(p->implicit);
     for (int i = 0; i < p->info.launches; i++) {
-        const void *image = (const unsigned char *)input + i * p->in_step * (int64_t)p->elem;
-        void *out = (unsigned char *)output + i * p->out_step * (int64_t)p->elem;
+        const int64_t in_at = i * p->in_step * (int64_t)p->elem;
+        const int64_t out_at = i * p->out_step * (int64_t)p->elem;
+        const void *image = (const unsigned char *)input + in_at;
+        void *out = (unsigned char *)output + out_at;
         if (path == SPF_CONV_IMPLICIT) {
-            TRY(conv_implicit_launch(p->implicit, image, out, bias, stream));
+            const void *skip = fused && residual ? (const unsigned char *)residual + out_at : NULL;
+            TRY(conv_implicit_launch(p->implicit, image, out, bias, skip, stream));
             continue;
         }
         if (path == SPF_CONV_IM2COL)
@@ -300,6 +307,8 @@ spf_status conv_run(const spf_conv_plan *p, spf_conv_path path, const void *inpu
         TRY(spf_plan_execute(p->spmm, path == SPF_CONV_IM2COL ? p->workspace : image, out, bias,
                              stream));
     }
+    if (residual && !fused)
+        TRY(residual_add(p, output, residual, stream));
 fail:
     return status;
 }
@@ -318,9 +327,7 @@ spf_status spf_conv_plan_execute(const spf_conv_plan *plan, const void *input, v
                         bias, (uint64_t)plan->bias_count * sizeof(float)));
     if (residual)
         TRY(output_disjoint(__func__, output, out_bytes, residual, out_bytes, NULL, 0));
-    TRY(conv_run(plan, plan->info.path, input, output, bias, stream));
-    if (residual)
-        TRY(residual_add(plan, output, residual, stream));
+    TRY(conv_run(plan, plan->info.path, input, output, bias, residual, stream));
 fail:
     return status;
 }

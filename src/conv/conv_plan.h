@@ -10,7 +10,7 @@
 
 struct spf_conv_plan {
     spf_plan *spmm;          /* DIRECT and IM2COL: the SpMM plan, else NULL   */
-    conv_implicit *implicit; /* IMPLICIT: the generic kernel's gather, else NULL */
+    conv_implicit *implicit; /* IMPLICIT: the kernel reading the input, else NULL */
     conv_gather gather;
     spf_conv_info info;      /* spmm left empty: spf_conv_plan_get_info asks the plan */
     spf_dtype dtype;
@@ -23,21 +23,24 @@ struct spf_conv_plan {
     void *workspace;
 };
 
-/* The launches of one execute on path, the residual add left out: the
- * gather and the SpMM (or the SpMM alone, DIRECT), or the implicit kernel,
- * for each image of NCHW (the batch at once in NHWC). */
+/* The launches of one execute on path: the gather and the SpMM (or the
+ * SpMM alone, DIRECT), or the implicit kernel, for each image of NCHW (the
+ * batch at once in NHWC); then the residual add (residual: NULL for a plan
+ * without one) unless the implicit kernel added it. */
 spf_status conv_run(const spf_conv_plan *p, spf_conv_path path, const void *input, void *output,
-                    const float *bias, void *stream);
+                    const float *bias, const void *residual, void *stream);
 
 /* Build the IMPLICIT path of p on o->device from w (the weights with
- * their columns in B's order), and settle between it and the explicit one
- * when p has that too (AUTO): time one execute of each on random input and
- * keep the faster, releasing the other (info's im2col_us and implicit_us
- * say what each took). If IMPLICIT is kept and o->verify, check it against
- * the CPU reference (of weights and s, as the caller gave them) on random
- * input and bias: SPF_ERR_VERIFY over the tolerance. */
+ * their columns in B's order): each of the count choices (conv_implicit.h)
+ * built and timed on random input, the fastest kept; then settle between
+ * it and the explicit path when p has that too (AUTO), keeping the faster
+ * and releasing the other (info's im2col_us and implicit_us say what each
+ * took). If IMPLICIT is kept and o->verify, check it against the CPU
+ * reference (of weights and s, as the caller gave them) on random input,
+ * bias and residual: SPF_ERR_VERIFY over the tolerance. */
 spf_status conv_select(spf_conv_plan *p, const spf_matrix *w, const spf_matrix *weights,
-                       const conv_shape *s, const spf_plan_options *o);
+                       const conv_shape *s, const spf_plan_options *o,
+                       const conv_implicit_choice *choices, int count);
 
 /* Free the im2col workspace (none: nothing). */
 void conv_workspace_free(spf_conv_plan *p);

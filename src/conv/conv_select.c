@@ -1,8 +1,10 @@
-/* conv_plan.h's conv_select: the IMPLICIT path built beside the explicit
- * one, the two timed as an execute runs them (BENCHMARKS.md's protocol,
- * gpu/timing.c) and the faster kept: a measurement, as AUTO's choice among
- * strategies is (DESIGN.md decision 7). The implicit kernel has no SpMM
- * plan's self-check, so it gets its own against the conv reference. */
+/* conv_plan.h's conv_select: the IMPLICIT path's kernels (and the window
+ * kernel's configs) built beside the explicit path, each timed as an
+ * execute runs it (BENCHMARKS.md's protocol, gpu/timing.c; the residual
+ * add included where the path needs one) and the fastest kept: a
+ * measurement, as AUTO's choice among strategies is (DESIGN.md decision
+ * 7). The implicit kernels have no SpMM plan's self-check, so the one kept
+ * gets its own against the conv reference. */
 #include "conv/conv_plan.h"
 
 #include "core/alloc.h"
@@ -23,7 +25,7 @@
 typedef struct path_run {
     const spf_conv_plan *p;
     spf_conv_path path;
-    const void *in;
+    const void *in, *residual;
     void *out;
     const float *bias;
 } path_run;
@@ -31,7 +33,7 @@ typedef struct path_run {
 static spf_status run_path(void *ctx, void *stream)
 {
     const path_run *r = ctx;
-    return conv_run(r->p, r->path, r->in, r->out, r->bias, stream);
+    return conv_run(r->p, r->path, r->in, r->out, r->bias, r->residual, stream);
 }
 
 static spf_status time_path(path_run *r, spf_conv_path path, double *us)
@@ -43,10 +45,12 @@ static spf_status time_path(path_run *r, spf_conv_path path, double *us)
     return status;
 }
 
-/* The implicit kernel once on r's input (in: the same on the host, as
- * rounded), its output poisoned first, against the reference. */
+/* The implicit kernel once on r's input and residual (in, residual: the
+ * same on the host, as rounded), its output poisoned first, against the
+ * reference. */
 static spf_status verify_implicit(path_run *r, const spf_matrix *weights, const conv_shape *s,
-                                  const float *in, const float *bias, spf_math math)
+                                  const float *in, const float *bias, const float *residual,
+                                  spf_math math)
 {
     const spf_conv_plan *p = r->p;
     spf_status status = SPF_OK;
@@ -59,11 +63,10 @@ static spf_status verify_implicit(path_run *r, const spf_matrix *weights, const 
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "conv: checking an output of %lld elements",
                   (long long)p->out_count);
     TRY(CUDA_CHECK(cudaMemset(r->out, 0xff, bytes))); /* NaN: an output never written fails */
-    TRY(conv_run(p, SPF_CONV_IMPLICIT, r->in, r->out, r->bias, NULL));
+    TRY(conv_run(p, SPF_CONV_IMPLICIT, r->in, r->out, r->bias, r->residual, NULL));
     TRY(CUDA_CHECK(cudaMemcpy(raw, r->out, bytes, cudaMemcpyDeviceToHost)));
     dtype_to_float(p->dtype, raw, got, p->out_count);
-    /* the kernel's own ReLU: none when a residual comes after it */
-    TRY(reference_conv2d(weights, s, in, bias, NULL, p->relu && !p->residual, want));
+    TRY(reference_conv2d(weights, s, in, bias, residual, p->relu, want));
     for (int64_t i = 0; i < p->out_count; i++)
         ref[i] = want[i];
     const double error = spf_relative_error(got, ref, p->out_count);
@@ -91,58 +94,111 @@ static void drop_path(spf_conv_plan *p, spf_conv_path path)
     }
 }
 
-static spf_status select_on_device(spf_conv_plan *p, const spf_matrix *weights,
-                                   const conv_shape *s, const spf_plan_options *o)
+/* Build, time and keep the fastest of the implicit choices (p->implicit,
+ * its time in p->info.implicit_us); a choice its kernel turns down at build
+ * is passed over. */
+static spf_status fastest_implicit(spf_conv_plan *p, path_run *r, const spf_matrix *w,
+                                   const spf_plan_options *o, const conv_implicit_choice *choices,
+                                   int count)
 {
     spf_status status = SPF_OK;
-    float *in = mem_alloc_array((size_t)p->in_count, sizeof *in);
-    float *bias = p->bias_count ? mem_alloc_array((size_t)p->bias_count, sizeof *bias) : NULL;
+    conv_implicit *best = NULL;
+    for (int i = 0; i < count; i++) {
+        conv_implicit *x = NULL;
+        status = conv_implicit_create(w, &p->gather, o, p->relu, p->residual, &choices[i], &x);
+        if (status == SPF_ERR_UNSUPPORTED) {
+            error_clear();
+            status = SPF_OK;
+            continue;
+        }
+        if (status != SPF_OK)
+            break;
+        double us = 0;
+        p->implicit = x;
+        status = time_path(r, SPF_CONV_IMPLICIT, &us);
+        p->implicit = NULL;
+        if (status == SPF_OK && (!best || us < p->info.implicit_us)) {
+            conv_implicit_free(best);
+            best = x, x = NULL;
+            p->info.implicit_us = us;
+        }
+        conv_implicit_free(x);
+        if (status != SPF_OK)
+            break;
+    }
+    if (status == SPF_OK && !best)
+        status = FAIL(SPF_ERR_UNSUPPORTED, "conv: no implicit kernel took the convolution");
+    if (status != SPF_OK) {
+        conv_implicit_free(best);
+        return status;
+    }
+    p->implicit = best;
+    return SPF_OK;
+}
+
+/* host count floats uniform in [-1, 1] from g, rounded to dtype, and their
+ * device copy (*dev, cudaFree) */
+static spf_status random_staged(spf_dtype dtype, int64_t count, rng *g, float **host, void **dev)
+{
+    *host = mem_alloc_array((size_t)(count > 0 ? count : 1), sizeof **host);
+    if (!*host)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv: a random tensor of %lld elements",
+                    (long long)count);
+    for (int64_t i = 0; i < count; i++)
+        (*host)[i] = (float)(2.0 * rng_uniform(g) - 1.0);
+    dtype_round(dtype, *host, count);
+    return host_stage(dtype, *host, count, dev, NULL);
+}
+
+static spf_status select_on_device(spf_conv_plan *p, const spf_matrix *w,
+                                   const spf_matrix *weights, const conv_shape *s,
+                                   const spf_plan_options *o,
+                                   const conv_implicit_choice *choices, int count)
+{
+    spf_status status = SPF_OK;
+    float *in = NULL, *bias = NULL, *residual = NULL;
     path_run r = {.p = p};
-    if (!in || (p->bias_count && !bias))
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "conv: a random input of %lld elements",
-                  (long long)p->in_count);
     rng g;
     rng_seed(&g, 0xc0417u);
-    for (int64_t i = 0; i < p->in_count; i++)
-        in[i] = (float)(2.0 * rng_uniform(&g) - 1.0);
-    for (int64_t i = 0; i < p->bias_count; i++)
-        bias[i] = (float)(2.0 * rng_uniform(&g) - 1.0);
-    dtype_round(p->dtype, in, p->in_count);
-    TRY(host_stage(p->dtype, in, p->in_count, (void **)&r.in, NULL));
-    TRY(host_stage(SPF_DTYPE_F32, bias, p->bias_count, (void **)&r.bias, NULL));
+    TRY(random_staged(p->dtype, p->in_count, &g, &in, (void **)&r.in));
+    if (p->bias_count)
+        TRY(random_staged(SPF_DTYPE_F32, p->bias_count, &g, &bias, (void **)&r.bias));
+    if (p->residual)
+        TRY(random_staged(p->dtype, p->out_count, &g, &residual, (void **)&r.residual));
     TRY(CUDA_CHECK(cudaMalloc(&r.out, (size_t)(p->out_count > 0 ? p->out_count : 1) * p->elem)));
+    TRY(fastest_implicit(p, &r, w, o, choices, count));
     if (p->spmm) {
         TRY(time_path(&r, p->info.path, &p->info.im2col_us));
-        TRY(time_path(&r, SPF_CONV_IMPLICIT, &p->info.implicit_us));
         const int implicit = p->info.implicit_us < p->info.im2col_us;
         drop_path(p, implicit ? p->info.path : SPF_CONV_IMPLICIT);
         if (implicit)
             p->info.path = SPF_CONV_IMPLICIT, p->info.workspace_bytes = 0;
     }
     if (p->implicit && o->verify)
-        TRY(verify_implicit(&r, weights, s, in, bias, o->math));
+        TRY(verify_implicit(&r, weights, s, in, bias, residual, o->math));
 fail:
     cudaFree((void *)r.in);
     cudaFree((void *)r.bias);
+    cudaFree((void *)r.residual);
     cudaFree(r.out);
     mem_free(in);
     mem_free(bias);
+    mem_free(residual);
     return status;
 }
 
 spf_status conv_select(spf_conv_plan *p, const spf_matrix *w, const spf_matrix *weights,
-                       const conv_shape *s, const spf_plan_options *o)
+                       const conv_shape *s, const spf_plan_options *o,
+                       const conv_implicit_choice *choices, int count)
 {
     int previous = -1;
     spf_status status = CUDA_CHECK(cudaGetDevice(&previous));
     if (status == SPF_OK)
         status = CUDA_CHECK(cudaSetDevice(o->device));
-    if (status == SPF_OK)
-        status = conv_implicit_create(w, &p->gather, o, &p->implicit);
     if (status == SPF_OK && !p->spmm)
         p->info.path = SPF_CONV_IMPLICIT;
     if (status == SPF_OK)
-        status = select_on_device(p, weights, s, o);
+        status = select_on_device(p, w, weights, s, o, choices, count);
     if (previous >= 0 && previous != o->device)
         (void)cudaSetDevice(previous);
     return status;
@@ -151,9 +207,10 @@ spf_status conv_select(spf_conv_plan *p, const spf_matrix *w, const spf_matrix *
 #else
 
 spf_status conv_select(spf_conv_plan *p, const spf_matrix *w, const spf_matrix *weights,
-                       const conv_shape *s, const spf_plan_options *o)
+                       const conv_shape *s, const spf_plan_options *o,
+                       const conv_implicit_choice *choices, int count)
 {
-    (void)p, (void)w, (void)weights, (void)s, (void)o;
+    (void)p, (void)w, (void)weights, (void)s, (void)o, (void)choices, (void)count;
     return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
 }
 

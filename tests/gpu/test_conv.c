@@ -3,8 +3,9 @@
  * unrolled, tc, tcfrag, panel, dense) in f32, f16 and bf16, with bias,
  * residual and ReLU varied per case, the output poisoned with NaN first
  * (host_run_conv), against the CPU reference within the dtype's
- * tolerance. The generic strategy runs the implicit im2col (no gather in
- * memory), the others the explicit one, and AUTO times both and keeps the
+ * tolerance. The generic strategy runs the implicit path (no im2col in
+ * memory: the window kernel in NHWC, 1×1 included, the generic gather in
+ * NCHW), the others the explicit one, and AUTO times both and keeps the
  * faster. A strategy refusing a case is counted, not failed. Skips
  * visibly (exit 77) without a device.
  *
@@ -57,14 +58,20 @@ static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy s
                   d->label, layout == SPF_CONV_NHWC ? "NHWC" : "NCHW",
                   spf_strategy_name(strategy), spf_dtype_name(dtype),
                   spf_conv_path_name(info.path), info.spmm.kernel_name, variant, err, tol);
-        /* the generic strategy gathers B itself; AUTO timed both paths and
-         * kept the faster */
+        /* the generic strategy's kernels read the input themselves (in
+         * NHWC the window kernel, 1×1 direct too); AUTO timed both paths
+         * and kept the faster */
         const int direct = d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
-        if (strategy == SPF_STRATEGY_GENERIC && !direct)
-            CHECK_MSG(info.path == SPF_CONV_IMPLICIT && info.workspace_bytes == 0,
-                      "%s generic: path %s, workspace %lld", d->label,
-                      spf_conv_path_name(info.path), (long long)info.workspace_bytes);
-        if (strategy == SPF_STRATEGY_AUTO && !direct)
+        const int implicit = !direct || layout == SPF_CONV_NHWC;
+        if (strategy == SPF_STRATEGY_GENERIC && implicit)
+            CHECK_MSG(info.path == SPF_CONV_IMPLICIT && info.workspace_bytes == 0 &&
+                          (strncmp(info.spmm.kernel_name, "generic_", 8) == 0 ||
+                           (layout == SPF_CONV_NHWC &&
+                            strncmp(info.spmm.kernel_name, "window_", 7) == 0)),
+                      "%s generic: path %s, kernel %s, workspace %lld", d->label,
+                      spf_conv_path_name(info.path), info.spmm.kernel_name,
+                      (long long)info.workspace_bytes);
+        if (strategy == SPF_STRATEGY_AUTO && implicit)
             CHECK_MSG(info.im2col_us > 0 && info.implicit_us > 0 &&
                           (info.path == SPF_CONV_IMPLICIT) ==
                               (info.implicit_us < info.im2col_us),
