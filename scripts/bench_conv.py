@@ -7,10 +7,16 @@ For each layer of the chosen kinds and each batch: the DLMC pattern, its
 columns moved from DLMC's (r, s, c) order into torch's (c, r, s)
 (spforge.resnet50.torch_columns), runs through `spforge conv --json` (which
 times the plan's executes with the BENCHMARKS.md protocol and checks the
-output against the CPU reference) and, dense with the same mask on random
-weights, through torch.nn.functional.conv2d with cudnn.benchmark on, timed
-by CUDA events the same way: warm-up, then rounds of R back-to-back calls,
-the median per call over 7 rounds. Writes a CSV and prints the geomeans.
+output against the CPU reference). In the same run, on random weights
+under the same mask, the competitors through torch, timed by CUDA events
+the same way (warm-up, then rounds of R back-to-back calls, the median per
+call over 7 rounds):
+  - cuDNN (torch.nn.functional.conv2d, cudnn.benchmark on) in the dtype,
+    channels_last and NCHW; and in fp32, exact and TF32, channels_last;
+  - explicit im2col + cuSPARSE: torch's unfold, then torch.sparse.mm of
+    the CSR weight (cuSPARSE SpMM) by the columns, in the dtype where
+    torch's CSR product takes it, else fp32 (column cusparse_dtype).
+Writes a CSV and prints the geomeans.
 
     python3 scripts/bench_conv.py --spforge build/spforge --data data \\
         --sparsity 0.9 --batch 1,32 --kinds 3x3 --out bench/results/conv/x.csv
@@ -51,22 +57,54 @@ def write_torch_order(src, dst, layer):
     return rows, cols, row_ptr, out
 
 
-def cudnn_us(layer, row_ptr, col_idx, batch, dtype, channels_last, torch):
-    side = layer.in_side
-    dt = {"f16": torch.float16, "f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+DTYPES = ("f32", "f16", "bf16")
+
+
+def masked_weight(layer, row_ptr, col_idx, torch):
+    """Random weights in [-1, 1) under the pattern: C_out × C_in·R·S, fp32, host."""
     k = layer.kernel
     mask = torch.zeros(layer.c_out, layer.c_in * k * k)
     for i in range(layer.c_out):
         mask[i, col_idx[row_ptr[i]:row_ptr[i + 1]]] = 1
-    w = (torch.rand(layer.c_out, layer.c_in * k * k) * 2 - 1) * mask
+    return (torch.rand(layer.c_out, layer.c_in * k * k) * 2 - 1) * mask
+
+
+def cudnn_us(layer, w, batch, dtype, channels_last, torch, tf32=False):
+    dt = dict(zip(DTYPES, (torch.float32, torch.float16, torch.bfloat16)))[dtype]
+    k, side = layer.kernel, layer.in_side
     w = w.view(layer.c_out, layer.c_in, k, k).to("cuda", dt)
     x = (torch.rand(batch, layer.c_in, side, side) * 2 - 1).to("cuda", dt)
     if channels_last:
         w = w.contiguous(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
     f = torch.nn.functional.conv2d
-    with torch.no_grad():
-        return time_us(lambda: f(x, w, None, layer.stride, layer.padding), torch)
+    torch.backends.cudnn.allow_tf32 = tf32
+    try:
+        with torch.no_grad():
+            return time_us(lambda: f(x, w, None, layer.stride, layer.padding), torch)
+    finally:
+        torch.backends.cudnn.allow_tf32 = False
+
+
+def im2col_cusparse_us(layer, w, batch, dtype, torch):
+    """torch's unfold (the explicit im2col) and cuSPARSE's CSR SpMM by
+    torch.sparse.mm: (µs, the dtype it ran in)."""
+    dt = dict(zip(DTYPES, (torch.float32, torch.float16, torch.bfloat16)))[dtype]
+    k, side = layer.kernel, layer.in_side
+    for name, t in ((dtype, dt), ("f32", torch.float32)):
+        a = w.to("cuda", t).to_sparse_csr()
+        x = (torch.rand(batch, layer.c_in, side, side) * 2 - 1).to("cuda", t)
+
+        def run():
+            cols = torch.nn.functional.unfold(x, k, padding=layer.padding, stride=layer.stride)
+            return torch.sparse.mm(a, cols.transpose(0, 1).reshape(cols.shape[1], -1))
+        try:
+            with torch.no_grad():
+                run()
+                return time_us(run, torch), name
+        except RuntimeError:  # no CSR product in this dtype: fp32
+            continue
+    return float("nan"), ""
 
 
 def write_csv(path, rows):
@@ -111,31 +149,41 @@ def main():
             except ValueError:
                 d = {}
             sp_us = 1e3 * d["time_ms_median"] if d else float("nan")
-            cl_us = cudnn_us(l, row_ptr, col_idx, batch, a.dtype, True, torch)
-            nchw_us = cudnn_us(l, row_ptr, col_idx, batch, a.dtype, False, torch)
+            w = masked_weight(l, row_ptr, col_idx, torch)
+            cl_us = cudnn_us(l, w, batch, a.dtype, True, torch)
+            nchw_us = cudnn_us(l, w, batch, a.dtype, False, torch)
+            f32_us = cudnn_us(l, w, batch, "f32", True, torch)
+            tf32_us = cudnn_us(l, w, batch, "f32", True, torch, tf32=True)
+            cs_us, cs_dtype = im2col_cusparse_us(l, w, batch, a.dtype, torch)
             row = {"layer": l.module, "dlmc": l.dlmc, "batch": batch, "c_in": l.c_in,
                    "c_out": l.c_out, "kernel": l.kernel, "stride": l.stride, "side": l.in_side,
                    "nnz": len(col_idx), "dtype": a.dtype, "spforge_us": round(sp_us, 3),
                    "cudnn_channels_last_us": round(cl_us, 3), "cudnn_nchw_us": round(nchw_us, 3),
+                   "cudnn_f32_us": round(f32_us, 3), "cudnn_tf32_us": round(tf32_us, 3),
+                   "im2col_cusparse_us": round(cs_us, 3), "cusparse_dtype": cs_dtype,
                    "speedup_vs_channels_last": round(cl_us / sp_us, 3) if d else "",
+                   "speedup_vs_cusparse": round(cs_us / sp_us, 3) if d and cs_dtype else "",
                    "passed": d.get("passed", False), "error": d.get("relative_error", ""),
                    "path": d.get("path", ""), "im2col_us": d.get("im2col_us", ""),
                    "implicit_us": d.get("implicit_us", ""),
                    "strategy": d.get("plan", {}).get("strategy", ""),
-                   "kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
+                   "spforge_kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
             rows_out.append(row)
             write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
             print("%-22s batch %2d: spforge %9.1f us (%s, %s)  cuDNN channels_last %8.1f us  "
-                  "NCHW %8.1f us  %.2fx" % (l.module, batch, sp_us, row["path"], row["strategy"],
-                                            cl_us, nchw_us, cl_us / sp_us if d else 0),
-                  flush=True)
+                  "NCHW %8.1f us  fp32 %8.1f  TF32 %8.1f  im2col+cuSPARSE (%s) %8.1f us  %.2fx"
+                  % (l.module, batch, sp_us, row["path"], row["spforge_kernel"], cl_us, nchw_us, f32_us,
+                     tf32_us, cs_dtype, cs_us, cl_us / sp_us if d else 0), flush=True)
     for batch in sorted({r["batch"] for r in rows_out}):
         s = [r for r in rows_out if r["batch"] == batch and r["passed"]]
-        if s:
-            g = math.exp(sum(math.log(r["cudnn_channels_last_us"] / r["spforge_us"]) for r in s)
-                         / len(s))
-            print("batch %d: %d layers checked, geomean speed-up over cuDNN %s channels_last: "
-                  "%.3fx" % (batch, len(s), a.dtype, g))
+        for col, what in (("cudnn_channels_last_us", "cuDNN %s channels_last" % a.dtype),
+                          ("cudnn_tf32_us", "cuDNN TF32 channels_last"),
+                          ("im2col_cusparse_us", "im2col + cuSPARSE")):
+            t = [r for r in s if r[col] == r[col]]  # not NaN
+            if t:
+                g = math.exp(sum(math.log(r[col] / r["spforge_us"]) for r in t) / len(t))
+                print("batch %d: %d layers checked, geomean speed-up over %s: %.3fx"
+                      % (batch, len(t), what, g))
 
 
 if __name__ == "__main__":
