@@ -721,8 +721,9 @@ typedef struct spf_conv_info {
     int host;                 /* 1: a CPU plan (host buffers), 0: device buffers */
     double im2col_us, implicit_us; /* AUTO's times of one execute by the explicit
                                  path (DIRECT or IM2COL) and by the fastest
-                                 implicit kernel (µs, the residual add
-                                 included; 0: not timed)                       */
+                                 implicit kernel (µs of GPU time, replayed in
+                                 a CUDA graph; the residual add included; 0:
+                                 not timed)                                    */
     spf_plan_info spmm;       /* the SpMM plan's info (its size is set here); for
                                  IMPLICIT the kernel's name ("window_..." or
                                  "generic_...") and shape, strategy GENERIC    */

@@ -33,7 +33,7 @@ static double plan_product_error(const spf_plan *p, const spf_matrix *a, int64_t
         timing_result t;
         spf_status st = spf_reference_spmm_f64(a, n, b, ref, bias_arg, o->relu, 0);
         if (st == SPF_OK)
-            st = host_run_plan(p, m, k, n, b, c, bias_arg, &t);
+            st = host_run_plan(p, m, k, n, b, c, bias_arg, NULL, &t);
         CHECK_MSG(st == SPF_OK, "running the plan: %s: %s", spf_status_string(st), spf_last_error());
         if (st == SPF_OK)
             err = spf_relative_error(c, ref, m * n);

@@ -72,7 +72,7 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
     int64_t stride = 1, padding = 0, threads = 0, repeat = 5;
     uint64_t seed = 1;
     int layout = 0, dtype = 0, strategy = 0, no_dense = 0, bias = 0, relu = 0, residual = 0;
-    int backend_choice = BACKEND_AUTO, progress = 0, no_progress = 0;
+    int backend_choice = BACKEND_AUTO, timing_choice = TIMING_LOOP, progress = 0, no_progress = 0;
     const char *const *dtype_names = cli_dtype_names();
     const cli_option options[] = {
         {"input-shape", CLI_STRING, &shape_text, "N,C,H,W",
@@ -95,7 +95,7 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
          "add a residual tensor of the output's shape (uniform in [-1, 1]) before the ReLU", NULL, 0, 0, 0},
         {"relu", CLI_FLAG, &relu, NULL, "apply max(., 0) last", NULL, 0, 0, 0},
         {"seed", CLI_U64, &seed, "S", "seed of the input, bias, residual and pattern-only values (default 1)", NULL, 0, 0, 0},
-        CLI_RUN_OPTIONS(threads, repeat, backend_choice),
+        CLI_RUN_OPTIONS(threads, repeat, backend_choice, timing_choice),
         CLI_PROGRESS_OPTIONS(progress, no_progress),
         CLI_READ_OPTIONS(ra),
     };
@@ -219,9 +219,16 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         tolerance = 1e-6;
     } else {
         timing_result t;
-        st = host_run_conv(plan, in_count, out_count, bias ? k_out : 0, in, bias_v, res, out, &t);
+        timing_options topt;
+        timing_options_init(&topt);
+        topt.graph = timing_choice == TIMING_GRAPH;
+        st = host_run_conv(plan, in_count, out_count, bias ? k_out : 0, in, bias_v, res, out, &topt,
+                           &t);
         median = 1e-6 * t.median_us, min = 1e-6 * t.min_us;
-        timing = "kernel time per execute: gathers and SpMM launches (CUDA events, median of rounds)";
+        timing = topt.graph ? "kernel time per execute, its launches replayed in a CUDA graph (CUDA "
+                              "events, median of rounds)"
+                            : "kernel time per execute: its launches in a loop (CUDA events, "
+                              "median of rounds)";
         tolerance = dtype_tolerance((spf_dtype)dtype, SPF_MATH_DEFAULT);
     }
     cli_progress_finish(&display);

@@ -33,7 +33,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     int64_t n = 0, threads = 0, repeat = 5;
     uint64_t seed = 1;
     int dtype = 0, math = 0, b_layout = 0, c_layout = 0, strategy = 0, no_dense = 0;
-    int backend_choice = BACKEND_AUTO, bias = 0, relu = 0, progress = 0, no_progress = 0;
+    int backend_choice = BACKEND_AUTO, timing_choice = TIMING_LOOP, bias = 0, relu = 0, progress = 0, no_progress = 0;
     const char *const *dtype_names = cli_dtype_names();
     const cli_option options[] = {
         {"n", CLI_INT, &n, "N", "columns of B and C (required)", NULL, 1, INT32_MAX, 0},
@@ -54,7 +54,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         {"bias", CLI_FLAG, &bias, NULL, "add a bias per row (uniform in [-1, 1])", NULL, 0, 0, 0},
         {"relu", CLI_FLAG, &relu, NULL, "apply max(., 0) last", NULL, 0, 0, 0},
         {"seed", CLI_U64, &seed, "S", "seed of B, the bias and pattern-only values (default 1)", NULL, 0, 0, 0},
-        CLI_RUN_OPTIONS(threads, repeat, backend_choice),
+        CLI_RUN_OPTIONS(threads, repeat, backend_choice, timing_choice),
         CLI_PROGRESS_OPTIONS(progress, no_progress),
         CLI_READ_OPTIONS(ra),
     };
@@ -128,7 +128,12 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     if (bias_v)
         spf_fill_uniform(bias_v, m, seed + 1); /* a stream apart from B's */
 
-    run_request req = {a, n, b, c, bias_v, relu, (int)threads, (int)repeat, {0}, &display};
+    run_request req = {a,        n,
+                       b,        c,
+                       bias_v,   relu,
+                       (int)threads, (int)repeat,
+                       timing_choice == TIMING_GRAPH, {0},
+                       &display};
     spf_plan_options_init(&req.plan);
     req.plan.strategy = (spf_strategy)strategy;
     req.plan.dtype = (spf_dtype)dtype;

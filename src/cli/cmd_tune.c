@@ -133,7 +133,7 @@ static spf_status retime(const spf_plan *pick, const spf_plan *oracle, const spf
     for (int r = 0; r < RETIME_ROUNDS && st == SPF_OK; r++)
         for (int which = 0; which < 2 && st == SPF_OK; which++) {
             timing_result t;
-            st = host_run_plan(which ? oracle : pick, m, k, n, b, c, bias ? bias_v : NULL, &t);
+            st = host_run_plan(which ? oracle : pick, m, k, n, b, c, bias ? bias_v : NULL, NULL, &t);
             if (st == SPF_OK)
                 times[which][r] = t.median_us;
         }

@@ -12,6 +12,11 @@
 enum { BACKEND_AUTO, BACKEND_CPU, BACKEND_GPU };
 extern const char *const run_backend_names[];
 
+/* The --timing names: a loop of launches (default), or their replays in a
+ * CUDA graph (gpu/timing.h). */
+enum { TIMING_LOOP, TIMING_GRAPH };
+extern const char *const run_timing_names[];
+
 /* C = A·B (+bias, relu) on host buffers: b K×n, c M×n row-major, bias M
  * floats or NULL; threads 0 = all cores; repeat timed runs. */
 typedef struct run_request {
@@ -21,6 +26,7 @@ typedef struct run_request {
     float *c;
     const float *bias;
     int relu, threads, repeat;
+    int graph;              /* GPU: time graph replays (--timing graph)      */
     spf_plan_options plan;  /* the GPU backend's plan (bias, relu, threads set from above) */
     cli_progress *progress; /* the display: the plan's progress and the timed runs */
 } run_request;
@@ -41,14 +47,18 @@ typedef struct run_backend {
 } run_backend;
 
 /* The options of a run timed on a chosen backend (run, conv): host
- * threads, repeats and the backend (an index into run_backend_names). */
-#define CLI_RUN_OPTIONS(threads, repeat, backend)                                                  \
+ * threads, repeats, the backend (an index into run_backend_names) and the
+ * GPU's timing (into run_timing_names). */
+#define CLI_RUN_OPTIONS(threads, repeat, backend, timing)                                          \
     {"threads", CLI_INT, &(threads), "T", "host threads, 0 = all cores (default 0)", NULL, 0,     \
      4096, 0},                                                                                     \
     {"repeat", CLI_INT, &(repeat), "R", "CPU: timed repeats, the median is reported (default "     \
      "5); GPU: the timing protocol of BENCHMARKS.md", NULL, 1, 100000, 0},                         \
     {"backend", CLI_CHOICE, &(backend), "auto|cpu|gpu",                                            \
-     "where to run (default auto: the best available)", run_backend_names, 0, 0, 0}
+     "where to run (default auto: the best available)", run_backend_names, 0, 0, 0},              \
+    {"timing", CLI_CHOICE, &(timing), "loop|graph",                                                \
+     "GPU: time a loop of launches (default; the host's cost per launch included) or the "       \
+     "replays of a CUDA graph of them (the GPU's time alone)", run_timing_names, 0, 0, 0}
 
 /* The median of count (≥ 1) wall times, sorting them; *min the least. */
 double run_times_median(double *times, int count, double *min);

@@ -47,7 +47,8 @@ fail:
 }
 
 spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, const float *b,
-                         float *c, const float *bias, timing_result *timing)
+                         float *c, const float *bias, const timing_options *topt,
+                         timing_result *timing)
 {
     spf_status status = SPF_OK;
     void *db = NULL, *dc = NULL, *dbias = NULL, *hb = NULL, *hc = NULL, *bt = NULL;
@@ -74,7 +75,7 @@ spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, 
     /* All-ones bytes are NaN: an output the kernel never writes cannot pass. */
     TRY(CUDA_CHECK(cudaMemsetAsync(dc, 0xff, c_bytes, stream)));
     launch_ctx l = {plan, db, dc, dbias};
-    TRY(timing_measure(launch, &l, stream, NULL, timing));
+    TRY(timing_measure(launch, &l, stream, topt, timing));
     TRY(CUDA_CHECK(cudaMemcpyAsync(hc, dc, c_bytes, cudaMemcpyDeviceToHost, stream)));
     TRY(CUDA_CHECK(cudaStreamSynchronize(stream)));
     operand_unpack(info.dtype, info.c_layout, hc, m, n, c, ct);
@@ -106,7 +107,8 @@ static spf_status conv_launch(void *ctx, void *stream)
 
 spf_status host_run_conv(const spf_conv_plan *plan, int64_t in_count, int64_t out_count,
                          int64_t bias_count, const float *in, const float *bias,
-                         const float *residual, float *out, timing_result *timing)
+                         const float *residual, float *out, const timing_options *topt,
+                         timing_result *timing)
 {
     spf_status status = SPF_OK;
     void *din = NULL, *dres = NULL, *dout = NULL, *dbias = NULL, *hout = NULL;
@@ -123,7 +125,7 @@ spf_status host_run_conv(const spf_conv_plan *plan, int64_t in_count, int64_t ou
     /* All-ones bytes are NaN: an output the plan never writes cannot pass. */
     TRY(CUDA_CHECK(cudaMemsetAsync(dout, 0xff, out_bytes, stream)));
     conv_launch_ctx l = {plan, din, dres, dout, dbias};
-    TRY(timing_measure(conv_launch, &l, stream, NULL, timing));
+    TRY(timing_measure(conv_launch, &l, stream, topt, timing));
     hout = mem_alloc(out_bytes);
     if (!hout)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "reading back %lld elements", (long long)out_count);
@@ -145,15 +147,17 @@ fail:
 
 spf_status host_run_conv(const spf_conv_plan *plan, int64_t in_count, int64_t out_count,
                          int64_t bias_count, const float *in, const float *bias,
-                         const float *residual, float *out, timing_result *timing)
+                         const float *residual, float *out, const timing_options *topt,
+                         timing_result *timing)
 {
     (void)plan, (void)in_count, (void)out_count, (void)bias_count, (void)in, (void)bias;
-    (void)residual, (void)out, (void)timing;
+    (void)residual, (void)out, (void)topt, (void)timing;
     return FAIL(SPF_ERR_NO_DEVICE, "spforge was built without CUDA");
 }
 
 spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, const float *b,
-                         float *c, const float *bias, timing_result *timing)
+                         float *c, const float *bias, const timing_options *topt,
+                         timing_result *timing)
 {
     (void)plan, (void)m, (void)k, (void)n, (void)b, (void)c, (void)bias, (void)timing;
     return FAIL(SPF_ERR_NO_DEVICE, "spforge was built without CUDA");

@@ -14,9 +14,11 @@
  *         the reference is to see what the kernel sees)
  *   c:    host, M×n float32, overwritten
  *   bias: host, M floats, or NULL (the plan must have been made with bias)
+ *   topt: how to time (gpu/timing.h), NULL for the defaults
  * SPF_ERR_NO_DEVICE in a build without CUDA. */
 spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, const float *b,
-                         float *c, const float *bias, timing_result *timing);
+                         float *c, const float *bias, const timing_options *topt,
+                         timing_result *timing);
 
 /* The same for a device conv plan (spforge conv, the conv tests): in
  * (in_count floats, the plan's layout) and residual (out_count floats, or
@@ -24,7 +26,8 @@ spf_status host_run_plan(const spf_plan *plan, int64_t m, int64_t k, int64_t n, 
  * is, out (out_count floats) read back. */
 spf_status host_run_conv(const spf_conv_plan *plan, int64_t in_count, int64_t out_count,
                          int64_t bias_count, const float *in, const float *bias,
-                         const float *residual, float *out, timing_result *timing);
+                         const float *residual, float *out, const timing_options *topt,
+                         timing_result *timing);
 
 /* count host floats (src) rounded to dtype into a new device buffer *dst
  * (cudaFree it), the copy finished on stream; nothing, *dst NULL, when src

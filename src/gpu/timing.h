@@ -25,6 +25,11 @@ typedef struct timing_options {
     int repeats;            /* launches per round; 0 (default) picks R so that a round
                                lasts about target_round_us, between 1 and 10000            */
     double target_round_us; /* default 500                                                 */
+    int graph;              /* 1: the R launches of a round captured once in a CUDA graph,
+                               each round a replay of it: the GPU's time, without the
+                               host's cost per launch, which bounds launch loops of
+                               kernels of a few µs (the launches must be capturable,
+                               as spf_plan_execute's are); 0 (default): a launch loop   */
 } timing_options;
 
 void timing_options_init(timing_options *options);

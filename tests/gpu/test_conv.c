@@ -51,7 +51,7 @@ static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy s
         spf_conv_info info = {.size = sizeof info};
         CHECK_OK(spf_conv_plan_get_info(plan, &info));
         CHECK_OK(host_run_conv(plan, t.in_count, t.out_count, bias ? t.k : 0, t.in,
-                               bias ? t.bias : NULL, t.residual, t.out, &timing));
+                               bias ? t.bias : NULL, t.residual, t.out, NULL, &timing));
         const double err = spf_relative_error(t.out, t.want, t.out_count);
         const double tol = dtype_tolerance(dtype, SPF_MATH_DEFAULT);
         CHECK_MSG(err <= tol, "%s %s %s %s (%s, %s) variant %d: relative error %.3g over %g",
