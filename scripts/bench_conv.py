@@ -16,7 +16,11 @@ call over 7 rounds):
   - explicit im2col + cuSPARSE: torch's unfold, then torch.sparse.mm of
     the CSR weight (cuSPARSE SpMM) by the columns, in the dtype where
     torch's CSR product takes it, else fp32 (column cusparse_dtype).
-Writes a CSV and prints the geomeans.
+spforge and cuDNN in the dtype (channels_last) are timed twice: in a loop
+of calls (the host's cost per call included: on the H200's host it bounds
+every convolution of batch 1 at 10-30 µs) and as the replays of a CUDA
+graph of R calls (the GPU's time alone: spforge conv --timing graph,
+torch.cuda.CUDAGraph). Writes a CSV and prints the geomeans.
 
     python3 scripts/bench_conv.py --spforge build/spforge --data data \\
         --sparsity 0.9 --batch 1,32 --kinds 3x3 --out bench/results/conv/x.csv
@@ -32,7 +36,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from spforge import resnet50  # noqa: E402
-from bench_torch_semi import time_us  # noqa: E402  (the protocol of src/gpu/timing.c)
+from bench_torch_semi import graph_time_us, time_us  # noqa: E402  (src/gpu/timing.c's protocol)
 
 
 def read_smtx(path):
@@ -69,7 +73,7 @@ def masked_weight(layer, row_ptr, col_idx, torch):
     return (torch.rand(layer.c_out, layer.c_in * k * k) * 2 - 1) * mask
 
 
-def cudnn_us(layer, w, batch, dtype, channels_last, torch, tf32=False):
+def cudnn_us(layer, w, batch, dtype, channels_last, torch, tf32=False, graph=False):
     dt = dict(zip(DTYPES, (torch.float32, torch.float16, torch.bfloat16)))[dtype]
     k, side = layer.kernel, layer.in_side
     w = w.view(layer.c_out, layer.c_in, k, k).to("cuda", dt)
@@ -81,7 +85,8 @@ def cudnn_us(layer, w, batch, dtype, channels_last, torch, tf32=False):
     torch.backends.cudnn.allow_tf32 = tf32
     try:
         with torch.no_grad():
-            return time_us(lambda: f(x, w, None, layer.stride, layer.padding), torch)
+            return (graph_time_us if graph else time_us)(
+                lambda: f(x, w, None, layer.stride, layer.padding), torch)
     finally:
         torch.backends.cudnn.allow_tf32 = False
 
@@ -149,8 +154,15 @@ def main():
             except ValueError:
                 d = {}
             sp_us = 1e3 * d["time_ms_median"] if d else float("nan")
+            g = subprocess.run(cmd + ["--timing", "graph"], capture_output=True, text=True)
+            try:
+                dg = json.loads(g.stdout)
+            except ValueError:
+                dg = {}
+            sp_graph_us = 1e3 * dg["time_ms_median"] if dg.get("passed") else float("nan")
             w = masked_weight(l, row_ptr, col_idx, torch)
             cl_us = cudnn_us(l, w, batch, a.dtype, True, torch)
+            cl_graph_us = cudnn_us(l, w, batch, a.dtype, True, torch, graph=True)
             nchw_us = cudnn_us(l, w, batch, a.dtype, False, torch)
             f32_us = cudnn_us(l, w, batch, "f32", True, torch)
             tf32_us = cudnn_us(l, w, batch, "f32", True, torch, tf32=True)
@@ -158,10 +170,17 @@ def main():
             row = {"layer": l.module, "dlmc": l.dlmc, "batch": batch, "c_in": l.c_in,
                    "c_out": l.c_out, "kernel": l.kernel, "stride": l.stride, "side": l.in_side,
                    "nnz": len(col_idx), "dtype": a.dtype, "spforge_us": round(sp_us, 3),
-                   "cudnn_channels_last_us": round(cl_us, 3), "cudnn_nchw_us": round(nchw_us, 3),
+                   "spforge_graph_us": round(sp_graph_us, 3),
+                   "graph_path": dg.get("path", ""),
+                   "graph_kernel": dg.get("plan", {}).get("kernel", ""),
+                   "cudnn_channels_last_us": round(cl_us, 3),
+                   "cudnn_channels_last_graph_us": round(cl_graph_us, 3),
+                   "cudnn_nchw_us": round(nchw_us, 3),
                    "cudnn_f32_us": round(f32_us, 3), "cudnn_tf32_us": round(tf32_us, 3),
                    "im2col_cusparse_us": round(cs_us, 3), "cusparse_dtype": cs_dtype,
                    "speedup_vs_channels_last": round(cl_us / sp_us, 3) if d else "",
+                   "graph_speedup_vs_channels_last": round(cl_graph_us / sp_graph_us, 3)
+                   if dg.get("passed") else "",
                    "speedup_vs_cusparse": round(cs_us / sp_us, 3) if d and cs_dtype else "",
                    "passed": d.get("passed", False), "error": d.get("relative_error", ""),
                    "path": d.get("path", ""), "im2col_us": d.get("im2col_us", ""),
@@ -170,18 +189,23 @@ def main():
                    "spforge_kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
             rows_out.append(row)
             write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
-            print("%-22s batch %2d: spforge %9.1f us (%s, %s)  cuDNN channels_last %8.1f us  "
-                  "NCHW %8.1f us  fp32 %8.1f  TF32 %8.1f  im2col+cuSPARSE (%s) %8.1f us  %.2fx"
-                  % (l.module, batch, sp_us, row["path"], row["spforge_kernel"], cl_us, nchw_us, f32_us,
-                     tf32_us, cs_dtype, cs_us, cl_us / sp_us if d else 0), flush=True)
+            print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us (%s)  cuDNN "
+                  "channels_last %7.1f us, graph %7.1f us  NCHW %7.1f  fp32 %7.1f  TF32 %7.1f  "
+                  "im2col+cuSPARSE (%s) %7.1f us"
+                  % (l.module, batch, sp_us, row["path"], row["spforge_kernel"], sp_graph_us,
+                     row["graph_kernel"], cl_us, cl_graph_us, nchw_us, f32_us, tf32_us, cs_dtype,
+                     cs_us), flush=True)
     for batch in sorted({r["batch"] for r in rows_out}):
         s = [r for r in rows_out if r["batch"] == batch and r["passed"]]
-        for col, what in (("cudnn_channels_last_us", "cuDNN %s channels_last" % a.dtype),
-                          ("cudnn_tf32_us", "cuDNN TF32 channels_last"),
-                          ("im2col_cusparse_us", "im2col + cuSPARSE")):
-            t = [r for r in s if r[col] == r[col]]  # not NaN
+        for col, mine, what in (
+                ("cudnn_channels_last_us", "spforge_us", "cuDNN %s channels_last" % a.dtype),
+                ("cudnn_channels_last_graph_us", "spforge_graph_us",
+                 "cuDNN %s channels_last, both in CUDA graphs" % a.dtype),
+                ("cudnn_tf32_us", "spforge_us", "cuDNN TF32 channels_last"),
+                ("im2col_cusparse_us", "spforge_us", "im2col + cuSPARSE")):
+            t = [r for r in s if r[col] == r[col] and r[mine] == r[mine]]  # not NaN
             if t:
-                g = math.exp(sum(math.log(r[col] / r["spforge_us"]) for r in t) / len(t))
+                g = math.exp(sum(math.log(r[col] / r[mine]) for r in t) / len(t))
                 print("batch %d: %d layers checked, geomean speed-up over %s: %.3fx"
                       % (batch, len(t), what, g))
 
