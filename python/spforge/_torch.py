@@ -535,13 +535,14 @@ def magnitude_prune(model, sparsity, min_size=1 << 16, exclude=()):
 
 class SparsifyReport:
     """What sparsify did: swapped (name -> SparseLinear), kept ((name,
-    why) of the Linear layers left dense) and fused (names whose ReLU went
-    into the plan). rows() and expected_gain() read the plans made so far,
-    so they fill in as calls meet new N; str() is a table of both."""
+    why) of the Linear layers left dense), fused (names whose ReLU went
+    into the plan) and residual (sparsify_fused: names whose residual add
+    went into the plan). rows() and expected_gain() read the plans made so
+    far, so they fill in as calls meet new N; str() is a table of both."""
 
     def __init__(self, sparsity, min_size):
         self.sparsity, self.min_size = sparsity, min_size
-        self.swapped, self.kept, self.fused = {}, [], []
+        self.swapped, self.kept, self.fused, self.residual = {}, [], [], []
 
     def rows(self):
         """One dict per swapped layer: name, shape (out, in), nnz, sparsity,
@@ -579,7 +580,8 @@ class SparsifyReport:
     def to_dict(self):
         return {"sparsity": self.sparsity, "min_size": self.min_size, "layers": self.rows(),
                 "kept": [{"name": n, "why": why} for n, why in self.kept],
-                "fused_relu": list(self.fused), "expected_gain": self.expected_gain()}
+                "fused_relu": list(self.fused), "fused_residual": list(self.residual),
+                "expected_gain": self.expected_gain()}
 
     def __str__(self):
         lines = ["spforge.torch.sparsify: %d Linear layers swapped, %d kept dense "

@@ -62,11 +62,12 @@ class _ConvPlans:
     pruned weight as a dense channels_last tensor for the shapes where
     torch's conv measured faster. Shared by deep copies."""
 
-    def __init__(self, matrix, dense_weight, geometry, device, dtype, has_bias, relu, options,
-                 name):
+    def __init__(self, matrix, dense_weight, geometry, device, dtype, has_bias, relu, residual,
+                 options, name):
         self.matrix, self.dense_weight = matrix, dense_weight
         self.k, self.c, self.r, self.s, self.stride, self.padding = geometry
         self.device, self.dtype, self.has_bias, self.relu = device, dtype, has_bias, relu
+        self.residual = residual
         self.options, self.name = options, name
         self.plans = {}  # (n, h, w) -> dict: handle (or None), dense, times, path, strategy
         self.lock = threading.Lock()
@@ -90,6 +91,7 @@ class _ConvPlans:
         desc.batch, desc.channels, desc.height, desc.width = n, self.c, h, w
         desc.kernel_h, desc.kernel_w = self.r, self.s
         desc.stride, desc.padding, desc.layout = self.stride, self.padding, _NHWC
+        desc.residual = int(self.residual)
         o = _capi.PlanOptions()
         lib().spf_plan_options_init(ctypes.byref(o))
         o.dtype = _named("dtype", _convert.dtype_name(self.dtype))
@@ -142,9 +144,10 @@ class _ConvPlans:
                     memory_format=torch.channels_last)
                 bias = torch.rand(self.k, device=where) if self.has_bias else None
                 y = self._output(x)
-                entry["sparse_us"] = _time_us(lambda: self._execute(handle, x, y, bias))
+                skip = (torch.rand_like(y) * 2 - 1) if self.residual else None
+                entry["sparse_us"] = _time_us(lambda: self._execute(handle, x, y, bias, skip))
                 dense_bias = None if bias is None else bias.to(dt)
-                entry["dense_us"] = _time_us(lambda: self._dense(x, dense_bias))
+                entry["dense_us"] = _time_us(lambda: self._dense(x, dense_bias, skip))
             except BaseException:
                 lib().spf_conv_plan_free(handle)
                 raise
@@ -158,18 +161,39 @@ class _ConvPlans:
         return torch.empty((x.shape[0], self.k, p, q), dtype=x.dtype, device=x.device,
                            memory_format=torch.channels_last)
 
-    def _execute(self, handle, x, y, bias):
+    def _execute(self, handle, x, y, bias, residual):
         stream = torch.cuda.current_stream(x.device).cuda_stream
         _check(lib().spf_conv_plan_execute(handle, x.data_ptr(), y.data_ptr(),
-                                           None if bias is None else bias.data_ptr(), None,
+                                           None if bias is None else bias.data_ptr(),
+                                           None if residual is None else residual.data_ptr(),
                                            stream or None))
 
-    def _dense(self, x, bias):
+    def _dense(self, x, bias, residual):
         y = torch.nn.functional.conv2d(x, self.dense_weight, bias, self.stride, self.padding)
+        if residual is not None:
+            y.add_(residual)
         return torch.relu_(y) if self.relu else y
 
-    def run(self, x, bias):
-        """The convolution of an N×C×H×W x: a new channels_last tensor."""
+    def _residual(self, x, residual):
+        """residual checked against the output of x, as a channels_last tensor."""
+        if (residual is not None) != self.residual:
+            raise ValueError("spforge::conv2d: residual %s, the layer was made %s one"
+                             % ("given" if residual is not None else "missing",
+                                "with" if self.residual else "without"))
+        if residual is None:
+            return None
+        p, q = self.out_hw(x.shape[2], x.shape[3])
+        want = (x.shape[0], self.k, p, q)
+        if tuple(residual.shape) != want or residual.dtype != x.dtype or \
+                residual.device != x.device:
+            raise ValueError("spforge::conv2d: residual of shape %s, %s on %s; expected %s, %s "
+                             "on %s (the output's)" % (tuple(residual.shape), residual.dtype,
+                                                       residual.device, want, x.dtype, x.device))
+        return residual.contiguous(memory_format=torch.channels_last)
+
+    def run(self, x, bias, residual=None):
+        """The convolution of an N×C×H×W x (+ residual, output-shaped, before
+        the ReLU): a new channels_last tensor."""
         if x.dim() != 4 or x.shape[1] != self.c:
             raise ValueError("spforge::conv2d: x must be N×%d×H×W, got shape %s"
                              % (self.c, tuple(x.shape)))
@@ -183,17 +207,18 @@ class _ConvPlans:
             raise ValueError("spforge::conv2d: bias %s, the layer was made %s one"
                              % ("given" if bias is not None else "missing",
                                 "with" if self.has_bias else "without"))
+        residual = self._residual(x, residual)
         n, _, h, w = x.shape
         if n == 0:
             return self._output(x)
         entry = self.plan(n, h, w)
         x = x.contiguous(memory_format=torch.channels_last)
         if entry["dense"]:
-            return self._dense(x, None if bias is None else bias.to(x.dtype))
+            return self._dense(x, None if bias is None else bias.to(x.dtype), residual)
         if x.data_ptr() % 16:
             x = x.clone(memory_format=torch.channels_last)
         y = self._output(x)
-        self._execute(entry["handle"], x, y, bias)
+        self._execute(entry["handle"], x, y, bias, residual)
         return y
 
     def close(self):
@@ -213,14 +238,15 @@ def _conv_plans(key):
 
 
 @torch.library.custom_op("spforge::conv2d", mutates_args=(),
-                         schema="(Tensor x, Tensor? bias, int key) -> Tensor")
-def conv2d_op(x, bias, key):
-    """The convolution (+ bias) (ReLU if fused) with the plans of layer key."""
-    return _conv_plans(key).run(x, bias)
+                         schema="(Tensor x, Tensor? bias, Tensor? residual, int key) -> Tensor")
+def conv2d_op(x, bias, residual, key):
+    """The convolution (+ bias) (+ residual) (ReLU if fused) with the plans
+    of layer key."""
+    return _conv_plans(key).run(x, bias, residual)
 
 
 @conv2d_op.register_fake
-def _conv2d_fake(x, bias, key):
+def _conv2d_fake(x, bias, residual, key):
     layer = _conv_plans(key)
     p, q = layer.out_hw(x.shape[2], x.shape[3])
     return x.new_empty((x.shape[0], layer.k, p, q)).contiguous(memory_format=torch.channels_last)
@@ -233,15 +259,17 @@ class SparseConv2d(torch.nn.Module):
     """A 2-D convolution with a sparse weight, for inference on a cuda device.
 
     SparseConv2d(weight, bias=None, *, stride=1, padding=0, mask=None,
-    sparsity=None, threshold=None, activation=None, plan_options=None,
-    name=None) takes the weight (K × C × R × S; float32, float16 or
+    sparsity=None, threshold=None, activation=None, residual=False,
+    plan_options=None, name=None) takes the weight (K × C × R × S; float32, float16 or
     bfloat16, on a cuda device) and keeps its entries where mask (the
     weight's shape) is nonzero, or the round((1 - sparsity) · size) of
     largest magnitude, or those with |w| > threshold, or its nonzeros.
     stride and padding: an int, or a pair of equal ints (zero padding);
     dilation 1 and groups 1. bias: K values, kept as float32. activation:
-    None or "relu" (fused into the plans). plan_options: strategy, math,
-    verify, cache, dense of the plans.
+    None or "relu" (fused into the plans). residual: forward(x, residual)
+    then adds an output-shaped tensor before the ReLU (a bottleneck's skip
+    connection; the plans' window kernel adds it in its epilogue).
+    plan_options: strategy, math, verify, cache, dense of the plans.
 
     in_features and out_features are the weight matrix's sides (C·R·S and
     K), for sparsify's report. plans() lists the shapes met so far with
@@ -249,7 +277,7 @@ class SparseConv2d(torch.nn.Module):
     pickled or trained (backward raises INFERENCE_ONLY)."""
 
     def __init__(self, weight, bias=None, *, stride=1, padding=0, mask=None, sparsity=None,
-                 threshold=None, activation=None, plan_options=None, name=None):
+                 threshold=None, activation=None, residual=False, plan_options=None, name=None):
         super().__init__()
         if sum(x is not None for x in (mask, sparsity, threshold)) > 1:
             raise ValueError("SparseConv2d: give one of mask, sparsity, threshold")
@@ -296,16 +324,16 @@ class SparseConv2d(torch.nn.Module):
         self.in_features, self.out_features = c * r * s, k
         self.kernel_size, self.stride, self.padding = (r, s), stride, padding
         self.nnz, self.dtype, self.device = matrix.nnz, weight.dtype, weight.device
-        self.activation = activation
+        self.activation, self.residual = activation, bool(residual)
         self._layer = _ConvPlans(matrix, dense.contiguous(memory_format=torch.channels_last),
                                  (k, c, r, s, stride, padding), device, dtype, bias is not None,
-                                 activation == "relu", options, name)
+                                 activation == "relu", self.residual, options, name)
         self._key = self._layer.key
         self.register_buffer("bias", bias, persistent=False)
 
     @classmethod
     def from_conv(cls, conv, *, mask=None, sparsity=None, threshold=None, activation=None,
-                  plan_options=None, name=None):
+                  residual=False, plan_options=None, name=None):
         """A SparseConv2d of an nn.Conv2d's weight, bias, stride and padding
         (see the class); the Conv2d is left as it was. ValueError for what
         the plans do not take: groups, dilation, padding other than zeros
@@ -315,20 +343,20 @@ class SparseConv2d(torch.nn.Module):
             raise ValueError("SparseConv2d.from_conv: %s" % why)
         return cls(conv.weight, conv.bias, stride=conv.stride, padding=conv.padding, mask=mask,
                    sparsity=sparsity, threshold=threshold, activation=activation,
-                   plan_options=plan_options, name=name)
+                   residual=residual, plan_options=plan_options, name=name)
 
     @property
     def sparsity(self):
         return 1.0 - self.nnz / float(self.in_features * self.out_features or 1)
 
-    def forward(self, x):
+    def forward(self, x, residual=None):
         if x.dtype != self.dtype:
             raise TypeError("SparseConv2d: input of %s; the layer's plans take %s"
                             % (x.dtype, self.dtype))
         if type(x) is torch.Tensor and not _compiling() and not (
                 x.requires_grad and torch.is_grad_enabled()):
-            return self._layer.run(x, self.bias)  # eager: what the op runs
-        return conv2d_op(x, self.bias, self._key)
+            return self._layer.run(x, self.bias, residual)  # eager: what the op runs
+        return conv2d_op(x, self.bias, residual, self._key)
 
     def plans(self):
         """The input shapes met so far: n (the batch), h, w, path and
@@ -360,11 +388,12 @@ class SparseConv2d(torch.nn.Module):
 
     def extra_repr(self):
         return ("%d, %d, kernel_size=%s, stride=%d, padding=%d, bias=%s, nnz=%d (sparsity "
-                "%.3f), dtype=%s, device=%s, activation=%s"
+                "%.3f), dtype=%s, device=%s, activation=%s, residual=%s"
                 % (self.in_features // (self.kernel_size[0] * self.kernel_size[1]),
                    self.out_features, self.kernel_size, self.stride, self.padding,
                    self.bias is not None, self.nnz, self.sparsity,
-                   _convert._torch_name(self.dtype), self.device, self.activation))
+                   _convert._torch_name(self.dtype), self.device, self.activation,
+                   self.residual))
 
 
 def conv_unsupported(conv):

@@ -369,6 +369,115 @@ class ImportTests(unittest.TestCase):
             spforge.torch.not_a_name
 
 
+class Bottleneck(torch.nn.Module if torch is not None else object):
+    """A ResNet bottleneck as torchvision writes it: conv-bn-relu twice,
+    conv-bn, the skip (a projection where the shape changes) added in
+    place, then a ReLU."""
+
+    def __init__(self, c_in, width, stride):
+        super().__init__()
+        nn = torch.nn
+        self.conv1, self.bn1 = nn.Conv2d(c_in, width, 1, bias=False), nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.conv3, self.bn3 = nn.Conv2d(width, 2 * width, 1, bias=False), nn.BatchNorm2d(2 * width)
+        self.relu = nn.ReLU(inplace=True)
+        self.down = None
+        if stride != 1 or c_in != 2 * width:
+            self.down = nn.Sequential(nn.Conv2d(c_in, 2 * width, 1, stride, bias=False),
+                                      nn.BatchNorm2d(2 * width))
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        out += x if self.down is None else self.down(x)
+        return self.relu(out)
+
+
+class StandIn(torch.nn.Module if torch is not None else object):
+    """What SparseConv2d.from_conv makes, on the CPU: the folded conv, the
+    residual added, the ReLU."""
+
+    def __init__(self, conv, activation=None, residual=False, **_):
+        super().__init__()
+        self.conv, self.relu, self.has_residual = copy.deepcopy(conv), activation == "relu", residual
+
+    def forward(self, x, residual=None):
+        if (residual is not None) != self.has_residual:
+            raise AssertionError("residual given: %s, expected: %s" % (residual is not None,
+                                                                       self.has_residual))
+        y = self.conv(x) + (0 if residual is None else residual)
+        return torch.relu(y) if self.relu else y
+
+
+@real
+class FuseTests(unittest.TestCase):
+    """sparsify_fused's rewrite: the output unchanged (the batch norms'
+    statistics not trivial), no batch norm, ReLU module or add left, each
+    convolution's ReLU and residual where they belong; exclude and
+    min_size keep a convolution as torch's, with its batch norm folded."""
+
+    def model(self):
+        torch.manual_seed(3)
+        m = torch.nn.Sequential(Bottleneck(8, 4, 1), Bottleneck(8, 4, 2), Bottleneck(8, 8, 1),
+                                Bottleneck(16, 8, 1))  # the last adds the fused output before it
+        for bn in (x for x in m.modules() if isinstance(x, torch.nn.BatchNorm2d)):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.data.uniform_(0.5, 1.5)
+            bn.bias.data.uniform_(-0.2, 0.2)
+        return m.eval()
+
+    def test_rewrite(self):
+        from spforge import _torch_fuse
+        m = self.model()
+        x = torch.randn(2, 8, 9, 9)
+        with mock.patch.object(_torch_fuse, "conv_unsupported", lambda conv: None), \
+                mock.patch.object(_torch_fuse.SparseConv2d, "from_conv", StandIn):
+            gm, report = st.sparsify_fused(m, x, min_size=0, exclude=("2.conv2",))
+        with torch.no_grad():
+            torch.testing.assert_close(gm(x), m(x), rtol=1e-4, atol=1e-5)
+        self.assertFalse(m.training or gm.training)
+        kinds = [type(mod).__name__ for mod in gm.modules()]
+        self.assertNotIn("BatchNorm2d", kinds)
+        modules = dict(gm.named_modules())
+        relus = [n.args[0].target for n in gm.graph.nodes if n.op == "call_module"
+                 and isinstance(modules[n.target], torch.nn.ReLU)]
+        self.assertEqual(relus, ["2.conv2"])  # the ReLU of the convolution kept as torch's
+        self.assertFalse([n for n in gm.graph.nodes if n.op == "call_function"])
+        swapped = sorted(report.swapped)
+        self.assertEqual(len(swapped), 13)  # 14 convolutions, one excluded
+        self.assertEqual(report.kept, [("2.conv2", "excluded")])
+        self.assertEqual(sorted(report.residual), ["0.conv3", "1.conv3", "2.conv3", "3.conv3"])
+        self.assertEqual(sorted(report.fused), sorted(
+            "%d.conv%d" % (b, c) for b in range(4) for c in (1, 2, 3) if (b, c) != (2, 2)))
+        self.assertNotIn("0.down.0", report.fused)  # the projection: no ReLU of its own
+        self.assertTrue(isinstance(gm.get_submodule("2.conv2"), torch.nn.Conv2d)
+                        and gm.get_submodule("2.conv2").bias is not None)  # kept, bn folded
+
+    def test_add_of_another_shape_is_not_a_residual(self):
+        from spforge import _torch_fuse
+
+        class Broadcast(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = torch.nn.Conv2d(4, 6, 3, padding=1)
+                self.register_buffer("shift", torch.randn(6, 1, 1))
+
+            def forward(self, x):
+                return torch.relu(self.conv(x) + self.shift)
+
+        m = Broadcast().eval()
+        x = torch.randn(1, 4, 5, 5)
+        with mock.patch.object(_torch_fuse, "conv_unsupported", lambda conv: None), \
+                mock.patch.object(_torch_fuse.SparseConv2d, "from_conv", StandIn):
+            gm, report = st.sparsify_fused(m, x, min_size=0)
+        self.assertEqual((report.residual, report.fused), ([], []))
+        with torch.no_grad():
+            torch.testing.assert_close(gm(x), m(x))
+
+
 def main():
     return unittest_run.run(__name__, SKIP, lambda: "spforge.torch on %s (torch %s)" % (
         "fake_torch" if FAKE else "the real torch", torch.__version__))

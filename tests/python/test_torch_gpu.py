@@ -195,8 +195,9 @@ class GpuTests(unittest.TestCase):
 class ConvGpuTests(unittest.TestCase):
     """SparseConv2d: the spforge plan of each shape (whichever way the layer
     then runs) and the module's output against torch's conv2d on the same
-    pruned weight in float32 (no TF32); odd sizes, stride 2, padding 0 / 1
-    / 3, C = 3; sparsify swapping the convolutions of a small model."""
+    pruned weight in float32 (no TF32), with and without a residual; odd
+    sizes, stride 2, padding 0 / 1 / 3, C = 3; sparsify swapping the
+    convolutions of a small model; sparsify_fused on a small ResNet."""
 
     SHAPES = [  # c, k, r, stride, padding, n, h, w
         (16, 24, 3, 1, 1, 2, 9, 11), (8, 5, 3, 2, 0, 3, 13, 7), (3, 12, 7, 2, 3, 1, 17, 15),
@@ -220,23 +221,27 @@ class ConvGpuTests(unittest.TestCase):
     def test_against_reference(self):
         for dtype in ("float16", "bfloat16", "float32"):
             dt = getattr(torch, dtype)
-            for c, k, r, stride, padding, n, h, w in self.SHAPES:
+            for i, (c, k, r, stride, padding, n, h, w) in enumerate(self.SHAPES):
                 for strategy in ("auto", "generic"):
+                    residual = (i + len(strategy)) % 2 == 1
                     with self.subTest(dtype=dtype, shape=(c, k, r, stride, padding, n, h, w),
-                                      strategy=strategy):
+                                      strategy=strategy, residual=residual):
                         conv = torch.nn.Conv2d(c, k, r, stride, padding, device="cuda", dtype=dt)
                         layer = self.st.SparseConv2d.from_conv(
-                            conv, sparsity=0.8, activation="relu",
+                            conv, sparsity=0.8, activation="relu", residual=residual,
                             plan_options={"strategy": strategy, "cache": False})
                         x = torch.randn(n, c, h, w, device="cuda", dtype=dt)
                         weight = layer._layer.dense_weight.float()
-                        want = torch.relu(torch.nn.functional.conv2d(
-                            x.float(), weight, layer.bias, stride, padding))
-                        self.close(layer(x), want, dtype)
+                        want = torch.nn.functional.conv2d(x.float(), weight, layer.bias, stride,
+                                                          padding)
+                        skip = torch.randn_like(want).to(dt) if residual else None
+                        want = torch.relu(want + (skip.float() if residual else 0))
+                        self.close(layer(x, skip), want, dtype)
                         entry = layer._layer.plan(n, h, w)
                         xs = x.contiguous(memory_format=torch.channels_last)
                         y = layer._layer._output(xs)
-                        layer._layer._execute(entry["handle"], xs, y, layer.bias)
+                        layer._layer._execute(entry["handle"], xs, y, layer.bias,
+                                              layer._layer._residual(xs, skip))
                         self.close(y, want, dtype)  # the spforge plan, whichever runs
                         if strategy == "generic" and (r > 1 or stride > 1):
                             self.assertEqual(entry["path"], "implicit")
@@ -260,6 +265,64 @@ class ConvGpuTests(unittest.TestCase):
         self.assertEqual(len(report.swapped["0"].plans()), 1)
         with self.assertRaises(RuntimeError):
             copy.deepcopy(model)[0]._apply(lambda t: t.cpu())
+
+    def test_sparsify_fused(self):
+        """A small ResNet of bottlenecks (the projection too), batch norms
+        with their statistics from random images: sparsify_fused's model
+        against the dense one with the same pruned weights, eager and
+        replayed in a CUDA graph."""
+        nn = torch.nn
+
+        class Block(nn.Module):
+            def __init__(self, c_in, width, stride):
+                super().__init__()
+                self.conv1, self.bn1 = nn.Conv2d(c_in, width, 1, bias=False), nn.BatchNorm2d(width)
+                self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+                self.bn2, self.relu = nn.BatchNorm2d(width), nn.ReLU(inplace=True)
+                self.conv3 = nn.Conv2d(width, 4 * width, 1, bias=False)
+                self.bn3 = nn.BatchNorm2d(4 * width)
+                self.down = None if stride == 1 and c_in == 4 * width else nn.Sequential(
+                    nn.Conv2d(c_in, 4 * width, 1, stride, bias=False), nn.BatchNorm2d(4 * width))
+
+            def forward(self, x):
+                y = self.relu(self.bn1(self.conv1(x)))
+                y = self.relu(self.bn2(self.conv2(y)))
+                y = self.bn3(self.conv3(y))
+                y += x if self.down is None else self.down(x)
+                return self.relu(y)
+
+        for dtype in (torch.float16, torch.float32):
+            with self.subTest(dtype=dtype):
+                model = nn.Sequential(nn.Conv2d(3, 32, 7, 2, 3, bias=False), nn.BatchNorm2d(32),
+                                      nn.ReLU(), Block(32, 16, 1), Block(64, 16, 1),
+                                      Block(64, 32, 2)).cuda().to(memory_format=torch.channels_last)
+                with torch.no_grad():
+                    for conv in (m for m in model.modules() if isinstance(m, nn.Conv2d)):
+                        conv.weight.mul_(torch.rand_like(conv.weight) < 0.2)
+                for bn in (m for m in model.modules() if isinstance(m, nn.BatchNorm2d)):
+                    bn.momentum = None
+                model.train()
+                with torch.no_grad():
+                    model(torch.randn(8, 3, 33, 33, device="cuda"))
+                model = model.to(dtype).eval()
+                x = torch.randn(2, 3, 33, 33, device="cuda", dtype=dtype).contiguous(
+                    memory_format=torch.channels_last)
+                fused, report = self.st.sparsify_fused(model, x, min_size=0,
+                                                       plan_options={"cache": False})
+                self.assertEqual(len(report.swapped), 12)
+                self.assertEqual(sorted(report.residual), ["3.conv3", "4.conv3", "5.conv3"])
+                with torch.no_grad():
+                    want, got = model(x).float(), fused(x).float()
+                err = float((got - want).norm() / want.norm())
+                self.assertLess(err, 1e-2 if dtype == torch.float16 else 1e-4)
+                graph = torch.cuda.CUDAGraph()
+                with torch.no_grad(), torch.cuda.graph(graph):
+                    replayed = fused(x)
+                graph.replay()
+                torch.cuda.synchronize()
+                torch.testing.assert_close(replayed, fused(x))
+                for layer in report.swapped.values():
+                    layer.release_plans()
 
     def test_refusals(self):
         conv = torch.nn.Conv2d(4, 4, 3, dilation=2, device="cuda")
