@@ -5,10 +5,11 @@ channels_last (NHWC: one SpMM launch for the batch) and the output is a
 channels_last tensor, as torch's own conv gives for a channels_last input.
 
 A plan is made per input shape (N, H, W) on first use. It is then timed
-against torch's conv2d (cuDNN) on the same pruned weight, and the faster
-of the two is what that shape runs from then on: a swapped layer is never
-slower than the dense convolution it replaced, by measurement (as
-SparseLinear's dense plans run torch's linear; _torch.py). The weights'
+against torch's conv2d (cuDNN) on the same pruned weight, both by the
+GPU's time (replays of a CUDA graph of their calls), and the faster of the
+two is what that shape runs from then on: a swapped layer is never slower
+than the dense convolution it replaced, by measurement (as SparseLinear's
+dense plans run torch's linear; _torch.py). The weights'
 columns are torch's (c, r, s) order, conv.weight.reshape(K, -1)."""
 
 import ctypes
@@ -41,20 +42,34 @@ def _pair(value, what):
 
 
 def _time_us(fn, rounds=5, repeats=20):
-    """Per-call median over rounds of back-to-back calls (CUDA events, on
-    the current stream): the protocol of src/gpu/timing.c, shortened."""
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(rounds):
-        start.record()
+    """The GPU's time per call: warm-up calls, then `repeats` calls
+    captured in a CUDA graph on a side stream and the per-call median over
+    rounds of its replays (CUDA events): the protocol of src/gpu/timing.c's
+    graph mode. A loop of eager calls would time Python's cost per call
+    (10-40 µs here), which hides kernels of a few µs and would pick
+    whichever of spforge's and torch's calls is cheaper in Python, not on
+    the GPU: inside a model replayed in a CUDA graph, the GPU's time is
+    what counts."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # outside the capture: cuDNN's benchmark mode picks here
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
         for _ in range(repeats):
             fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(rounds + 1):  # the first replay uploads the graph
+        start.record()
+        graph.replay()
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end) * 1e3 / repeats)
-    return sorted(times)[len(times) // 2]
+    del graph
+    return sorted(times[1:])[rounds // 2]
 
 
 class _ConvPlans:
