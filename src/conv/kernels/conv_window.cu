@@ -52,7 +52,11 @@ template <> __device__ __forceinline__ float run_value<__nv_bfloat16>(const uint
 
 /* Channels c0 .. c0 + cc - 1 of the window's first `rows` rows, from the
  * input of `image`, into win (channel-major, plane wr·ww), zeros in the
- * padding. */
+ * padding. A thread issues kLoads loads before it stores any: one at a
+ * time, the copy was a chain of memory latencies (the first runs on the
+ * H200 spent about 9 of a batch-1 layer's 14 µs here). */
+constexpr int kLoads = 4;
+
 template <typename T>
 __device__ __forceinline__ void stage(const args &a, int image, int first, int rows, int c0,
                                       int cc, float *win)
@@ -60,25 +64,39 @@ __device__ __forceinline__ void stage(const args &a, int image, int first, int r
     const conv_window_geom &g = a.g;
     const T *in = static_cast<const T *>(a.in);
     const int plane = rows * g.ww, we = g.wr * g.ww;
-    if (a.vector) {
-        constexpr int V = 16 / sizeof(T);
-        for (int i = threadIdx.x; i < cc / V * plane; i += kThreads) {
-            const int run = i / plane, yx = i - run * plane, y = yx / g.ww;
-            const int64_t from = conv_window_source(&g, image, first, y, yx - y * g.ww);
-            uint4 v = make_uint4(0u, 0u, 0u, 0u);
-            if (from >= 0)
-                v = __ldg(reinterpret_cast<const uint4 *>(in + from + c0 + run * V));
-            const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-            float *dst = win + run * V * we + yx;
+    /* a piece: V channels of one window position (V = 1 without 16-byte runs) */
+    constexpr int V = 16 / sizeof(T);
+    const int per = a.vector ? V : 1, pieces = cc / per * plane;
+    for (int base = threadIdx.x; base < pieces; base += kLoads * kThreads) {
+        uint4 v[kLoads];
+        int to[kLoads];
 #pragma unroll
-            for (int u = 0; u < V; u++)
-                dst[u * we] = run_value<T>(words, u);
+        for (int u = 0; u < kLoads; u++) {
+            const int i = base + u * kThreads;
+            v[u] = make_uint4(0u, 0u, 0u, 0u);
+            to[u] = -1;
+            if (i < pieces) {
+                const int run = i / plane, yx = i - run * plane, y = yx / g.ww;
+                const int64_t from = conv_window_source(&g, image, first, y, yx - y * g.ww);
+                to[u] = run * per * we + yx;
+                if (from >= 0 && a.vector)
+                    v[u] = __ldg(reinterpret_cast<const uint4 *>(in + from + c0 + run * V));
+                else if (from >= 0)
+                    v[u].x = __float_as_uint(elem<T>::to_float(in[from + c0 + run]));
+            }
         }
-    } else {
-        for (int i = threadIdx.x; i < cc * plane; i += kThreads) {
-            const int cl = i / plane, yx = i - cl * plane, y = yx / g.ww;
-            const int64_t from = conv_window_source(&g, image, first, y, yx - y * g.ww);
-            win[cl * we + yx] = from >= 0 ? elem<T>::to_float(in[from + c0 + cl]) : 0.0f;
+#pragma unroll
+        for (int u = 0; u < kLoads; u++) {
+            if (to[u] < 0)
+                continue;
+            if (!a.vector) {
+                win[to[u]] = __uint_as_float(v[u].x);
+                continue;
+            }
+            const uint32_t words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+#pragma unroll
+            for (int e = 0; e < V; e++)
+                win[to[u] + e * we] = run_value<T>(words, e);
         }
     }
 }
@@ -112,14 +130,19 @@ __global__ void __launch_bounds__(kThreads) window_kernel(const args a)
         const int c0 = ch * g.cc;
         if (ch > 0)
             __syncthreads(); /* every warp is done with the last chunk */
+        /* lane rr holds row rr's range of the chunk, loaded before the copy */
+        int my_beg = 0, my_end = 0;
+        if (lane < RW && k0 + warp * RW + lane < g.k) {
+            const int at_ptr = (k0 + warp * RW + lane) * g.chunks + ch;
+            my_beg = __ldg(a.ptr + at_ptr);
+            my_end = __ldg(a.ptr + at_ptr + 1);
+        }
         stage<T>(a, image, first, rows, c0, min(g.cc, g.c - c0), smem);
         __syncthreads();
 #pragma unroll
         for (int rr = 0; rr < RW; rr++) {
-            const int k = k0 + warp * RW + rr;
-            if (k >= g.k)
-                continue; /* the warp's lanes alike */
-            const int beg = a.ptr[k * g.chunks + ch], end = a.ptr[k * g.chunks + ch + 1];
+            const int beg = __shfl_sync(0xffffffffu, my_beg, rr);
+            const int end = __shfl_sync(0xffffffffu, my_end, rr); /* 0 .. 0 past K */
             for (int e = beg; e < end; e += 32) {
                 const uint2 mine = e + lane < end ? __ldg(a.entry + e + lane) : make_uint2(0u, 0u);
                 const int n = min(32, end - e);
