@@ -605,7 +605,8 @@ typedef struct spf_candidate {
     spf_strategy strategy;
     spf_candidate_outcome outcome;
     double estimate_us;       /* the planner's cost estimate (0 if none)          */
-    double kernel_us;         /* measured median (0 if not timed)                 */
+    double kernel_us;         /* measured median of the GPU's time, replayed in a
+                                 CUDA graph (0 if not timed)                      */
     char detail[160];         /* the kernel's name when built, else the reason    */
 } spf_candidate;
 

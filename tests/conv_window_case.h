@@ -10,7 +10,8 @@
 #include "conv/conv_gather.h"
 #include "conv/conv_window.h"
 
-static const conv_window_config conv_window_all[] = {{2, 1}, {2, 2}, {2, 4}, {4, 1}, {4, 2},
+static const conv_window_config conv_window_all[] = {{1, 1}, {1, 2}, {1, 4}, {2, 1},
+                                                     {2, 2}, {2, 4}, {4, 1}, {4, 2},
                                                      {4, 4}, {8, 1}, {8, 2}, {8, 4}};
 #define CONV_WINDOW_ALL ((int)(sizeof conv_window_all / sizeof conv_window_all[0]))
 

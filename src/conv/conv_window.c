@@ -61,10 +61,10 @@ int conv_window_geometry(const conv_gather *g, int32_t k, conv_window_config cfg
 int conv_window_configs(const conv_gather *g, int32_t k, conv_window_config *out, char *reason,
                         size_t cap)
 {
-    static const int rws[] = {2, 4, 8}, js[] = {1, 2, 4};
+    static const int rws[] = {1, 2, 4, 8}, js[] = {1, 2, 4};
     const int64_t pq = (int64_t)g->p * g->q;
     int n = 0;
-    for (int a = 0; a < 3; a++)
+    for (int a = 0; a < 4; a++)
         for (int b = 0; b < 3; b++) {
             /* a wider block only where the narrower one leaves no channels
              * or positions of an image for it to take */

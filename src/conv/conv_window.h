@@ -39,12 +39,12 @@ enum {
                                          two blocks an SM                     */
     CONV_WINDOW_SMEM_LIMIT = CONV_WINDOW_SMEM + 1024, /* the kernels' limit: the
                                          budget, or an output tile (≤ 33 KB)  */
-    CONV_WINDOW_MAX_CONFIGS = 9
+    CONV_WINDOW_MAX_CONFIGS = 12
 };
 
 /* A kernel configuration (template parameters of the kernel). */
 typedef struct conv_window_config {
-    int rw; /* output channels a warp: 2, 4 or 8       */
+    int rw; /* output channels a warp: 1, 2, 4 or 8    */
     int j;  /* output positions a lane: 1, 2 or 4       */
 } conv_window_config;
 
@@ -82,16 +82,30 @@ CONV_HD int32_t conv_window_position(const conv_window_geom *g, int32_t first, i
     return (p - first) * g->stride * g->ww + (pos - p * g->q) * g->stride;
 }
 
-/* The input element (channel 0 of its run) under window row y, column x
- * of a tile of `image` whose first output row is `first`, or -1 in the
- * padding. */
+/* The input element of channel 0 under window row y, column 0 of a
+ * tile of `image` whose first output row is `first` (the padded row's
+ * first real column), or -1 when the row is padding. */
+CONV_HD int64_t conv_window_row(const conv_window_geom *g, int32_t image, int32_t first, int32_t y)
+{
+    const int32_t iy = first * g->stride - g->pad + y;
+    return iy < 0 || iy >= g->h ? -1 : ((int64_t)image * g->h + iy) * g->w * g->c;
+}
+
+/* The input column under window column x, or -1 in the padding. */
+CONV_HD int32_t conv_window_column(const conv_window_geom *g, int32_t x)
+{
+    const int32_t ix = x - g->pad;
+    return ix < 0 || ix >= g->w ? -1 : ix;
+}
+
+/* The input element (channel 0 of its run) under window row y, column x,
+ * or -1 in the padding: the two above together. */
 CONV_HD int64_t conv_window_source(const conv_window_geom *g, int32_t image, int32_t first,
                                    int32_t y, int32_t x)
 {
-    const int32_t iy = first * g->stride - g->pad + y, ix = x - g->pad;
-    if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w)
-        return -1;
-    return (((int64_t)image * g->h + iy) * g->w + ix) * g->c;
+    const int64_t row = conv_window_row(g, image, first, y);
+    const int32_t ix = conv_window_column(g, x);
+    return row < 0 || ix < 0 ? -1 : row + (int64_t)ix * g->c;
 }
 
 /* A nonzero's place: the window offset of filter column kk (in (r, s, c)

@@ -121,10 +121,16 @@ spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
     TRY(time_round(&work, s, warmup, start, stop, &estimate_us));
     int repeats = opt.repeats;
     if (opt.graph) { /* the estimate from one replay: the loop's includes the host's cost */
-        TRY(capture(fn, ctx, s, 1, &work.graph));
-        TRY(time_round(&work, s, 1, start, stop, &estimate_us));
-        (void)cudaGraphExecDestroy(work.graph);
-        work.graph = NULL;
+        if (capture(fn, ctx, s, 1, &work.graph) != SPF_OK) {
+            /* not capturable (a launch the capture refused): time the loop */
+            error_clear();
+            (void)cudaGetLastError();
+            opt.graph = 0;
+        } else {
+            TRY(time_round(&work, s, 1, start, stop, &estimate_us));
+            (void)cudaGraphExecDestroy(work.graph);
+            work.graph = NULL;
+        }
     }
     if (repeats <= 0) {
         double r = estimate_us > 0.0 ? opt.target_round_us / estimate_us : MAX_REPEATS;
@@ -143,6 +149,7 @@ spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
     out->max_us = samples[rounds - 1];
     out->repeats = repeats;
     out->rounds = rounds;
+    out->graph = opt.graph;
 fail:
     if (work.graph)
         (void)cudaGraphExecDestroy(work.graph);

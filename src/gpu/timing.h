@@ -28,8 +28,9 @@ typedef struct timing_options {
     int graph;              /* 1: the R launches of a round captured once in a CUDA graph,
                                each round a replay of it: the GPU's time, without the
                                host's cost per launch, which bounds launch loops of
-                               kernels of a few µs (the launches must be capturable,
-                               as spf_plan_execute's are); 0 (default): a launch loop   */
+                               kernels of a few µs (spf_plan_execute's launches are
+                               capturable; where a capture fails, the loop is timed
+                               instead and the result says so); 0 (default): a loop     */
 } timing_options;
 
 void timing_options_init(timing_options *options);
@@ -38,6 +39,7 @@ typedef struct timing_result {
     double median_us;       /* per launch: the median over rounds (the number reported)   */
     double min_us, max_us;  /* per launch: the fastest and slowest rounds                  */
     int repeats, rounds;    /* R and the number of rounds used                             */
+    int graph;              /* 1: the rounds were replays of a CUDA graph                   */
 } timing_result;
 
 /* Time fn(ctx, stream) on `stream`; options may be NULL for the defaults.

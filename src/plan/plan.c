@@ -167,12 +167,20 @@ static spf_status launch_timed(void *ctx, void *stream)
     return t->s->launch(t->state, t->check->b, t->check->c, t->check->bias, stream);
 }
 
+/* By the GPU's time (replays of a CUDA graph): in a launch loop every
+ * candidate of a small problem costs the host's few µs per launch, and
+ * AUTO's pick among them was a coin toss (bench/results/conv/README.md:
+ * the panel kernel at 14 µs kept over cuBLASLt at 6.7 µs, a batch-1 3×3
+ * convolution's SpMM on the H200). */
 static spf_status time_state(const strategy *s, const void *state, const selfcheck *check,
                              double *us)
 {
     timed_state t = {s, state, check};
     timing_result r;
-    spf_status st = timing_measure(launch_timed, &t, NULL, NULL, &r);
+    timing_options topt;
+    timing_options_init(&topt);
+    topt.graph = 1;
+    spf_status st = timing_measure(launch_timed, &t, NULL, &topt, &r);
     if (st == SPF_OK)
         *us = r.median_us;
     return st;

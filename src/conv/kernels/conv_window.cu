@@ -1,5 +1,5 @@
 /* The window kernel (conv/conv_window.h says how the work is cut).
- * Instantiated for fp32, fp16 and bf16 × rw (2, 4, 8) × j (1, 2, 4).
+ * Instantiated for fp32, fp16 and bf16 × rw (1, 2, 4, 8) × j (1, 2, 4).
  *
  * Per nonzero a warp spends two shuffles (its value and window offset,
  * loaded 32 at a time by the lanes) and per position one shared load and
@@ -52,10 +52,12 @@ template <> __device__ __forceinline__ float run_value<__nv_bfloat16>(const uint
 
 /* Channels c0 .. c0 + cc - 1 of the window's first `rows` rows, from the
  * input of `image`, into win (channel-major, plane wr·ww), zeros in the
- * padding. A thread issues kLoads loads before it stores any: one at a
- * time, the copy was a chain of memory latencies (the first runs on the
- * H200 spent about 9 of a batch-1 layer's 14 µs here). */
-constexpr int kLoads = 4;
+ * padding. A warp takes a row of one run of channels (V channels where
+ * they are read 16 bytes at a time, else one) at a time, its lanes along
+ * the row, so that their stores fall on consecutive banks and the row's
+ * place is worked out once; a lane issues kLoads loads before it stores
+ * any (one at a time, the copy was a chain of memory latencies). */
+constexpr int kLoads = 2;
 
 template <typename T>
 __device__ __forceinline__ void stage(const args &a, int image, int first, int rows, int c0,
@@ -63,40 +65,37 @@ __device__ __forceinline__ void stage(const args &a, int image, int first, int r
 {
     const conv_window_geom &g = a.g;
     const T *in = static_cast<const T *>(a.in);
-    const int plane = rows * g.ww, we = g.wr * g.ww;
-    /* a piece: V channels of one window position (V = 1 without 16-byte runs) */
+    const int we = g.wr * g.ww, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     constexpr int V = 16 / sizeof(T);
-    const int per = a.vector ? V : 1, pieces = cc / per * plane;
-    for (int base = threadIdx.x; base < pieces; base += kLoads * kThreads) {
-        uint4 v[kLoads];
-        int to[kLoads];
+    const int per = a.vector ? V : 1, lines = cc / per * rows;
+    for (int line = warp; line < lines; line += CONV_WINDOW_WARPS) {
+        const int run = line / rows, y = line - run * rows;
+        const int64_t row = conv_window_row(&g, image, first, y);
+        const T *src = in + (row >= 0 ? row : 0) + c0 + run * per;
+        float *dst = win + run * per * we + y * g.ww;
+        for (int x0 = lane; x0 < g.ww; x0 += 32 * kLoads) {
+            uint4 v[kLoads];
 #pragma unroll
-        for (int u = 0; u < kLoads; u++) {
-            const int i = base + u * kThreads;
-            v[u] = make_uint4(0u, 0u, 0u, 0u);
-            to[u] = -1;
-            if (i < pieces) {
-                const int run = i / plane, yx = i - run * plane, y = yx / g.ww;
-                const int64_t from = conv_window_source(&g, image, first, y, yx - y * g.ww);
-                to[u] = run * per * we + yx;
-                if (from >= 0 && a.vector)
-                    v[u] = __ldg(reinterpret_cast<const uint4 *>(in + from + c0 + run * V));
-                else if (from >= 0)
-                    v[u].x = __float_as_uint(elem<T>::to_float(in[from + c0 + run]));
+            for (int u = 0; u < kLoads; u++) {
+                const int x = x0 + 32 * u, ix = x < g.ww ? conv_window_column(&g, x) : -1;
+                v[u] = make_uint4(0u, 0u, 0u, 0u);
+                if (row >= 0 && ix >= 0 && a.vector)
+                    v[u] = __ldg(reinterpret_cast<const uint4 *>(src + static_cast<int64_t>(ix) * g.c));
+                else if (row >= 0 && ix >= 0)
+                    v[u].x = __float_as_uint(elem<T>::to_float(src[static_cast<int64_t>(ix) * g.c]));
             }
-        }
 #pragma unroll
-        for (int u = 0; u < kLoads; u++) {
-            if (to[u] < 0)
-                continue;
-            if (!a.vector) {
-                win[to[u]] = __uint_as_float(v[u].x);
-                continue;
+            for (int u = 0; u < kLoads; u++) {
+                const int x = x0 + 32 * u;
+                const uint32_t words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+                if (x < g.ww && !a.vector)
+                    dst[x] = __uint_as_float(words[0]);
+                if (x < g.ww && a.vector) {
+#pragma unroll
+                    for (int e = 0; e < V; e++)
+                        dst[x + e * we] = run_value<T>(words, e);
+                }
             }
-            const uint32_t words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-#pragma unroll
-            for (int e = 0; e < V; e++)
-                win[to[u] + e * we] = run_value<T>(words, e);
         }
     }
 }
@@ -200,6 +199,7 @@ template <typename T, int RW> const void *kernel_j(int j)
 template <typename T> const void *kernel_rw(int rw, int j)
 {
     switch (rw) {
+    case 1: return kernel_j<T, 1>(j);
     case 2: return kernel_j<T, 2>(j);
     case 4: return kernel_j<T, 4>(j);
     case 8: return kernel_j<T, 8>(j);
