@@ -112,7 +112,10 @@ spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
 
     TRY(CUDA_CHECK(cudaEventCreate(&start)));
     TRY(CUDA_CHECK(cudaEventCreate(&stop)));
-    if (opt.graph && !s) { /* the legacy default stream cannot be captured */
+    if (opt.graph && !s) {
+        /* the legacy default stream cannot be captured: a stream of our own,
+         * after the work queued on the default one (the operands' copies) */
+        TRY(CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy)));
         TRY(CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking)));
         s = own;
     }
