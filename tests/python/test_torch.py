@@ -369,32 +369,6 @@ class ImportTests(unittest.TestCase):
             spforge.torch.not_a_name
 
 
-class Bottleneck(torch.nn.Module if torch is not None else object):
-    """A ResNet bottleneck as torchvision writes it: conv-bn-relu twice,
-    conv-bn, the skip (a projection where the shape changes) added in
-    place, then a ReLU."""
-
-    def __init__(self, c_in, width, stride):
-        super().__init__()
-        nn = torch.nn
-        self.conv1, self.bn1 = nn.Conv2d(c_in, width, 1, bias=False), nn.BatchNorm2d(width)
-        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
-        self.conv3, self.bn3 = nn.Conv2d(width, 2 * width, 1, bias=False), nn.BatchNorm2d(2 * width)
-        self.relu = nn.ReLU(inplace=True)
-        self.down = None
-        if stride != 1 or c_in != 2 * width:
-            self.down = nn.Sequential(nn.Conv2d(c_in, 2 * width, 1, stride, bias=False),
-                                      nn.BatchNorm2d(2 * width))
-
-    def forward(self, x):
-        out = self.relu(self.bn1(self.conv1(x)))
-        out = self.relu(self.bn2(self.conv2(out)))
-        out = self.bn3(self.conv3(out))
-        out += x if self.down is None else self.down(x)
-        return self.relu(out)
-
-
 class StandIn(torch.nn.Module if torch is not None else object):
     """What SparseConv2d.from_conv makes, on the CPU: the folded conv, the
     residual added, the ReLU."""
@@ -419,9 +393,11 @@ class FuseTests(unittest.TestCase):
     min_size keep a convolution as torch's, with its batch norm folded."""
 
     def model(self):
+        from bottleneck import Bottleneck
         torch.manual_seed(3)
-        m = torch.nn.Sequential(Bottleneck(8, 4, 1), Bottleneck(8, 4, 2), Bottleneck(8, 8, 1),
-                                Bottleneck(16, 8, 1))  # the last adds the fused output before it
+        m = torch.nn.Sequential(Bottleneck(8, 4, 1, 2), Bottleneck(8, 4, 2, 2),
+                                Bottleneck(8, 8, 1, 2),
+                                Bottleneck(16, 8, 1, 2))  # the last adds the fused output before it
         for bn in (x for x in m.modules() if isinstance(x, torch.nn.BatchNorm2d)):
             bn.running_mean.uniform_(-0.5, 0.5)
             bn.running_var.uniform_(0.5, 2.0)

@@ -273,24 +273,7 @@ class ConvGpuTests(unittest.TestCase):
         replayed in a CUDA graph."""
         nn = torch.nn
 
-        class Block(nn.Module):
-            def __init__(self, c_in, width, stride):
-                super().__init__()
-                self.conv1, self.bn1 = nn.Conv2d(c_in, width, 1, bias=False), nn.BatchNorm2d(width)
-                self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
-                self.bn2, self.relu = nn.BatchNorm2d(width), nn.ReLU(inplace=True)
-                self.conv3 = nn.Conv2d(width, 4 * width, 1, bias=False)
-                self.bn3 = nn.BatchNorm2d(4 * width)
-                self.down = None if stride == 1 and c_in == 4 * width else nn.Sequential(
-                    nn.Conv2d(c_in, 4 * width, 1, stride, bias=False), nn.BatchNorm2d(4 * width))
-
-            def forward(self, x):
-                y = self.relu(self.bn1(self.conv1(x)))
-                y = self.relu(self.bn2(self.conv2(y)))
-                y = self.bn3(self.conv3(y))
-                y += x if self.down is None else self.down(x)
-                return self.relu(y)
-
+        from bottleneck import Bottleneck as Block
         for dtype in (torch.float16, torch.float32):
             with self.subTest(dtype=dtype):
                 model = nn.Sequential(nn.Conv2d(3, 32, 7, 2, 3, bias=False), nn.BatchNorm2d(32),
