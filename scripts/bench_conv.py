@@ -124,79 +124,89 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spforge", required=True, help="the spforge program")
     ap.add_argument("--data", default="data", help="the extracted data folder (data/dlmc/rn50)")
-    ap.add_argument("--sparsity", default="0.9")
+    ap.add_argument("--sparsity", default="0.9",
+                    help="DLMC sparsities, comma-separated (the data holds 0.8, 0.9, 0.95, 0.98)")
     ap.add_argument("--batch", default="1,32", help="batch sizes, comma-separated")
     ap.add_argument("--dtype", default="f16", choices=("f32", "f16", "bf16"))
     ap.add_argument("--kinds", default="3x3", help="3x3, 1x1, stem or all")
     ap.add_argument("--strategy", default="auto")
     ap.add_argument("--out", required=True, help="the CSV to write")
     a = ap.parse_args()
+    sparsities = a.sparsity.split(",")
+    for sparsity in sparsities:
+        folder = os.path.join(a.data, "dlmc", "rn50", "magnitude_pruning", sparsity)
+        if not os.path.isdir(folder):
+            ap.error("--sparsity %s: no folder %s (extract ../shared/data: scripts/extract-data.sh)"
+                     % (sparsity, folder))
     import torch
     torch.backends.cudnn.benchmark = True
-    folder = os.path.join(a.data, "dlmc", "rn50", "magnitude_pruning", a.sparsity)
     kinds = {"3x3": lambda l: l.kernel == 3, "1x1": lambda l: l.kernel == 1 and l.module != "fc",
              "stem": lambda l: l.kernel == 7, "all": lambda l: l.module != "fc"}[a.kinds]
     layers = [l for l in resnet50.LAYERS if kinds(l)]
     rows_out = []
     tmp = tempfile.mkdtemp()
-    for batch in (int(b) for b in a.batch.split(",")):
-        for l in layers:
-            src = os.path.join(folder, l.dlmc + ".smtx")
-            dst = os.path.join(tmp, l.dlmc + ".smtx")
-            _, _, row_ptr, col_idx = write_torch_order(src, dst, l)
-            cmd = [a.spforge, "conv", dst, "--input-shape",
-                   "%d,%d,%d,%d" % (batch, l.c_in, l.in_side, l.in_side), "--stride",
-                   str(l.stride), "--padding", str(l.padding), "--layout", "nhwc", "--dtype",
-                   a.dtype, "--strategy", a.strategy, "--json", "--no-progress"]
-            p = subprocess.run(cmd, capture_output=True, text=True)
-            try:
-                d = json.loads(p.stdout)
-            except ValueError:
-                d = {}
-            sp_us = 1e3 * d["time_ms_median"] if d else float("nan")
-            g = subprocess.run(cmd + ["--timing", "graph"], capture_output=True, text=True)
-            try:
-                dg = json.loads(g.stdout)
-            except ValueError:
-                dg = {}
-            sp_graph_us = 1e3 * dg["time_ms_median"] if dg.get("passed") else float("nan")
-            w = masked_weight(l, row_ptr, col_idx, torch)
-            cl_us = cudnn_us(l, w, batch, a.dtype, True, torch)
-            cl_graph_us = cudnn_us(l, w, batch, a.dtype, True, torch, graph=True)
-            nchw_us = cudnn_us(l, w, batch, a.dtype, False, torch)
-            f32_us = cudnn_us(l, w, batch, "f32", True, torch)
-            tf32_us = cudnn_us(l, w, batch, "f32", True, torch, tf32=True)
-            cs_us, cs_dtype = im2col_cusparse_us(l, w, batch, a.dtype, torch)
-            row = {"layer": l.module, "dlmc": l.dlmc, "batch": batch, "c_in": l.c_in,
-                   "c_out": l.c_out, "kernel": l.kernel, "stride": l.stride, "side": l.in_side,
-                   "nnz": len(col_idx), "dtype": a.dtype, "spforge_us": round(sp_us, 3),
-                   "spforge_graph_us": round(sp_graph_us, 3),
-                   "graph_path": dg.get("path", ""),
-                   "graph_kernel": dg.get("plan", {}).get("kernel", ""),
-                   "cudnn_channels_last_us": round(cl_us, 3),
-                   "cudnn_channels_last_graph_us": round(cl_graph_us, 3),
-                   "cudnn_nchw_us": round(nchw_us, 3),
-                   "cudnn_f32_us": round(f32_us, 3), "cudnn_tf32_us": round(tf32_us, 3),
-                   "im2col_cusparse_us": round(cs_us, 3), "cusparse_dtype": cs_dtype,
-                   "speedup_vs_channels_last": round(cl_us / sp_us, 3) if d else "",
-                   "graph_speedup_vs_channels_last": round(cl_graph_us / sp_graph_us, 3)
-                   if dg.get("passed") else "",
-                   "speedup_vs_cusparse": round(cs_us / sp_us, 3) if d and cs_dtype else "",
-                   "passed": d.get("passed", False), "error": d.get("relative_error", ""),
-                   "path": d.get("path", ""), "im2col_us": d.get("im2col_us", ""),
-                   "implicit_us": d.get("implicit_us", ""),
-                   "strategy": d.get("plan", {}).get("strategy", ""),
-                   "spforge_kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
-            rows_out.append(row)
-            write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
-            print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us (%s)  cuDNN "
-                  "channels_last %7.1f us, graph %7.1f us  NCHW %7.1f  fp32 %7.1f  TF32 %7.1f  "
-                  "im2col+cuSPARSE (%s) %7.1f us"
-                  % (l.module, batch, sp_us, row["path"], row["spforge_kernel"], sp_graph_us,
-                     row["graph_kernel"], cl_us, cl_graph_us, nchw_us, f32_us, tf32_us, cs_dtype,
-                     cs_us), flush=True)
-    for batch in sorted({r["batch"] for r in rows_out}):
-        s = [r for r in rows_out if r["batch"] == batch and r["passed"]]
+    runs = [(sparsity, int(b), l) for sparsity in sparsities for b in a.batch.split(",")
+            for l in layers]
+    for sparsity, batch, l in runs:
+        src = os.path.join(a.data, "dlmc", "rn50", "magnitude_pruning", sparsity,
+                           l.dlmc + ".smtx")
+        dst = os.path.join(tmp, l.dlmc + ".smtx")
+        _, _, row_ptr, col_idx = write_torch_order(src, dst, l)
+        cmd = [a.spforge, "conv", dst, "--input-shape",
+               "%d,%d,%d,%d" % (batch, l.c_in, l.in_side, l.in_side), "--stride",
+               str(l.stride), "--padding", str(l.padding), "--layout", "nhwc", "--dtype",
+               a.dtype, "--strategy", a.strategy, "--json", "--no-progress"]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        try:
+            d = json.loads(p.stdout)
+        except ValueError:
+            d = {}
+        sp_us = 1e3 * d["time_ms_median"] if d else float("nan")
+        g = subprocess.run(cmd + ["--timing", "graph"], capture_output=True, text=True)
+        try:
+            dg = json.loads(g.stdout)
+        except ValueError:
+            dg = {}
+        sp_graph_us = 1e3 * dg["time_ms_median"] if dg.get("passed") else float("nan")
+        w = masked_weight(l, row_ptr, col_idx, torch)
+        cl_us = cudnn_us(l, w, batch, a.dtype, True, torch)
+        cl_graph_us = cudnn_us(l, w, batch, a.dtype, True, torch, graph=True)
+        nchw_us = cudnn_us(l, w, batch, a.dtype, False, torch)
+        f32_us = cudnn_us(l, w, batch, "f32", True, torch)
+        tf32_us = cudnn_us(l, w, batch, "f32", True, torch, tf32=True)
+        cs_us, cs_dtype = im2col_cusparse_us(l, w, batch, a.dtype, torch)
+        row = {"layer": l.module, "dlmc": l.dlmc, "sparsity": sparsity, "batch": batch,
+               "c_in": l.c_in,
+               "c_out": l.c_out, "kernel": l.kernel, "stride": l.stride, "side": l.in_side,
+               "nnz": len(col_idx), "dtype": a.dtype, "spforge_us": round(sp_us, 3),
+               "spforge_graph_us": round(sp_graph_us, 3),
+               "graph_path": dg.get("path", ""),
+               "graph_kernel": dg.get("plan", {}).get("kernel", ""),
+               "cudnn_channels_last_us": round(cl_us, 3),
+               "cudnn_channels_last_graph_us": round(cl_graph_us, 3),
+               "cudnn_nchw_us": round(nchw_us, 3),
+               "cudnn_f32_us": round(f32_us, 3), "cudnn_tf32_us": round(tf32_us, 3),
+               "im2col_cusparse_us": round(cs_us, 3), "cusparse_dtype": cs_dtype,
+               "speedup_vs_channels_last": round(cl_us / sp_us, 3) if d else "",
+               "graph_speedup_vs_channels_last": round(cl_graph_us / sp_graph_us, 3)
+               if dg.get("passed") else "",
+               "speedup_vs_cusparse": round(cs_us / sp_us, 3) if d and cs_dtype else "",
+               "passed": d.get("passed", False), "error": d.get("relative_error", ""),
+               "path": d.get("path", ""), "im2col_us": d.get("im2col_us", ""),
+               "implicit_us": d.get("implicit_us", ""),
+               "strategy": d.get("plan", {}).get("strategy", ""),
+               "spforge_kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
+        rows_out.append(row)
+        write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
+        print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us (%s)  cuDNN "
+              "channels_last %7.1f us, graph %7.1f us  NCHW %7.1f  fp32 %7.1f  TF32 %7.1f  "
+              "im2col+cuSPARSE (%s) %7.1f us"
+              % (l.module, batch, sp_us, row["path"], row["spforge_kernel"], sp_graph_us,
+                 row["graph_kernel"], cl_us, cl_graph_us, nchw_us, f32_us, tf32_us, cs_dtype,
+                 cs_us), flush=True)
+    for sparsity, batch in sorted({(r["sparsity"], r["batch"]) for r in rows_out}):
+        s = [r for r in rows_out
+             if (r["sparsity"], r["batch"]) == (sparsity, batch) and r["passed"]]
         for col, mine, what in (
                 ("cudnn_channels_last_us", "spforge_us", "cuDNN %s channels_last" % a.dtype),
                 ("cudnn_channels_last_graph_us", "spforge_graph_us",
@@ -206,8 +216,8 @@ def main():
             t = [r for r in s if r[col] == r[col] and r[mine] == r[mine]]  # not NaN
             if t:
                 g = math.exp(sum(math.log(r[col] / r[mine]) for r in t) / len(t))
-                print("batch %d: %d layers checked, geomean speed-up over %s: %.3fx"
-                      % (batch, len(t), what, g))
+                print("sparsity %s, batch %d: %d layers checked, geomean speed-up over %s: %.3fx"
+                      % (sparsity, batch, len(t), what, g))
 
 
 if __name__ == "__main__":

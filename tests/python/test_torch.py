@@ -375,7 +375,8 @@ class StandIn(torch.nn.Module if torch is not None else object):
 
     def __init__(self, conv, activation=None, residual=False, **_):
         super().__init__()
-        self.conv, self.relu, self.has_residual = copy.deepcopy(conv), activation == "relu", residual
+        self.conv, self.relu = copy.deepcopy(conv), activation == "relu"
+        self.has_residual = residual
 
     def forward(self, x, residual=None):
         if (residual is not None) != self.has_residual:
