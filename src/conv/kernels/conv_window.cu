@@ -78,12 +78,14 @@ __device__ __forceinline__ void stage(const args &a, int image, int first, int r
 #pragma unroll
             for (int u = 0; u < kLoads; u++) {
                 const int x = x0 + 32 * u, ix = x < g.ww ? conv_window_column(&g, x) : -1;
-                const T *at = src + static_cast<int64_t>(ix) * g.c;
                 v[u] = make_uint4(0u, 0u, 0u, 0u);
-                if (row >= 0 && ix >= 0 && a.vector)
-                    v[u] = __ldg(reinterpret_cast<const uint4 *>(at));
-                else if (row >= 0 && ix >= 0)
-                    v[u].x = __float_as_uint(elem<T>::to_float(*at));
+                if (row >= 0 && ix >= 0) {
+                    const T *at = src + static_cast<int64_t>(ix) * g.c;
+                    if (a.vector)
+                        v[u] = __ldg(reinterpret_cast<const uint4 *>(at));
+                    else
+                        v[u].x = __float_as_uint(elem<T>::to_float(*at));
+                }
             }
 #pragma unroll
             for (int u = 0; u < kLoads; u++) {
