@@ -1,0 +1,63 @@
+/* Distributed SpMM's data layout (issue 15), host code: how A's rows are
+ * split over P ranks and what each rank must receive of B.
+ *
+ * A (M×K) is split by rows into P contiguous parts, balanced by work, not
+ * by rows: a part's cost is its nonzeros plus one per row (the row's
+ * output and its bookkeeping cost about one nonzero's FMAs at N ≥ 32), and
+ * the split minimises the largest part's cost exactly (a binary search on
+ * that bound, each probe a greedy pass). Rank r computes C's rows of part
+ * r.
+ *
+ * B (K×N) is held either whole by every rank (replicated: no exchange) or
+ * by rows (sharded: rank s holds rows b_start[s] .. b_start[s+1] - 1). In
+ * the sharded case rank r needs the rows of B that the columns of its part
+ * of A name; it splits its part into
+ *   A_own:    the columns of rows rank r holds, renumbered into its own
+ *             shard (col − b_start[r]): computed at once, while
+ *   A_remote: the other columns, renumbered into the receive buffer, which
+ *             holds the rows received from each other rank in rank order,
+ *             arrives (the 1-D algorithm with the needed rows gathered;
+ *             both parts are ordinary SpMM plans of any strategy).
+ * Every rank holds the whole pattern of A, so each works out every other
+ * rank's needs itself: no metadata is exchanged. */
+#ifndef SPF_DIST_PARTITION_H
+#define SPF_DIST_PARTITION_H
+
+#include "spforge.h"
+
+#include <stdint.h>
+
+enum { DIST_MAX_RANKS = 65536 };
+
+/* row_start (parts + 1 entries): part p is rows row_start[p] ..
+ * row_start[p+1] - 1 of a, balanced as above; no part is empty when a has
+ * at least `parts` rows. */
+spf_status dist_partition_rows(const spf_matrix *a, int parts, int64_t *row_start);
+
+/* The largest part's cost (nonzeros + rows) and the mean's, of a split. */
+void dist_partition_cost(const spf_matrix *a, int parts, const int64_t *row_start,
+                         int64_t *largest, double *mean);
+
+/* What rank `rank` of `ranks` does in the sharded case. */
+typedef struct dist_exchange {
+    int ranks, rank;
+    int64_t row0, rows;       /* its rows of A and C                                  */
+    spf_matrix *own;          /* rows × (its B rows): A_own                          */
+    spf_matrix *remote;       /* rows × recv_rows: A_remote (NULL when it needs none) */
+    int64_t recv_rows;        /* rows of B it receives, from all ranks               */
+    int64_t *recv_count;      /* ranks: rows received from each (0 from itself)      */
+    int64_t *recv_offset;     /* ranks + 1: where each one's rows start in the buffer */
+    int64_t send_rows;        /* rows of its B shard it sends, to all ranks          */
+    int64_t *send_count;      /* ranks: rows sent to each                            */
+    int64_t *send_offset;     /* ranks + 1                                           */
+    int32_t *send_index;      /* send_rows: the rows of its shard to send, in order
+                                 (row numbers within its shard)                      */
+} dist_exchange;
+
+/* Rank `rank`'s exchange for a, A's rows split by row_start and B's by
+ * b_start (both ranks + 1 entries; b_start covers a's K columns). */
+spf_status dist_exchange_make(const spf_matrix *a, int ranks, int rank, const int64_t *row_start,
+                              const int64_t *b_start, dist_exchange *out);
+void dist_exchange_free(dist_exchange *x); /* accepts a zeroed one */
+
+#endif
