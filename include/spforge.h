@@ -761,6 +761,56 @@ SPF_API spf_status spf_reference_conv2d(const spf_matrix *weights, const spf_con
                                         const float *input, const float *bias,
                                         const float *residual, int relu, float *output);
 
+/* ---- Distributed SpMM's layout (issue 15): A split by rows over P ranks
+ * (P GPUs, a process each), rank r computing C's rows of part r; B held
+ * whole by every rank, or split by rows (rank s holding rows b_start[s] ..
+ * b_start[s+1] − 1), when rank r needs the rows of B its part's columns
+ * name. Host functions: every rank holds the whole pattern of A and works
+ * out every rank's part itself, so nothing but B's rows is exchanged. */
+
+/* row_start (parts + 1 entries, caller-owned): part p is rows
+ * row_start[p] .. row_start[p+1] − 1 of a, contiguous, balanced by work
+ * (nonzeros + rows: the split minimising the largest part's, exactly); no
+ * part is empty when a has at least `parts` rows. parts: 1 to 65536. */
+SPF_API spf_status spf_partition_rows(const spf_matrix *a, int parts, int64_t *row_start);
+
+/* One rank's share when B is split by rows: A_own, its part's columns
+ * that its own rows of B hold (numbered within them), and A_remote, the
+ * others (numbered in the receive buffer: the rows received from rank 0,
+ * then rank 1, ..., each sender's in increasing order), both ordinary
+ * matrices for spf_plan_create: C's rows = A_own·B_mine + A_remote·recv. */
+typedef struct spf_dist_layout spf_dist_layout;
+
+typedef struct spf_dist_layout_info {
+    uint32_t size;            /* set by the caller: sizeof(spf_dist_layout_info)  */
+    int ranks, rank;
+    int64_t row0, rows;       /* its rows of A and C                              */
+    int64_t b_row0, b_rows;   /* its rows of B                                    */
+    int64_t own_nnz, remote_nnz;
+    int64_t recv_rows;        /* rows of B it receives, from every other rank     */
+    int64_t send_rows;        /* rows of its B it sends, to every other rank      */
+} spf_dist_layout_info;
+
+/* Rank `rank`'s share of a (read during the call only) for the splits
+ * row_start and b_start (ranks + 1 entries each, from 0 to a's rows and
+ * columns, never down: SPF_ERR_INVALID_ARGUMENT otherwise). */
+SPF_API spf_status spf_dist_layout_create(const spf_matrix *a, int ranks, int rank,
+                                          const int64_t *row_start, const int64_t *b_start,
+                                          spf_dist_layout **out);
+SPF_API spf_status spf_dist_layout_get_info(const spf_dist_layout *layout,
+                                            spf_dist_layout_info *out);
+/* A_own (rows × b_rows) and A_remote (rows × recv_rows; NULL when it
+ * receives nothing): borrowed, valid until spf_dist_layout_free. */
+SPF_API const spf_matrix *spf_dist_layout_own(const spf_dist_layout *layout);
+SPF_API const spf_matrix *spf_dist_layout_remote(const spf_dist_layout *layout);
+/* The exchange, into caller arrays (any may be NULL): recv_count and
+ * send_count (ranks entries: rows received from / sent to each rank),
+ * send_index (send_rows entries: the rows of its B to send, numbered
+ * within its rows, rank 0's first, each rank's in increasing order). */
+SPF_API spf_status spf_dist_layout_lists(const spf_dist_layout *layout, int64_t *recv_count,
+                                         int64_t *send_count, int32_t *send_index);
+SPF_API void spf_dist_layout_free(spf_dist_layout *layout);
+
 #ifdef __cplusplus
 }
 #endif

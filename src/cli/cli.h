@@ -197,5 +197,6 @@ int cmd_convert(const cli_command *cmd, int argc, char **argv);
 int cmd_run(const cli_command *cmd, int argc, char **argv);
 int cmd_conv(const cli_command *cmd, int argc, char **argv);
 int cmd_tune(const cli_command *cmd, int argc, char **argv);
+int cmd_partition(const cli_command *cmd, int argc, char **argv);
 
 #endif

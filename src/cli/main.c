@@ -50,6 +50,14 @@ static const cli_command commands[] = {
      "line below them shows the stage running and its count (--progress: also off a terminal and\n"
      "with --json; --no-progress: never). Needs a CUDA device.",
      1, 1, cmd_tune},
+    {"partition", "FILE", "Split FILE's rows over P ranks for distributed SpMM and print each rank's share and exchange.",
+     "The split balances each rank's work (nonzeros + rows) and minimises the largest exactly.\n"
+     "Rank r computes C's rows of its part; B is split by rows too (--b-split), and rank r\n"
+     "receives the rows of B that its part's columns name from the ranks holding them. Per P of\n"
+     "--ranks: the largest part's work against the mean and against an even split by rows, and\n"
+     "each rank's rows, nonzeros on its own rows of B and on received ones, rows of B received\n"
+     "and sent, and the ranks it receives from (a table up to 16 ranks; --json for all).",
+     1, 1, cmd_partition},
 };
 enum { COMMAND_COUNT = sizeof commands / sizeof commands[0] };
 

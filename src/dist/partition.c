@@ -90,8 +90,7 @@ void dist_partition_cost(const spf_matrix *a, int parts, const int64_t *row_star
     *mean = (double)cost_before(a, a->rows) / parts;
 }
 
-/* Whether starts (count + 1 entries) runs from 0 to total, never down. */
-static int split_valid(const int64_t *starts, int count, int64_t total)
+int dist_split_valid(const int64_t *starts, int count, int64_t total)
 {
     if (starts[0] != 0 || starts[count] != total)
         return 0;
@@ -134,7 +133,7 @@ spf_status dist_exchange_make(const spf_matrix *a, int ranks, int rank, const in
     if (ranks < 1 || ranks > DIST_MAX_RANKS || rank < 0 || rank >= ranks)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "exchange: rank %d of %d ranks (at most %d)", rank,
                     ranks, DIST_MAX_RANKS);
-    if (!split_valid(row_start, ranks, a->rows) || !split_valid(b_start, ranks, a->cols))
+    if (!dist_split_valid(row_start, ranks, a->rows) || !dist_split_valid(b_start, ranks, a->cols))
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "exchange: the row splits must run from 0 to A's "
                     "%lld rows and B's %lld rows, never down", (long long)a->rows,
                     (long long)a->cols);
@@ -221,6 +220,83 @@ fail:
     if (status != SPF_OK)
         dist_exchange_free(out);
     return status;
+}
+
+/* The rank owning B row c (b_start sorted; the last rank whose start is
+ * at most c among the non-empty ones). */
+static int owner_of(const int64_t *b_start, int ranks, int64_t c)
+{
+    int lo = 0, hi = ranks - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo + 1) / 2;
+        if (b_start[mid] <= c)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+spf_status dist_volume_make(const spf_matrix *a, int ranks, const int64_t *row_start,
+                            const int64_t *b_start, dist_volume *out)
+{
+    CHECK_ARG(a != NULL && row_start != NULL && b_start != NULL && out != NULL);
+    memset(out, 0, sizeof *out);
+    if (ranks < 1 || ranks > DIST_MAX_RANKS)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: %d ranks (1 to %d)", ranks,
+                    DIST_MAX_RANKS);
+    if (!dist_split_valid(row_start, ranks, a->rows) || !dist_split_valid(b_start, ranks, a->cols))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: the row splits must run from 0 to A's "
+                    "%lld rows and B's %lld rows, never down", (long long)a->rows,
+                    (long long)a->cols);
+    spf_status status = SPF_OK;
+    int32_t *seen = mem_alloc_array((size_t)(a->cols > 0 ? a->cols : 1), sizeof *seen);
+    int32_t *peer_seen = mem_alloc_array((size_t)ranks, sizeof *peer_seen);
+    out->own_nnz = mem_calloc((size_t)ranks, sizeof *out->own_nnz);
+    out->remote_nnz = mem_calloc((size_t)ranks, sizeof *out->remote_nnz);
+    out->recv_rows = mem_calloc((size_t)ranks, sizeof *out->recv_rows);
+    out->send_rows = mem_calloc((size_t)ranks, sizeof *out->send_rows);
+    out->recv_peers = mem_calloc((size_t)ranks, sizeof *out->recv_peers);
+    if (!seen || !peer_seen || !out->own_nnz || !out->remote_nnz || !out->recv_rows ||
+        !out->send_rows || !out->recv_peers)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "volume: the marks of %lld columns", (long long)a->cols);
+    for (int64_t c = 0; c < a->cols; c++)
+        seen[c] = -1;
+    for (int r = 0; r < ranks; r++)
+        peer_seen[r] = -1;
+    for (int r = 0; r < ranks; r++)
+        for (int64_t q = a->row_ptr[row_start[r]]; q < a->row_ptr[row_start[r + 1]]; q++) {
+            const int32_t c = a->col_idx[q];
+            if (c >= b_start[r] && c < b_start[r + 1]) {
+                out->own_nnz[r]++;
+                continue;
+            }
+            out->remote_nnz[r]++;
+            if (seen[c] == r)
+                continue;
+            seen[c] = r; /* a row of B rank r receives: from its owner */
+            const int s = owner_of(b_start, ranks, c);
+            out->recv_rows[r]++;
+            out->send_rows[s]++;
+            if (peer_seen[s] != r)
+                peer_seen[s] = r, out->recv_peers[r]++;
+        }
+fail:
+    mem_free(seen);
+    mem_free(peer_seen);
+    if (status != SPF_OK)
+        dist_volume_free(out);
+    return status;
+}
+
+void dist_volume_free(dist_volume *v)
+{
+    mem_free(v->own_nnz);
+    mem_free(v->remote_nnz);
+    mem_free(v->recv_rows);
+    mem_free(v->send_rows);
+    mem_free(v->recv_peers);
+    memset(v, 0, sizeof *v);
 }
 
 void dist_exchange_free(dist_exchange *x)

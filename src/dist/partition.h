@@ -38,6 +38,22 @@ spf_status dist_partition_rows(const spf_matrix *a, int parts, int64_t *row_star
 void dist_partition_cost(const spf_matrix *a, int parts, const int64_t *row_start,
                          int64_t *largest, double *mean);
 
+/* Every rank's volumes at once, in one pass over A (O(nnz + K)), for
+ * statistics and the cost model: per rank (arrays of `ranks`) its
+ * nonzeros in A_own and A_remote, the rows of B it receives and sends,
+ * and the ranks it receives from. */
+typedef struct dist_volume {
+    int64_t *own_nnz, *remote_nnz, *recv_rows, *send_rows;
+    int32_t *recv_peers;
+} dist_volume;
+
+spf_status dist_volume_make(const spf_matrix *a, int ranks, const int64_t *row_start,
+                            const int64_t *b_start, dist_volume *out);
+void dist_volume_free(dist_volume *v); /* accepts a zeroed one */
+
+/* Whether starts (count + 1 entries) runs from 0 to total, never down. */
+int dist_split_valid(const int64_t *starts, int count, int64_t total);
+
 /* What rank `rank` of `ranks` does in the sharded case. */
 typedef struct dist_exchange {
     int ranks, rank;

@@ -7,7 +7,9 @@
  * A·B rebuilt as A_own·(its shard of B) + A_remote·(the rows the other
  * ranks' send lists give it, in rank order), against the reference, for
  * 1 to 7 ranks and B split evenly or as A's rows; the send and receive
- * counts of every pair agree. Then the argument errors. */
+ * counts of every pair agree; the one-pass volumes (dist_volume_make) and
+ * the public layout (spf_dist_layout_*) say what the exchanges hold. Then
+ * the argument errors. */
 #include "test_util.h"
 
 #include "core/matrix.h"
@@ -153,6 +155,39 @@ static void check_exchange(const spf_matrix *a, int ranks, const int64_t *row_st
         free(got);
         free(part);
     }
+    dist_volume v;
+    CHECK_OK(dist_volume_make(a, ranks, row_start, b_start, &v));
+    for (int r = 0; v.own_nnz && r < ranks; r++) {
+        int32_t peers = 0;
+        for (int s = 0; s < ranks; s++)
+            peers += x[r].recv_count[s] > 0;
+        CHECK(v.own_nnz[r] == spf_matrix_nnz(x[r].own) &&
+              v.remote_nnz[r] == (x[r].remote ? spf_matrix_nnz(x[r].remote) : 0) &&
+              v.recv_rows[r] == x[r].recv_rows && v.send_rows[r] == x[r].send_rows &&
+              v.recv_peers[r] == peers);
+        spf_dist_layout *l = NULL;
+        spf_dist_layout_info info = {.size = sizeof info};
+        CHECK_OK(spf_dist_layout_create(a, ranks, r, row_start, b_start, &l));
+        CHECK_OK(spf_dist_layout_get_info(l, &info));
+        CHECK(info.rank == r && info.row0 == x[r].row0 && info.b_row0 == b_start[r] &&
+              info.b_rows == b_start[r + 1] - b_start[r] && info.own_nnz == v.own_nnz[r] &&
+              info.remote_nnz == v.remote_nnz[r] && info.recv_rows == v.recv_rows[r] &&
+              info.send_rows == v.send_rows[r]);
+        CHECK(spf_matrix_nnz(spf_dist_layout_own(l)) == info.own_nnz &&
+              (spf_dist_layout_remote(l) != NULL) == (info.recv_rows > 0));
+        int64_t *recv = malloc((size_t)ranks * sizeof *recv);
+        int64_t *send = malloc((size_t)ranks * sizeof *send);
+        int32_t *index = malloc((size_t)(info.send_rows + 1) * sizeof *index);
+        CHECK_OK(spf_dist_layout_lists(l, recv, send, index));
+        CHECK(memcmp(recv, x[r].recv_count, (size_t)ranks * sizeof *recv) == 0 &&
+              memcmp(send, x[r].send_count, (size_t)ranks * sizeof *send) == 0 &&
+              memcmp(index, x[r].send_index, (size_t)info.send_rows * sizeof *index) == 0);
+        free(recv);
+        free(send);
+        free(index);
+        spf_dist_layout_free(l);
+    }
+    dist_volume_free(&v);
     for (int r = 0; r < ranks; r++)
         dist_exchange_free(&x[r]);
     free(x);
@@ -193,6 +228,13 @@ static void check_errors(void)
     row_start[3] = 10;
     b_start[1] = 9; /* goes down */
     CHECK_STATUS(dist_exchange_make(a, 3, 0, row_start, b_start, &x), SPF_ERR_INVALID_ARGUMENT);
+    dist_volume v;
+    CHECK_STATUS(dist_volume_make(a, 3, row_start, b_start, &v), SPF_ERR_INVALID_ARGUMENT);
+    spf_dist_layout *l = (spf_dist_layout *)&x; /* set to NULL by the failing create */
+    CHECK_STATUS(spf_dist_layout_create(a, 3, 0, row_start, b_start, &l), SPF_ERR_INVALID_ARGUMENT);
+    CHECK(l == NULL);
+    spf_dist_layout_free(NULL);
+    CHECK_STATUS(spf_partition_rows(NULL, 2, row_start), SPF_ERR_INVALID_ARGUMENT);
     spf_matrix_free(a);
 }
 
