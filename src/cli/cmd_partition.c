@@ -2,8 +2,9 @@
  * (issue 15, dist/partition.h), for each P of --ranks: the balanced row
  * split against an even split by rows (the largest part's work over the
  * mean), and each rank's share: rows, nonzeros of A_own and A_remote, the
- * rows of B it receives and sends (and their bytes at --n columns of
- * --dtype) and the ranks it receives from. scripts/dist_model.py turns
+ * rows of B it receives (from other hosts too, at --gpus-per-host) and
+ * sends (and their bytes at --n columns of --dtype) and the ranks it
+ * receives from. scripts/dist_model.py turns
  * these volumes into predicted times. */
 #include "cli/cli.h"
 #include "core/dtype.h"
@@ -48,7 +49,8 @@ static void split_report_free(split_report *r)
     dist_volume_free(&r->v);
 }
 
-static spf_status split_report_make(const spf_matrix *a, int ranks, int b_even, split_report *r)
+static spf_status split_report_make(const spf_matrix *a, int ranks, int b_even, int per_host,
+                                    split_report *r)
 {
     memset(r, 0, sizeof *r);
     r->ranks = ranks;
@@ -80,7 +82,7 @@ static spf_status split_report_make(const spf_matrix *a, int ranks, int b_even, 
     }
     if (!b_even && m == k) /* B's rows (a graph's vertices) split as A's */
         memcpy(r->b_start, r->row_start, (size_t)(ranks + 1) * sizeof *r->b_start);
-    return dist_volume_make(a, ranks, r->row_start, r->b_start, &r->v);
+    return dist_volume_make(a, ranks, per_host, r->row_start, r->b_start, &r->v);
 }
 
 int cmd_partition(const cli_command *cmd, int argc, char **argv)
@@ -90,7 +92,7 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
     const char *const *dtype_names = cli_dtype_names();
     uint64_t seed = 1;
     const char *ranks_text = NULL;
-    int64_t n = 0;
+    int64_t n = 0, per_host = 8;
     int dtype = SPF_DTYPE_F32, b_split = 0;
     static const char *const splits[] = {"rows", "even", NULL};
     const cli_option options[] = {
@@ -102,6 +104,8 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
         {"n", CLI_INT, &n, "N", "B's columns: the exchange in bytes too", NULL, 1, 1 << 30, 0},
         {"dtype", CLI_CHOICE, &dtype, "f32|f16|bf16", "B's element type for the bytes (default "
          "f32)", dtype_names, 0, 0, 0},
+        {"gpus-per-host", CLI_INT, &per_host, "G", "ranks of one host (default 8): the rows of B "
+         "received from other hosts are counted apart", NULL, 1, DIST_MAX_RANKS, 0},
         {"seed", CLI_U64, &seed, "S", "seed of the values of pattern-only files (default 1)",
          NULL, 0, 0, 0},
         CLI_READ_OPTIONS(ra),
@@ -135,6 +139,7 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
         json_string(&w, "b_split", b_even ? "even" : "rows");
         json_int(&w, "n", n);
         json_string(&w, "dtype", dtype_name((spf_dtype)dtype));
+        json_int(&w, "gpus_per_host", per_host);
         json_array_begin(&w, "splits");
     } else {
         printf("%s: %lld x %lld, %lld nonzeros; B split %s%s\n", ctx.args[0], (long long)m,
@@ -143,7 +148,7 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
     }
     for (int i = 0; i < ncounts && st == SPF_OK; i++) {
         split_report r;
-        st = split_report_make(a, counts[i], b_even, &r);
+        st = split_report_make(a, counts[i], b_even, (int)per_host, &r);
         if (st != SPF_OK) {
             split_report_free(&r);
             break;
@@ -172,6 +177,7 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
                 json_int(&w, "own_nnz", r.v.own_nnz[p]);
                 json_int(&w, "remote_nnz", r.v.remote_nnz[p]);
                 json_int(&w, "recv_rows", r.v.recv_rows[p]);
+                json_int(&w, "recv_rows_other_hosts", r.v.recv_rows_far[p]);
                 json_int(&w, "send_rows", r.v.send_rows[p]);
                 json_int(&w, "recv_peers", r.v.recv_peers[p]);
                 json_object_end(&w);

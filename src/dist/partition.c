@@ -237,14 +237,14 @@ static int owner_of(const int64_t *b_start, int ranks, int64_t c)
     return lo;
 }
 
-spf_status dist_volume_make(const spf_matrix *a, int ranks, const int64_t *row_start,
+spf_status dist_volume_make(const spf_matrix *a, int ranks, int group, const int64_t *row_start,
                             const int64_t *b_start, dist_volume *out)
 {
     CHECK_ARG(a != NULL && row_start != NULL && b_start != NULL && out != NULL);
     memset(out, 0, sizeof *out);
-    if (ranks < 1 || ranks > DIST_MAX_RANKS)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: %d ranks (1 to %d)", ranks,
-                    DIST_MAX_RANKS);
+    if (ranks < 1 || ranks > DIST_MAX_RANKS || group < 1)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: %d ranks (1 to %d) in groups of %d (at "
+                    "least 1)", ranks, DIST_MAX_RANKS, group);
     if (!dist_split_valid(row_start, ranks, a->rows) || !dist_split_valid(b_start, ranks, a->cols))
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: the row splits must run from 0 to A's "
                     "%lld rows and B's %lld rows, never down", (long long)a->rows,
@@ -255,10 +255,11 @@ spf_status dist_volume_make(const spf_matrix *a, int ranks, const int64_t *row_s
     out->own_nnz = mem_calloc((size_t)ranks, sizeof *out->own_nnz);
     out->remote_nnz = mem_calloc((size_t)ranks, sizeof *out->remote_nnz);
     out->recv_rows = mem_calloc((size_t)ranks, sizeof *out->recv_rows);
+    out->recv_rows_far = mem_calloc((size_t)ranks, sizeof *out->recv_rows_far);
     out->send_rows = mem_calloc((size_t)ranks, sizeof *out->send_rows);
     out->recv_peers = mem_calloc((size_t)ranks, sizeof *out->recv_peers);
     if (!seen || !peer_seen || !out->own_nnz || !out->remote_nnz || !out->recv_rows ||
-        !out->send_rows || !out->recv_peers)
+        !out->recv_rows_far || !out->send_rows || !out->recv_peers)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "volume: the marks of %lld columns", (long long)a->cols);
     for (int64_t c = 0; c < a->cols; c++)
         seen[c] = -1;
@@ -277,6 +278,7 @@ spf_status dist_volume_make(const spf_matrix *a, int ranks, const int64_t *row_s
             seen[c] = r; /* a row of B rank r receives: from its owner */
             const int s = owner_of(b_start, ranks, c);
             out->recv_rows[r]++;
+            out->recv_rows_far[r] += s / group != r / group;
             out->send_rows[s]++;
             if (peer_seen[s] != r)
                 peer_seen[s] = r, out->recv_peers[r]++;
@@ -294,6 +296,7 @@ void dist_volume_free(dist_volume *v)
     mem_free(v->own_nnz);
     mem_free(v->remote_nnz);
     mem_free(v->recv_rows);
+    mem_free(v->recv_rows_far);
     mem_free(v->send_rows);
     mem_free(v->recv_peers);
     memset(v, 0, sizeof *v);

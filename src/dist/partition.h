@@ -40,14 +40,15 @@ void dist_partition_cost(const spf_matrix *a, int parts, const int64_t *row_star
 
 /* Every rank's volumes at once, in one pass over A (O(nnz + K)), for
  * statistics and the cost model: per rank (arrays of `ranks`) its
- * nonzeros in A_own and A_remote, the rows of B it receives and sends,
- * and the ranks it receives from. */
+ * nonzeros in A_own and A_remote, the rows of B it receives (all, and
+ * those from ranks of other groups of `group` consecutive ranks: GPUs of
+ * other hosts) and sends, and the ranks it receives from. */
 typedef struct dist_volume {
-    int64_t *own_nnz, *remote_nnz, *recv_rows, *send_rows;
+    int64_t *own_nnz, *remote_nnz, *recv_rows, *recv_rows_far, *send_rows;
     int32_t *recv_peers;
 } dist_volume;
 
-spf_status dist_volume_make(const spf_matrix *a, int ranks, const int64_t *row_start,
+spf_status dist_volume_make(const spf_matrix *a, int ranks, int group, const int64_t *row_start,
                             const int64_t *b_start, dist_volume *out);
 void dist_volume_free(dist_volume *v); /* accepts a zeroed one */
 

@@ -156,15 +156,19 @@ static void check_exchange(const spf_matrix *a, int ranks, const int64_t *row_st
         free(part);
     }
     dist_volume v;
-    CHECK_OK(dist_volume_make(a, ranks, row_start, b_start, &v));
+    const int group = 2; /* hosts of two GPUs */
+    CHECK_OK(dist_volume_make(a, ranks, group, row_start, b_start, &v));
     for (int r = 0; v.own_nnz && r < ranks; r++) {
         int32_t peers = 0;
-        for (int s = 0; s < ranks; s++)
+        int64_t far = 0;
+        for (int s = 0; s < ranks; s++) {
             peers += x[r].recv_count[s] > 0;
+            far += s / group != r / group ? x[r].recv_count[s] : 0;
+        }
         CHECK(v.own_nnz[r] == spf_matrix_nnz(x[r].own) &&
               v.remote_nnz[r] == (x[r].remote ? spf_matrix_nnz(x[r].remote) : 0) &&
               v.recv_rows[r] == x[r].recv_rows && v.send_rows[r] == x[r].send_rows &&
-              v.recv_peers[r] == peers);
+              v.recv_peers[r] == peers && v.recv_rows_far[r] == far);
         spf_dist_layout *l = NULL;
         spf_dist_layout_info info = {.size = sizeof info};
         CHECK_OK(spf_dist_layout_create(a, ranks, r, row_start, b_start, &l));
@@ -229,7 +233,10 @@ static void check_errors(void)
     b_start[1] = 9; /* goes down */
     CHECK_STATUS(dist_exchange_make(a, 3, 0, row_start, b_start, &x), SPF_ERR_INVALID_ARGUMENT);
     dist_volume v;
-    CHECK_STATUS(dist_volume_make(a, 3, row_start, b_start, &v), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dist_volume_make(a, 3, 1, row_start, b_start, &v), SPF_ERR_INVALID_ARGUMENT);
+    row_start[3] = 10;
+    CHECK_STATUS(dist_volume_make(a, 3, 0, row_start, (const int64_t[]){0, 4, 8, 12}, &v),
+                 SPF_ERR_INVALID_ARGUMENT);
     spf_dist_layout *l = (spf_dist_layout *)&x; /* set to NULL by the failing create */
     CHECK_STATUS(spf_dist_layout_create(a, 3, 0, row_start, b_start, &l), SPF_ERR_INVALID_ARGUMENT);
     CHECK(l == NULL);

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""The cost of distributed SpMM on P GPUs (issue 15 item 3): each rank's
+share of the work and of the exchange from `spforge partition --json`
+(the same split and exchange the distributed plans use), its compute time
+from the throughput spforge's plan measured on one GPU, its communication
+from a link bandwidth measured with NCCL. docs/distributed.md gives the
+model and its assumptions.
+
+    spforge partition graph.mtx --ranks 1,2,4,8,16,32,64 --n 128 --json > part.json
+    python3 scripts/dist_model.py part.json --gflops 900 --link-gbs 300 \\
+        --host-link-gbs 45 [--csv out.csv]
+
+--gflops: spforge's SpMM throughput on this matrix and N on one GPU
+(`spforge run FILE --n N --json`'s gflops, or a measured plan's), GFLOP/s
+counted as 2·nnz·N. --link-gbs: the bytes per second (GB/s) a GPU moves to
+the GPUs of its host (NCCL's bus bandwidth for all-to-all there);
+--host-link-gbs: to GPUs of other hosts. Prints, per P, the predicted time
+of one SpMM with B split by rows (the exchange of the needed rows
+overlapped with the product on the rank's own rows) and with B replicated
+on every rank (no exchange), and their speed-ups over one GPU."""
+
+import argparse
+import csv
+import json
+import sys
+
+
+def rank_times(part, n, elem, p):
+    """The µs of each step of one rank (part: a `parts` entry of the
+    partition JSON) under the parameters p (a dict, see model())."""
+    gflop = 1e3 * p["gflops"]  # flop per µs
+    own = 2.0 * part["own_nnz"] * n / gflop + p["launch_us"]
+    remote = 2.0 * part["remote_nnz"] * n / gflop + p["launch_us"] if part["remote_nnz"] else 0.0
+    far = part.get("recv_rows_other_hosts", 0)
+    near_bytes = (part["recv_rows"] - far) * n * elem
+    far_bytes = far * n * elem
+    comm = 0.0
+    if part["recv_rows"]:
+        comm = p["latency_us"] + max(near_bytes / (1e3 * p["link_gbs"]),
+                                     far_bytes / (1e3 * p["host_link_gbs"]))
+    hbm = 1e3 * p["hbm_gbs"]  # bytes per µs
+    pack = part["send_rows"] * n * elem * 2 / hbm + p["launch_us"] if part["send_rows"] else 0.0
+    add = part["rows"] * n * elem * 3 / hbm + p["launch_us"] if part["remote_nnz"] else 0.0
+    return {"own": own, "remote": remote, "comm": comm, "pack": pack, "add": add,
+            "sharded": max(own, pack + comm) + remote + add,
+            "replicated": 2.0 * (part["own_nnz"] + part["remote_nnz"]) * n / gflop +
+            p["launch_us"]}
+
+
+def model(partition, p):
+    """Per split of the partition JSON: ranks, the predicted µs (sharded,
+    replicated), speed-ups over one GPU, and the slowest rank's steps."""
+    n, elem = partition["n"], {"f32": 4, "f16": 2, "bf16": 2}[partition["dtype"]]
+    if n <= 0:
+        raise ValueError("the partition JSON has no N: run spforge partition with --n")
+    one = 2.0 * partition["nnz"] * n / (1e3 * p["gflops"]) + p["launch_us"]
+    out = []
+    for split in partition["splits"]:
+        times = [rank_times(part, n, elem, p) for part in split["parts"]]
+        slow = max(times, key=lambda t: t["sharded"])
+        sharded = slow["sharded"]
+        replicated = max(t["replicated"] for t in times)
+        out.append({"ranks": split["ranks"], "sharded_us": sharded, "replicated_us": replicated,
+                    "speedup_sharded": one / sharded, "speedup_replicated": one / replicated,
+                    "slowest_own_us": slow["own"], "slowest_comm_us": slow["comm"],
+                    "slowest_remote_us": slow["remote"],
+                    "imbalance": split["largest_work"] / split["mean_work"],
+                    "recv_rows_max": split["recv_rows_max"]})
+    return one, out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("partition", help="spforge partition --json output (with --n)")
+    ap.add_argument("--gflops", type=float, required=True,
+                    help="spforge's SpMM throughput on one GPU, GFLOP/s (2·nnz·N)")
+    ap.add_argument("--link-gbs", type=float, default=300.0,
+                    help="GB/s a GPU moves to GPUs of its host (default 300: NVLink, measured "
+                    "values belong here)")
+    ap.add_argument("--host-link-gbs", type=float, default=45.0,
+                    help="GB/s a GPU moves to GPUs of other hosts (default 45: a 400 Gb/s NIC "
+                    "each)")
+    ap.add_argument("--latency-us", type=float, default=15.0,
+                    help="the exchange's fixed cost, µs (default 15)")
+    ap.add_argument("--launch-us", type=float, default=5.0,
+                    help="a kernel's fixed cost, µs (default 5)")
+    ap.add_argument("--hbm-gbs", type=float, default=3000.0,
+                    help="device memory bandwidth for packing and adding, GB/s (default 3000)")
+    ap.add_argument("--csv", help="also write the table here")
+    a = ap.parse_args(argv)
+    for name in ("gflops", "link_gbs", "host_link_gbs", "hbm_gbs"):
+        if getattr(a, name) <= 0:
+            ap.error("--%s must be positive" % name.replace("_", "-"))
+    with open(a.partition) as f:
+        partition = json.load(f)
+    params = {k: getattr(a, k) for k in ("gflops", "link_gbs", "host_link_gbs", "latency_us",
+                                         "launch_us", "hbm_gbs")}
+    try:
+        one, rows = model(partition, params)
+    except (KeyError, ValueError) as e:
+        sys.exit("dist_model: %s: %s" % (a.partition, e))
+    print("%s: %d x %d, %d nonzeros, N = %d %s; one GPU: %.1f us at %.0f GFLOP/s"
+          % (partition["path"], partition["rows"], partition["cols"], partition["nnz"],
+             partition["n"], partition["dtype"], one, a.gflops))
+    print("%6s %12s %8s %12s %8s %9s %12s %12s %12s" % (
+        "ranks", "sharded us", "speedup", "replicated", "speedup", "imbalance", "own us",
+        "comm us", "remote us"))
+    for r in rows:
+        print("%6d %12.1f %7.2fx %12.1f %7.2fx %9.3f %12.1f %12.1f %12.1f" % (
+            r["ranks"], r["sharded_us"], r["speedup_sharded"], r["replicated_us"],
+            r["speedup_replicated"], r["imbalance"], r["slowest_own_us"], r["slowest_comm_us"],
+            r["slowest_remote_us"]))
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

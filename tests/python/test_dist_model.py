@@ -1,0 +1,86 @@
+"""scripts/dist_model.py (issue 15's cost model) on a hand-made partition:
+each step's time as the model's formulas give it, worked out here by hand
+for a two-rank split (one rank's exchange crossing hosts), the overlap of
+the exchange with the product on the rank's own rows, one GPU as the
+baseline, the table and CSV of main(), and a partition without N refused.
+Needs neither the library nor a GPU."""
+
+import csv
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import dist_model  # noqa: E402
+
+PARAMS = {"gflops": 1.0, "link_gbs": 1.0, "host_link_gbs": 0.5, "latency_us": 2.0,
+          "launch_us": 1.0, "hbm_gbs": 10.0}
+
+
+def partition():
+    """1000 nonzeros over 100 rows, N = 10 f32, split over two ranks."""
+    parts = [{"row0": 0, "rows": 40, "b_row0": 0, "b_rows": 40, "own_nnz": 300,
+              "remote_nnz": 200, "recv_rows": 30, "recv_rows_other_hosts": 10,
+              "send_rows": 20, "recv_peers": 1},
+             {"row0": 40, "rows": 60, "b_row0": 40, "b_rows": 60, "own_nnz": 450,
+              "remote_nnz": 50, "recv_rows": 20, "recv_rows_other_hosts": 20,
+              "send_rows": 30, "recv_peers": 1}]
+    return {"path": "hand", "rows": 100, "cols": 100, "nnz": 1000, "n": 10, "dtype": "f32",
+            "splits": [{"ranks": 2, "largest_work": 560, "mean_work": 550.0,
+                        "recv_rows_max": 30, "parts": parts}]}
+
+
+class ModelTests(unittest.TestCase):
+    def test_rank_steps_by_hand(self):
+        p = partition()
+        t = dist_model.rank_times(p["splits"][0]["parts"][0], 10, 4, PARAMS)
+        # 1 GFLOP/s = 1000 flop per µs; 1 GB/s = 1000 bytes per µs
+        self.assertAlmostEqual(t["own"], 2 * 300 * 10 / 1000 + 1)        # 7
+        self.assertAlmostEqual(t["remote"], 2 * 200 * 10 / 1000 + 1)     # 5
+        self.assertAlmostEqual(t["comm"], 2 + max(20 * 40 / 1000, 10 * 40 / 500))  # 2.8
+        self.assertAlmostEqual(t["pack"], 20 * 40 * 2 / 10000 + 1)       # 1.16
+        self.assertAlmostEqual(t["add"], 40 * 40 * 3 / 10000 + 1)        # 1.48
+        # the exchange (pack 1.16 + comm 2.8) hides under the own product (7)
+        self.assertAlmostEqual(t["sharded"], 7 + 5 + 1.48)
+        self.assertAlmostEqual(t["replicated"], 2 * 500 * 10 / 1000 + 1)
+
+    def test_exchange_longer_than_the_own_product(self):
+        slow = dict(PARAMS, host_link_gbs=0.01)
+        t = dist_model.rank_times(partition()["splits"][0]["parts"][1], 10, 4, slow)
+        self.assertAlmostEqual(t["comm"], 2 + 20 * 40 / 10)  # 82, all from the other host
+        self.assertAlmostEqual(t["sharded"], t["pack"] + t["comm"] + t["remote"] + t["add"])
+
+    def test_model_and_main(self):
+        one, rows = dist_model.model(partition(), PARAMS)
+        self.assertAlmostEqual(one, 2 * 1000 * 10 / 1000 + 1)
+        (r,) = rows
+        slowest = max(dist_model.rank_times(x, 10, 4, PARAMS)["sharded"]
+                      for x in partition()["splits"][0]["parts"])
+        self.assertAlmostEqual(r["sharded_us"], slowest)
+        self.assertAlmostEqual(r["speedup_sharded"], one / slowest)
+        self.assertAlmostEqual(r["imbalance"], 560 / 550)
+        with tempfile.TemporaryDirectory() as tmp:
+            path, out = os.path.join(tmp, "part.json"), os.path.join(tmp, "model.csv")
+            with open(path, "w") as f:
+                json.dump(partition(), f)
+            self.assertEqual(dist_model.main([path, "--gflops", "1", "--csv", out]), 0)
+            with open(out) as f:
+                (row,) = list(csv.DictReader(f))
+            self.assertEqual(row["ranks"], "2")
+            bad = partition()
+            bad["n"] = 0
+            with open(path, "w") as f:
+                json.dump(bad, f)
+            with self.assertRaises(SystemExit):
+                dist_model.main([path, "--gflops", "1"])
+            with self.assertRaises(SystemExit):
+                dist_model.main([path, "--gflops", "0"])
+
+
+if __name__ == "__main__":
+    result = unittest.TextTestRunner(verbosity=2).run(
+        unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]))
+    sys.exit(0 if result.wasSuccessful() else 1)
