@@ -110,6 +110,13 @@ class ConvInfo(ctypes.Structure):
                 ("implicit_us", c_double), ("spmm", PlanInfo)]
 
 
+class DistLayoutInfo(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("ranks", c_int), ("rank", c_int), ("row0", c_int64),
+                ("rows", c_int64), ("b_row0", c_int64), ("b_rows", c_int64),
+                ("own_nnz", c_int64), ("remote_nnz", c_int64), ("recv_rows", c_int64),
+                ("send_rows", c_int64)]
+
+
 _P = ctypes.POINTER
 # name: (restype, argtypes); spf_status results are declared c_int.
 _SIGNATURES = {
@@ -163,6 +170,14 @@ _SIGNATURES = {
     "spf_layout_from_name": (c_int, [c_char_p, _P(c_enum)]),
     "spf_candidate_outcome_name": (c_char_p, [c_enum]),
     "spf_stage_name": (c_char_p, [c_enum]),
+    "spf_partition_rows": (c_int, [c_void_p, c_int, _P(c_int64)]),
+    "spf_dist_layout_create": (c_int, [c_void_p, c_int, c_int, _P(c_int64), _P(c_int64),
+                                       _P(c_void_p)]),
+    "spf_dist_layout_get_info": (c_int, [c_void_p, _P(DistLayoutInfo)]),
+    "spf_dist_layout_own": (c_void_p, [c_void_p]),
+    "spf_dist_layout_remote": (c_void_p, [c_void_p]),
+    "spf_dist_layout_lists": (c_int, [c_void_p, _P(c_int64), _P(c_int64), _P(c_int32)]),
+    "spf_dist_layout_free": (None, [c_void_p]),
 }
 
 

@@ -583,7 +583,8 @@ class MirrorTests(unittest.TestCase):
                "spf_kernel_config": "KernelConfig", "spf_plan_options": "PlanOptions",
                "spf_search_info": "SearchInfo", "spf_candidate": "Candidate",
                "spf_plan_info": "PlanInfo", "spf_progress": "Progress",
-               "spf_conv_desc": "ConvDesc", "spf_conv_info": "ConvInfo"}
+               "spf_conv_desc": "ConvDesc", "spf_conv_info": "ConvInfo",
+               "spf_dist_layout_info": "DistLayoutInfo"}
     SCALARS = {"int": "i32", "int32_t": "i32", "uint32_t": "u32", "int64_t": "i64",
                "uint64_t": "u64", "double": "f64"}
 

@@ -22,5 +22,6 @@ int main(void)
     SIZE(spf_progress);
     SIZE(spf_conv_desc);
     SIZE(spf_conv_info);
+    SIZE(spf_dist_layout_info);
     return 0;
 }

@@ -1,0 +1,175 @@
+"""spforge.distributed (issue 15): C = A·B over the ranks of a
+torch.distributed process group, one process per GPU, each rank running
+ordinary spforge plans on its share (docs/distributed.md).
+
+    import torch.distributed as dist
+    import spforge.distributed as sd
+    dist.init_process_group("nccl")            # one process per GPU
+    spmm = sd.DistSpMM(a, n=128)               # every rank passes the whole A
+    c_mine = spmm(b_mine)                      # its rows of B in, its rows of C out
+
+A's rows are split over the ranks, balanced by work (spf_partition_rows);
+rank r computes C's rows spmm.rows (a range). B is held
+  - split by rows (b_split="rows", the default; a square A, a graph: rank
+    r holds B's rows of its own part, its vertices' features; "even": B's
+    K rows split evenly, any shape): each rank receives the rows of B its
+    part's columns name from the ranks holding them, in one all_to_all,
+    while it multiplies the part of A on its own rows (A_own); then the
+    received rows (A_remote) are added in;
+  - whole by every rank (b_split="replicated"): no exchange.
+Every rank works the same split out from the whole A, so only B's rows
+are exchanged. On the gloo backend with CUDA tensors the exchange goes
+through host memory (gloo exchanges host tensors): several ranks can then
+share one GPU, as the tests do; with nccl it stays on the GPUs.
+
+Needs torch >= 2.4 and an initialised process group."""
+
+import ctypes
+
+import torch
+import torch.distributed as dist
+
+from . import Matrix, Plan, _capi, _check
+from ._capi import lib
+
+_SPLITS = ("rows", "even", "replicated")
+
+
+def partition_rows(matrix, parts):
+    """The balanced split of matrix's rows into `parts` (spf_partition_rows):
+    a list of parts + 1 row starts."""
+    matrix = matrix if isinstance(matrix, Matrix) else Matrix(matrix)
+    out = (ctypes.c_int64 * (parts + 1))()
+    _check(lib().spf_partition_rows(matrix._ptr(), int(parts), out))
+    return list(out)
+
+
+def _copy_matrix(ptr):
+    """A Matrix copied from a borrowed spf_matrix pointer."""
+    rows, cols = lib().spf_matrix_rows(ptr), lib().spf_matrix_cols(ptr)
+    nnz = lib().spf_matrix_nnz(ptr)
+    arrays = []
+    for fn, ctype, count in ((lib().spf_matrix_row_ptr, ctypes.c_int64, rows + 1),
+                             (lib().spf_matrix_col_idx, ctypes.c_int32, nnz),
+                             (lib().spf_matrix_values, ctypes.c_float, nnz)):
+        a = (ctype * max(count, 1))()
+        ctypes.memmove(a, fn(ptr), count * ctypes.sizeof(ctype))
+        arrays.append(a if count else (ctype * 0)())
+    return Matrix.from_csr(rows, cols, *arrays)
+
+
+def _row_slice(matrix, row0, rows):
+    """Rows row0 .. row0 + rows - 1 of matrix, all its columns."""
+    row_ptr, col_idx, values = matrix.csr()
+    lo, hi = row_ptr[row0], row_ptr[row0 + rows]
+    rp = (ctypes.c_int64 * (rows + 1))(*[row_ptr[row0 + i] - lo for i in range(rows + 1)])
+    ci = (ctypes.c_int32 * (hi - lo))(*col_idx[lo:hi])
+    va = (ctypes.c_float * (hi - lo))(*values[lo:hi])
+    return Matrix.from_csr(rows, matrix.shape[1], rp, ci, va)
+
+
+class DistSpMM:
+    """This rank's part of C = A·B over a process group (see the module).
+
+    DistSpMM(matrix, n, group=None, *, b_split="rows", device=None,
+    dtype="f32", plan_options=None): matrix is the whole A (a Matrix or
+    what Matrix() takes), the same on every rank; n: B's columns;
+    device: "cpu" (CPU plans, float32) or a cuda device (default: the
+    current one where CUDA is there); plan_options: Plan's keyword
+    arguments (strategy, verify, cache, ...).
+
+    Attributes: rank, ranks, rows (range of C's rows this rank computes),
+    b_rows (range of B's rows it holds; all of them when replicated),
+    recv_rows and send_rows (rows of B it receives and sends a call)."""
+
+    def __init__(self, matrix, n, group=None, *, b_split="rows", device=None, dtype="f32",
+                 plan_options=None):
+        if b_split not in _SPLITS:
+            raise ValueError("b_split %r: expected one of %s" % (b_split, ", ".join(_SPLITS)))
+        if not dist.is_initialized():
+            raise RuntimeError("spforge.distributed: no torch.distributed process group "
+                               "(dist.init_process_group first)")
+        self.group = group
+        self.rank, self.ranks = dist.get_rank(group), dist.get_world_size(group)
+        matrix = matrix if isinstance(matrix, Matrix) else Matrix(matrix)
+        m, k = matrix.shape
+        if b_split == "rows" and m != k:
+            raise ValueError("b_split \"rows\" splits B as A's rows, which needs a square A; "
+                             "A is %d×%d (b_split=\"even\" splits B's %d rows evenly)" % (m, k, k))
+        if device is None:
+            device = torch.device("cuda", torch.cuda.current_device()) \
+                if torch.cuda.is_available() else torch.device("cpu")
+        self.device = torch.device(device)
+        self.n, self.b_split = int(n), b_split
+        options = dict(plan_options or {})
+        if self.device.type == "cpu":
+            options.update(strategy="cpu")
+        else:
+            options.setdefault("device", self.device.index or 0)
+        options["dtype"] = dtype
+        row_start = partition_rows(matrix, self.ranks)
+        r = self.rank
+        self.rows = range(row_start[r], row_start[r + 1])
+        self._own = self._remote = None
+        if b_split == "replicated":
+            self.b_rows, self.recv_rows, self.send_rows = range(k), 0, 0
+            self._own = Plan(_row_slice(matrix, row_start[r], len(self.rows)), self.n, **options)
+            return
+        b_start = row_start if b_split == "rows" else [k * i // self.ranks
+                                                       for i in range(self.ranks + 1)]
+        self.b_rows = range(b_start[r], b_start[r + 1])
+        layout = ctypes.c_void_p()
+        starts = (ctypes.c_int64 * (self.ranks + 1))
+        _check(lib().spf_dist_layout_create(matrix._ptr(), self.ranks, r, starts(*row_start),
+                                            starts(*b_start), ctypes.byref(layout)))
+        try:
+            info = _capi.DistLayoutInfo()
+            info.size = ctypes.sizeof(info)
+            _check(lib().spf_dist_layout_get_info(layout, ctypes.byref(info)))
+            self.recv_rows, self.send_rows = info.recv_rows, info.send_rows
+            recv = (ctypes.c_int64 * self.ranks)()
+            send = (ctypes.c_int64 * self.ranks)()
+            index = (ctypes.c_int32 * max(info.send_rows, 1))()
+            _check(lib().spf_dist_layout_lists(layout, recv, send, index))
+            self._recv_counts, self._send_counts = list(recv), list(send)
+            self._send_index = torch.tensor(list(index)[:info.send_rows], dtype=torch.int64,
+                                            device=self.device)
+            self._own = Plan(_copy_matrix(lib().spf_dist_layout_own(layout)), self.n, **options)
+            remote = lib().spf_dist_layout_remote(layout)
+            if remote:
+                self._remote = Plan(_copy_matrix(remote), self.n, **options)
+        finally:
+            lib().spf_dist_layout_free(layout)
+
+    def _exchange(self, b):
+        """The rows of B the others need from b sent, those this rank needs
+        received: (the receive tensor, the pending work)."""
+        send = b.index_select(0, self._send_index)
+        recv = torch.empty((self.recv_rows, self.n), dtype=b.dtype, device=b.device)
+        host = b.is_cuda and dist.get_backend(self.group) == "gloo"
+        if host:  # gloo exchanges host tensors
+            send, recv = send.cpu(), recv.cpu()
+        work = dist.all_to_all_single(recv, send, output_split_sizes=self._recv_counts,
+                                      input_split_sizes=self._send_counts, group=self.group,
+                                      async_op=not host)
+        return recv, work
+
+    def __call__(self, b):
+        """This rank's rows of C (len(rows) × n), from its rows of B
+        (len(b_rows) × n; all of B when replicated), a tensor on the
+        layer's device of the plans' dtype. Every rank of the group must
+        call it (the exchange is collective)."""
+        want = (len(self.b_rows), self.n)
+        if tuple(b.shape) != want:
+            raise ValueError("spforge.distributed: B's rows of rank %d: expected shape %s, got %s"
+                             % (self.rank, want, tuple(b.shape)))
+        b = b.contiguous()
+        if self.b_split == "replicated":
+            return self._own(b)
+        recv, work = self._exchange(b)  # every rank takes part, receiving or not
+        c = self._own(b)  # while the rows arrive
+        if work is not None:
+            work.wait()
+        if self._remote is not None:
+            c += self._remote(recv.to(b.device))
+        return c
