@@ -36,7 +36,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 from spforge import resnet50  # noqa: E402
-from bench_torch_semi import graph_time_us, time_us  # noqa: E402  (src/gpu/timing.c's protocol)
+from spforge._timing import graph_time_us  # noqa: E402  (src/gpu/timing.c's graph mode)
+from bench_torch_semi import time_us  # noqa: E402  (src/gpu/timing.c's protocol)
 
 
 def read_smtx(path):
@@ -85,8 +86,8 @@ def cudnn_us(layer, w, batch, dtype, channels_last, torch, tf32=False, graph=Fal
     torch.backends.cudnn.allow_tf32 = tf32
     try:
         with torch.no_grad():
-            return (graph_time_us if graph else time_us)(
-                lambda: f(x, w, None, layer.stride, layer.padding), torch)
+            call = lambda: f(x, w, None, layer.stride, layer.padding)  # noqa: E731
+            return graph_time_us(call) if graph else time_us(call, torch)
     finally:
         torch.backends.cudnn.allow_tf32 = False
 

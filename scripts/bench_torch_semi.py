@@ -55,40 +55,6 @@ def time_us(fn, torch, rounds=7, target_us=500.0):
     return statistics.median(per_call)
 
 
-def graph_time_us(fn, torch, rounds=7, target_us=500.0):
-    """The GPU's time per call: R calls captured in a CUDA graph once, the
-    per-call median over rounds of its replays (spforge's --timing graph,
-    src/gpu/timing.c), without the host's cost per call."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # warm-up off the capture (cuDNN picks its algorithm)
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-
-    def captured(repeats):
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(repeats):
-                fn()
-        return g
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def replay_us(g):
-        start.record()
-        g.replay()
-        end.record()
-        torch.cuda.synchronize()
-        return start.elapsed_time(end) * 1e3
-
-    once = max(replay_us(captured(1)), 1.0)
-    repeats = max(1, min(2000, int(target_us / once)))
-    g = captured(repeats)
-    replay_us(g)
-    return statistics.median(replay_us(g) / repeats for _ in range(rounds))
-
-
 def pruned_24(m, k, dtype, torch, gen):
     """A random m × k weight with 2 nonzeros in every 4 consecutive columns of a row."""
     w = torch.empty(m, k, device="cuda", dtype=torch.float32).uniform_(-1, 1, generator=gen)

@@ -19,6 +19,7 @@ import time
 import torch
 
 from . import Error, Matrix, _capi, _check, _convert, _named
+from ._timing import graph_time_us
 from ._capi import lib
 from ._torch import (_GPU_DTYPES, _KEYS, _LAYERS, _capturing, _compiling, _layer,
                      _no_backward, _plan_device, magnitude_mask)
@@ -39,37 +40,6 @@ def _pair(value, what):
         raise ValueError("SparseConv2d: %s %r; expected an int >= 0 (or a pair of them)"
                          % (what, value))
     return value
-
-
-def _time_us(fn, rounds=5, repeats=20):
-    """The GPU's time per call: warm-up calls, then `repeats` calls
-    captured in a CUDA graph on a side stream and the per-call median over
-    rounds of its replays (CUDA events): the protocol of src/gpu/timing.c's
-    graph mode. A loop of eager calls would time Python's cost per call
-    (10-40 µs here), which hides kernels of a few µs and would pick
-    whichever of spforge's and torch's calls is cheaper in Python, not on
-    the GPU: inside a model replayed in a CUDA graph, the GPU's time is
-    what counts."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):  # outside the capture: cuDNN's benchmark mode picks here
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(repeats):
-            fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(rounds + 1):  # the first replay uploads the graph
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / repeats)
-    del graph
-    return sorted(times[1:])[rounds // 2]
 
 
 class _ConvPlans:
@@ -160,9 +130,11 @@ class _ConvPlans:
                 bias = torch.rand(self.k, device=where) if self.has_bias else None
                 y = self._output(x)
                 skip = (torch.rand_like(y) * 2 - 1) if self.residual else None
-                entry["sparse_us"] = _time_us(lambda: self._execute(handle, x, y, bias, skip))
+                entry["sparse_us"] = graph_time_us(
+                    lambda: self._execute(handle, x, y, bias, skip), rounds=5, repeats=20)
                 dense_bias = None if bias is None else bias.to(dt)
-                entry["dense_us"] = _time_us(lambda: self._dense(x, dense_bias, skip))
+                entry["dense_us"] = graph_time_us(lambda: self._dense(x, dense_bias, skip),
+                                                  rounds=5, repeats=20)
             except BaseException:
                 lib().spf_conv_plan_free(handle)
                 raise

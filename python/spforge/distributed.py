@@ -44,28 +44,19 @@ def partition_rows(matrix, parts):
     return list(out)
 
 
-def _copy_matrix(ptr):
-    """A Matrix copied from a borrowed spf_matrix pointer."""
-    rows, cols = lib().spf_matrix_rows(ptr), lib().spf_matrix_cols(ptr)
-    nnz = lib().spf_matrix_nnz(ptr)
-    arrays = []
-    for fn, ctype, count in ((lib().spf_matrix_row_ptr, ctypes.c_int64, rows + 1),
-                             (lib().spf_matrix_col_idx, ctypes.c_int32, nnz),
-                             (lib().spf_matrix_values, ctypes.c_float, nnz)):
-        a = (ctype * max(count, 1))()
-        ctypes.memmove(a, fn(ptr), count * ctypes.sizeof(ctype))
-        arrays.append(a if count else (ctype * 0)())
-    return Matrix.from_csr(rows, cols, *arrays)
+def _clone(ptr):
+    """A Matrix of its own from a borrowed spf_matrix pointer."""
+    return Matrix._create(lib().spf_matrix_clone, ptr)
 
 
 def _row_slice(matrix, row0, rows):
     """Rows row0 .. row0 + rows - 1 of matrix, all its columns."""
-    row_ptr, col_idx, values = matrix.csr()
-    lo, hi = row_ptr[row0], row_ptr[row0 + rows]
-    rp = (ctypes.c_int64 * (rows + 1))(*[row_ptr[row0 + i] - lo for i in range(rows + 1)])
-    ci = (ctypes.c_int32 * (hi - lo))(*col_idx[lo:hi])
-    va = (ctypes.c_float * (hi - lo))(*values[lo:hi])
-    return Matrix.from_csr(rows, matrix.shape[1], rp, ci, va)
+    import numpy
+    row_ptr, col_idx, values = (numpy.frombuffer(x, dtype=x.typecode) for x in matrix.csr())
+    lo, hi = int(row_ptr[row0]), int(row_ptr[row0 + rows])
+    return Matrix.from_csr(rows, matrix.shape[1], row_ptr[row0:row0 + rows + 1] - lo,
+                           numpy.ascontiguousarray(col_idx[lo:hi]),
+                           numpy.ascontiguousarray(values[lo:hi]))
 
 
 class DistSpMM:
@@ -134,10 +125,10 @@ class DistSpMM:
             self._recv_counts, self._send_counts = list(recv), list(send)
             self._send_index = torch.tensor(list(index)[:info.send_rows], dtype=torch.int64,
                                             device=self.device)
-            self._own = Plan(_copy_matrix(lib().spf_dist_layout_own(layout)), self.n, **options)
+            self._own = Plan(_clone(lib().spf_dist_layout_own(layout)), self.n, **options)
             remote = lib().spf_dist_layout_remote(layout)
             if remote:
-                self._remote = Plan(_copy_matrix(remote), self.n, **options)
+                self._remote = Plan(_clone(remote), self.n, **options)
         finally:
             lib().spf_dist_layout_free(layout)
 

@@ -64,24 +64,14 @@ static spf_status split_report_make(const spf_matrix *a, int ranks, int b_even, 
     if (st != SPF_OK)
         return st;
     dist_partition_cost(a, ranks, r->row_start, &r->largest, &r->mean);
+    /* for comparison, an even split of A's rows (b_start as scratch) */
     const int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
-    for (int p = 0; p <= ranks; p++)
-        r->b_start[p] = k * p / ranks; /* the even split, until it is B's */
     double mean;
-    int64_t *even = r->b_start;
-    if (m == k) { /* the even split of A's rows, for comparison */
-        dist_partition_cost(a, ranks, even, &r->even_largest, &mean);
-    } else {
-        int64_t *rows = malloc((size_t)(ranks + 1) * sizeof *rows);
-        if (!rows)
-            return SPF_ERR_OUT_OF_MEMORY;
-        for (int p = 0; p <= ranks; p++)
-            rows[p] = m * p / ranks;
-        dist_partition_cost(a, ranks, rows, &r->even_largest, &mean);
-        free(rows);
-    }
-    if (!b_even && m == k) /* B's rows (a graph's vertices) split as A's */
-        memcpy(r->b_start, r->row_start, (size_t)(ranks + 1) * sizeof *r->b_start);
+    for (int p = 0; p <= ranks; p++)
+        r->b_start[p] = m * p / ranks;
+    dist_partition_cost(a, ranks, r->b_start, &r->even_largest, &mean);
+    for (int p = 0; p <= ranks; p++) /* B's rows: as A's (a graph's vertices), or evenly */
+        r->b_start[p] = b_even ? k * p / ranks : r->row_start[p];
     return dist_volume_make(a, ranks, per_host, r->row_start, r->b_start, &r->v);
 }
 

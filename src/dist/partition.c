@@ -90,7 +90,8 @@ void dist_partition_cost(const spf_matrix *a, int parts, const int64_t *row_star
     *mean = (double)cost_before(a, a->rows) / parts;
 }
 
-int dist_split_valid(const int64_t *starts, int count, int64_t total)
+/* Whether starts (count + 1 entries) runs from 0 to total, never down. */
+static int split_valid(const int64_t *starts, int count, int64_t total)
 {
     if (starts[0] != 0 || starts[count] != total)
         return 0;
@@ -98,6 +99,17 @@ int dist_split_valid(const int64_t *starts, int count, int64_t total)
         if (starts[i + 1] < starts[i])
             return 0;
     return 1;
+}
+
+/* A's row split and B's, of `ranks` parts each, checked for `what`. */
+static spf_status splits_check(const char *what, const spf_matrix *a, int ranks,
+                               const int64_t *row_start, const int64_t *b_start)
+{
+    if (!split_valid(row_start, ranks, a->rows) || !split_valid(b_start, ranks, a->cols))
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "%s: the row splits must run from 0 to A's %lld "
+                    "rows and B's %lld rows, never down", what, (long long)a->rows,
+                    (long long)a->cols);
+    return SPF_OK;
 }
 
 /* Rows [row0, row0 + rows) of a, the entries whose column `keep` maps to
@@ -133,11 +145,9 @@ spf_status dist_exchange_make(const spf_matrix *a, int ranks, int rank, const in
     if (ranks < 1 || ranks > DIST_MAX_RANKS || rank < 0 || rank >= ranks)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "exchange: rank %d of %d ranks (at most %d)", rank,
                     ranks, DIST_MAX_RANKS);
-    if (!dist_split_valid(row_start, ranks, a->rows) || !dist_split_valid(b_start, ranks, a->cols))
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "exchange: the row splits must run from 0 to A's "
-                    "%lld rows and B's %lld rows, never down", (long long)a->rows,
-                    (long long)a->cols);
-    spf_status status = SPF_OK;
+    spf_status status = splits_check("exchange", a, ranks, row_start, b_start);
+    if (status != SPF_OK)
+        return status;
     const int64_t b0 = b_start[rank], b1 = b_start[rank + 1];
     int32_t *place = mem_alloc_array((size_t)(a->cols > 0 ? a->cols : 1), sizeof *place);
     int32_t *stamp = mem_alloc_array((size_t)(b1 > b0 ? b1 - b0 : 1), sizeof *stamp);
@@ -245,11 +255,9 @@ spf_status dist_volume_make(const spf_matrix *a, int ranks, int group, const int
     if (ranks < 1 || ranks > DIST_MAX_RANKS || group < 1)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: %d ranks (1 to %d) in groups of %d (at "
                     "least 1)", ranks, DIST_MAX_RANKS, group);
-    if (!dist_split_valid(row_start, ranks, a->rows) || !dist_split_valid(b_start, ranks, a->cols))
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: the row splits must run from 0 to A's "
-                    "%lld rows and B's %lld rows, never down", (long long)a->rows,
-                    (long long)a->cols);
-    spf_status status = SPF_OK;
+    spf_status status = splits_check("volume", a, ranks, row_start, b_start);
+    if (status != SPF_OK)
+        return status;
     int32_t *seen = mem_alloc_array((size_t)(a->cols > 0 ? a->cols : 1), sizeof *seen);
     int32_t *peer_seen = mem_alloc_array((size_t)ranks, sizeof *peer_seen);
     out->own_nnz = mem_calloc((size_t)ranks, sizeof *out->own_nnz);

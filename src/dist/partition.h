@@ -52,9 +52,6 @@ spf_status dist_volume_make(const spf_matrix *a, int ranks, int group, const int
                             const int64_t *b_start, dist_volume *out);
 void dist_volume_free(dist_volume *v); /* accepts a zeroed one */
 
-/* Whether starts (count + 1 entries) runs from 0 to total, never down. */
-int dist_split_valid(const int64_t *starts, int count, int64_t total);
-
 /* What rank `rank` of `ranks` does in the sharded case. */
 typedef struct dist_exchange {
     int ranks, rank;
