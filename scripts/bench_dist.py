@@ -2,18 +2,23 @@
 """Distributed SpMM against one GPU (issue 15's target: a graph of ≥ 50 M
 nonzeros at N = 128, ≥ 1.8× on 2 GPUs, ≥ 3.2× on 4), one process per GPU:
 
-    torchrun --nproc_per_node 2 scripts/bench_dist.py --scale 22 --sparsity 0.999997 \\
-        --n 128 --out dist.csv
+    torchrun --nproc_per_node 4 scripts/bench_dist.py --scale 22 --sparsity 0.999997 \\
+        --columns 128 --ranks 2,4 --out dist.csv
 
 Every rank makes the same R-MAT graph (spforge's generator, --seed), or
 reads --matrix; rank 0 first times one plan of the whole graph on its GPU
-alone (the baseline), then every rank times its DistSpMM call (B split as
-the graph's rows, or replicated with --replicated). Times: CUDA events
-around R calls after warm-up, the median per call over 7 rounds, each
-rank's, the slowest rank's kept (a call is done when every rank's is).
-Every rank's rows of C are checked against the CPU reference of the same
-rows (sums in double; the relative error over all of C). One CSV row per
-run, written by rank 0.
+alone (the baseline). Then, for each count P of --ranks (the launch's
+first P ranks; the others wait) and each split of B in --splits, every
+rank of the P times its DistSpMM call, and its steps alone: the product
+on its own rows of B, the exchange, the product on the received rows (the
+cost model's terms, scripts/dist_model.py). Times: CUDA events around R
+calls after warm-up, the median per call over 7 rounds; the CSV row keeps
+the slowest rank's (a call is done when every rank's is) and lists each
+rank's. Every rank's rows of C are checked against the CPU reference of
+the same rows (sums in double; the relative error over all of C), and
+the first run's C, put together on rank 0, against the one-GPU plan's C.
+Last, an all-to-all of --link-mb MB a rank over each P measures the bus
+bandwidth (--links-out). Rank 0 writes the CSVs.
 
 --backend gloo --device cpu runs it on CPU ranks (a smoke test)."""
 
@@ -51,6 +56,112 @@ def time_calls(fn, torch, device, repeats=10, rounds=7):
     return statistics.median(times)
 
 
+def measure(a, sd, spforge, numpy, torch, dist, matrix, b, b_host, device, group, p, split,
+            options, made_s):
+    """One (ranks, split) run on this rank: its DistSpMM call timed, whole
+    and step by step, its rows checked; rank 0's dict is the CSV row (the
+    slowest rank's times), with this rank's C under "_c"."""
+    t0 = time.perf_counter()
+    spmm = sd.DistSpMM(matrix, a.n, group, b_split=split, device=device,
+                       plan_options=options if device.type == "cuda" else None)
+    plan_s = time.perf_counter() - t0
+    mine = b[spmm.b_rows.start:spmm.b_rows.stop].contiguous()
+    c = spmm(mine)
+    total = time_calls(lambda: spmm(mine), torch, device)
+    # the steps alone (the model's terms): own product, exchange, remote product
+    own = time_calls(lambda: spmm._own(mine), torch, device)
+    exchange = remote = 0.0
+    if split != "replicated":
+        def exchange_once():
+            recv, work = spmm._exchange(mine)
+            if work is not None:
+                work.wait()
+            return recv
+        exchange = time_calls(exchange_once, torch, device)
+        if spmm._remote is not None:
+            recv = exchange_once().to(device)
+            remote = time_calls(lambda: spmm._remote(recv), torch, device)
+    err2, ref2 = check_rows(sd, spforge, numpy, matrix, spmm.rows, b_host, a.n, c)
+    sums = torch.tensor([err2, ref2], dtype=torch.float64, device=device)
+    dist.all_reduce(sums, group=group)
+    steps = torch.tensor([total, own, exchange, remote, spmm.recv_rows], dtype=torch.float64,
+                         device=device)
+    every = [torch.zeros_like(steps) for _ in range(p)]
+    dist.all_gather(every, steps, group=group)
+    every = [[float(x) for x in t] for t in every]
+    err = float((sums[0] / sums[1]).sqrt()) if float(sums[1]) > 0 else float(sums[0].sqrt())
+    return {"ranks": p, "rows": matrix.shape[0], "nnz": matrix.nnz, "n": a.n, "b_split": split,
+            "strategy": a.strategy, "one_gpu_us": None,
+            "dist_us": round(max(t[0] for t in every), 1), "speedup": None,
+            "rank_us": " ".join("%.1f" % t[0] for t in every),
+            "own_us_max": round(max(t[1] for t in every), 1),
+            "exchange_us_max": round(max(t[2] for t in every), 1),
+            "remote_us_max": round(max(t[3] for t in every), 1),
+            "recv_rows_max": int(max(t[4] for t in every)),
+            "relative_error": "%.3g" % err, "one_gpu_vs_ranks": None,
+            "made_s": round(made_s, 1), "plan_s": round(plan_s, 1),
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+            "commit": os.environ.get("SPF_GIT_COMMIT", ""), "_c": c}
+
+
+def compare_whole(torch, dist, whole, c, group, starts):
+    """On rank 0: the relative difference between the one-GPU C and the
+    ranks' C put together (rank r's rows starts[r] .. starts[r+1] - 1,
+    sent to rank 0); "" on the others."""
+    if dist.get_rank() != 0:
+        dist.send(c, dst=0, group=group)
+        return ""
+    parts = [c]
+    for src in range(1, len(starts) - 1):
+        part = torch.empty((starts[src + 1] - starts[src], c.shape[1]), dtype=c.dtype,
+                           device=c.device)
+        dist.recv(part, src=src, group=group)
+        parts.append(part)
+    return "%.3g" % float((torch.cat(parts) - whole).norm() / whole.norm())
+
+
+def write_row(path, row):
+    new = not os.path.exists(path)
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(row))
+        if new:
+            w.writeheader()
+        w.writerow(row)
+    print(row, flush=True)
+
+
+def parse_ints(text, what):
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise SystemExit("bench_dist: --%s %r: expected positive integers, comma-separated"
+                         % (what, text))
+    return values
+
+
+def check_rows(sd, spforge, numpy, matrix, rows, b, n, c):
+    """(‖c − ref‖², ‖ref‖²) of this rank's rows of C against the CPU
+    reference of the same rows (sums in double)."""
+    part = sd._row_slice(matrix, rows.start, len(rows))
+    ref = numpy.asarray(spforge.reference_spmm(part, b, n, accumulate="f64"))
+    return (float(numpy.linalg.norm(c.cpu().numpy().ravel() - ref.ravel()) ** 2),
+            float(numpy.linalg.norm(ref) ** 2))
+
+
+def link_bandwidth(torch, dist, group, ranks, device, mbytes):
+    """All-to-all over `group` of `mbytes` MB a rank (equal shares): µs a
+    call and the bus bandwidth in GB/s (bytes each rank sends to the others
+    over the time, NCCL's busbw for all-to-all)."""
+    elems = (mbytes << 20) // 4 // ranks * ranks
+    send = torch.empty(elems, dtype=torch.float32, device=device).uniform_(-1, 1)
+    recv = torch.empty_like(send)
+    us = time_calls(lambda: dist.all_to_all_single(recv, send, group=group), torch, device,
+                    repeats=5, rounds=5)
+    return us, elems * 4 * (ranks - 1) / ranks / (us * 1e3)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--matrix", help="a matrix file (else an R-MAT graph)")
@@ -58,20 +169,35 @@ def main():
     ap.add_argument("--sparsity", type=float, default=0.999997,
                     help="R-MAT: the share of zeros (2^22 vertices at 0.999997: 52.8 M edges)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--n", type=int, default=128)
+    # not --n: torchrun reads an option it can take as short for its own
+    # (--nnodes, --nproc-per-node, ...) even after the script's name
+    ap.add_argument("--columns", dest="n", type=int, default=128, help="N, B's columns")
     ap.add_argument("--strategy", default="generic", help="the plans' strategy")
-    ap.add_argument("--replicated", action="store_true", help="B whole on every rank")
+    ap.add_argument("--ranks", help="rank counts to measure, each on the first ranks of the "
+                    "launch (default: all of them), e.g. 2,4")
+    ap.add_argument("--splits", default="rows,replicated",
+                    help="B's splits to measure (rows, even, replicated)")
+    ap.add_argument("--link-mb", type=int, default=256,
+                    help="MB a rank sends in the all-to-all bandwidth probe (0: none)")
     ap.add_argument("--backend", default="nccl")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--out", required=True, help="the CSV (rank 0 writes it)")
+    ap.add_argument("--links-out", help="the bandwidth probe's CSV (rank 0 writes it)")
     a = ap.parse_args()
+    splits = [s for s in a.splits.split(",") if s]
     import numpy
     import torch
     import torch.distributed as dist
     import spforge
     import spforge.distributed as sd
+    bad = [s for s in splits if s not in sd._SPLITS]
+    if bad:
+        raise SystemExit("bench_dist: --splits: %s: expected rows, even or replicated" % bad[0])
     dist.init_process_group(a.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
+    counts = parse_ints(a.ranks, "ranks") if a.ranks else [world]
+    if max(counts) > world:
+        raise SystemExit("bench_dist: --ranks %s: the launch has %d ranks" % (a.ranks, world))
     local = int(os.environ.get("LOCAL_RANK", rank))
     device = torch.device("cuda", local) if a.device == "cuda" else torch.device("cpu")
     if device.type == "cuda":
@@ -84,54 +210,51 @@ def main():
         matrix = spforge.Matrix.generate(kind="rmat", rows=side, cols=side, sparsity=a.sparsity,
                                          seed=a.seed)
     m, k = matrix.shape
-    b = torch.from_numpy(numpy.random.default_rng(a.seed).uniform(
-        -1, 1, (k, a.n)).astype(numpy.float32)).to(device)
+    b_host = numpy.random.default_rng(a.seed).uniform(-1, 1, (k, a.n)).astype(numpy.float32)
+    b = torch.from_numpy(b_host).to(device)
     made_s = time.perf_counter() - t0
     options = {"verify": False, "cache": False}
     if device.type == "cuda":
         options["strategy"] = a.strategy
-    one_us = float("nan")
-    if rank == 0:  # the baseline: the whole graph on one GPU
+    one_us, whole = float("nan"), None
+    if rank == 0:  # the baseline: the whole graph on one GPU, checked below against the ranks'
         plan = spforge.Plan(matrix, a.n, device=device.index or 0, **options) \
             if device.type == "cuda" else spforge.Plan(matrix, a.n, strategy="cpu")
         one_us = time_calls(lambda: plan(b), torch, device)
+        whole = plan(b)
         del plan
-    t0 = time.perf_counter()
-    spmm = sd.DistSpMM(matrix, a.n, b_split="replicated" if a.replicated else "rows",
-                       device=device, plan_options=options if device.type == "cuda" else None)
-    plan_s = time.perf_counter() - t0
-    mine = b if a.replicated else b[spmm.b_rows.start:spmm.b_rows.stop].contiguous()
-    c = spmm(mine)
-    us = time_calls(lambda: spmm(mine), torch, device)
-    # this rank's rows against the reference (sums in double) of the same rows
-    part = sd._row_slice(matrix, spmm.rows.start, len(spmm.rows))
-    ref = numpy.asarray(spforge.reference_spmm(part, b.cpu().numpy(), a.n, accumulate="f64"))
-    diff = numpy.linalg.norm(c.cpu().numpy().ravel() - ref.ravel())
-    sums = torch.tensor([diff ** 2, float(numpy.linalg.norm(ref) ** 2)], dtype=torch.float64,
-                        device=device)
-    dist.all_reduce(sums)
-    times = [torch.zeros(1, dtype=torch.float64, device=device) for _ in range(world)]
-    dist.all_gather(times, torch.tensor([us], dtype=torch.float64, device=device))
-    if rank == 0:
-        err = float((sums[0] / sums[1]).sqrt()) if float(sums[1]) > 0 else float(sums[0].sqrt())
-        slowest = max(float(t) for t in times)
-        row = {"ranks": world, "rows": m, "nnz": matrix.nnz, "n": a.n,
-               "b_split": "replicated" if a.replicated else "rows",
-               "strategy": a.strategy, "one_gpu_us": round(one_us, 1),
-               "dist_us": round(slowest, 1), "speedup": round(one_us / slowest, 3),
-               "rank_us": " ".join("%.1f" % float(t) for t in times),
-               "recv_rows_rank0": spmm.recv_rows, "relative_error": "%.3g" % err,
-               "made_s": round(made_s, 1), "plan_s": round(plan_s, 1),
-               "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
-               "commit": os.environ.get("SPF_GIT_COMMIT", "")}
-        new = not os.path.exists(a.out)
-        with open(a.out, "a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(row))
-            if new:
-                w.writeheader()
-            w.writerow(row)
-        print(row, flush=True)
-    dist.barrier()
+    groups = {p: dist.new_group(list(range(p))) for p in counts}  # every rank makes each
+    first = True
+    for p in counts:
+        group = groups[p]
+        for split in splits:
+            if rank < p:
+                row = measure(a, sd, spforge, numpy, torch, dist, matrix, b, b_host, device,
+                              group, p, split, options, made_s)
+                if first:  # the baseline's C against the ranks' (checked) C
+                    starts = sd.partition_rows(matrix, p)
+                    row["one_gpu_vs_ranks"] = compare_whole(torch, dist, whole, row.pop("_c"),
+                                                            group, starts)
+                else:
+                    row.pop("_c")
+                    row["one_gpu_vs_ranks"] = ""
+                row["one_gpu_us"] = round(one_us, 1)
+                row["speedup"] = round(one_us / row["dist_us"], 3) if rank == 0 else ""
+                if rank == 0:
+                    write_row(a.out, row)
+            first = False
+            dist.barrier()
+    if a.link_mb > 0 and device.type == "cuda":
+        for p in counts:
+            if p > 1 and rank < p:
+                us, gbs = link_bandwidth(torch, dist, groups[p], p, device, a.link_mb)
+                if rank == 0:
+                    write_row(a.links_out or a.out.replace(".csv", "-links.csv"),
+                              {"ranks": p, "mb_per_rank": a.link_mb, "us": round(us, 1),
+                               "busbw_gbs": round(gbs, 1), "backend": a.backend,
+                               "device": torch.cuda.get_device_name(device),
+                               "commit": os.environ.get("SPF_GIT_COMMIT", "")})
+            dist.barrier()
     dist.destroy_process_group()
 
 

@@ -2,9 +2,10 @@
 process group (processes of this machine), each rank's rows of C against
 the reference's same rows: a graph with B split as its rows, a
 non-square A with B split evenly, and B replicated; every rank's
-exchange counts agree with the others'. On the CPU (CPU plans), and where
-CUDA is there on one GPU shared by every rank (the exchange through host
-memory, as gloo needs): the several-ranks-on-one-GPU check of issue 15.
+exchange counts agree with the others'. On the CPU (CPU plans); where
+CUDA is there, on one GPU shared by every rank (the exchange through host
+memory, as gloo needs): the several-ranks-on-one-GPU check of issue 15;
+and on a host of several GPUs, over NCCL with a GPU a rank (2 to 4 ranks).
 Skips (77) without torch or its distributed package."""
 
 import json
@@ -40,7 +41,11 @@ N = 7
 def rank_main(rank, world, init, out, device):
     import spforge
     import spforge.distributed as sd
-    dist.init_process_group("gloo", init_method="file://" + init, rank=rank, world_size=world)
+    backend = "gloo"
+    if device == "nccl":  # one GPU a rank, the exchange through NCCL
+        backend, device = "nccl", torch.device("cuda", rank)
+        torch.cuda.set_device(device)
+    dist.init_process_group(backend, init_method="file://" + init, rank=rank, world_size=world)
     results = {}
     for name, (gen, split) in sorted(CASES.items()):
         a = spforge.Matrix.generate(**gen)
@@ -68,8 +73,8 @@ class DistributedTests(unittest.TestCase):
                      nprocs=world)
             return [json.load(open("%s.%d" % (out, r))) for r in range(world)]
 
-    def check(self, device):
-        for world in (1, 2, 3):
+    def check(self, device, worlds=(1, 2, 3)):
+        for world in worlds:
             ranks = self.run_ranks(world, device)
             for name, (gen, _) in CASES.items():
                 with self.subTest(device=device, ranks=world, case=name):
@@ -93,6 +98,13 @@ class DistributedTests(unittest.TestCase):
         if not torch.cuda.is_available():
             self.skipTest("no CUDA device: the ranks sharing one GPU not run")
         self.check("cuda")
+
+    def test_nccl_gpu_each(self):
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if gpus < 2 or not dist.is_nccl_available():
+            self.skipTest("%d CUDA devices%s: the NCCL ranks (one GPU each) not run"
+                          % (gpus, "" if dist.is_nccl_available() else ", no NCCL"))
+        self.check("nccl", worlds=range(2, min(gpus, 4) + 1))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Issue 15's multi-GPU measurements in ONE device call on a host of several
+# GPUs (nvidia-h200-x2 / -x4 or the H100 kinds; ≤ 10 minutes), results
+# under $OUT:
+#   - the library and CLI built (Release, -j);
+#   - scripts/bench_dist.py under torchrun, one process per GPU: the R-MAT
+#     graph of 2^22 vertices (52.8 M edges) at N = 128, one GPU against 2
+#     and 4 (B split by rows and replicated), each step timed alone, and
+#     NCCL's all-to-all bandwidth (dist.csv, dist-links.csv);
+#   - scripts/sharded_eval.py over bench/sharded-eval-problems.txt on one
+#     GPU and on two (the wall times in each sharded.json), both folders
+#     kept in sharded-eval.tar.gz;
+#   - tests/python/test_distributed.py: gloo ranks on the CPU and sharing
+#     one GPU, and NCCL ranks a GPU each (2 to 4).
+#
+#   SPF_GIT_COMMIT=<sha> bash scripts/device-dist.sh
+#
+# NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the torch and NVSHMEM
+# equivalents): it can take a shared host's GPUs out of service.
+# SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
+# SPF_DIST_ARGS: bench_dist.py's arguments in place of the R-MAT target
+# run's (a smaller graph for a quick look, say).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+out=${OUT:-$root/device-dist-out}
+mkdir -p "$out"
+budget=${SPF_CHECK_BUDGET_S:-570}
+start=$(date +%s)
+build=$root/build-device
+failed=""
+# shellcheck source=device-steps.sh
+. "$root/scripts/device-steps.sh"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+
+: >"$out/summary.txt"
+{ nvidia-smi && nvidia-smi topo -m; } >"$out/nvidia-smi.txt" 2>&1
+head -n 15 "$out/nvidia-smi.txt" | tee -a "$out/summary.txt"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+echo "GPUs: $gpus" | tee -a "$out/summary.txt"
+
+step build "$out/build.log" 240 bash -c "cmake -S . -B '$build' -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CUDA_COMPILER=\$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && \
+  cmake --build '$build' -j32 --target spforge spforge_cli"
+if [ ! -f "$build/libspforge.so" ]; then
+  echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
+  exit 1
+fi
+export SPF_LIB=$build/libspforge.so
+
+ranks=""
+for p in 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks${ranks:+,}$p"; done
+dist_args=${SPF_DIST_ARGS:---scale 22 --sparsity 0.999997 --columns 128}
+# shellcheck disable=SC2086
+step bench-dist "$out/bench-dist.log" 300 torchrun --nproc_per_node "$gpus" \
+  "$root/scripts/bench_dist.py" $dist_args --ranks "${ranks:-1}" --out "$out/dist.csv" \
+  --links-out "$out/dist-links.csv"
+
+list=$root/bench/sharded-eval-problems.txt
+results=$build/sharded-eval
+rm -rf "$results"
+step sharded-1gpu "$out/sharded-1gpu.log" 200 python3 "$root/scripts/sharded_eval.py" \
+  "$build" "$results/gpu1" "$list" --gpus 0
+[ "$gpus" -ge 2 ] && step sharded-2gpu "$out/sharded-2gpu.log" 150 \
+  python3 "$root/scripts/sharded_eval.py" "$build" "$results/gpu2" "$list" --gpus 0,1
+tar -czf "$out/sharded-eval.tar.gz" -C "$build" sharded-eval 2>/dev/null
+# last: the test (the measurements first, should time run short)
+step dist-test "$out/dist-test.log" 150 python3 "$root/tests/python/test_distributed.py"
+
+echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
+[ -z "$failed" ]

@@ -1,0 +1,27 @@
+# Shared by the device scripts (sourced): a time budget for the whole call
+# and steps run under their share of it, each logged, its outcome and last
+# lines in $out/summary.txt. Needs out, budget, start, failed set first.
+
+left() { echo $((budget - ($(date +%s) - start))); }
+# cap SECONDS: the smaller of SECONDS and what is left minus a reserve for
+# packaging the results; at least 10.
+cap() {
+  local c=$1 l
+  l=$(($(left) - 20))
+  [ "$l" -lt "$c" ] && c=$l
+  [ "$c" -lt 10 ] && c=10
+  echo "$c"
+}
+step() { # step NAME LOG SECONDS COMMAND...
+  local name=$1 log=$2 secs
+  secs=$(cap "$3")
+  shift 3
+  echo "== $name (limit ${secs}s, $(left)s left)" | tee -a "$out/summary.txt"
+  local t0=$(date +%s) rc
+  timeout --kill-after=5 "$secs" "$@" >"$log" 2>&1
+  rc=$?
+  echo "   rc=$rc in $(($(date +%s) - t0))s" | tee -a "$out/summary.txt"
+  tail -n 5 "$log" | sed 's/^/   | /' | tee -a "$out/summary.txt"
+  [ "$rc" -ne 0 ] && failed="$failed $name"
+  return "$rc"
+}
