@@ -231,6 +231,26 @@ static inline spf_matrix *random_csr(int64_t m, int64_t k, const double *row_den
     return a;
 }
 
+/* 1500×3000 with a few long rows among short ones, as a power-law graph
+ * has: rows 7 and 500 full (3000), row 900 at half (~1500), row 1200 at
+ * ~1110 and row 1300 at ~930 (either side of the generic kernel's 1024,
+ * where it starts cutting rows into pieces), every 97th row empty, the
+ * rest ~6. */
+static inline spf_matrix *matrix_long_rows(uint64_t seed)
+{
+    enum { ROWS = 1500, COLS = 3000 };
+    double *density = malloc(ROWS * sizeof *density);
+    for (int i = 0; i < ROWS; i++)
+        density[i] = i % 97 == 0 ? 0.0 : 0.002;
+    density[7] = density[500] = 1.0;
+    density[900] = 0.5;
+    density[1200] = 0.37;
+    density[1300] = 0.31;
+    spf_matrix *a = random_csr(ROWS, COLS, density, seed);
+    free(density);
+    return a;
+}
+
 /* A whole file into a new buffer (caller frees; *size its length), or
  * NULL if it cannot be read. */
 static inline unsigned char *file_slurp(const char *path, size_t *size)

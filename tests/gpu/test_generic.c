@@ -1,9 +1,10 @@
 /* The generic CSR kernel (strategy S2) against the CPU reference accumulated
  * in double: every storage type, N ∈ {1, 3, 49, 127, 256, 3136}, bias and
  * ReLU, empty rows, rows longer than one staged chunk, misaligned buffers
- * (narrower vector loads), every row split, outputs poisoned with NaN before
- * each launch.
- * The launch-shape choice and its int32 checks run without a GPU; the rest
+ * (narrower vector loads), every row split, long rows cut into pieces (C
+ * in either layout), outputs poisoned with NaN before each launch.
+ * The launch-shape choice, its int32 checks and the cutting of long rows
+ * run without a GPU; the rest
  * skips visibly (exit 77) when there is no device.
  *
  * `test_generic --quick` runs a small subset (the compute-sanitizer memcheck
@@ -94,6 +95,55 @@ static void test_launch_choose(void)
 }
 
 #ifdef SPF_HAVE_CUDA
+
+/* Long rows: which rows are cut (longer than the threshold), in the
+ * swizzle's order, into the fewest pieces of near-equal length; and the
+ * threshold's rule (generic.c). */
+static void test_pieces(void)
+{
+    /* row lengths 0, 9, 4, 5, 12, 9 */
+    int64_t rp[] = {0, 0, 9, 13, 18, 30, 39};
+    int32_t ci[39];
+    for (int r = 0; r < 6; r++) /* columns 0, 1, ... of each row */
+        for (int64_t q = rp[r]; q < rp[r + 1]; q++)
+            ci[q] = (int32_t)(q - rp[r]);
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_create_csr(6, 13, 39, rp, ci, NULL, 3, &a));
+    generic_pieces p;
+    CHECK_OK(generic_pieces_build(a, 4, &p));
+    /* rows 4 (12: 3 pieces), 1 and 5 (9: 3 each, lower row first), 3 (5: 2) */
+    static const int32_t rows[] = {4, 1, 5, 3}, first[] = {0, 3, 6, 9, 11};
+    static const int32_t range[] = {18, 22, 22, 26, 26, 30, 0, 3, 3, 6, 6, 9,
+                                    30, 33, 33, 36, 36, 39, 13, 15, 15, 18};
+    CHECK(p.long_rows == 4 && p.count == 11);
+    CHECK(p.long_rows == 4 && memcmp(p.row, rows, sizeof rows) == 0);
+    CHECK(p.long_rows == 4 && memcmp(p.first, first, sizeof first) == 0);
+    CHECK(p.count == 11 && memcmp(p.range, range, sizeof range) == 0);
+    generic_pieces_free(&p);
+    CHECK(p.row == NULL && p.count == 0);
+    CHECK_OK(generic_pieces_build(a, 12, &p)); /* none longer */
+    CHECK(p.long_rows == 0 && p.count == 0 && p.row == NULL);
+    CHECK(generic_pieces_build(a, 0, &p) == SPF_ERR_INVALID_ARGUMENT);
+    spf_matrix_free(a);
+
+    /* R-MAT, 2^22 vertices, 52.8 M edges, N = 128: half an average
+     * resident warp's nonzeros (2^18 threads / 32 = 8192 warps) */
+    generic_launch l = {.n = 128, .dtype = SPF_DTYPE_F32, .vec = 4, .subwarp = 32, .split = 1};
+    generic_csr g = {.rows = 1 << 22, .ordered = 1 << 22, .cols = 1 << 22, .nnz = 52776558};
+    CHECK(generic_long_threshold(&g, &l) == 3221);
+    /* even rows (DLMC-like, 460 each): eight times the mean */
+    generic_csr even = {.rows = 2048, .ordered = 2048, .cols = 4608, .nnz = 2048 * 460};
+    CHECK(generic_long_threshold(&even, &l) == 8 * 460);
+    /* small: at least 1024 */
+    generic_csr small = {.rows = 1500, .ordered = 1500, .cols = 3000, .nnz = 17000};
+    CHECK(generic_long_threshold(&small, &l) == 1024);
+    /* none with a row split, or with B as N×K */
+    l.split = 2;
+    CHECK(generic_long_threshold(&g, &l) == 0);
+    l.split = 1;
+    l.b_layout = SPF_LAYOUT_N_FIRST;
+    CHECK(generic_long_threshold(&g, &l) == 0);
+}
 
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 
@@ -193,9 +243,9 @@ static float unpack1(spf_dtype t, const void *buf, int64_t i)
 
 /* One launch checked against the double reference. offset shifts B and C
  * by that many elements from cudaMalloc's alignment; split > 0 forces that
- * row split on the chosen shape (where the block holds it). */
+ * row split on the chosen shape (where the block holds it); cnm: C as N×M. */
 static void run_case(const char *label, const spf_matrix *a, const generic_csr *g, int64_t n,
-                     spf_dtype t, int with_bias, int relu, int offset, int split,
+                     spf_dtype t, int with_bias, int relu, int offset, int split, int cnm,
                      cudaStream_t stream)
 {
     int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
@@ -223,7 +273,8 @@ static void run_case(const char *label, const spf_matrix *a, const generic_csr *
      * kernel failed to write shows as an infinite error. */
     CUDA_OK(cudaMemset(cd, 0xFF, (size_t)(m * n + offset + 1) * eb));
     generic_launch l;
-    CHECK_OK(generic_launch_choose(g, PROBLEM(n, t), bd + offset * eb, cd + offset * eb, &l));
+    problem prob = {.n = n, .dtype = t, .c_layout = cnm ? SPF_LAYOUT_N_FIRST : SPF_LAYOUT_N_LAST};
+    CHECK_OK(generic_launch_choose(g, &prob, bd + offset * eb, cd + offset * eb, &l));
     if (split > 0 && l.subwarp * split <= 128)
         l.split = split;
     if (g->rows > 0)
@@ -231,12 +282,13 @@ static void run_case(const char *label, const spf_matrix *a, const generic_csr *
                                       with_bias ? biasd : NULL, relu, stream));
     CUDA_OK(cudaStreamSynchronize(stream));
     CUDA_OK(cudaMemcpy(ch, cd + offset * eb, (size_t)(m * n) * eb, cudaMemcpyDeviceToHost));
-    for (int64_t i = 0; i < m * n; ++i)
-        cf[i] = unpack1(t, ch, i);
+    for (int64_t i = 0; i < m * n; ++i) /* read back as M×N */
+        cf[i] = unpack1(t, ch, cnm ? i % n * m + i / n : i);
     double err = spf_relative_error(cf, ref, m * n);
     double tol = t == SPF_DTYPE_F32 ? 1e-5 : 1e-2;
-    CHECK_MSG(err <= tol, "%s N=%lld %s bias=%d relu=%d offset=%d split=%d: relative error %.3g > %g",
-              label, (long long)n, dtype_names[t], with_bias, relu, offset, l.split, err, tol);
+    CHECK_MSG(err <= tol, "%s N=%lld %s bias=%d relu=%d offset=%d split=%d cnm=%d: relative error "
+              "%.3g > %g", label, (long long)n, dtype_names[t], with_bias, relu, offset, l.split,
+              cnm, err, tol);
     /* The element past C stays poisoned: nothing writes beyond M·N. */
     uint32_t past = 0;
     CUDA_OK(cudaMemcpy(&past, cd + (offset + m * n) * eb, eb, cudaMemcpyDeviceToHost));
@@ -271,22 +323,60 @@ static void run_matrix(const char *label, spf_matrix *a, int quick, cudaStream_t
             for (int t = SPF_DTYPE_F32; t <= SPF_DTYPE_BF16; ++t, ++variant) {
                 /* Bias and ReLU cycle through their four combinations. */
                 run_case(label, a, &g, ns[i], (spf_dtype)t, variant & 1, (variant >> 1) & 1, 0,
-                         0, stream);
+                         0, 0, stream);
                 if (ns[i] == 256 && !quick) {
-                    run_case(label, a, &g, ns[i], (spf_dtype)t, 1, 1, 1, 0, stream);
-                    run_case(label, a, &g, ns[i], (spf_dtype)t, 0, 0, 2, 0, stream);
+                    run_case(label, a, &g, ns[i], (spf_dtype)t, 1, 1, 1, 0, 0, stream);
+                    run_case(label, a, &g, ns[i], (spf_dtype)t, 0, 0, 2, 0, 0, stream);
                 }
                 /* Every row split the block allows, on the same inputs:
                  * shares that are empty, shorter than a chunk and longer. */
                 for (int split = 2; split <= 32; split *= 2)
                     if (!quick || split == 4)
                         run_case(label, a, &g, ns[i], (spf_dtype)t, variant & 1,
-                                 (variant >> 1) & 1, 0, split, stream);
+                                 (variant >> 1) & 1, 0, split, 0, stream);
             }
         }
     }
     generic_csr_release(&g);
     CHECK(g.row_ptr == NULL && g.values == NULL);
+    spf_matrix_free(a);
+}
+
+/* Long rows cut into pieces (generic_csr_cut_long_rows, as the generic
+ * strategy's plans do): for each N the rows longer than the threshold are
+ * cut for that N's shape, and every dtype, bias / ReLU, C layout and a
+ * misaligned B and C (narrower vectors on the same pieces) run against the
+ * reference. want_long: the rows to be cut, or -1 for some where the shape
+ * allows (no row split: small N on few rows splits rows instead). */
+static void run_matrix_cut(const char *label, spf_matrix *a, int64_t want_long, int quick,
+                           cudaStream_t stream)
+{
+    static const int64_t ns[] = {1, 3, 49, 127, 256};
+    static float aligned[4] __attribute__((aligned(256)));
+    int variant = 0, cut = 0;
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; ++i) {
+        if (quick && ns[i] != 3 && ns[i] != 256)
+            continue;
+        for (int t = SPF_DTYPE_F32; t <= SPF_DTYPE_BF16; ++t, ++variant) {
+            generic_csr g;
+            generic_launch l;
+            CHECK_OK(generic_csr_upload(a, &g));
+            CHECK_OK(generic_launch_choose(&g, PROBLEM(ns[i], (spf_dtype)t), aligned, aligned, &l));
+            CHECK_OK(generic_csr_cut_long_rows(&g, a, &l));
+            CHECK_MSG(want_long < 0 ? g.long_rows > 0 || l.split > 1 : g.long_rows == want_long,
+                      "%s N=%lld: %d rows cut in %d pieces (row split %d), expected %lld", label,
+                      (long long)ns[i], g.long_rows, g.pieces, l.split, (long long)want_long);
+            cut += g.pieces > 0;
+            for (int cnm = 0; cnm <= 1; cnm++)
+                run_case(label, a, &g, ns[i], (spf_dtype)t, (variant + cnm) & 1,
+                         ((variant >> 1) + cnm) & 1, 0, 0, cnm, stream);
+            if (!quick)
+                run_case(label, a, &g, ns[i], (spf_dtype)t, 1, 1, 1, 0, 0, stream);
+            generic_csr_release(&g);
+            CHECK(g.partial == NULL && g.pieces == 0);
+        }
+    }
+    CHECK_MSG(cut > 0, "%s: no N cut a row", label);
     spf_matrix_free(a);
 }
 
@@ -363,7 +453,11 @@ static void test_kernel(int quick)
     run_matrix("ragged 75x300", matrix_ragged(), quick, stream);
     run_matrix("empty 5x9", matrix_empty(), quick, stream);
     test_nonempty_rows(stream);
+    /* rows 7, 500, 900 and 1200 (over 1024 nonzeros), not 1300 */
+    run_matrix_cut("long rows 1500x3000", matrix_long_rows(5), 4, quick, stream);
     if (!quick) {
+        run_matrix_cut("rmat 8192 s0.995", gen_matrix(SPF_GEN_RMAT, 8192, 8192, 0.995, 6), -1,
+                       quick, stream);
         run_matrix("uniform 1000x384 s0.9", gen_matrix(SPF_GEN_UNIFORM, 1000, 384, 0.9, 3), quick,
                    stream);
         const char *data = check_data_dir();
@@ -380,6 +474,7 @@ static void test_kernel(int quick)
 int main(int argc, char **argv)
 {
     test_launch_choose();
+    test_pieces();
     spf_device_info info;
     CHECK_OK(spf_device_query(0, &info));
     if (!info.available) {

@@ -13,8 +13,9 @@
  * structured strategy, also with strays (three at random in the 2:4
  * matrix, a third nonzero in a run of two rows of a V64:2:8 one: the rows
  * they break go to its CSR pass; on Hopper at N = 300 the V:2:M matrices
- * in the 2:4 format), and column vectors of 8 rows shuffled (C stored
- * through the order), N ∈ {1, 3, 49, 127, 300}. The unrolled strategy compiles each plan with
+ * in the 2:4 format), column vectors of 8 rows shuffled (C stored
+ * through the order), and a few long rows among short ones (1500×3000:
+ * the generic kernel cuts them into pieces), N ∈ {1, 3, 49, 127, 300}. The unrolled strategy compiles each plan with
  * ptxas, so it runs the small cases only.
  *
  * A refusal (SPF_ERR_UNSUPPORTED) prints "<strategy>: <dtype/math/layouts>:
@@ -486,6 +487,7 @@ int main(void)
         {"2:4 64x100 3 strays", with_strays(gen_vnm(64, 100, 1, 2, 4, 7), 3, 8), 0},
         {"V64:2:8 128x256 2 crowded rows", crowded(gen_vnm(128, 256, 64, 2, 8, 9), 2), 0},
         {"colvec8 100x200 shuffled", shuffled(gen_colvec(100, 200, 8, 0.8, 11), 12), 0},
+        {"long rows 1500x3000", matrix_long_rows(13), 0},
     };
     const int case_count = (int)(sizeof cases / sizeof cases[0]);
     spf_matrix_stats stats;

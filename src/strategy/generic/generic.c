@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef SPF_HAVE_CUDA
@@ -107,8 +108,49 @@ void generic_csr_release(generic_csr *g)
     cuda_free_quiet(g->col_idx);
     cuda_free_quiet(g->values);
     cuda_free_quiet(g->row_order);
+    cuda_free_quiet(g->long_row);
+    cuda_free_quiet(g->piece_first);
+    cuda_free_quiet(g->piece_range);
+    cuda_free_quiet(g->partial);
     (void)cudaGetLastError();
     memset(g, 0, sizeof *g);
+}
+
+spf_status generic_csr_cut_long_rows(generic_csr *g, const spf_matrix *a,
+                                     const generic_launch *l)
+{
+    CHECK_ARG(g != NULL && a != NULL && l != NULL && g->pieces == 0);
+    int64_t longest = generic_long_threshold(g, l);
+    if (longest == 0)
+        return SPF_OK;
+    generic_pieces h;
+    spf_status status = generic_pieces_build(a, longest, &h);
+    if (status != SPF_OK || h.count == 0) {
+        generic_pieces_free(&h);
+        return status;
+    }
+    /* partial's offsets p·N are formed in size_t, its rows' in int */
+    if ((int64_t)h.count * l->n > INT32_MAX)
+        FAIL_GOTO(SPF_ERR_OVERFLOW, "%d long-row pieces × N = %d: 2^31 partial sums or more",
+                  h.count, l->n);
+    TRY(upload((void **)&g->long_row, h.row, (size_t)h.long_rows, sizeof *h.row));
+    TRY(upload((void **)&g->piece_first, h.first, (size_t)h.long_rows + 1, sizeof *h.first));
+    TRY(upload((void **)&g->piece_range, h.range, (size_t)h.count * 2, sizeof *h.range));
+    TRY(CUDA_CHECK(cudaMalloc((void **)&g->partial, (size_t)h.count * l->n * sizeof(float))));
+    g->long_rows = h.long_rows;
+    g->pieces = h.count;
+    g->partial_n = l->n;
+    generic_pieces_free(&h);
+    return SPF_OK;
+fail:
+    generic_pieces_free(&h);
+    cuda_free_quiet(g->long_row);
+    cuda_free_quiet(g->piece_first);
+    cuda_free_quiet(g->piece_range);
+    cuda_free_quiet(g->partial);
+    g->long_row = g->piece_first = g->piece_range = NULL;
+    g->partial = NULL;
+    return status;
 }
 
 #else /* no CUDA toolkit at build time */
@@ -129,6 +171,12 @@ void generic_csr_release(generic_csr *g)
 
 spf_status generic_csr_dispatch(const generic_csr *g, const generic_launch *l, const void *b,
                                 void *c, const float *bias, int relu, void *stream)
+{
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+spf_status generic_csr_cut_long_rows(generic_csr *g, const spf_matrix *a,
+                                     const generic_launch *l)
 {
     return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
 }
@@ -170,6 +218,107 @@ static int row_split(const generic_csr *g, int64_t threads_per_row, int subwarp)
            threads * split < SPLIT_TARGET_THREADS)
         split *= 2;
     return split;
+}
+
+/* A row is cut (generic.h, long rows) when it is longer than all of:
+ * CUT_MIN_LEN nonzeros (shorter ones take a sub-warp a few µs); CUT_OVER_MEAN
+ * times the mean row (DNN weights' rows are of about one length, and their
+ * launches end evenly whatever it is); and half the nonzeros an average
+ * resident sub-warp walks over the whole launch (so a piece, started
+ * first, ends well before the launch does). */
+enum { CUT_MIN_LEN = 1024, CUT_OVER_MEAN = 8 };
+
+int64_t generic_long_threshold(const generic_csr *g, const generic_launch *l)
+{
+    if (!g || !l || g->ordered == 0 || l->b_layout == SPF_LAYOUT_N_FIRST || l->split > 1)
+        return 0;
+    int64_t vectors = (l->n + l->vec - 1) / l->vec;
+    int64_t column_tiles = (vectors + l->subwarp - 1) / l->subwarp;
+    double resident = (double)SPLIT_TARGET_THREADS / l->subwarp;
+    double share = (double)g->nnz * (double)column_tiles / resident / 2;
+    double mean = (double)g->nnz / (double)g->ordered;
+    double longest = CUT_MIN_LEN;
+    if (CUT_OVER_MEAN * mean > longest)
+        longest = CUT_OVER_MEAN * mean;
+    if (share > longest)
+        longest = share;
+    return (int64_t)longest;
+}
+
+static int longer_first(const void *x, const void *y)
+{
+    const int64_t *a = x, *b = y; /* {length, row} */
+    if (a[0] != b[0])
+        return a[0] > b[0] ? -1 : 1;
+    return (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+spf_status generic_pieces_build(const spf_matrix *a, int64_t longest, generic_pieces *out)
+{
+    CHECK_ARG(out != NULL);
+    memset(out, 0, sizeof *out);
+    CHECK_ARG(a != NULL && longest >= 1);
+    if (a->nnz > INT32_MAX)
+        return FAIL(SPF_ERR_OVERFLOW, "nnz %lld: the generic kernel's offsets are int32",
+                    (long long)a->nnz);
+    spf_status status = SPF_OK;
+    int64_t rows = 0, count = 0;
+    for (int64_t r = 0; r < a->rows; ++r) {
+        int64_t len = a->row_ptr[r + 1] - a->row_ptr[r];
+        if (len > longest) {
+            rows++;
+            count += (len + longest - 1) / longest;
+        }
+    }
+    if (rows == 0)
+        return SPF_OK;
+    int64_t *keys = mem_alloc_array((size_t)rows * 2, sizeof *keys);
+    out->row = mem_alloc_array((size_t)rows, sizeof *out->row);
+    out->first = mem_alloc_array((size_t)rows + 1, sizeof *out->first);
+    out->range = mem_alloc_array((size_t)count * 2, sizeof *out->range);
+    if (!keys || !out->row || !out->first || !out->range)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "%lld long rows in %lld pieces", (long long)rows,
+                  (long long)count);
+    for (int64_t r = 0, i = 0; r < a->rows; ++r) {
+        int64_t len = a->row_ptr[r + 1] - a->row_ptr[r];
+        if (len > longest) {
+            keys[2 * i] = len;
+            keys[2 * i + 1] = r;
+            i++;
+        }
+    }
+    /* the swizzle's order (row_order_build), so that its first rows are these */
+    qsort(keys, (size_t)rows, 2 * sizeof *keys, longer_first);
+    int64_t piece = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+        int64_t r = keys[2 * i + 1], begin = a->row_ptr[r], len = keys[2 * i];
+        int64_t parts = (len + longest - 1) / longest;
+        out->row[i] = (int32_t)r;
+        out->first[i] = (int32_t)piece;
+        for (int64_t q = 0; q < parts; ++q, ++piece) { /* lengths within one of each other */
+            out->range[2 * piece] = (int32_t)(begin + len * q / parts);
+            out->range[2 * piece + 1] = (int32_t)(begin + len * (q + 1) / parts);
+        }
+    }
+    out->first[rows] = (int32_t)count;
+    out->long_rows = (int32_t)rows;
+    out->count = (int32_t)count;
+    mem_free(keys);
+    return SPF_OK;
+fail:
+    mem_free(keys);
+    generic_pieces_free(out);
+    return status;
+}
+
+void generic_pieces_free(generic_pieces *p)
+{
+    if (!p)
+        return;
+    mem_free(p->row);
+    mem_free(p->first);
+    mem_free(p->range);
+    memset(p, 0, sizeof *p);
 }
 
 /* B N_FIRST: the lanes of a sub-warp share a row's nonzeros, so as few

@@ -23,6 +23,14 @@ typedef struct generic_csr {
     int32_t *row_order;  /* device, rows: the swizzle                       */
     int32_t ordered;     /* the rows of row_order a launch computes: rows,
                             or its first (generic_csr_upload_nonempty)      */
+    /* Long rows cut into pieces (generic_csr_cut_long_rows; 0 and NULL
+     * otherwise): row_order's first long_rows, each summed from its pieces */
+    int32_t long_rows, pieces;
+    int32_t partial_n;    /* the N partial is sized for                     */
+    int32_t *long_row;    /* device, long_rows: the row of A of each        */
+    int32_t *piece_first; /* device, long_rows + 1: each one's first piece  */
+    int32_t *piece_range; /* device, 2·pieces: begin, end in A's arrays     */
+    float *partial;       /* device, pieces × partial_n: the pieces' sums   */
 } generic_csr;
 
 /* Upload a (host) matrix; frees nothing on failure (the struct is zeroed). */
@@ -38,6 +46,41 @@ void generic_csr_release(generic_csr *g);
  * synchronization. */
 spf_status generic_csr_launch(const generic_csr *g, const problem *p, const void *b, void *c,
                               const float *bias, void *stream);
+
+/* Long rows (beyond Sputnik). A power-law graph has a few rows of tens of
+ * thousands of nonzeros (R-MAT, 2^22 vertices: one of 82 481 against a
+ * mean of 12.6), and the one sub-warp that owns such a row walks it long
+ * after the rest of the launch is done: on the H200 that graph's product
+ * at N = 128 took 10.0 ms, and the half of its rows without the hubs 4.2.
+ * Rows longer than an average resident sub-warp's share of the launch
+ * are cut into pieces of about that length, a sub-warp each, whose fp32
+ * partial sums a second kernel adds in order (the same sum every run),
+ * then bias and ReLU. */
+typedef struct generic_pieces {
+    int32_t long_rows, count;
+    int32_t *row;   /* long_rows: the rows cut, longest first (ties: lower row first) */
+    int32_t *first; /* long_rows + 1: each row's first piece                   */
+    int32_t *range; /* 2·count: each piece's begin and end in A's arrays        */
+} generic_pieces;
+
+/* The pieces of a's rows longer than `longest` nonzeros (longest ≥ 1), each
+ * row cut into the fewest pieces of at most `longest`, of equal lengths
+ * within one. Host memory; out is zeroed first. */
+spf_status generic_pieces_build(const spf_matrix *a, int64_t longest, generic_pieces *out);
+void generic_pieces_free(generic_pieces *p); /* accepts a zeroed one */
+
+struct generic_launch;
+/* The longest row a launch of shape l leaves whole (the rest are cut), or
+ * 0 to cut none: B as N×K (its lanes already share a row), a row split
+ * chosen (few rows: the split serves them), or no row long enough. */
+int64_t generic_long_threshold(const generic_csr *g, const struct generic_launch *l);
+
+/* Cut g's rows longer than generic_long_threshold(g, l) (a is the matrix g
+ * was uploaded from) and hold a partial-sum buffer for l->n; nothing when
+ * none is. A launch then shares that buffer: the caller orders its
+ * launches (gpu/launch_order.h). */
+spf_status generic_csr_cut_long_rows(generic_csr *g, const spf_matrix *a,
+                                     const struct generic_launch *l);
 
 /* The launch shape chosen for one (problem, B and C addresses).
  * B N_LAST (K×N): V elements of B per vector load along N (4, 2 or 1: as N

@@ -6,15 +6,18 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/matrix.h"
+#include "gpu/launch_order.h"
 #include "strategy/roofline.h"
 #include "strategy/strategy.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 typedef struct generic_state {
     generic_csr csr;
     problem p;    /* the matrix pointer is not kept (a->... read at build only) */
+    launch_order order; /* with long rows cut: their partial sums are shared */
 } generic_state;
 
 static int generic_supports(const problem *p, const spf_device_info *dev,
@@ -72,22 +75,53 @@ static spf_status generic_build(const problem *p, const strategy_env *env, void 
     generic_launch l;
     const void *aligned = (const void *)(uintptr_t)256;
     TRY(generic_launch_choose(&s->csr, p, aligned, aligned, &l));
+    TRY(generic_csr_cut_long_rows(&s->csr, p->a, &l));
+    if (s->csr.pieces > 0)
+        TRY(launch_order_init(&s->order, "generic"));
     generic_launch_name(&l, info->kernel_name, sizeof info->kernel_name);
     snprintf(info->config, sizeof info->config, "v%d_sw%d_rs%d", l.vec, l.subwarp, l.split);
-    info->device_bytes = (int64_t)(p->m + 1) * 4 * 2 + (int64_t)p->a->nnz * 8;
+    if (s->csr.pieces > 0) {
+        size_t used = strlen(info->kernel_name);
+        snprintf(info->kernel_name + used, sizeof info->kernel_name - used, "_long%d",
+                 s->csr.long_rows);
+        used = strlen(info->config);
+        snprintf(info->config + used, sizeof info->config - used,
+                 ", %d rows longer than %lld cut in %d pieces", s->csr.long_rows,
+                 (long long)generic_long_threshold(&s->csr, &l), s->csr.pieces);
+    }
+    info->device_bytes = (int64_t)(p->m + 1) * 4 * 2 + (int64_t)p->a->nnz * 8 +
+                         (int64_t)s->csr.pieces * (8 + 4 * p->n) + (int64_t)s->csr.long_rows * 8;
     *state = s;
     return SPF_OK;
 fail:
+    launch_order_release(&s->order);
     generic_csr_release(&s->csr);
     mem_free(s);
     return status;
+}
+
+typedef struct generic_call {
+    const generic_state *s;
+    const void *b;
+    void *c;
+    const float *bias;
+} generic_call;
+
+static spf_status run_call(const void *ctx, void *stream)
+{
+    const generic_call *call = ctx;
+    return generic_csr_launch(&call->s->csr, &call->s->p, call->b, call->c, call->bias, stream);
 }
 
 static spf_status generic_launch_state(const void *state, const void *b, void *c,
                                        const float *bias, void *stream)
 {
     const generic_state *s = state;
-    return generic_csr_launch(&s->csr, &s->p, b, c, bias, stream);
+    generic_call call = {s, b, c, bias};
+    if (s->csr.pieces == 0)
+        return run_call(&call, stream);
+    /* the long rows' pieces share the plan's partial sums: one launch at a time */
+    return launch_ordered(&s->order, run_call, &call, stream);
 }
 
 static void generic_release(void *state)
@@ -95,6 +129,7 @@ static void generic_release(void *state)
     generic_state *s = state;
     if (!s)
         return;
+    launch_order_release(&s->order);
     generic_csr_release(&s->csr);
     mem_free(s);
 }

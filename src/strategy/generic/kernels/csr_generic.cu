@@ -157,6 +157,115 @@ template <int SW> __device__ __forceinline__ unsigned subwarp_mask()
     return SW == 32 ? 0xffffffffu : ((1u << SW) - 1u) << ((threadIdx.x & 31) / SW * SW);
 }
 
+/* acc += A's nonzeros begin .. end - 1 times B's rows they name, columns
+ * col .. col + V - 1 (a thread's share of a sub-warp's row or piece):
+ * the nonzeros are staged through this sub-warp's shared buffers in chunks
+ * of kChunk, column indices scaled once to element offsets into B; every
+ * lane of the sub-warp calls it (the staging is cooperative), `active`
+ * ones load and accumulate. */
+template <typename T, int V, int SW>
+__device__ __forceinline__ void range_sum(int begin, int end, int n, int col, bool active,
+                                          unsigned mask, int lane, float (&s_val)[kChunk],
+                                          int (&s_off)[kChunk], const int *__restrict__ col_idx,
+                                          const float *__restrict__ values,
+                                          const T *__restrict__ b, float (&acc)[V])
+{
+    for (int base = begin; base < end; base += kChunk) {
+        const int len = min(kChunk, end - base);
+        for (int k = lane; k < len; k += SW) {
+            s_val[k] = values[base + k];
+            s_off[k] = col_idx[base + k] * n; /* host checked K·N < 2^31 */
+        }
+        __syncwarp(mask);
+        if (active) {
+            const T *bcol = b + col;
+            /* B loads issue in batches of kBatch ahead of the FMAs that
+             * consume them (memory-level parallelism per thread); the last
+             * batch of a short chunk is predicated, which keeps rows shorter
+             * than a chunk (most DNN rows at 0.9 sparsity) on the same path. */
+#pragma unroll 1
+            for (int k0 = 0; k0 < len; k0 += kBatch) {
+                float bv[kBatch][V];
+#pragma unroll
+                for (int k = 0; k < kBatch; ++k) {
+                    if (k0 + k < len) {
+                        vec_io<T, V>::load(bcol + s_off[k0 + k], bv[k]);
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < V; ++j)
+                            bv[k][j] = 0.0f;
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < kBatch; ++k) {
+                    const float a = k0 + k < len ? s_val[k0 + k] : 0.0f;
+#pragma unroll
+                    for (int j = 0; j < V; ++j)
+                        acc[j] = fmaf(a, bv[k][j], acc[j]);
+                }
+            }
+        }
+        /* The next chunk overwrites the staging buffer. */
+        __syncwarp(mask);
+    }
+}
+
+/* bias, ReLU and the store of a thread's V sums of row `row`, columns col
+ * .. col + V - 1, into C (M×N, or N×M when CNM). */
+template <typename T, int V, bool CNM>
+__device__ __forceinline__ void store_row(float (&acc)[V], int row, int col, int rows, int n,
+                                          T *__restrict__ c, const float *__restrict__ bias,
+                                          int relu)
+{
+    const float add = bias ? bias[row] : 0.0f;
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+        float v = acc[j] + add;
+        acc[j] = relu ? fmaxf(v, 0.0f) : v;
+    }
+    /* host checked M·N < 2^31 */
+    if constexpr (CNM) {
+#pragma unroll
+        for (int j = 0; j < V; ++j)
+            vec_io<T, 1>::store(c + (col + j) * rows + row, &acc[j]);
+    } else {
+        vec_io<T, V>::store(c + row * n + col, acc);
+    }
+}
+
+/* The pieces of the long rows (generic.h, generic_csr_cut_long_rows), as
+ * the row kernel takes them: count ranges of A's nonzeros, each summed
+ * into one row of partial (count × N, fp32). */
+struct pieces_arg {
+    int count;
+    const int2 *range;
+    float *partial;
+};
+
+/* Piece p's sums for columns col .. col + V - 1 into row p of partial;
+ * csr_generic_long_sum adds each long row's pieces. */
+template <typename T, int V, int SW>
+__device__ __forceinline__ void piece_sum(const pieces_arg &cut, int p, int n, int lane,
+                                          float (&s_val)[kChunk], int (&s_off)[kChunk],
+                                          const int *__restrict__ col_idx,
+                                          const float *__restrict__ values,
+                                          const T *__restrict__ b)
+{
+    if (p >= cut.count) /* the whole sub-warp leaves together */
+        return;
+    const int col = (blockIdx.y * SW + lane) * V;
+    const bool active = col < n;
+    float acc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+        acc[j] = 0.0f;
+    const int2 range = cut.range[p];
+    range_sum<T, V, SW>(range.x, range.y, n, col, active, subwarp_mask<SW>(), lane, s_val, s_off,
+                        col_idx, values, b, acc);
+    if (active)
+        vec_io<float, V>::store(cut.partial + static_cast<size_t>(p) * n + col, acc);
+}
+
 /* SPLIT instantiates the row-split path; its split (RS) is then a launch
  * argument, a power of two with SW · RS ≤ kThreads. Without SPLIT split is
  * 1 and the kernel is the plain row-per-sub-warp one: the split path's
@@ -167,7 +276,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     csr_generic_kernel(int rows, int count, int n, int split_arg, const int *__restrict__ row_ptr,
                        const int *__restrict__ col_idx, const float *__restrict__ values,
                        const int *__restrict__ row_order, const T *__restrict__ b,
-                       T *__restrict__ c, const float *__restrict__ bias, int relu)
+                       T *__restrict__ c, const float *__restrict__ bias, int relu,
+                       pieces_arg cut)
 {
     constexpr int kSubwarps = kThreads / SW;
     __shared__ float s_val[kSubwarps][kChunk];
@@ -176,7 +286,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int split = SPLIT ? split_arg : 1;
     const int sub = threadIdx.x / SW, lane = threadIdx.x % SW;
     const int part = sub % split;
-    const int slot = blockIdx.x * (kSubwarps / split) + sub / split;
+    int block = blockIdx.x;
+    if constexpr (!SPLIT) {
+        /* The long rows' pieces take the launch's first blocks, so the
+         * longest work starts first (as the swizzle orders the rows). */
+        const int piece_blocks = (cut.count + kSubwarps - 1) / kSubwarps;
+        if (block < piece_blocks) {
+            piece_sum<T, V, SW>(cut, block * kSubwarps + sub, n, lane, s_val[sub], s_off[sub],
+                                col_idx, values, b);
+            return;
+        }
+        block -= piece_blocks;
+    }
+    const int slot = block * (kSubwarps / split) + sub / split;
     /* The whole sub-warp leaves together, so the masks below stay exact;
      * with a split every thread must reach the block barrier instead. */
     if (!SPLIT && slot >= count)
@@ -198,44 +320,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     const int share = (row_end - row_begin + split - 1) / split;
     const int begin = min(row_end, row_begin + part * share);
     const int end = min(row_end, begin + share);
-    for (int base = begin; base < end; base += kChunk) {
-        const int len = min(kChunk, end - base);
-        for (int k = lane; k < len; k += SW) {
-            s_val[sub][k] = values[base + k];
-            s_off[sub][k] = col_idx[base + k] * n; /* host checked K·N < 2^31 */
-        }
-        __syncwarp(mask);
-        if (active) {
-            const T *bcol = b + col;
-            /* B loads issue in batches of kBatch ahead of the FMAs that
-             * consume them (memory-level parallelism per thread); the last
-             * batch of a short chunk is predicated, which keeps rows shorter
-             * than a chunk (most DNN rows at 0.9 sparsity) on the same path. */
-#pragma unroll 1
-            for (int k0 = 0; k0 < len; k0 += kBatch) {
-                float bv[kBatch][V];
-#pragma unroll
-                for (int k = 0; k < kBatch; ++k) {
-                    if (k0 + k < len) {
-                        vec_io<T, V>::load(bcol + s_off[sub][k0 + k], bv[k]);
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < V; ++j)
-                            bv[k][j] = 0.0f;
-                    }
-                }
-#pragma unroll
-                for (int k = 0; k < kBatch; ++k) {
-                    const float a = k0 + k < len ? s_val[sub][k0 + k] : 0.0f;
-#pragma unroll
-                    for (int j = 0; j < V; ++j)
-                        acc[j] = fmaf(a, bv[k][j], acc[j]);
-                }
-            }
-        }
-        /* The next chunk overwrites the staging buffer. */
-        __syncwarp(mask);
-    }
+    range_sum<T, V, SW>(begin, end, n, col, active, mask, lane, s_val[sub], s_off[sub], col_idx,
+                        values, b, acc);
 
     if constexpr (SPLIT) {
         __shared__ float s_part[kThreads][V]; /* the parts' sums */
@@ -254,20 +340,35 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     }
     if (!active)
         return;
-    const float add = bias ? bias[row] : 0.0f;
+    store_row<T, V, CNM>(acc, row, col, rows, n, c, bias, relu);
+}
+
+/* Thread t: long row t / (N / V), columns V · (t mod N / V) onward: its
+ * pieces' partial sums added in piece order (the same sum every run), then
+ * bias, ReLU and the store. */
+template <typename T, int V, bool CNM>
+__global__ void csr_generic_long_sum(int long_rows, int rows, int n, const int *__restrict__ long_row,
+                                     const int *__restrict__ piece_first,
+                                     const float *__restrict__ partial, T *__restrict__ c,
+                                     const float *__restrict__ bias, int relu)
+{
+    const int vectors = n / V; /* N is a multiple of V */
+    const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= static_cast<long long>(long_rows) * vectors)
+        return;
+    const int i = static_cast<int>(t / vectors), col = static_cast<int>(t % vectors) * V;
+    float acc[V];
 #pragma unroll
-    for (int j = 0; j < V; ++j) {
-        float v = acc[j] + add;
-        acc[j] = relu ? fmaxf(v, 0.0f) : v;
-    }
-    /* host checked M·N < 2^31 */
-    if constexpr (CNM) {
+    for (int j = 0; j < V; ++j)
+        acc[j] = 0.0f;
+    for (int p = piece_first[i]; p < piece_first[i + 1]; ++p) {
+        float part[V];
+        vec_io<float, V>::load(partial + static_cast<size_t>(p) * n + col, part);
 #pragma unroll
         for (int j = 0; j < V; ++j)
-            vec_io<T, 1>::store(c + (col + j) * rows + row, &acc[j]);
-    } else {
-        vec_io<T, V>::store(c + row * n + col, acc);
+            acc[j] += part[j];
     }
+    store_row<T, V, CNM>(acc, long_row[i], col, rows, n, c, bias, relu);
 }
 
 /* Where the N×K kernel reads B: per column j of C a handle (column()),
@@ -394,18 +495,39 @@ spf_status launch_typed(const generic_csr *g, const generic_launch *l, const voi
     const int split = l->split;
     if (split < 1 || split * SW > kThreads || (split & (split - 1)) != 0)
         return FAIL(SPF_ERR_INTERNAL, "row split %d with sub-warps of %d", split, SW);
+    /* Rows cut into pieces (g->pieces > 0) are the swizzle's first
+     * g->long_rows: the pieces take the launch's first blocks, the other
+     * rows the rest (csr_generic_kernel), then csr_generic_long_sum adds
+     * the pieces. The host cuts rows only where it chose no row split. */
+    if (g->pieces > 0 && (split != 1 || l->n > g->partial_n))
+        return FAIL(SPF_ERR_INTERNAL, "long-row pieces sized for N = %d, launched with N = %d "
+                    "and a row split of %d", g->partial_n, l->n, split);
+    const int skip = g->pieces > 0 ? g->long_rows : 0, count = g->ordered - skip;
+    const pieces_arg cut = {g->pieces, reinterpret_cast<const int2 *>(g->piece_range), g->partial};
     const int rows_per_block = kThreads / SW / split;
-    const dim3 grid((unsigned)((g->ordered + rows_per_block - 1) / rows_per_block),
-                    (unsigned)((l->n + SW * V - 1) / (SW * V)));
+    const long long blocks = (count + rows_per_block - 1) / rows_per_block +
+                             (cut.count + kThreads / SW - 1) / (kThreads / SW);
     const bool cnm = l->c_layout == SPF_LAYOUT_N_FIRST;
+    if (blocks == 0)
+        return SPF_OK;
+    const dim3 grid((unsigned)blocks, (unsigned)((l->n + SW * V - 1) / (SW * V)));
     auto kernel = split > 1 ? (cnm ? csr_generic_kernel<T, V, SW, true, true>
                                    : csr_generic_kernel<T, V, SW, true, false>)
                             : (cnm ? csr_generic_kernel<T, V, SW, false, true>
                                    : csr_generic_kernel<T, V, SW, false, false>);
-    kernel<<<grid, kThreads, 0, stream>>>(g->rows, g->ordered, l->n, split, g->row_ptr,
-                                          g->col_idx, g->values, g->row_order,
+    kernel<<<grid, kThreads, 0, stream>>>(g->rows, count, l->n, split, g->row_ptr, g->col_idx,
+                                          g->values, g->row_order + skip,
                                           static_cast<const T *>(b), static_cast<T *>(c), bias,
-                                          relu);
+                                          relu, cut);
+    const spf_status st = CUDA_CHECK(cudaGetLastError());
+    if (st != SPF_OK || g->pieces == 0)
+        return st;
+    constexpr int kSumThreads = 256;
+    const long long sums = static_cast<long long>(g->long_rows) * (l->n / V);
+    auto sum = cnm ? csr_generic_long_sum<T, V, true> : csr_generic_long_sum<T, V, false>;
+    sum<<<(unsigned)((sums + kSumThreads - 1) / kSumThreads), kSumThreads, 0, stream>>>(
+        g->long_rows, g->rows, l->n, g->long_row, g->piece_first, g->partial, static_cast<T *>(c),
+        bias, relu);
     return CUDA_CHECK(cudaGetLastError());
 }
 
