@@ -811,6 +811,43 @@ SPF_API spf_status spf_dist_layout_lists(const spf_dist_layout *layout, int64_t 
                                          int64_t *send_count, int32_t *send_index);
 SPF_API void spf_dist_layout_free(spf_dist_layout *layout);
 
+/* ---- Distributed SpMM through NCCL (issue 15; docs/distributed.md): one
+ * process (or thread) a GPU, each with its rank of an NCCL communicator.
+ * Rank r computes C's rows of its part with two ordinary plans: A_own on
+ * its own rows of B, started at once, and A_remote on the rows of B it
+ * receives, which arrive meanwhile (one NCCL group of sends and receives
+ * on a stream of the plan's own); the second product is added in. B
+ * replicated on every rank needs none of this: an ordinary plan of the
+ * rank's rows (spf_partition_rows) is that.
+ *
+ * NCCL is loaded at run time: the file $SPF_NCCL names, else libnccl.so.2,
+ * then libnccl.so; where none loads, SPF_ERR_UNSUPPORTED says what was
+ * tried. */
+typedef struct spf_dist_plan spf_dist_plan;
+
+/* Rank r's plan, made on every rank with the same arguments but the
+ * communicator. a: the whole A, read during the call only. nccl_comm: an
+ * ncclComm_t, the caller's (kept, not freed): its size is the ranks, its
+ * rank r, its device the plans'. row_start and b_start (ranks + 1 entries,
+ * or NULL): the splits of A's rows (NULL: spf_partition_rows') and of B's
+ * rows (NULL: as A's rows, which needs a square A). options: as for
+ * spf_plan_create, for both plans (device: the communicator's; B and C
+ * row-major only; bias and ReLU applied once, after the sum). */
+SPF_API spf_status spf_dist_plan_create(const spf_matrix *a, int64_t n, void *nccl_comm,
+                                        const int64_t *row_start, const int64_t *b_start,
+                                        const spf_plan_options *options, spf_dist_plan **out);
+/* Rank r's rows of C on stream (a cudaStream_t of the plan's device, which
+ * must be current): b its rows of B (b_rows × n, info), c its rows of C
+ * (rows × n, overwritten), bias its rows' (rows float32, plans made with
+ * bias) or NULL; device buffers of the plan's dtype. Every rank must call
+ * it, each plan's executes in the same order on every rank (NCCL's rule);
+ * one plan's executes run one after another on the GPU (its buffers are
+ * shared). Neither allocates nor synchronizes the host. */
+SPF_API spf_status spf_dist_plan_execute(const spf_dist_plan *plan, const void *b, void *c,
+                                         const float *bias, void *stream);
+SPF_API spf_status spf_dist_plan_get_info(const spf_dist_plan *plan, spf_dist_layout_info *out);
+SPF_API void spf_dist_plan_free(spf_dist_plan *plan);
+
 #ifdef __cplusplus
 }
 #endif

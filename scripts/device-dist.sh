@@ -2,14 +2,19 @@
 # Issue 15's multi-GPU measurements in ONE device call on a host of several
 # GPUs (nvidia-h200-x2 / -x4 or the H100 kinds; ≤ 10 minutes), results
 # under $OUT:
-#   - the library and CLI built (Release, -j);
+#   - the library, CLI and GPU tests built (Release, -j);
+#   - test_generic (long rows cut into pieces among the cases; and its
+#     --quick subset under compute-sanitizer memcheck) and test_dist_nccl
+#     (the C API's distributed plans, a thread a GPU, NCCL from $SPF_NCCL
+#     or the toolkit's or torch's libnccl);
 #   - scripts/bench_dist.py under torchrun, one process per GPU: the R-MAT
 #     graph of 2^22 vertices (52.8 M edges) at N = 128, one GPU against 2
 #     and 4 (B split by rows and replicated), each step timed alone, and
 #     NCCL's all-to-all bandwidth (dist.csv, dist-links.csv);
 #   - scripts/sharded_eval.py over bench/sharded-eval-problems.txt on one
-#     GPU and on two (the wall times in each sharded.json), both folders
-#     kept in sharded-eval.tar.gz;
+#     GPU and on two, each GPU's process with its share of the host's cores
+#     (the wall times in each sharded.json), both folders kept in
+#     sharded-eval.tar.gz;
 #   - tests/python/test_distributed.py: gloo ranks on the CPU and sharing
 #     one GPU, and NCCL ranks a GPU each (2 to 4).
 #
@@ -18,6 +23,8 @@
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the torch and NVSHMEM
 # equivalents): it can take a shared host's GPUs out of service.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
+# SPF_SKIP_DIST_TEST=1 leaves the Python test out. What comes back: summary.txt,
+# dist.csv, dist-links.csv, sharded-eval.tar.gz and logs.tar.gz.
 # SPF_DIST_ARGS: bench_dist.py's arguments in place of the R-MAT target
 # run's (a smaller graph for a quick look, say).
 set -uo pipefail
@@ -41,12 +48,25 @@ echo "GPUs: $gpus" | tee -a "$out/summary.txt"
 
 step build "$out/build.log" 240 bash -c "cmake -S . -B '$build' -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER=\$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && \
-  cmake --build '$build' -j32 --target spforge spforge_cli"
+  cmake --build '$build' -j32 --target spforge spforge_cli test_generic test_dist_nccl"
 if [ ! -f "$build/libspforge.so" ]; then
   echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
   exit 1
 fi
 export SPF_LIB=$build/libspforge.so
+if [ -z "${SPF_NCCL:-}" ]; then
+  for f in /usr/local/cuda/lib64/libnccl.so.2 $(python3 -c "import nvidia.nccl, os
+print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib', 'libnccl.so.2'))" 2>/dev/null); do
+    [ -f "$f" ] && { export SPF_NCCL=$f; break; }
+  done
+fi
+echo "NCCL: ${SPF_NCCL:-not found}" | tee -a "$out/summary.txt"
+
+step test-generic "$out/gpu-tests.log" 120 "$build/tests/test_generic"
+step test-dist-nccl "$out/dist-nccl.log" 120 "$build/tests/test_dist_nccl"
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+step memcheck-generic "$out/memcheck.log" 120 "$sanitizer" --tool memcheck --leak-check full \
+  --error-exitcode 1 "$build/tests/test_generic" --quick
 
 ranks=""
 for p in 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks${ranks:+,}$p"; done
@@ -59,13 +79,19 @@ step bench-dist "$out/bench-dist.log" 300 torchrun --nproc_per_node "$gpus" \
 list=$root/bench/sharded-eval-problems.txt
 results=$build/sharded-eval
 rm -rf "$results"
+share=$(($(nproc) / (gpus > 0 ? gpus : 1)))
 step sharded-1gpu "$out/sharded-1gpu.log" 200 python3 "$root/scripts/sharded_eval.py" \
-  "$build" "$results/gpu1" "$list" --gpus 0
+  "$build" "$results/gpu1" "$list" --gpus 0 --threads-per-gpu "$share"
 [ "$gpus" -ge 2 ] && step sharded-2gpu "$out/sharded-2gpu.log" 150 \
-  python3 "$root/scripts/sharded_eval.py" "$build" "$results/gpu2" "$list" --gpus 0,1
+  python3 "$root/scripts/sharded_eval.py" "$build" "$results/gpu2" "$list" --gpus 0,1 \
+  --threads-per-gpu "$share"
 tar -czf "$out/sharded-eval.tar.gz" -C "$build" sharded-eval 2>/dev/null
-# last: the test (the measurements first, should time run short)
-step dist-test "$out/dist-test.log" 150 python3 "$root/tests/python/test_distributed.py"
+# last: the Python test (the measurements first, should time run short)
+[ "${SPF_SKIP_DIST_TEST:-0}" = 1 ] ||
+  step dist-test "$out/dist-test.log" 150 python3 "$root/tests/python/test_distributed.py"
+# what comes back is at most 8 files: the logs in one archive
+tar -czf "$out/logs.tar.gz" -C "$out" nvidia-smi.txt $(cd "$out" && ls ./*.log) &&
+  rm -f "$out"/*.log "$out/nvidia-smi.txt"
 
 echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
 [ -z "$failed" ]

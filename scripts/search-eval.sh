@@ -14,12 +14,15 @@
 # per-configuration log OUT_DIR/oracle/NAME.csv, the search's own log (each
 # candidate's proxy time; the finalists' real times) OUT_DIR/searchlog/NAME.csv
 # and the stderr of each run in OUT_DIR/log/. scripts/search_report.py summarizes them.
+# SPF_TUNE_THREADS: host threads of each tune (compiling, mostly; default 0:
+# all cores), for runs that share a host's cores (scripts/sharded_eval.py).
 set -uo pipefail
 build=${1:?build folder} out=${2:?output folder} list=${3:?problem list}
 budget=${4:-480}
 cli=$build/spforge
 start=$(date +%s)
 mkdir -p "$out/oracle" "$out/searchlog" "$out/log" "$out/inputs"
+threads=${SPF_TUNE_THREADS:-0}
 export SPFORGE_CACHE_DIR=off
 while read -r name file n space; do
   case "$name" in '' | '#'*) continue ;; esac
@@ -36,13 +39,13 @@ while read -r name file n space; do
   fi
   left=$((budget - used))
   echo "search-eval: $name (N = $n, $space; ${left}s left)" >&2
-  timeout "$left" "$cli" tune "$file" --n "$n" --space "$space" --exhaustive --no-cache --json \
+  timeout "$left" "$cli" tune "$file" --n "$n" --space "$space" --exhaustive --no-cache --json --threads "$threads" \
     --log "$out/searchlog/$name.csv" --oracle-log "$out/oracle/$name.csv" \
     >"$out/log/$name.json" 2>"$out/log/$name.err" &&
     { printf '{"name":"%s","result":' "$name"; tr -d '\n' <"$out/log/$name.json"; echo "}"; } \
       >>"$out/search.jsonl" ||
     echo "search-eval: $name failed or ran out of time (see log/$name.err)" >&2
-  timeout 120 "$cli" tune "$file" --n "$n" --space "$space" --no-proxies --no-cache --json \
+  timeout 120 "$cli" tune "$file" --n "$n" --space "$space" --no-proxies --no-cache --json --threads "$threads" \
     >"$out/log/$name-noproxy.json" 2>"$out/log/$name-noproxy.err" &&
     { printf '{"name":"%s","result":' "$name"; tr -d '\n' <"$out/log/$name-noproxy.json"; echo "}"; } \
       >>"$out/search-noproxy.jsonl"

@@ -7,7 +7,7 @@ their outputs merged into one folder exactly as one sequential run writes
 it, and the rank model retrained on the merged logs if asked.
 
     python3 scripts/sharded_eval.py BUILD OUT LIST --gpus 0,1 [--budget 3600] \\
-        [--retrain models/rank_model.txt]
+        [--threads-per-gpu T] [--retrain models/rank_model.txt]
 
 Each GPU's process runs search-eval.sh on a one-problem list with
 CUDA_VISIBLE_DEVICES set to that GPU, into OUT/gpu<i>/; then OUT gets
@@ -18,6 +18,12 @@ it unchanged. OUT/sharded.json records which GPU ran each problem and how
 long it took, and the wall time. --retrain runs scripts/train_rank_model.py
 on OUT/oracle/*.csv (every configuration's timing: tuning logs) and writes
 the model there.
+
+The tuning compiles every configuration with the host's cores (ptxas),
+and the GPUs' processes share them: --threads-per-gpu gives each process
+that many compile threads (default 0: all cores each). On a host of G GPUs
+and C cores, C / G is each GPU's share, what a one-GPU machine of the same
+kind has.
 
 SPF_SEARCH_EVAL names another runner with search-eval.sh's arguments (the
 tests use a stand-in)."""
@@ -55,7 +61,7 @@ def read_list(path):
     return problems
 
 
-def run_shards(build, out, problems, gpus, budget_s, runner):
+def run_shards(build, out, problems, gpus, budget_s, runner, threads=0):
     """Every problem run once by the first free GPU; (name, gpu, seconds,
     exit status) of each, in the order they finished."""
     todo = queue.Queue()
@@ -66,7 +72,7 @@ def run_shards(build, out, problems, gpus, budget_s, runner):
     def worker(gpu):
         folder = os.path.join(out, "gpu%s" % gpu)
         os.makedirs(folder, exist_ok=True)
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu))
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu), SPF_TUNE_THREADS=str(threads))
         while True:
             try:
                 problem = todo.get_nowait()
@@ -121,6 +127,8 @@ def main(argv=None):
     ap.add_argument("list", help="the problem list, as search-eval.sh's")
     ap.add_argument("--gpus", default="0", help="GPU indices, comma-separated (default 0)")
     ap.add_argument("--budget", type=int, default=3600, help="seconds for the whole run")
+    ap.add_argument("--threads-per-gpu", type=int, default=0,
+                    help="compile threads of each GPU's process (default 0: all cores)")
     ap.add_argument("--retrain", metavar="MODEL",
                     help="train the rank model on the merged oracle logs, write it here")
     a = ap.parse_args(argv)
@@ -134,12 +142,14 @@ def main(argv=None):
     runner = os.environ.get("SPF_SEARCH_EVAL", os.path.join(HERE, "search-eval.sh"))
     os.makedirs(a.out, exist_ok=True)
     t0 = time.monotonic()
-    done = run_shards(a.build, a.out, problems, gpus, a.budget, runner)
+    if a.threads_per_gpu < 0:
+        ap.error("--threads-per-gpu %d: expected 0 (all cores) or more" % a.threads_per_gpu)
+    done = run_shards(a.build, a.out, problems, gpus, a.budget, runner, a.threads_per_gpu)
     wall = time.monotonic() - t0
     merge(a.out, problems, gpus)
     failed = sorted(name for name, _, _, rc in done if rc != 0)
     with open(os.path.join(a.out, "sharded.json"), "w") as f:
-        json.dump({"gpus": gpus, "wall_s": round(wall, 3),
+        json.dump({"gpus": gpus, "threads_per_gpu": a.threads_per_gpu, "wall_s": round(wall, 3),
                    "problems": [{"name": n, "gpu": g, "seconds": round(s, 3),
                                  "status": "not run (budget)" if rc is None else rc}
                                 for n, g, s, rc in done]}, f, indent=1)

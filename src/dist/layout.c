@@ -37,19 +37,25 @@ spf_status spf_dist_layout_create(const spf_matrix *a, int ranks, int rank,
     return SPF_OK;
 }
 
-spf_status spf_dist_layout_get_info(const spf_dist_layout *layout, spf_dist_layout_info *out)
+spf_status dist_layout_info(const dist_exchange *x, int64_t b_row0, int64_t b_rows,
+                            spf_dist_layout_info *out)
 {
-    CHECK_ARG(layout != NULL && out != NULL);
+    CHECK_ARG(x != NULL && out != NULL);
     if (out->size < sizeof *out)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "info.size %u: expected %zu (set it to "
                     "sizeof(spf_dist_layout_info))", out->size, sizeof *out);
-    const dist_exchange *x = &layout->x;
     *out = (spf_dist_layout_info){.size = sizeof *out, .ranks = x->ranks, .rank = x->rank,
-                                  .row0 = x->row0, .rows = x->rows, .b_row0 = layout->b_row0,
-                                  .b_rows = layout->b_rows, .own_nnz = spf_matrix_nnz(x->own),
+                                  .row0 = x->row0, .rows = x->rows, .b_row0 = b_row0,
+                                  .b_rows = b_rows, .own_nnz = spf_matrix_nnz(x->own),
                                   .remote_nnz = x->remote ? spf_matrix_nnz(x->remote) : 0,
                                   .recv_rows = x->recv_rows, .send_rows = x->send_rows};
     return SPF_OK;
+}
+
+spf_status spf_dist_layout_get_info(const spf_dist_layout *layout, spf_dist_layout_info *out)
+{
+    CHECK_ARG(layout != NULL);
+    return dist_layout_info(&layout->x, layout->b_row0, layout->b_rows, out);
 }
 
 const spf_matrix *spf_dist_layout_own(const spf_dist_layout *layout)

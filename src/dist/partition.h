@@ -74,4 +74,9 @@ spf_status dist_exchange_make(const spf_matrix *a, int ranks, int rank, const in
                               const int64_t *b_start, dist_exchange *out);
 void dist_exchange_free(dist_exchange *x); /* accepts a zeroed one */
 
+/* x's share as the public info (out->size set by the caller), with the
+ * rank's rows of B b_row0 .. b_row0 + b_rows - 1. */
+spf_status dist_layout_info(const dist_exchange *x, int64_t b_row0, int64_t b_rows,
+                            spf_dist_layout_info *out);
+
 #endif

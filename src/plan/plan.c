@@ -15,6 +15,7 @@
 #include "gpu/selfcheck.h"
 #include "gpu/timing.h"
 #include "plan/cache.h"
+#include "plan/options.h"
 #include "plan/planner.h"
 #include "plan/problem.h"
 #include "strategy/strategy.h"
@@ -71,7 +72,7 @@ enum { OPTIONS_FIRST_SIZE = offsetof(spf_plan_options, progress),
  * earlier header passes a smaller size, and the fields it does not know
  * keep their defaults; one built against a later header passes a larger
  * size, and the fields this library does not know are not read. */
-static spf_status options_read(const spf_plan_options *in, spf_plan_options *out)
+spf_status plan_options_read(const spf_plan_options *in, spf_plan_options *out)
 {
     spf_plan_options_init(out);
     if (!in)
@@ -526,7 +527,7 @@ spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_option
     CHECK_ARG(out != NULL);
     *out = NULL;
     CHECK_ARG(a != NULL);
-    TRY(options_read(options, &o));
+    TRY(plan_options_read(options, &o));
     TRY(check_options(n, &o));
     entered = 1;
 

@@ -5,7 +5,8 @@
 
 #ifdef SPF_HAVE_CUDA
 
-#include <dlfcn.h>
+#include "core/dynlib.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,13 +18,10 @@
  * name last (a development install, or a link a user made). */
 static const char *const default_names[] = {"libcublasLt.so.13", "libcublasLt.so.12",
                                             "libcublasLt.so"};
-enum { NAME_COUNT = sizeof default_names / sizeof default_names[0], WHY_CAP = 200 };
+enum { NAME_COUNT = sizeof default_names / sizeof default_names[0] };
 
 #define ENTRY(fn) {"cublasLt" #fn, offsetof(cublaslt_api, fn)}
-static const struct {
-    const char *symbol;
-    size_t offset;
-} entries[] = {
+static const dynlib_entry entries[] = {
     ENTRY(Create),
     ENTRY(Destroy),
     ENTRY(GetVersion),
@@ -45,80 +43,19 @@ void cublaslt_close(cublaslt_api *api)
 {
     if (!api)
         return;
-    if (api->lib)
-        (void)dlclose(api->lib);
+    dynlib_close(api->lib);
     memset(api, 0, sizeof *api);
-}
-
-/* Open one file and resolve every entry; else 0 with why (without the
- * file's name) in why. */
-static int open_one(const char *name, cublaslt_api *out, char *why, size_t cap)
-{
-    memset(out, 0, sizeof *out);
-    void *lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *err = dlerror();
-        if (!err)
-            err = "dlopen failed";
-        /* glibc says "<name>: <what>"; the name is said once, by the caller. */
-        size_t len = strlen(name);
-        if (strncmp(err, name, len) == 0 && strncmp(err + len, ": ", 2) == 0)
-            err += len + 2;
-        snprintf(why, cap, "%s", err);
-        return 0;
-    }
-    out->lib = lib;
-    snprintf(out->path, sizeof out->path, "%s", name);
-    for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++) {
-        void *sym = dlsym(lib, entries[i].symbol);
-        if (!sym) {
-            snprintf(why, cap, "no symbol %s", entries[i].symbol);
-            cublaslt_close(out);
-            return 0;
-        }
-        /* POSIX: a function's address round-trips through void *. */
-        memcpy((char *)out + entries[i].offset, &sym, sizeof sym);
-    }
-    return 1;
-}
-
-/* Append text to buf (cap bytes, *used of them taken), cut at the end. */
-static void append(char *buf, size_t cap, size_t *used, const char *text)
-{
-    if (*used + 1 >= cap)
-        return;
-    size_t n = strlen(text), room = cap - 1 - *used;
-    if (n > room)
-        n = room;
-    memcpy(buf + *used, text, n);
-    *used += n;
-    buf[*used] = '\0';
 }
 
 int cublaslt_open(const char *path, cublaslt_api *out, char *reason, size_t cap)
 {
+    memset(out, 0, sizeof *out);
     const char *const *names = path ? &path : default_names;
-    int count = path ? 1 : NAME_COUNT;
-    char why[NAME_COUNT][WHY_CAP];
-    for (int i = 0; i < count; i++)
-        if (open_one(names[i], out, why[i], sizeof why[i]))
-            return 1;
-    /* Names that failed alike share one reason: "a, b, c: cannot open
-     * shared object file: No such file or directory". */
-    size_t used = 0;
-    if (cap)
-        reason[0] = '\0';
-    for (int i = 0; i < count; i++) {
-        int same_next = i + 1 < count && strcmp(why[i], why[i + 1]) == 0;
-        append(reason, cap, &used, names[i]);
-        append(reason, cap, &used, same_next ? ", " : ": ");
-        if (!same_next) {
-            append(reason, cap, &used, why[i]);
-            if (i + 1 < count)
-                append(reason, cap, &used, "; ");
-        }
-    }
-    return 0;
+    int ok = dynlib_open(names, path ? 1 : NAME_COUNT, entries, sizeof entries / sizeof *entries,
+                         out, &out->lib, out->path, sizeof out->path, reason, cap);
+    if (!ok)
+        memset(out, 0, sizeof *out);
+    return ok;
 }
 
 static cublaslt_api process_api;
