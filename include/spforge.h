@@ -770,7 +770,7 @@ SPF_API spf_status spf_reference_conv2d(const spf_matrix *weights, const spf_con
 
 /* row_start (parts + 1 entries, caller-owned): part p is rows
  * row_start[p] .. row_start[p+1] − 1 of a, contiguous, balanced by work
- * (nonzeros + rows: the split minimising the largest part's, exactly); no
+ * (nonzeros + 4 per row: the split minimising the largest part's, exactly); no
  * part is empty when a has at least `parts` rows. parts: 1 to 65536. */
 SPF_API spf_status spf_partition_rows(const spf_matrix *a, int parts, int64_t *row_start);
 

@@ -61,7 +61,7 @@ def read_list(path):
     return problems
 
 
-def run_shards(build, out, problems, gpus, budget_s, runner, threads=0):
+def run_shards(build, out, problems, gpus, budget_s, runner, compile_threads=0):
     """Every problem run once by the first free GPU; (name, gpu, seconds,
     exit status) of each, in the order they finished."""
     todo = queue.Queue()
@@ -72,7 +72,7 @@ def run_shards(build, out, problems, gpus, budget_s, runner, threads=0):
     def worker(gpu):
         folder = os.path.join(out, "gpu%s" % gpu)
         os.makedirs(folder, exist_ok=True)
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu), SPF_TUNE_THREADS=str(threads))
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=str(gpu), SPF_TUNE_THREADS=str(compile_threads))
         while True:
             try:
                 problem = todo.get_nowait()

@@ -22,6 +22,14 @@ are exchanged. On the gloo backend with CUDA tensors the exchange goes
 through host memory (gloo exchanges host tensors): several ranks can then
 share one GPU, as the tests do; with nccl it stays on the GPUs.
 
+For the exchange to overlap the product on NCCL, give the group's NCCL
+stream high priority (else NCCL's kernels wait behind a product that
+fills every SM, and the two run one after the other):
+
+    options = dist.ProcessGroupNCCL.Options()
+    options.is_high_priority_stream = True
+    dist.init_process_group("nccl", pg_options=options)
+
 Needs torch >= 2.4 and an initialised process group."""
 
 import ctypes

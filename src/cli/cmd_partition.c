@@ -175,7 +175,7 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
             json_array_end(&w);
             json_object_end(&w);
         } else {
-            printf("\nP = %d: split in %.1f ms; largest part's work (nonzeros + rows) %lld, "
+            printf("\nP = %d: split in %.1f ms; largest part's work (nonzeros + 4 per row) %lld, "
                    "%.3f x the mean (an even split by rows: %.3f x)\n", r.ranks, r.split_ms,
                    (long long)r.largest, r.largest / r.mean, r.even_largest / r.mean);
             printf("  rows of B received: %lld in all, %lld at most by one rank",

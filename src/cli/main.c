@@ -51,7 +51,7 @@ static const cli_command commands[] = {
      "with --json; --no-progress: never). Needs a CUDA device.",
      1, 1, cmd_tune},
     {"partition", "FILE", "Split FILE's rows over P ranks for distributed SpMM and print each rank's share and exchange.",
-     "The split balances each rank's work (nonzeros + rows) and minimises the largest exactly.\n"
+     "The split balances each rank's work (nonzeros + 4 per row) and minimises the largest exactly.\n"
      "Rank r computes C's rows of its part; B is split by rows too (--b-split), and rank r\n"
      "receives the rows of B that its part's columns name from the ranks holding them. Per P of\n"
      "--ranks: the largest part's work against the mean and against an even split by rows, and\n"

@@ -141,7 +141,12 @@ spf_status spf_dist_plan_create(const spf_matrix *a, int64_t n, void *nccl_comm,
     TRY(CUDA_CHECK(cudaMalloc(&p->recv_buf, (size_t)(p->x.recv_rows + 1) * p->row_bytes)));
     if (p->remote)
         TRY(CUDA_CHECK(cudaMalloc(&p->partial, (size_t)(p->x.rows + 1) * p->row_bytes)));
-    TRY(CUDA_CHECK(cudaStreamCreateWithFlags(&p->xstream, cudaStreamNonBlocking)));
+    /* the exchange's kernels (the pack, NCCL's copies) at the device's
+     * highest priority: queued behind a product that fills every SM, they
+     * would start only as it ends, and nothing would overlap */
+    int least = 0, greatest = 0;
+    TRY(CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest)));
+    TRY(CUDA_CHECK(cudaStreamCreateWithPriority(&p->xstream, cudaStreamNonBlocking, greatest)));
     TRY(CUDA_CHECK(cudaEventCreateWithFlags(&p->ready, cudaEventDisableTiming)));
     TRY(CUDA_CHECK(cudaEventCreateWithFlags(&p->exchanged, cudaEventDisableTiming)));
     TRY(launch_order_init(&p->order, "distributed plan"));

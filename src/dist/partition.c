@@ -7,10 +7,10 @@
 
 #include <string.h>
 
-/* The cost of rows [0, i): nonzeros + rows. */
+/* The cost of rows [0, i): nonzeros + DIST_ROW_COST · rows. */
 static int64_t cost_before(const spf_matrix *a, int64_t i)
 {
-    return a->row_ptr[i] + i;
+    return a->row_ptr[i] + DIST_ROW_COST * i;
 }
 
 /* The last row end e ≥ pos with cost(pos .. e - 1) ≤ bound (e = pos when

@@ -2,8 +2,7 @@
  * split over P ranks and what each rank must receive of B.
  *
  * A (M×K) is split by rows into P contiguous parts, balanced by work, not
- * by rows: a part's cost is its nonzeros plus one per row (the row's
- * output and its bookkeeping cost about one nonzero's FMAs at N ≥ 32), and
+ * by rows: a part's cost is its nonzeros plus DIST_ROW_COST per row, and
  * the split minimises the largest part's cost exactly (a binary search on
  * that bound, each probe a greedy pass). Rank r computes C's rows of part
  * r.
@@ -29,12 +28,21 @@
 
 enum { DIST_MAX_RANKS = 65536 };
 
+/* What a row costs beside its nonzeros, in nonzeros: its output row, its
+ * sub-warp's start and its dependent loads. Fitted on two ranks' times of
+ * the R-MAT graph of 2^22 vertices at N = 128 (generic plans, H100, the
+ * 2-GPU run of 2026-11-27: a nonzero 0.089 ms per million, a row 0.381,
+ * 4.3 nonzeros; the whole graph's 6.25 ms one-GPU time agrees); with one
+ * per row rank 1, holding most of the (short and empty) rows, took 3.56
+ * ms against rank 0's 2.73. */
+enum { DIST_ROW_COST = 4 };
+
 /* row_start (parts + 1 entries): part p is rows row_start[p] ..
  * row_start[p+1] - 1 of a, balanced as above; no part is empty when a has
  * at least `parts` rows. */
 spf_status dist_partition_rows(const spf_matrix *a, int parts, int64_t *row_start);
 
-/* The largest part's cost (nonzeros + rows) and the mean's, of a split. */
+/* The largest part's cost (nonzeros + DIST_ROW_COST · rows) and the mean's, of a split. */
 void dist_partition_cost(const spf_matrix *a, int parts, const int64_t *row_start,
                          int64_t *largest, double *mean);
 

@@ -2,7 +2,8 @@
 search-eval.sh (SPF_SEARCH_EVAL): every problem runs once, on the GPU its
 process holds (CUDA_VISIBLE_DEVICES), both GPUs take problems, the merged
 folder holds the same files and lines, in the list's order, as a run on
-one GPU, a failing problem is reported (exit 1) and the others still run,
+one GPU, each run gets --threads-per-gpu (SPF_TUNE_THREADS), a failing
+problem is reported (exit 1) and the others still run,
 and bad arguments are refused. Needs neither the library nor a GPU."""
 
 import json
@@ -30,6 +31,7 @@ printf '{"name":"%s","result":{"n":%s}}\n' "$name" "$n" >> "$out/search-noproxy.
 printf 'config,us\nm8n%s,1.5\n' "$n" > "$out/oracle/$name.csv"
 printf 'config,proxy_us\nm8,1\n' > "$out/searchlog/$name.csv"
 echo "gpu $CUDA_VISIBLE_DEVICES" > "$out/log/$name.err"
+echo "threads ${SPF_TUNE_THREADS:-unset}" > "$out/log/$name.threads"
 """
 
 LIST = """# a comment, then problems
@@ -90,6 +92,21 @@ class ShardedEvalTests(unittest.TestCase):
             with open(os.path.join(self.dir, "two", "log", p["name"] + ".err")) as f:
                 self.assertEqual(f.read().strip(), "gpu " + p["gpu"])
         self.assertIn("5 problems on 2 GPUs", two.stdout)
+
+    def test_threads_per_gpu_reach_each_run(self):
+        r = self.run_eval("out", "--gpus", "0,1", "--threads-per-gpu", "16")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = set()
+        for gpu in ("gpu0", "gpu1"):
+            folder = os.path.join(self.dir, "out", gpu, "log")
+            got |= {open(os.path.join(folder, n)).read().strip() for n in os.listdir(folder)
+                    if n.endswith(".threads")}
+        self.assertEqual(got, {"threads 16"})
+        with open(os.path.join(self.dir, "out", "sharded.json")) as f:
+            self.assertEqual(json.load(f)["threads_per_gpu"], 16)
+        r = self.run_eval("bad", "--threads-per-gpu", "-1")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--threads-per-gpu -1", r.stderr)
 
     def test_a_failing_problem_is_reported(self):
         with open(self.list, "a") as f:

@@ -19,7 +19,7 @@
 
 static int64_t cost(const spf_matrix *a, int64_t from, int64_t to)
 {
-    return a->row_ptr[to] - a->row_ptr[from] + (to - from);
+    return a->row_ptr[to] - a->row_ptr[from] + DIST_ROW_COST * (to - from);
 }
 
 /* The least largest-part cost of any split of a into `parts` contiguous
