@@ -28,9 +28,12 @@ import sys
 def rank_times(part, n, elem, p):
     """The µs of each step of one rank (part: a `parts` entry of the
     partition JSON) under the parameters p (a dict, see model())."""
-    gflop = 1e3 * p["gflops"]  # flop per µs
-    own = 2.0 * part["own_nnz"] * n / gflop + p["launch_us"]
-    remote = 2.0 * part["remote_nnz"] * n / gflop + p["launch_us"] if part["remote_nnz"] else 0.0
+    # work in nonzeros, a row counting as row_cost of them (the split's own
+    # weight, DIST_ROW_COST), at the one-GPU rate: gflops over the whole
+    # matrix's 2·nnz·N, spread over its nnz + row_cost·rows
+    per_work = p["one_us"] / p["total_work"]  # µs per unit of work
+    own = (part["own_nnz"] + p["row_cost"] * part["rows"]) * per_work + p["launch_us"]
+    remote = part["remote_nnz"] * per_work + p["launch_us"] if part["remote_nnz"] else 0.0
     far = part.get("recv_rows_other_hosts", 0)
     near_bytes = (part["recv_rows"] - far) * n * elem
     far_bytes = far * n * elem
@@ -43,8 +46,8 @@ def rank_times(part, n, elem, p):
     add = part["rows"] * n * elem * 3 / hbm + p["launch_us"] if part["remote_nnz"] else 0.0
     return {"own": own, "remote": remote, "comm": comm, "pack": pack, "add": add,
             "sharded": max(own, pack + comm) + remote + add,
-            "replicated": 2.0 * (part["own_nnz"] + part["remote_nnz"]) * n / gflop +
-            p["launch_us"]}
+            "replicated": (part["own_nnz"] + part["remote_nnz"] + p["row_cost"] * part["rows"]) *
+            per_work + p["launch_us"]}
 
 
 def model(partition, p):
@@ -54,6 +57,8 @@ def model(partition, p):
     if n <= 0:
         raise ValueError("the partition JSON has no N: run spforge partition with --n")
     one = 2.0 * partition["nnz"] * n / (1e3 * p["gflops"]) + p["launch_us"]
+    p = dict(p, one_us=one - p["launch_us"],
+             total_work=partition["nnz"] + p["row_cost"] * partition["rows"])
     out = []
     for split in partition["splits"]:
         times = [rank_times(part, n, elem, p) for part in split["parts"]]
@@ -86,6 +91,9 @@ def main(argv=None):
                     help="a kernel's fixed cost, µs (default 5)")
     ap.add_argument("--hbm-gbs", type=float, default=3000.0,
                     help="device memory bandwidth for packing and adding, GB/s (default 3000)")
+    ap.add_argument("--row-cost", type=float, default=4.0,
+                    help="a row's work in nonzeros (default 4: the split's own weight, fitted "
+                    "on the 2-GPU R-MAT run)")
     ap.add_argument("--csv", help="also write the table here")
     a = ap.parse_args(argv)
     for name in ("gflops", "link_gbs", "host_link_gbs", "hbm_gbs"):
@@ -94,7 +102,7 @@ def main(argv=None):
     with open(a.partition) as f:
         partition = json.load(f)
     params = {k: getattr(a, k) for k in ("gflops", "link_gbs", "host_link_gbs", "latency_us",
-                                         "launch_us", "hbm_gbs")}
+                                         "launch_us", "hbm_gbs", "row_cost")}
     try:
         one, rows = model(partition, params)
     except (KeyError, ValueError) as e:

@@ -16,8 +16,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 import dist_model  # noqa: E402
 
+# row_cost 0: the work is the nonzeros alone (one_us and total_work are
+# what model() derives: the one-GPU product's 20 µs over 1000 nonzeros)
 PARAMS = {"gflops": 1.0, "link_gbs": 1.0, "host_link_gbs": 0.5, "latency_us": 2.0,
-          "launch_us": 1.0, "hbm_gbs": 10.0}
+          "launch_us": 1.0, "hbm_gbs": 10.0, "row_cost": 0.0, "one_us": 20.0,
+          "total_work": 1000.0}
 
 
 def partition():
@@ -47,6 +50,14 @@ class ModelTests(unittest.TestCase):
         self.assertAlmostEqual(t["sharded"], 7 + 5 + 1.48)
         self.assertAlmostEqual(t["replicated"], 2 * 500 * 10 / 1000 + 1)
 
+    def test_rows_cost_work(self):
+        # a row as 4 nonzeros: the one-GPU 20 µs spread over 1000 + 4·100
+        p = dict(PARAMS, row_cost=4.0, total_work=1400.0)
+        t = dist_model.rank_times(partition()["splits"][0]["parts"][0], 10, 4, p)
+        self.assertAlmostEqual(t["own"], (300 + 4 * 40) * 20 / 1400 + 1)
+        self.assertAlmostEqual(t["remote"], 200 * 20 / 1400 + 1)
+        self.assertAlmostEqual(t["replicated"], (500 + 4 * 40) * 20 / 1400 + 1)
+
     def test_exchange_longer_than_the_own_product(self):
         slow = dict(PARAMS, host_link_gbs=0.01)
         t = dist_model.rank_times(partition()["splits"][0]["parts"][1], 10, 4, slow)
@@ -54,7 +65,7 @@ class ModelTests(unittest.TestCase):
         self.assertAlmostEqual(t["sharded"], t["pack"] + t["comm"] + t["remote"] + t["add"])
 
     def test_model_and_main(self):
-        one, rows = dist_model.model(partition(), PARAMS)
+        one, rows = dist_model.model(partition(), dict(PARAMS, row_cost=0.0))
         self.assertAlmostEqual(one, 2 * 1000 * 10 / 1000 + 1)
         (r,) = rows
         slowest = max(dist_model.rank_times(x, 10, 4, PARAMS)["sharded"]
