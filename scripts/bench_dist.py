@@ -62,8 +62,9 @@ def measure(a, sd, spforge, numpy, torch, dist, matrix, b, b_host, device, group
     and step by step, its rows checked; rank 0's dict is the CSV row (the
     slowest rank's times), with this rank's C under "_c"."""
     t0 = time.perf_counter()
-    spmm = sd.DistSpMM(matrix, a.n, group, b_split=split, device=device,
-                       plan_options=options if device.type == "cuda" else None)
+    name, _, copies = split.partition(":")
+    spmm = sd.DistSpMM(matrix, a.n, group, b_split=name, replicas=int(copies or 1),
+                       device=device, plan_options=options if device.type == "cuda" else None)
     plan_s = time.perf_counter() - t0
     mine = b[spmm.b_rows.start:spmm.b_rows.stop].contiguous()
     c = spmm(mine)
@@ -71,7 +72,7 @@ def measure(a, sd, spforge, numpy, torch, dist, matrix, b, b_host, device, group
     # the steps alone (the model's terms): own product, exchange, remote product
     own = time_calls(lambda: spmm._own(mine), torch, device)
     exchange = remote = 0.0
-    if split != "replicated":
+    if spmm.replicas < p:
         def exchange_once():
             recv, work = spmm._exchange(mine)
             if work is not None:
@@ -91,6 +92,7 @@ def measure(a, sd, spforge, numpy, torch, dist, matrix, b, b_host, device, group
     every = [[float(x) for x in t] for t in every]
     err = float((sums[0] / sums[1]).sqrt()) if float(sums[1]) > 0 else float(sums[0].sqrt())
     return {"ranks": p, "rows": matrix.shape[0], "nnz": matrix.nnz, "n": a.n, "b_split": split,
+            "chosen": "%s:%d" % (spmm.b_split, spmm.replicas),
             "strategy": a.strategy, "one_gpu_us": None,
             "dist_us": round(max(t[0] for t in every), 1), "speedup": None,
             "rank_us": " ".join("%.1f" % t[0] for t in every),
@@ -176,7 +178,8 @@ def main():
     ap.add_argument("--ranks", help="rank counts to measure, each on the first ranks of the "
                     "launch (default: all of them), e.g. 2,4")
     ap.add_argument("--splits", default="rows,replicated",
-                    help="B's splits to measure (rows, even, replicated)")
+                    help="B's splits to measure: rows, even, replicated or auto; rows:C and "
+                    "even:C for C copies of B (1.5-D), e.g. rows,rows:2,replicated")
     ap.add_argument("--link-mb", type=int, default=256,
                     help="MB a rank sends in the all-to-all bandwidth probe (0: none)")
     ap.add_argument("--backend", default="nccl")
@@ -190,9 +193,13 @@ def main():
     import torch.distributed as dist
     import spforge
     import spforge.distributed as sd
-    bad = [s for s in splits if s not in sd._SPLITS]
+    def valid(split):
+        name, colon, copies = split.partition(":")
+        return name in sd._SPLITS + ("auto",) and (not colon or copies.isdigit())
+    bad = [s for s in splits if not valid(s)]
     if bad:
-        raise SystemExit("bench_dist: --splits: %s: expected rows, even or replicated" % bad[0])
+        raise SystemExit("bench_dist: --splits: %s: expected rows, even, replicated or auto, "
+                         "rows and even with :COPIES" % bad[0])
     local = int(os.environ.get("LOCAL_RANK", os.environ.get("RANK", 0)))
     device = torch.device("cuda", local) if a.device == "cuda" else torch.device("cpu")
     kwargs = {}

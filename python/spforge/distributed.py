@@ -16,7 +16,18 @@ rank r computes C's rows spmm.rows (a range). B is held
     part's columns name from the ranks holding them, in one all_to_all,
     while it multiplies the part of A on its own rows (A_own); then the
     received rows (A_remote) are added in;
-  - whole by every rank (b_split="replicated"): no exchange.
+  - whole by every rank (b_split="replicated"): no exchange;
+  - split by rows within layers (replicas=c, the 1.5-D algorithm): the P
+    ranks form c layers of P/c consecutive ranks, layer L computing a
+    contiguous block of A's rows with a whole copy of B split over its
+    ranks, the exchange inside the layer only. c = 1 is the split above,
+    c = P replication; each rank holds c/P of B and receives less as c
+    grows;
+  - by the sizes (b_split="auto"): the most replication whose share of B
+    fits the memory budget (b_budget bytes a rank; default half the
+    device's free memory). On 2 GPUs the 52.8 M-edge R-MAT graph ran 1.95x
+    faster replicated and 0.93x split (bench/results/dist/), so where B
+    fits, it is replicated.
 Every rank works the same split out from the whole A, so only B's rows
 are exchanged. On the gloo backend with CUDA tensors the exchange goes
 through host memory (gloo exchanges host tensors): several ranks can then
@@ -70,21 +81,25 @@ def _row_slice(matrix, row0, rows):
 class DistSpMM:
     """This rank's part of C = A·B over a process group (see the module).
 
-    DistSpMM(matrix, n, group=None, *, b_split="rows", device=None,
-    dtype="f32", plan_options=None): matrix is the whole A (a Matrix or
-    what Matrix() takes), the same on every rank; n: B's columns;
-    device: "cpu" (CPU plans, float32) or a cuda device (default: the
-    current one where CUDA is there); plan_options: Plan's keyword
+    DistSpMM(matrix, n, group=None, *, b_split="rows", replicas=1,
+    b_budget=None, device=None, dtype="f32", plan_options=None): matrix is
+    the whole A (a Matrix or what Matrix() takes), the same on every rank;
+    n: B's columns; replicas: copies of B over the group (a divisor of its
+    size; with "rows" or "even"); b_budget: "auto"'s bytes of B a rank may
+    hold; device: "cpu" (CPU plans, float32) or a cuda device (default:
+    the current one where CUDA is there); plan_options: Plan's keyword
     arguments (strategy, verify, cache, ...).
 
-    Attributes: rank, ranks, rows (range of C's rows this rank computes),
-    b_rows (range of B's rows it holds; all of them when replicated),
-    recv_rows and send_rows (rows of B it receives and sends a call)."""
+    Attributes: rank, ranks, replicas, rows (range of C's rows this rank
+    computes), b_rows (range of B's rows it holds; all of them when
+    replicated), recv_rows and send_rows (rows of B it receives and sends a
+    call)."""
 
-    def __init__(self, matrix, n, group=None, *, b_split="rows", device=None, dtype="f32",
-                 plan_options=None):
-        if b_split not in _SPLITS:
-            raise ValueError("b_split %r: expected one of %s" % (b_split, ", ".join(_SPLITS)))
+    def __init__(self, matrix, n, group=None, *, b_split="rows", replicas=1, b_budget=None,
+                 device=None, dtype="f32", plan_options=None):
+        if b_split not in _SPLITS + ("auto",):
+            raise ValueError("b_split %r: expected one of %s" % (b_split,
+                                                                 ", ".join(_SPLITS + ("auto",))))
         if not dist.is_initialized():
             raise RuntimeError("spforge.distributed: no torch.distributed process group "
                                "(dist.init_process_group first)")
@@ -92,14 +107,23 @@ class DistSpMM:
         self.rank, self.ranks = dist.get_rank(group), dist.get_world_size(group)
         matrix = matrix if isinstance(matrix, Matrix) else Matrix(matrix)
         m, k = matrix.shape
-        if b_split == "rows" and m != k:
-            raise ValueError("b_split \"rows\" splits B as A's rows, which needs a square A; "
-                             "A is %d×%d (b_split=\"even\" splits B's %d rows evenly)" % (m, k, k))
         if device is None:
             device = torch.device("cuda", torch.cuda.current_device()) \
                 if torch.cuda.is_available() else torch.device("cpu")
         self.device = torch.device(device)
-        self.n, self.b_split = int(n), b_split
+        self.n = int(n)
+        if b_split == "auto":
+            b_split, replicas = self._by_size(m, k, dtype, b_budget)
+        replicas = int(replicas)
+        if replicas < 1 or self.ranks % replicas != 0:
+            raise ValueError("replicas %d: expected a divisor of the group's %d ranks"
+                             % (replicas, self.ranks))
+        if b_split == "replicated":
+            replicas = self.ranks
+        if b_split == "rows" and m != k and replicas < self.ranks:
+            raise ValueError("b_split \"rows\" splits B as A's rows, which needs a square A; "
+                             "A is %d×%d (b_split=\"even\" splits B's %d rows evenly)" % (m, k, k))
+        self.b_split, self.replicas = b_split, replicas
         options = dict(plan_options or {})
         if self.device.type == "cpu":
             options.update(strategy="cpu")
@@ -110,24 +134,33 @@ class DistSpMM:
         r = self.rank
         self.rows = range(row_start[r], row_start[r + 1])
         self._own = self._remote = None
-        if b_split == "replicated":
+        if replicas == self.ranks:  # B whole here: no exchange
+            self.b_split = "replicated" if b_split == "auto" else b_split
             self.b_rows, self.recv_rows, self.send_rows = range(k), 0, 0
             self._own = Plan(_row_slice(matrix, row_start[r], len(self.rows)), self.n, **options)
             return
-        b_start = row_start if b_split == "rows" else [k * i // self.ranks
-                                                       for i in range(self.ranks + 1)]
-        self.b_rows = range(b_start[r], b_start[r + 1])
+        # the layers: q consecutive ranks each, B split over a layer's ranks
+        q = self.ranks // replicas
+        layer, me = divmod(r, q)
+        self._layer_group = self._layer_groups(q, replicas)[layer]
+        b_start = partition_rows(matrix, q) if b_split == "rows" else [k * i // q
+                                                                      for i in range(q + 1)]
+        self.b_rows = range(b_start[me], b_start[me + 1])
+        # the layer's block of A's rows, its ranks' parts numbered within it
+        top, bottom = row_start[layer * q], row_start[(layer + 1) * q]
+        block = matrix if replicas == 1 else _row_slice(matrix, top, bottom - top)
+        parts = [x - top for x in row_start[layer * q:(layer + 1) * q + 1]]
+        starts = (ctypes.c_int64 * (q + 1))
         layout = ctypes.c_void_p()
-        starts = (ctypes.c_int64 * (self.ranks + 1))
-        _check(lib().spf_dist_layout_create(matrix._ptr(), self.ranks, r, starts(*row_start),
-                                            starts(*b_start), ctypes.byref(layout)))
+        _check(lib().spf_dist_layout_create(block._ptr(), q, me, starts(*parts), starts(*b_start),
+                                            ctypes.byref(layout)))
         try:
             info = _capi.DistLayoutInfo()
             info.size = ctypes.sizeof(info)
             _check(lib().spf_dist_layout_get_info(layout, ctypes.byref(info)))
             self.recv_rows, self.send_rows = info.recv_rows, info.send_rows
-            recv = (ctypes.c_int64 * self.ranks)()
-            send = (ctypes.c_int64 * self.ranks)()
+            recv = (ctypes.c_int64 * q)()
+            send = (ctypes.c_int64 * q)()
             index = (ctypes.c_int32 * max(info.send_rows, 1))()
             _check(lib().spf_dist_layout_lists(layout, recv, send, index))
             self._recv_counts, self._send_counts = list(recv), list(send)
@@ -140,17 +173,44 @@ class DistSpMM:
         finally:
             lib().spf_dist_layout_free(layout)
 
+    def _by_size(self, m, k, dtype, budget):
+        """b_split="auto": (split, replicas), the most copies of B whose
+        share fits `budget` bytes a rank (B split as A's rows where A is
+        square, else evenly)."""
+        elem = 4 if dtype == "f32" else 2
+        if budget is None:
+            budget = (torch.cuda.mem_get_info(self.device)[0] // 2
+                      if self.device.type == "cuda" else float("inf"))
+        for copies in sorted((c for c in range(1, self.ranks + 1) if self.ranks % c == 0),
+                             reverse=True):
+            share = -(-k // (self.ranks // copies))  # the largest shard's rows, about
+            if share * self.n * elem <= budget:
+                if copies == self.ranks:
+                    return "replicated", copies
+                break
+        return ("rows" if m == k else "even"), copies
+
+    def _layer_groups(self, q, layers):
+        """Each layer's process group (ranks L·q .. L·q + q − 1 of the
+        group); every rank makes every one, as torch.distributed requires.
+        The whole group when there is one layer."""
+        if layers == 1:
+            return [self.group]
+        ranks = (dist.get_process_group_ranks(self.group) if self.group is not None
+                 else list(range(self.ranks)))
+        return [dist.new_group(ranks[L * q:(L + 1) * q]) for L in range(layers)]
+
     def _exchange(self, b):
         """The rows of B the others need from b sent, those this rank needs
         received: (the receive tensor, the pending work)."""
         send = b.index_select(0, self._send_index)
         recv = torch.empty((self.recv_rows, self.n), dtype=b.dtype, device=b.device)
-        host = b.is_cuda and dist.get_backend(self.group) == "gloo"
+        host = b.is_cuda and dist.get_backend(self._layer_group) == "gloo"
         if host:  # gloo exchanges host tensors
             send, recv = send.cpu(), recv.cpu()
         work = dist.all_to_all_single(recv, send, output_split_sizes=self._recv_counts,
-                                      input_split_sizes=self._send_counts, group=self.group,
-                                      async_op=not host)
+                                      input_split_sizes=self._send_counts,
+                                      group=self._layer_group, async_op=not host)
         return recv, work
 
     def __call__(self, b):
@@ -163,7 +223,7 @@ class DistSpMM:
             raise ValueError("spforge.distributed: B's rows of rank %d: expected shape %s, got %s"
                              % (self.rank, want, tuple(b.shape)))
         b = b.contiguous()
-        if self.b_split == "replicated":
+        if self.replicas == self.ranks:
             return self._own(b)
         recv, work = self._exchange(b)  # every rank takes part, receiving or not
         c = self._own(b)  # while the rows arrive

@@ -1,7 +1,9 @@
 """spforge.distributed (issue 15): DistSpMM on 1, 2 and 3 ranks of a gloo
 process group (processes of this machine), each rank's rows of C against
 the reference's same rows: a graph with B split as its rows, a
-non-square A with B split evenly, and B replicated; every rank's
+non-square A with B split evenly, and B replicated; both splits in two
+layers (1.5-D, on 2 and 4 ranks); B's split chosen by the sizes (auto:
+a budget of one byte splits, none replicates); every rank's
 exchange counts agree with the others'. On the CPU (CPU plans); where
 CUDA is there, on one GPU shared by every rank (the exchange through host
 memory, as gloo needs): the several-ranks-on-one-GPU check of issue 15;
@@ -30,10 +32,18 @@ except ImportError:
 
 import unittest_run  # noqa: E402
 
-CASES = {  # name: generator kwargs, b_split
-    "graph": (dict(kind="rmat", rows=256, cols=256, sparsity=0.97, seed=5), "rows"),
-    "wide": (dict(kind="uniform", rows=90, cols=200, sparsity=0.9, seed=6), "even"),
-    "replicated": (dict(kind="rmat", rows=128, cols=128, sparsity=0.95, seed=7), "replicated"),
+CASES = {  # name: generator kwargs, b_split, replicas (1.5-D), b_budget (auto)
+    "graph": (dict(kind="rmat", rows=256, cols=256, sparsity=0.97, seed=5), "rows", 1, None),
+    "wide": (dict(kind="uniform", rows=90, cols=200, sparsity=0.9, seed=6), "even", 1, None),
+    "replicated": (dict(kind="rmat", rows=128, cols=128, sparsity=0.95, seed=7), "replicated", 1,
+                   None),
+    "graph 1.5-D": (dict(kind="rmat", rows=256, cols=256, sparsity=0.97, seed=8), "rows", 2, None),
+    "wide 1.5-D": (dict(kind="uniform", rows=90, cols=200, sparsity=0.9, seed=9), "even", 2, None),
+    # auto: 1 byte a rank holds no share of B (split, one copy); no budget
+    # on the CPU replicates
+    "auto tight": (dict(kind="rmat", rows=128, cols=128, sparsity=0.95, seed=10), "auto", 1, 1),
+    "auto free": (dict(kind="uniform", rows=90, cols=200, sparsity=0.9, seed=11), "auto", 1,
+                  None),
 }
 N = 7
 
@@ -47,18 +57,23 @@ def rank_main(rank, world, init, out, device):
         torch.cuda.set_device(device)
     dist.init_process_group(backend, init_method="file://" + init, rank=rank, world_size=world)
     results = {}
-    for name, (gen, split) in sorted(CASES.items()):
+    for name, (gen, split, replicas, budget) in sorted(CASES.items()):
+        if world % replicas:
+            continue
         a = spforge.Matrix.generate(**gen)
         m, k = a.shape
         b = numpy.random.default_rng(11).uniform(-1, 1, (k, N)).astype(numpy.float32)
-        spmm = sd.DistSpMM(a, N, b_split=split, device=device)
+        spmm = sd.DistSpMM(a, N, b_split=split, replicas=replicas, b_budget=budget,
+                           device=device)
         mine = torch.from_numpy(b[spmm.b_rows.start:spmm.b_rows.stop]).to(device)
         c = spmm(mine).cpu().numpy()
         want = numpy.asarray(spforge.reference_spmm(a, b, N, accumulate="f64")).reshape(m, N)
         want = want[spmm.rows.start:spmm.rows.stop]
         results[name] = {"rows": [spmm.rows.start, spmm.rows.stop],
                          "error": float(numpy.abs(c - want).max()) if c.size else 0.0,
-                         "shape": list(c.shape), "recv": spmm.recv_rows, "send": spmm.send_rows}
+                         "shape": list(c.shape), "recv": spmm.recv_rows, "send": spmm.send_rows,
+                         "split": spmm.b_split, "replicas": spmm.replicas,
+                         "b_rows": [spmm.b_rows.start, spmm.b_rows.stop]}
     with open("%s.%d" % (out, rank), "w") as f:
         json.dump(results, f)
     dist.barrier()
@@ -73,10 +88,12 @@ class DistributedTests(unittest.TestCase):
                      nprocs=world)
             return [json.load(open("%s.%d" % (out, r))) for r in range(world)]
 
-    def check(self, device, worlds=(1, 2, 3)):
+    def check(self, device, worlds=(1, 2, 3, 4)):
         for world in worlds:
             ranks = self.run_ranks(world, device)
-            for name, (gen, _) in CASES.items():
+            for name, (gen, split, replicas, _) in CASES.items():
+                if world % replicas:
+                    continue
                 with self.subTest(device=device, ranks=world, case=name):
                     got = [r[name] for r in ranks]
                     # the ranks' rows tile C, in order
@@ -88,8 +105,22 @@ class DistributedTests(unittest.TestCase):
                         self.assertEqual(r["shape"], [r["rows"][1] - r["rows"][0], N])
                         self.assertLess(r["error"], 1e-4)
                     self.assertEqual(sum(r["recv"] for r in got), sum(r["send"] for r in got))
-                    if world == 1 or name == "replicated":
+                    if world == 1 or got[0]["replicas"] == world:
                         self.assertEqual(sum(r["recv"] for r in got), 0)
+                    # B's shards: each layer of world / replicas ranks holds
+                    # all of B once, in order
+                    q = world // got[0]["replicas"]
+                    for layer in range(got[0]["replicas"]):
+                        mine = got[layer * q:(layer + 1) * q]
+                        self.assertEqual(mine[0]["b_rows"][0], 0)
+                        self.assertEqual(mine[-1]["b_rows"][1], gen["cols"])
+                        for x, y in zip(mine, mine[1:]):
+                            self.assertEqual(x["b_rows"][1], y["b_rows"][0])
+                    if name == "auto tight":
+                        self.assertEqual((got[0]["split"], got[0]["replicas"]), ("rows", 1))
+                    if name == "auto free":
+                        self.assertEqual((got[0]["split"], got[0]["replicas"]),
+                                         ("replicated", world))
 
     def test_cpu(self):
         self.check("cpu")
