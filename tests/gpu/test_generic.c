@@ -94,8 +94,6 @@ static void test_launch_choose(void)
     CHECK_STATUS(generic_launch_choose(&wide, PROBLEM(1000, SPF_DTYPE_F32), buf, buf, &l), SPF_ERR_OVERFLOW);
 }
 
-#ifdef SPF_HAVE_CUDA
-
 /* Long rows: which rows are cut (longer than the threshold), in the
  * swizzle's order, into the fewest pieces of near-equal length; and the
  * threshold's rule (generic.c). */
@@ -145,6 +143,7 @@ static void test_pieces(void)
     CHECK(generic_long_threshold(&g, &l) == 0);
 }
 
+#ifdef SPF_HAVE_CUDA
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 
 /* 75×300: every 11th row empty, row 5 full (300 nonzeros: nine chunks and a
