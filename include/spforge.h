@@ -689,15 +689,22 @@ typedef enum spf_conv_path {
     SPF_CONV_DIRECT = 0, /* 1×1, stride 1, padding 0: the input is B as it is */
     SPF_CONV_IM2COL = 1, /* explicit im2col into the plan's workspace, then the
                             SpMM plan on it (the fallback and the baseline)  */
-    SPF_CONV_IMPLICIT = 2 /* a CUDA-core kernel reads the input itself (no
+    SPF_CONV_IMPLICIT = 2, /* a CUDA-core kernel reads the input itself (no
                             im2col in memory): NHWC's window kernel (1×1
                             included; it adds the residual too) or the
                             generic strategy's gather; AUTO times them
                             against DIRECT / IM2COL and keeps the fastest;
                             GENERIC takes them alone                        */
+    SPF_CONV_DENSE = 3   /* cuDNN's convolution on the weights expanded dense
+                            (loaded at run time: $SPF_CUDNN, libcudnn.so.9,
+                            .so.8, .so), then bias, residual and ReLU in one
+                            pass: the floor AUTO times beside the others
+                            (options.dense 0 leaves it out), and what DENSE
+                            takes where cuDNN loads (else cuBLASLt on the
+                            explicit im2col)                                */
 } spf_conv_path;
 
-/* "direct", "im2col", "implicit" */
+/* "direct", "im2col", "implicit", "dense" */
 SPF_API const char *spf_conv_path_name(spf_conv_path path);
 
 /* A compiled convolution for one weight matrix, one input shape and one
@@ -727,7 +734,11 @@ typedef struct spf_conv_info {
                                  not timed)                                    */
     spf_plan_info spmm;       /* the SpMM plan's info (its size is set here); for
                                  IMPLICIT the kernel's name ("window_..." or
-                                 "generic_...") and shape, strategy GENERIC    */
+                                 "generic_...") and shape, strategy GENERIC;
+                                 for DENSE "cudnn_<algorithm>_<dtype>",
+                                 strategy DENSE                                */
+    double dense_us;          /* AUTO's time of one execute by the dense path
+                                 (as im2col_us; 0: not timed)                  */
 } spf_conv_info;
 
 /* Build a conv plan. weights is read during the call only, and must be

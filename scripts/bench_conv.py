@@ -194,6 +194,7 @@ def main():
                "speedup_vs_cusparse": round(cs_us / sp_us, 3) if d and cs_dtype else "",
                "passed": d.get("passed", False), "error": d.get("relative_error", ""),
                "path": d.get("path", ""), "im2col_us": d.get("im2col_us", ""),
+               "dense_us": d.get("dense_us", ""),
                "implicit_us": d.get("implicit_us", ""),
                "strategy": d.get("plan", {}).get("strategy", ""),
                "spforge_kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}

@@ -107,7 +107,7 @@ class ConvInfo(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("path", c_enum), ("out_h", c_int64),
                 ("out_w", c_int64), ("spmm_n", c_int64), ("launches", c_int),
                 ("workspace_bytes", c_int64), ("host", c_int), ("im2col_us", c_double),
-                ("implicit_us", c_double), ("spmm", PlanInfo)]
+                ("implicit_us", c_double), ("spmm", PlanInfo), ("dense_us", c_double)]
 
 
 class DistLayoutInfo(ctypes.Structure):

@@ -278,6 +278,7 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         json_int(&j, "workspace_bytes", info.workspace_bytes);
         json_double(&j, "im2col_us", info.im2col_us);
         json_double(&j, "implicit_us", info.implicit_us);
+        json_double(&j, "dense_us", info.dense_us);
         cli_json_plan(&j, "plan", &info.spmm);
         json_double(&j, "plan_s", plan_s);
         json_string(&j, "timing", timing);
@@ -304,9 +305,10 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         printf("path       %s: %d SpMM launch%s of N = %" PRId64 ", workspace %" PRId64 " bytes\n",
                spf_conv_path_name(info.path), info.launches, info.launches == 1 ? "" : "es",
                info.spmm_n, info.workspace_bytes);
-        if (info.implicit_us > 0)
-            printf("paths      timed: im2col %.2f us, implicit %.2f us per execute\n",
-                   info.im2col_us, info.implicit_us);
+        if (info.implicit_us > 0 || info.dense_us > 0)
+            printf("paths      timed: explicit %.2f us, implicit %.2f us, dense (cuDNN) %.2f us "
+                   "per execute (0: not built)\n", info.im2col_us, info.implicit_us,
+                   info.dense_us);
         printf("plan       %s strategy, %s: %s (built in %.2f s)\n",
                spf_strategy_name(info.spmm.strategy), info.spmm.config[0] ? info.spmm.config : "-",
                info.spmm.kernel_name, plan_s);

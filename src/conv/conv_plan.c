@@ -18,6 +18,7 @@
 #include "strategy/strategy.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #ifdef SPF_HAVE_CUDA
@@ -44,6 +45,7 @@ const char *spf_conv_path_name(spf_conv_path path)
     case SPF_CONV_DIRECT: return "direct";
     case SPF_CONV_IM2COL: return "im2col";
     case SPF_CONV_IMPLICIT: return "implicit";
+    case SPF_CONV_DENSE: return "dense";
     }
     return "?";
 }
@@ -141,6 +143,31 @@ static spf_status explicit_create(spf_conv_plan *p, const spf_matrix *w,
     return workspace_alloc(p, o->device);
 }
 
+/* The DENSE path (conv_dense.h) into p, p->relu applied after the
+ * residual as the plan's; where cuDNN is not there or takes no algorithm,
+ * nothing (logged): the other paths stand. Alone (DENSE) it is the plan's
+ * path. */
+static void dense_try(spf_conv_plan *p, const spf_matrix *w, const conv_shape *s,
+                      const spf_plan_options *o)
+{
+    spf_device_info dev;
+    if (spf_device_query(o->device, &dev) != SPF_OK || !dev.available) {
+        error_clear();
+        return;
+    }
+    if (conv_dense_create(w, s, o, p->relu, &p->dense) != SPF_OK) {
+        log_msg(SPF_LOG_INFO, "conv: no dense path: %s", spf_last_error());
+        error_clear();
+        return;
+    }
+    if (!p->spmm) {
+        p->dtype = o->dtype;
+        p->elem = dtype_size(o->dtype);
+        p->info.path = SPF_CONV_DENSE;
+        p->info.launches = 1;
+    }
+}
+
 /* The IMPLICIT path's choices (conv_implicit.h) when AUTO or GENERIC
  * asked, on the plan's device; their count (why none goes to the log). */
 static int implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
@@ -197,6 +224,7 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
      * not (NHWC's one launch has no such offsets) */
     const size_t elem = dtype_valid(o.dtype) ? dtype_size(o.dtype) : 4;
     const int direct = s.r == 1 && s.s == 1 && s.stride == 1 && s.pad == 0;
+    const int dense_allowed = o.dense != 0; /* cuDNN's path needs no 16-byte images */
     const int64_t in_image = s.c * s.h * s.w, out_image = s.k * p_out * q_out;
     if (!nhwc && s.n > 1 &&
         ((direct && in_image * (int64_t)elem % 16) || out_image * (int64_t)elem % 16)) {
@@ -242,9 +270,14 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
     conv_implicit_choice choices[CONV_IMPLICIT_MAX_CHOICES];
     const int implicit =
         status == SPF_OK ? implicit_choices(w, &p->gather, &o, direct, choices) : 0;
-    if (status == SPF_OK && !(implicit && o.strategy == SPF_STRATEGY_GENERIC))
+    if (status == SPF_OK && o.strategy == SPF_STRATEGY_DENSE)
+        dense_try(p, w, &s, &o);
+    if (status == SPF_OK && !p->dense && !(implicit && o.strategy == SPF_STRATEGY_GENERIC))
         status = explicit_create(p, w, &o, direct);
-    if (status == SPF_OK && implicit) {
+    if (status == SPF_OK && o.strategy == SPF_STRATEGY_AUTO && dense_allowed && p->spmm &&
+        !p->info.host)
+        dense_try(p, w, &s, &o);
+    if (status == SPF_OK && (implicit || p->dense)) {
         if (!p->spmm)
             p->dtype = o.dtype, p->elem = dtype_size(o.dtype);
         status = conv_select(p, w, weights, &s, &o, choices, implicit);
@@ -266,7 +299,8 @@ static spf_status residual_add(const spf_conv_plan *p, void *output, const void 
         return SPF_OK;
     }
 #ifdef SPF_HAVE_CUDA
-    return conv_residual_launch(p->dtype, output, residual, p->out_count, p->relu, stream);
+    return conv_epilogue_launch(p->dtype, output, NULL, 1, 1, residual, p->out_count, p->relu,
+                                stream);
 #else
     (void)stream;
     return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
@@ -291,6 +325,8 @@ spf_status conv_run(const spf_conv_plan *p, spf_conv_path path, const void *inpu
                     const float *bias, const void *residual, void *stream)
 {
     spf_status status = SPF_OK;
+    if (path == SPF_CONV_DENSE) /* the batch at once, with its own epilogue */
+        return conv_dense_run(p->dense, input, output, bias, residual, stream);
     const int fused = path == SPF_CONV_IMPLICIT && conv_implicit_fuses_residual(p->implicit);
     for (int i = 0; i < p->info.launches; i++) {
         const int64_t in_at = i * p->in_step * (int64_t)p->elem;
@@ -342,6 +378,15 @@ spf_status spf_conv_plan_get_info(const spf_conv_plan *plan, spf_conv_info *out)
     out->spmm.size = sizeof out->spmm;
     if (plan->spmm)
         return spf_plan_get_info(plan->spmm, &out->spmm);
+    if (plan->dense) {
+        snprintf(out->spmm.kernel_name, sizeof out->spmm.kernel_name, "%s",
+                 conv_dense_name(plan->dense));
+        out->spmm.strategy = SPF_STRATEGY_DENSE;
+        out->spmm.dtype = plan->dtype;
+        out->spmm.math = plan->math;
+        out->spmm.kernel_us = plan->info.dense_us;
+        return SPF_OK;
+    }
     /* IMPLICIT: the generic kernel stands where the SpMM plan would */
     conv_implicit_describe(plan->implicit, &out->spmm);
     out->spmm.math = plan->math;
@@ -355,6 +400,7 @@ void spf_conv_plan_free(spf_conv_plan *plan)
         return;
     conv_workspace_free(plan);
     conv_implicit_free(plan->implicit);
+    conv_dense_free(plan->dense);
     spf_plan_free(plan->spmm);
     mem_free(plan);
 }

@@ -3,6 +3,7 @@
 #ifndef SPF_CONV_CONV_PLAN_H
 #define SPF_CONV_CONV_PLAN_H
 
+#include "conv/conv_dense.h"
 #include "conv/conv_gather.h"
 #include "conv/conv_implicit.h"
 #include "ref/conv.h"
@@ -11,6 +12,7 @@
 struct spf_conv_plan {
     spf_plan *spmm;          /* DIRECT and IM2COL: the SpMM plan, else NULL   */
     conv_implicit *implicit; /* IMPLICIT: the kernel reading the input, else NULL */
+    conv_dense *dense;       /* DENSE: cuDNN's convolution, else NULL          */
     conv_gather gather;
     spf_conv_info info;      /* spmm left empty: spf_conv_plan_get_info asks the plan */
     spf_dtype dtype;
@@ -30,14 +32,15 @@ struct spf_conv_plan {
 spf_status conv_run(const spf_conv_plan *p, spf_conv_path path, const void *input, void *output,
                     const float *bias, const void *residual, void *stream);
 
-/* Build the IMPLICIT path of p on o->device from w (the weights with
- * their columns in B's order): each of the count choices (conv_implicit.h)
- * built and timed on random input, the fastest kept; then settle between
- * it and the explicit path when p has that too (AUTO), keeping the faster
- * and releasing the other (info's im2col_us and implicit_us say what each
- * took). If IMPLICIT is kept and o->verify, check it against the CPU
- * reference (of weights and s, as the caller gave them) on random input,
- * bias and residual: SPF_ERR_VERIFY over the tolerance. */
+/* Choose p's path on o->device among those it holds: the explicit one
+ * (p->spmm), the dense one (p->dense) and the IMPLICIT one, built here
+ * from w (the weights with their columns in B's order), each of the count
+ * choices (conv_implicit.h) timed on random input and the fastest kept.
+ * Every path held is timed as an execute runs it, the fastest kept and the
+ * others released (info's im2col_us, implicit_us and dense_us say what
+ * each took). If IMPLICIT or DENSE is kept and o->verify, check it against
+ * the CPU reference (of weights and s, as the caller gave them) on random
+ * input, bias and residual: SPF_ERR_VERIFY over the tolerance. */
 spf_status conv_select(spf_conv_plan *p, const spf_matrix *w, const spf_matrix *weights,
                        const conv_shape *s, const spf_plan_options *o,
                        const conv_implicit_choice *choices, int count);

@@ -1,10 +1,10 @@
 /* conv_plan.h's conv_select: the IMPLICIT path's kernels (and the window
- * kernel's configs) built beside the explicit path, each timed as an
- * execute runs it (BENCHMARKS.md's protocol, gpu/timing.c; the residual
- * add included where the path needs one) and the fastest kept: a
+ * kernel's configs) built beside the explicit and dense paths, each timed
+ * as an execute runs it (BENCHMARKS.md's protocol, gpu/timing.c; the
+ * residual add included where the path needs one) and the fastest kept: a
  * measurement, as AUTO's choice among strategies is (DESIGN.md decision
- * 7). The implicit kernels have no SpMM plan's self-check, so the one kept
- * gets its own against the conv reference. */
+ * 7). The implicit kernels and cuDNN have no SpMM plan's self-check, so the
+ * path kept gets its own against the conv reference. */
 #include "conv/conv_plan.h"
 
 #include "core/alloc.h"
@@ -51,12 +51,12 @@ static spf_status time_path(path_run *r, spf_conv_path path, double *us)
     return status;
 }
 
-/* The implicit kernel once on r's input and residual (in, residual: the
- * same on the host, as rounded), its output poisoned first, against the
+/* The kept path once on r's input and residual (in, residual: the same
+ * on the host, as rounded), its output poisoned first, against the
  * reference. */
-static spf_status verify_implicit(path_run *r, const spf_matrix *weights, const conv_shape *s,
-                                  const float *in, const float *bias, const float *residual,
-                                  spf_math math)
+static spf_status verify_path(path_run *r, const spf_matrix *weights, const conv_shape *s,
+                              const float *in, const float *bias, const float *residual,
+                              spf_math math)
 {
     const spf_conv_plan *p = r->p;
     spf_status status = SPF_OK;
@@ -69,7 +69,7 @@ static spf_status verify_implicit(path_run *r, const spf_matrix *weights, const 
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "conv: checking an output of %lld elements",
                   (long long)p->out_count);
     TRY(CUDA_CHECK(cudaMemset(r->out, 0xff, bytes))); /* NaN: an output never written fails */
-    TRY(conv_run(p, SPF_CONV_IMPLICIT, r->in, r->out, r->bias, r->residual, NULL));
+    TRY(conv_run(p, p->info.path, r->in, r->out, r->bias, r->residual, NULL));
     TRY(CUDA_CHECK(cudaMemcpy(raw, r->out, bytes, cudaMemcpyDeviceToHost)));
     dtype_to_float(p->dtype, raw, got, p->out_count);
     TRY(reference_conv2d(weights, s, in, bias, residual, p->relu, want));
@@ -78,8 +78,9 @@ static spf_status verify_implicit(path_run *r, const spf_matrix *weights, const 
     const double error = spf_relative_error(got, ref, p->out_count);
     const double tolerance = dtype_tolerance(p->dtype, math);
     if (!(error <= tolerance))
-        FAIL_GOTO(SPF_ERR_VERIFY, "conv: the implicit im2col kernel's relative error %.3g "
-                  "against the CPU reference, over the tolerance %.0e", error, tolerance);
+        FAIL_GOTO(SPF_ERR_VERIFY, "conv: the %s path's relative error %.3g against the CPU "
+                  "reference, over the tolerance %.0e", spf_conv_path_name(p->info.path), error,
+                  tolerance);
 fail:
     mem_free(raw);
     mem_free(got);
@@ -93,6 +94,9 @@ static void drop_path(spf_conv_plan *p, spf_conv_path path)
     if (path == SPF_CONV_IMPLICIT) {
         conv_implicit_free(p->implicit);
         p->implicit = NULL;
+    } else if (path == SPF_CONV_DENSE) {
+        conv_dense_free(p->dense);
+        p->dense = NULL;
     } else {
         spf_plan_free(p->spmm);
         p->spmm = NULL;
@@ -172,16 +176,35 @@ static spf_status select_on_device(spf_conv_plan *p, const spf_matrix *w,
     if (p->residual)
         TRY(random_staged(p->dtype, p->out_count, &g, &residual, (void **)&r.residual));
     TRY(CUDA_CHECK(cudaMalloc(&r.out, (size_t)(p->out_count > 0 ? p->out_count : 1) * p->elem)));
-    TRY(fastest_implicit(p, &r, w, o, choices, count));
+    if (count)
+        TRY(fastest_implicit(p, &r, w, o, choices, count));
+    /* every path held timed; the fastest kept, the others released */
+    const spf_conv_path explicit_path = p->info.path;
+    spf_conv_path best = p->implicit ? SPF_CONV_IMPLICIT : explicit_path;
+    double best_us = p->implicit ? p->info.implicit_us : 0;
     if (p->spmm) {
-        TRY(time_path(&r, p->info.path, &p->info.im2col_us));
-        const int implicit = p->info.implicit_us < p->info.im2col_us;
-        drop_path(p, implicit ? p->info.path : SPF_CONV_IMPLICIT);
-        if (implicit)
-            p->info.path = SPF_CONV_IMPLICIT, p->info.workspace_bytes = 0;
+        TRY(time_path(&r, explicit_path, &p->info.im2col_us));
+        if (!p->implicit || p->info.im2col_us < best_us)
+            best = explicit_path, best_us = p->info.im2col_us;
     }
-    if (p->implicit && o->verify)
-        TRY(verify_implicit(&r, weights, s, in, bias, residual, o->math));
+    if (p->dense) {
+        TRY(time_path(&r, SPF_CONV_DENSE, &p->info.dense_us));
+        if (p->info.dense_us < best_us)
+            best = SPF_CONV_DENSE, best_us = p->info.dense_us;
+    }
+    if (best != SPF_CONV_IMPLICIT && p->implicit)
+        drop_path(p, SPF_CONV_IMPLICIT);
+    if (best != SPF_CONV_DENSE && p->dense)
+        drop_path(p, SPF_CONV_DENSE);
+    if (best != explicit_path && p->spmm)
+        drop_path(p, explicit_path);
+    p->info.path = best;
+    if (best == SPF_CONV_IMPLICIT || best == SPF_CONV_DENSE)
+        p->info.workspace_bytes = 0;
+    if (best == SPF_CONV_DENSE)
+        p->info.launches = 1;
+    if ((best == SPF_CONV_IMPLICIT || best == SPF_CONV_DENSE) && o->verify)
+        TRY(verify_path(&r, weights, s, in, bias, residual, o->math));
 fail:
     cudaFree((void *)r.in);
     cudaFree((void *)r.bias);
@@ -201,7 +224,7 @@ spf_status conv_select(spf_conv_plan *p, const spf_matrix *w, const spf_matrix *
     spf_status status = CUDA_CHECK(cudaGetDevice(&previous));
     if (status == SPF_OK)
         status = CUDA_CHECK(cudaSetDevice(o->device));
-    if (status == SPF_OK && !p->spmm)
+    if (status == SPF_OK && !p->spmm && !p->dense)
         p->info.path = SPF_CONV_IMPLICIT;
     if (status == SPF_OK)
         status = select_on_device(p, w, weights, s, o, choices, count);

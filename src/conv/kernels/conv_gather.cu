@@ -63,15 +63,30 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_float(float v)
     return __float2bfloat16_rn(v);
 }
 
+/* out + bias[channel] + residual, then ReLU; element i's channel is
+ * (i / inner) mod channels. */
 template <typename T>
-__global__ void __launch_bounds__(kThreads) residual_kernel(T *out, const T *__restrict__ residual,
-                                                            int64_t count, int relu)
+__global__ void __launch_bounds__(kThreads)
+    epilogue_kernel(T *out, const float *__restrict__ bias, int64_t channels, int64_t inner,
+                    const T *__restrict__ residual, int64_t count, int relu)
 {
     for (int64_t i = blockIdx.x * static_cast<int64_t>(kThreads) + threadIdx.x; i < count;
          i += static_cast<int64_t>(gridDim.x) * kThreads) {
-        const float v = to_float(out[i]) + to_float(residual[i]);
+        float v = to_float(out[i]);
+        if (bias)
+            v += bias[i / inner % channels];
+        if (residual)
+            v += to_float(residual[i]);
         out[i] = from_float<T>(relu && v < 0.0f ? 0.0f : v);
     }
+}
+
+template <typename T>
+void epilogue_typed(void *out, const float *bias, int64_t channels, int64_t inner,
+                    const void *residual, int64_t count, int relu, unsigned blocks, cudaStream_t s)
+{
+    epilogue_kernel<T><<<blocks, kThreads, 0, s>>>(static_cast<T *>(out), bias, channels, inner,
+                                                   static_cast<const T *>(residual), count, relu);
 }
 
 } // namespace
@@ -89,20 +104,21 @@ extern "C" spf_status conv_gather_launch(const conv_gather *g, const void *in, v
     return CUDA_CHECK(cudaGetLastError());
 }
 
-extern "C" spf_status conv_residual_launch(spf_dtype dtype, void *out, const void *residual,
+extern "C" spf_status conv_epilogue_launch(spf_dtype dtype, void *out, const float *bias,
+                                           int64_t channels, int64_t inner, const void *residual,
                                            int64_t count, int relu, void *stream)
 {
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     const unsigned blocks = blocks_for(count);
+    if (channels < 1 || inner < 1)
+        return FAIL(SPF_ERR_INTERNAL, "conv epilogue: %lld channels, %lld apart",
+                    (long long)channels, (long long)inner);
     if (dtype == SPF_DTYPE_F16)
-        residual_kernel<__half><<<blocks, kThreads, 0, s>>>(
-            static_cast<__half *>(out), static_cast<const __half *>(residual), count, relu);
+        epilogue_typed<__half>(out, bias, channels, inner, residual, count, relu, blocks, s);
     else if (dtype == SPF_DTYPE_BF16)
-        residual_kernel<__nv_bfloat16><<<blocks, kThreads, 0, s>>>(
-            static_cast<__nv_bfloat16 *>(out), static_cast<const __nv_bfloat16 *>(residual),
-            count, relu);
+        epilogue_typed<__nv_bfloat16>(out, bias, channels, inner, residual, count, relu, blocks,
+                                      s);
     else
-        residual_kernel<float><<<blocks, kThreads, 0, s>>>(
-            static_cast<float *>(out), static_cast<const float *>(residual), count, relu);
+        epilogue_typed<float>(out, bias, channels, inner, residual, count, relu, blocks, s);
     return CUDA_CHECK(cudaGetLastError());
 }
