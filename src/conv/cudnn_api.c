@@ -5,10 +5,7 @@
 
 #include "core/dynlib.h"
 
-#include <pthread.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static const char *const default_names[] = {"libcudnn.so.9", "libcudnn.so.8", "libcudnn.so"};
@@ -55,23 +52,16 @@ void cudnn_close(cudnn_api *api)
     memset(api, 0, sizeof *api);
 }
 
-static cudnn_api process_api;
-static int process_loaded;
-static char process_reason[600];
-static pthread_once_t process_once = PTHREAD_ONCE_INIT;
-
-static void process_load(void)
+static int open_table(const char *path, void *table, char *reason, size_t cap)
 {
-    const char *path = getenv("SPF_CUDNN");
-    process_loaded = cudnn_open(path && *path ? path : NULL, &process_api, process_reason,
-                                sizeof process_reason);
+    return cudnn_open(path, table, reason, cap);
 }
+
+static cudnn_api process_api;
+static dynlib_once process_once = {.env = "SPF_CUDNN", .open = open_table,
+                                   .table = &process_api};
 
 const cudnn_api *cudnn_get(char *reason, size_t cap)
 {
-    pthread_once(&process_once, process_load);
-    if (process_loaded)
-        return &process_api;
-    snprintf(reason, cap, "%s (set SPF_CUDNN to libcudnn's path)", process_reason);
-    return NULL;
+    return dynlib_get(&process_once, reason, cap);
 }

@@ -4,7 +4,9 @@
 #include "core/dynlib.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { NAMES_MAX = 8, WHY_CAP = 200 };
@@ -88,4 +90,26 @@ int dynlib_open(const char *const *names, int count, const dynlib_entry *entries
         }
     }
     return 0;
+}
+
+static pthread_mutex_t once_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void *dynlib_get(dynlib_once *once, char *reason, size_t cap)
+{
+    pthread_mutex_lock(&once_lock);
+    if (once->state == 0) {
+        const char *path = getenv(once->env);
+        char why[sizeof once->reason - 64];
+        once->state = once->open(path && *path ? path : NULL, once->table, why, sizeof why)
+                          ? 1
+                          : -1;
+        if (once->state < 0)
+            snprintf(once->reason, sizeof once->reason, "%s (set %s to its path)", why,
+                     once->env);
+    }
+    const int loaded = once->state > 0;
+    pthread_mutex_unlock(&once_lock);
+    if (!loaded)
+        snprintf(reason, cap, "%s", once->reason);
+    return loaded ? once->table : NULL;
 }

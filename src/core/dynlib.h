@@ -24,4 +24,19 @@ int dynlib_open(const char *const *names, int count, const dynlib_entry *entries
 
 void dynlib_close(void *handle); /* accepts NULL */
 
+/* A library a process opens once, on first use, and keeps. */
+typedef struct dynlib_once {
+    const char *env;   /* the variable naming its file, e.g. "SPF_NCCL"            */
+    int (*open)(const char *path, void *table, char *reason, size_t cap); /* NULL path:
+                          the default names                                         */
+    void *table;
+    int state;         /* 0 not tried, 1 loaded, -1 failed (under the lock)         */
+    char reason[700];
+} dynlib_once;
+
+/* The table once opened (thread-safe: the first caller opens, through
+ * $env when set, the others wait), or NULL with why in reason (never
+ * empty), which says to set env. */
+void *dynlib_get(dynlib_once *once, char *reason, size_t cap);
+
 #endif

@@ -5,10 +5,7 @@
 
 #include "core/dynlib.h"
 
-#include <pthread.h>
 #include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 
 static const char *const default_names[] = {"libnccl.so.2", "libnccl.so"};
 
@@ -20,26 +17,21 @@ static const dynlib_entry entries[] = {
 };
 #undef ENTRY
 
-static nccl_api process_api;
-static int process_loaded;
-static char process_reason[512];
-static pthread_once_t process_once = PTHREAD_ONCE_INIT;
-
-static void process_load(void)
+/* Open path (NULL: the default names) into the table. */
+static int open_table(const char *path, void *table, char *reason, size_t cap)
 {
-    const char *path = getenv("SPF_NCCL");
-    const char *const *names = path && *path ? &path : default_names;
-    int count = path && *path ? 1 : (int)(sizeof default_names / sizeof *default_names);
-    process_loaded = dynlib_open(names, count, entries, sizeof entries / sizeof *entries,
-                                 &process_api, &process_api.lib, process_api.path,
-                                 sizeof process_api.path, process_reason, sizeof process_reason);
+    nccl_api *api = table;
+    const char *const *names = path ? &path : default_names;
+    int count = path ? 1 : (int)(sizeof default_names / sizeof *default_names);
+    return dynlib_open(names, count, entries, sizeof entries / sizeof *entries, api, &api->lib,
+                       api->path, sizeof api->path, reason, cap);
 }
+
+static nccl_api process_api;
+static dynlib_once process_once = {.env = "SPF_NCCL", .open = open_table,
+                                   .table = &process_api};
 
 const nccl_api *nccl_get(char *reason, size_t cap)
 {
-    pthread_once(&process_once, process_load);
-    if (process_loaded)
-        return &process_api;
-    snprintf(reason, cap, "%s (set SPF_NCCL to libnccl's path)", process_reason);
-    return NULL;
+    return dynlib_get(&process_once, reason, cap);
 }

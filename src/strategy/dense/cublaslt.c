@@ -7,7 +7,6 @@
 
 #include "core/dynlib.h"
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,24 +57,18 @@ int cublaslt_open(const char *path, cublaslt_api *out, char *reason, size_t cap)
     return ok;
 }
 
-static cublaslt_api process_api;
-static int process_loaded;
-static char process_reason[512];
-static pthread_once_t process_once = PTHREAD_ONCE_INIT;
-
-static void process_load(void)
+static int open_table(const char *path, void *table, char *reason, size_t cap)
 {
-    process_loaded = cublaslt_open(getenv("SPF_CUBLASLT"), &process_api, process_reason,
-                                   sizeof process_reason);
+    return cublaslt_open(path, table, reason, cap);
 }
+
+static cublaslt_api process_api;
+static dynlib_once process_once = {.env = "SPF_CUBLASLT", .open = open_table,
+                                   .table = &process_api};
 
 const cublaslt_api *cublaslt_get(char *reason, size_t cap)
 {
-    pthread_once(&process_once, process_load);
-    if (process_loaded)
-        return &process_api;
-    snprintf(reason, cap, "%s", process_reason);
-    return NULL;
+    return dynlib_get(&process_once, reason, cap);
 }
 
 #endif /* SPF_HAVE_CUDA */
