@@ -588,6 +588,39 @@ def device_info(device=0):
     return out
 
 
+def _plan_options(strategy="auto", dtype="f32", bias=False, relu=False, device=0, verify=True,
+                  exhaustive=False, tune_space="compact", config=None, host_threads=0,
+                  reorder=False, math="default", b_layout="n_last", c_layout="n_last",
+                  dense=True, search=False, search_top_k=0, search_proxies=True, cache=True):
+    """spf_plan_options from Plan's keyword arguments (Plan says what each
+    means), checked; a config is kept alive by the struct's pointer to it."""
+    options = _capi.PlanOptions()
+    lib().spf_plan_options_init(ctypes.byref(options))
+    options.strategy = _named("strategy", strategy)
+    options.dtype = _named("dtype", _convert.dtype_name(dtype))
+    options.math = _named("math", math)
+    options.b_layout = _named("layout", b_layout)
+    options.c_layout = _named("layout", c_layout)
+    for name, value in (("dense", dense), ("bias", bias),
+                        ("relu", relu), ("verify", verify), ("exhaustive", exhaustive),
+                        ("reorder", reorder), ("search", search),
+                        ("search_proxies", search_proxies), ("cache", cache)):
+        setattr(options, name, _flag(value, name))
+    options.tune_space = _choice(_TUNE_SPACES, tune_space, "tune space")
+    for name, value in (("device", device), ("host_threads", host_threads),
+                        ("search_top_k", search_top_k)):
+        _field(options, name, value)
+    if config is not None:
+        if sorted(config) != sorted(_CONFIG_FIELDS):
+            raise ValueError("config: expected exactly the fields %s, got %s"
+                             % (", ".join(_CONFIG_FIELDS), ", ".join(map(str, config))))
+        cfg = _capi.KernelConfig()
+        for name in _CONFIG_FIELDS:
+            _field(cfg, name, config[name], "config[%r]" % name)
+        options.config = ctypes.pointer(cfg)
+    return options
+
+
 class Plan:
     """A compiled SpMM for one matrix and one n (spf_plan_create); the matrix
     (a Matrix, or anything Matrix() converts) is only read during
@@ -618,30 +651,12 @@ class Plan:
         if hook is not None and hook != "logging" and not callable(hook):
             raise TypeError("progress: expected a callable, \"logging\", None or False, got %r"
                             % (progress,))
-        options = _capi.PlanOptions()
-        lib().spf_plan_options_init(ctypes.byref(options))
-        options.strategy = _named("strategy", strategy)
-        options.dtype = _named("dtype", _convert.dtype_name(dtype))
-        options.math = _named("math", math)
-        options.b_layout = _named("layout", b_layout)
-        options.c_layout = _named("layout", c_layout)
-        for name, value in (("dense", dense), ("bias", bias),
-                            ("relu", relu), ("verify", verify), ("exhaustive", exhaustive),
-                            ("reorder", reorder), ("search", search),
-                            ("search_proxies", search_proxies), ("cache", cache)):
-            setattr(options, name, _flag(value, name))
-        options.tune_space = _choice(_TUNE_SPACES, tune_space, "tune space")
-        for name, value in (("device", device), ("host_threads", host_threads),
-                            ("search_top_k", search_top_k)):
-            _field(options, name, value)
-        if config is not None:
-            if sorted(config) != sorted(_CONFIG_FIELDS):
-                raise ValueError("config: expected exactly the fields %s, got %s"
-                                 % (", ".join(_CONFIG_FIELDS), ", ".join(map(str, config))))
-            cfg = _capi.KernelConfig()
-            for name in _CONFIG_FIELDS:
-                _field(cfg, name, config[name], "config[%r]" % name)
-            options.config = ctypes.pointer(cfg)
+        options = _plan_options(strategy=strategy, dtype=dtype, bias=bias, relu=relu,
+                                device=device, verify=verify, exhaustive=exhaustive,
+                                tune_space=tune_space, config=config, host_threads=host_threads,
+                                reorder=reorder, math=math, b_layout=b_layout, c_layout=c_layout,
+                                dense=dense, search=search, search_top_k=search_top_k,
+                                search_proxies=search_proxies, cache=cache)
         n = _int(n, "n", ctypes.c_int64)
         matrix = _matrix(matrix)
         forward = None if hook is None else _Forward(hook)
