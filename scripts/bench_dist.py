@@ -62,17 +62,21 @@ def measure(a, sd, spforge, numpy, torch, dist, matrix, b, b_host, device, group
     and step by step, its rows checked; rank 0's dict is the CSV row (the
     slowest rank's times), with this rank's C under "_c"."""
     t0 = time.perf_counter()
-    name, _, copies = split.partition(":")
+    spec, _, engine = split.partition("@")
+    name, _, copies = spec.partition(":")
     spmm = sd.DistSpMM(matrix, a.n, group, b_split=name, replicas=int(copies or 1),
-                       device=device, plan_options=options if device.type == "cuda" else None)
+                       device=device, plan_options=options if device.type == "cuda" else None,
+                       engine=engine or "torch")
     plan_s = time.perf_counter() - t0
     mine = b[spmm.b_rows.start:spmm.b_rows.stop].contiguous()
     c = spmm(mine)
     total = time_calls(lambda: spmm(mine), torch, device)
-    # the steps alone (the model's terms): own product, exchange, remote product
-    own = time_calls(lambda: spmm._own(mine), torch, device)
-    exchange = remote = 0.0
-    if spmm.replicas < p:
+    # the steps alone (the model's terms): own product, exchange, remote
+    # product (engine "torch" only: the C plan's steps are inside one call)
+    own = exchange = remote = 0.0
+    if engine != "nccl":
+        own = time_calls(lambda: spmm._own(mine), torch, device)
+    if spmm.replicas < p and engine != "nccl":
         def exchange_once():
             recv, work = spmm._exchange(mine)
             if work is not None:
@@ -179,7 +183,9 @@ def main():
                     "launch (default: all of them), e.g. 2,4")
     ap.add_argument("--splits", default="rows,replicated",
                     help="B's splits to measure: rows, even, replicated or auto; rows:C and "
-                    "even:C for C copies of B (1.5-D), e.g. rows,rows:2,replicated")
+                    "even:C for C copies of B (1.5-D); @nccl for the C API's plans over the "
+                    "group's communicator (DistSpMM engine \"nccl\"), e.g. "
+                    "rows,rows@nccl,rows:2,replicated")
     ap.add_argument("--link-mb", type=int, default=256,
                     help="MB a rank sends in the all-to-all bandwidth probe (0: none)")
     ap.add_argument("--backend", default="nccl")
@@ -194,12 +200,14 @@ def main():
     import spforge
     import spforge.distributed as sd
     def valid(split):
-        name, colon, copies = split.partition(":")
-        return name in sd._SPLITS + ("auto",) and (not colon or copies.isdigit())
+        spec, at, engine = split.partition("@")
+        name, colon, copies = spec.partition(":")
+        return (name in sd._SPLITS + ("auto",) and (not colon or copies.isdigit()) and
+                (not at or engine in ("torch", "nccl")))
     bad = [s for s in splits if not valid(s)]
     if bad:
         raise SystemExit("bench_dist: --splits: %s: expected rows, even, replicated or auto, "
-                         "rows and even with :COPIES" % bad[0])
+                         "rows and even with :COPIES, any with @torch or @nccl" % bad[0])
     local = int(os.environ.get("LOCAL_RANK", os.environ.get("RANK", 0)))
     device = torch.device("cuda", local) if a.device == "cuda" else torch.device("cpu")
     kwargs = {}

@@ -70,7 +70,8 @@ step memcheck-generic "$out/memcheck.log" 120 "$sanitizer" --tool memcheck --lea
 
 ranks=""
 for p in 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks${ranks:+,}$p"; done
-dist_args=${SPF_DIST_ARGS:---scale 22 --sparsity 0.999997 --columns 128}
+dist_args=${SPF_DIST_ARGS:---scale 22 --sparsity 0.999997 --columns 128 \
+  --splits rows,rows@nccl,replicated}
 # shellcheck disable=SC2086
 step bench-dist "$out/bench-dist.log" 300 torchrun --nproc_per_node "$gpus" \
   "$root/scripts/bench_dist.py" $dist_args --ranks "${ranks:-1}" --out "$out/dist.csv" \

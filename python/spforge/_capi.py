@@ -178,6 +178,11 @@ _SIGNATURES = {
     "spf_dist_layout_remote": (c_void_p, [c_void_p]),
     "spf_dist_layout_lists": (c_int, [c_void_p, _P(c_int64), _P(c_int64), _P(c_int32)]),
     "spf_dist_layout_free": (None, [c_void_p]),
+    "spf_dist_plan_create": (c_int, [c_void_p, c_int64, c_void_p, _P(c_int64), _P(c_int64),
+                                     _P(PlanOptions), _P(c_void_p)]),
+    "spf_dist_plan_execute": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
+    "spf_dist_plan_get_info": (c_int, [c_void_p, _P(DistLayoutInfo)]),
+    "spf_dist_plan_free": (None, [c_void_p]),
 }
 
 

@@ -29,7 +29,12 @@ rank r computes C's rows spmm.rows (a range). B is held
     faster replicated and 0.93x split (bench/results/dist/), so where B
     fits, it is replicated.
 Every rank works the same split out from the whole A, so only B's rows
-are exchanged. On the gloo backend with CUDA tensors the exchange goes
+are exchanged.
+
+engine="nccl" (B split by rows, one layer, the nccl backend) runs the C
+API's distributed plan (spf_dist_plan_*) over the group's own NCCL
+communicator instead of torch's all_to_all: spforge packs and exchanges
+the rows on a stream of its own at the device's highest priority. On the gloo backend with CUDA tensors the exchange goes
 through host memory (gloo exchanges host tensors): several ranks can then
 share one GPU, as the tests do; with nccl it stays on the GPUs.
 
@@ -48,7 +53,7 @@ import ctypes
 import torch
 import torch.distributed as dist
 
-from . import Matrix, Plan, _capi, _check
+from . import Matrix, Plan, _capi, _check, _plan_options
 from ._capi import lib
 
 _SPLITS = ("rows", "even", "replicated")
@@ -82,13 +87,15 @@ class DistSpMM:
     """This rank's part of C = A·B over a process group (see the module).
 
     DistSpMM(matrix, n, group=None, *, b_split="rows", replicas=1,
-    b_budget=None, device=None, dtype="f32", plan_options=None): matrix is
+    b_budget=None, device=None, dtype="f32", plan_options=None,
+    engine="torch"): matrix is
     the whole A (a Matrix or what Matrix() takes), the same on every rank;
     n: B's columns; replicas: copies of B over the group (a divisor of its
     size; with "rows" or "even"); b_budget: "auto"'s bytes of B a rank may
     hold; device: "cpu" (CPU plans, float32) or a cuda device (default:
     the current one where CUDA is there); plan_options: Plan's keyword
-    arguments (strategy, verify, cache, ...).
+    arguments (strategy, verify, cache, ...); engine: "torch" or "nccl"
+    (the module says when).
 
     Attributes: rank, ranks, replicas, rows (range of C's rows this rank
     computes), b_rows (range of B's rows it holds; all of them when
@@ -96,7 +103,7 @@ class DistSpMM:
     call)."""
 
     def __init__(self, matrix, n, group=None, *, b_split="rows", replicas=1, b_budget=None,
-                 device=None, dtype="f32", plan_options=None):
+                 device=None, dtype="f32", plan_options=None, engine="torch"):
         if b_split not in _SPLITS + ("auto",):
             raise ValueError("b_split %r: expected one of %s" % (b_split,
                                                                  ", ".join(_SPLITS + ("auto",))))
@@ -133,7 +140,12 @@ class DistSpMM:
         row_start = partition_rows(matrix, self.ranks)
         r = self.rank
         self.rows = range(row_start[r], row_start[r + 1])
-        self._own = self._remote = None
+        self._own = self._remote = self._plan = None
+        if engine not in ("torch", "nccl"):
+            raise ValueError("engine %r: expected \"torch\" or \"nccl\"" % (engine,))
+        if engine == "nccl":
+            self._nccl_plan(matrix, row_start, replicas, options)
+            return
         if replicas == self.ranks:  # B whole here: no exchange
             self.b_split = "replicated" if b_split == "auto" else b_split
             self.b_rows, self.recv_rows, self.send_rows = range(k), 0, 0
@@ -172,6 +184,41 @@ class DistSpMM:
                 self._remote = Plan(_clone(remote), self.n, **options)
         finally:
             lib().spf_dist_layout_free(layout)
+
+    def _nccl_plan(self, matrix, row_start, replicas, options):
+        """engine="nccl": rank r's spf_dist_plan over the group's NCCL
+        communicator, B split as A's rows (square A) or evenly."""
+        if replicas != 1 or self.b_split not in ("rows", "even") or self.device.type != "cuda":
+            raise ValueError("engine \"nccl\" takes B split by rows or evenly in one layer, on "
+                             "a cuda device")
+        if dist.get_backend(self.group) != "nccl":
+            raise ValueError("engine \"nccl\" needs the nccl backend, not %s"
+                             % dist.get_backend(self.group))
+        m, k = matrix.shape
+        b_start = row_start if self.b_split == "rows" else [k * i // self.ranks
+                                                            for i in range(self.ranks + 1)]
+        self.b_rows = range(b_start[self.rank], b_start[self.rank + 1])
+        group = self.group or dist.group.WORLD
+        dist.barrier(group=group)  # the communicator exists once a collective has run
+        comm = group._get_backend(self.device).comm_ptr()
+        starts = (ctypes.c_int64 * (self.ranks + 1))
+        out = ctypes.c_void_p()
+        settings = _plan_options(**options)
+        _check(lib().spf_dist_plan_create(matrix._ptr(), self.n, ctypes.c_void_p(comm),
+                                          starts(*row_start), starts(*b_start),
+                                          ctypes.byref(settings), ctypes.byref(out)))
+        self._plan = out
+        info = _capi.DistLayoutInfo()
+        info.size = ctypes.sizeof(info)
+        _check(lib().spf_dist_plan_get_info(self._plan, ctypes.byref(info)))
+        self.recv_rows, self.send_rows = info.recv_rows, info.send_rows
+        self._dtype = {"f32": torch.float32, "f16": torch.float16,
+                       "bf16": torch.bfloat16}[options["dtype"]]
+
+    def __del__(self):
+        if getattr(self, "_plan", None):
+            lib().spf_dist_plan_free(self._plan)
+            self._plan = None
 
     def _by_size(self, m, k, dtype, budget):
         """b_split="auto": (split, replicas), the most copies of B whose
@@ -223,6 +270,15 @@ class DistSpMM:
             raise ValueError("spforge.distributed: B's rows of rank %d: expected shape %s, got %s"
                              % (self.rank, want, tuple(b.shape)))
         b = b.contiguous()
+        if self._plan is not None:  # engine "nccl"
+            if b.dtype != self._dtype or b.device != self.device:
+                raise ValueError("spforge.distributed: B's rows of rank %d: expected %s on %s, "
+                                 "got %s on %s" % (self.rank, self._dtype, self.device, b.dtype,
+                                                   b.device))
+            c = torch.empty((len(self.rows), self.n), dtype=b.dtype, device=b.device)
+            _check(lib().spf_dist_plan_execute(self._plan, b.data_ptr(), c.data_ptr(), None,
+                                               torch.cuda.current_stream(b.device).cuda_stream))
+            return c
         if self.replicas == self.ranks:
             return self._own(b)
         recv, work = self._exchange(b)  # every rank takes part, receiving or not

@@ -3,7 +3,9 @@ process group (processes of this machine), each rank's rows of C against
 the reference's same rows: a graph with B split as its rows, a
 non-square A with B split evenly, and B replicated; both splits in two
 layers (1.5-D, on 2 and 4 ranks); B's split chosen by the sizes (auto:
-a budget of one byte splits, none replicates); every rank's
+a budget of one byte splits, none replicates); the C API's plans over the
+group's NCCL communicator (engine "nccl": on NCCL ranks, refused
+elsewhere); every rank's
 exchange counts agree with the others'. On the CPU (CPU plans); where
 CUDA is there, on one GPU shared by every rank (the exchange through host
 memory, as gloo needs): the several-ranks-on-one-GPU check of issue 15;
@@ -74,6 +76,27 @@ def rank_main(rank, world, init, out, device):
                          "shape": list(c.shape), "recv": spmm.recv_rows, "send": spmm.send_rows,
                          "split": spmm.b_split, "replicas": spmm.replicas,
                          "b_rows": [spmm.b_rows.start, spmm.b_rows.stop]}
+    # engine "nccl": the C API's plans over the group's own communicator
+    for name in ("graph", "wide"):
+        gen, split = CASES[name][:2]
+        a = spforge.Matrix.generate(**gen)
+        m, k = a.shape
+        if backend != "nccl":
+            try:
+                sd.DistSpMM(a, N, b_split=split, device=device, engine="nccl")
+                results[name + " engine"] = "accepted"
+            except ValueError as e:
+                results[name + " engine"] = str(e)
+            continue
+        b = numpy.random.default_rng(12).uniform(-1, 1, (k, N)).astype(numpy.float32)
+        spmm = sd.DistSpMM(a, N, b_split=split, device=device, engine="nccl")
+        mine = torch.from_numpy(b[spmm.b_rows.start:spmm.b_rows.stop]).to(device)
+        c = spmm(mine).cpu().numpy()
+        want = numpy.asarray(spforge.reference_spmm(a, b, N, accumulate="f64")).reshape(m, N)
+        results[name + " engine"] = {
+            "rows": [spmm.rows.start, spmm.rows.stop],
+            "error": float(numpy.abs(c - want[spmm.rows.start:spmm.rows.stop]).max())
+            if c.size else 0.0}
     with open("%s.%d" % (out, rank), "w") as f:
         json.dump(results, f)
     dist.barrier()
@@ -121,6 +144,17 @@ class DistributedTests(unittest.TestCase):
                     if name == "auto free":
                         self.assertEqual((got[0]["split"], got[0]["replicas"]),
                                          ("replicated", world))
+            for name in ("graph", "wide"):
+                with self.subTest(device=device, ranks=world, case=name + ", engine nccl"):
+                    got = [r[name + " engine"] for r in ranks]
+                    if device != "nccl":  # refused, saying why
+                        for g in got:
+                            self.assertIn("engine \"nccl\"", g)
+                        continue
+                    self.assertEqual(got[0]["rows"][0], 0)
+                    self.assertEqual(got[-1]["rows"][1], CASES[name][0]["rows"])
+                    for g in got:
+                        self.assertLess(g["error"], 1e-4)
 
     def test_cpu(self):
         self.check("cpu")
