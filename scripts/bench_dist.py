@@ -18,7 +18,8 @@ rank's. Every rank's rows of C are checked against the CPU reference of
 the same rows (sums in double; the relative error over all of C), and
 the first run's C, put together on rank 0, against the one-GPU plan's C.
 Last, an all-to-all of --link-mb MB a rank over each P measures the bus
-bandwidth (--links-out). Rank 0 writes the CSVs.
+bandwidth (--links-out). Rank 0 writes the CSVs. --trace DIR adds a
+timeline of three calls of each run on each rank (Chrome trace JSON).
 
 --backend gloo --device cpu runs it on CPU ranks (a smoke test)."""
 
@@ -86,6 +87,9 @@ def measure(a, sd, spforge, numpy, torch, dist, matrix, b, b_host, device, group
         if spmm._remote is not None:
             recv = exchange_once().to(device)
             remote = time_calls(lambda: spmm._remote(recv), torch, device)
+    if a.trace and device.type == "cuda":  # a timeline of a few calls, for the overlap
+        trace(torch, a.trace, "p%d-%s-rank%d" % (p, split.replace(":", "x").replace("@", "-"),
+                                                 dist.get_rank()), lambda: spmm(mine))
     err2, ref2 = check_rows(sd, spforge, numpy, matrix, spmm.rows, b_host, a.n, c)
     sums = torch.tensor([err2, ref2], dtype=torch.float64, device=device)
     dist.all_reduce(sums, group=group)
@@ -108,6 +112,19 @@ def measure(a, sd, spforge, numpy, torch, dist, matrix, b, b_host, device, group
             "made_s": round(made_s, 1), "plan_s": round(plan_s, 1),
             "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "commit": os.environ.get("SPF_GIT_COMMIT", ""), "_c": c}
+
+
+def trace(torch, folder, name, fn, calls=3):
+    """A Chrome trace (torch.profiler: host calls, kernels and their
+    streams) of `calls` calls of fn, into folder/name.json: whether the
+    exchange's kernels run beside the product's, or after."""
+    os.makedirs(folder, exist_ok=True)
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    prof.export_chrome_trace(os.path.join(folder, name + ".json"))
 
 
 def compare_whole(torch, dist, whole, c, group, starts):
@@ -192,6 +209,9 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--out", required=True, help="the CSV (rank 0 writes it)")
     ap.add_argument("--links-out", help="the bandwidth probe's CSV (rank 0 writes it)")
+    ap.add_argument("--trace", metavar="DIR",
+                    help="also a Chrome trace (torch.profiler) of 3 calls of each run and "
+                         "rank into DIR")
     a = ap.parse_args()
     splits = [s for s in a.splits.split(",") if s]
     import numpy

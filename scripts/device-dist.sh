@@ -24,7 +24,9 @@
 # equivalents): it can take a shared host's GPUs out of service.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_SKIP_DIST_TEST=1 leaves the Python test out. What comes back: summary.txt,
-# dist.csv, dist-links.csv, sharded-eval.tar.gz and logs.tar.gz.
+# dist.csv, dist-links.csv, traces.tar.gz (a timeline of three calls of each
+# run and rank, torch.profiler's Chrome traces), sharded-eval.tar.gz and
+# logs.tar.gz.
 # SPF_DIST_ARGS: bench_dist.py's arguments in place of the R-MAT target
 # run's (a smaller graph for a quick look, say).
 set -uo pipefail
@@ -72,10 +74,12 @@ ranks=""
 for p in 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks${ranks:+,}$p"; done
 dist_args=${SPF_DIST_ARGS:---scale 22 --sparsity 0.999997 --columns 128 \
   --splits rows,rows@nccl,replicated}
+rm -rf "$build/traces"
 # shellcheck disable=SC2086
 step bench-dist "$out/bench-dist.log" 300 torchrun --nproc_per_node "$gpus" \
   "$root/scripts/bench_dist.py" $dist_args --ranks "${ranks:-1}" --out "$out/dist.csv" \
-  --links-out "$out/dist-links.csv"
+  --links-out "$out/dist-links.csv" --trace "$build/traces"
+tar -czf "$out/traces.tar.gz" -C "$build" traces 2>/dev/null
 
 list=$root/bench/sharded-eval-problems.txt
 results=$build/sharded-eval
