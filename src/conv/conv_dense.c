@@ -1,7 +1,6 @@
 /* The conv plans' dense path (conv_dense.h). */
 #include "conv/conv_dense.h"
 
-#include "conv/conv_gather.h"
 #include "conv/cudnn_api.h"
 #include "core/alloc.h"
 #include "core/dtype.h"
@@ -14,6 +13,7 @@
 
 #ifdef SPF_HAVE_CUDA
 #include "gpu/cuda_check.h"
+#include "gpu/elementwise.h"
 #include "gpu/host_run.h"
 
 #include <cuda_runtime_api.h>
@@ -200,7 +200,7 @@ spf_status conv_dense_run(const conv_dense *d, const void *in, void *out, const 
                                                         d->y, out),
                            "cudnnConvolutionForward");
     if (status == SPF_OK && (bias || residual || d->relu))
-        status = conv_epilogue_launch(d->dtype, out, bias, d->channels, d->inner, residual,
+        status = elementwise_epilogue(d->dtype, out, bias, d->channels, d->inner, residual,
                                       d->out_count, d->relu, stream);
     return status;
 }

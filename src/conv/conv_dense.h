@@ -4,7 +4,7 @@
  * A pruned layer at batch 32 ran 0.44-0.56x of cuDNN through the explicit
  * im2col and cuBLASLt (bench/results/conv/): with cuDNN among the
  * candidates AUTO times, a conv plan is not slower than it. Bias, the
- * residual and ReLU follow in one pass (conv_epilogue_launch). CUDA
+ * residual and ReLU follow in one pass (gpu/elementwise.h). CUDA
  * builds; cuDNN loaded at run time (cudnn_api.h). */
 #ifndef SPF_CONV_CONV_DENSE_H
 #define SPF_CONV_CONV_DENSE_H

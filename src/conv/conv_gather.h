@@ -84,12 +84,6 @@ void conv_residual_host(float *out, const float *residual, int64_t count, int re
  * elem bytes. CUDA builds only. */
 spf_status conv_gather_launch(const conv_gather *g, const void *in, void *cols, size_t elem,
                               void *stream);
-/* out[i] += bias[(i / inner) mod channels] (bias NULL: none) +
- * residual[i] (NULL: none), then max(·, 0) when relu, over count device
- * elements of dtype (the sum in fp32, rounded once). */
-spf_status conv_epilogue_launch(spf_dtype dtype, void *out, const float *bias, int64_t channels,
-                                int64_t inner, const void *residual, int64_t count, int relu,
-                                void *stream);
 
 #ifdef __cplusplus
 }

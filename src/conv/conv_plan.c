@@ -23,6 +23,7 @@
 
 #ifdef SPF_HAVE_CUDA
 #include "gpu/cuda_check.h"
+#include "gpu/elementwise.h"
 
 #include <cuda_runtime_api.h>
 #endif
@@ -299,7 +300,7 @@ static spf_status residual_add(const spf_conv_plan *p, void *output, const void 
         return SPF_OK;
     }
 #ifdef SPF_HAVE_CUDA
-    return conv_epilogue_launch(p->dtype, output, NULL, 1, 1, residual, p->out_count, p->relu,
+    return elementwise_epilogue(p->dtype, output, NULL, 1, 1, residual, p->out_count, p->relu,
                                 stream);
 #else
     (void)stream;

@@ -5,7 +5,7 @@
  *      (dist_pack_rows); one NCCL group of a send and a receive per peer;
  *   S: meanwhile C_r = A_own · B_mine (an ordinary plan, any strategy);
  *   S: wait for X; C2 = A_remote · recv; C_r += C2 (+ bias, ReLU after the
- *      sum: dist_add_rows). A rank that receives nothing runs A_own's plan
+ *      sum: gpu/elementwise.h). A rank that receives nothing runs A_own's plan
  *      with the bias and ReLU itself.
  * The buffers are the plan's: its executes are ordered on the GPU
  * (gpu/launch_order.h), and every rank must issue them in the same order,
@@ -13,6 +13,7 @@
 #include "spforge.h"
 
 #include "core/alloc.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/matrix.h"
 #include "dist/nccl_api.h"
@@ -25,6 +26,7 @@
 #ifdef SPF_HAVE_CUDA
 #include "dist/dist_rows.h"
 #include "gpu/cuda_check.h"
+#include "gpu/elementwise.h"
 #include "gpu/launch_order.h"
 
 #include <cuda_runtime_api.h>
@@ -51,11 +53,6 @@ static spf_status nccl_check(const spf_dist_plan *p, nccl_result r, const char *
     if (r == NCCL_SUCCESS)
         return SPF_OK;
     return FAIL(SPF_ERR_CUDA, "%s: NCCL error %d: %s", what, r, p->nccl->GetErrorString(r));
-}
-
-static size_t dtype_bytes(spf_dtype t)
-{
-    return t == SPF_DTYPE_F32 ? 4 : 2;
 }
 
 /* The plan's checks of the caller's splits (dist_exchange_make checks
@@ -121,7 +118,7 @@ spf_status spf_dist_plan_create(const spf_matrix *a, int64_t n, void *nccl_comm,
     p->b_rows = bs[rank + 1] - bs[rank];
     p->dtype = o.dtype;
     p->relu = o.relu;
-    p->row_bytes = (size_t)n * dtype_bytes(o.dtype);
+    p->row_bytes = (size_t)n * dtype_size(o.dtype);
 
     o.device = device;
     if (p->x.remote) { /* bias and ReLU once, after the sum */
@@ -220,7 +217,8 @@ static spf_status run_call(const void *ctx, void *stream)
         TRY(CUDA_CHECK(cudaStreamWaitEvent(s, p->exchanged, 0)));
     if (p->remote) {
         TRY(spf_plan_execute(p->remote, p->recv_buf, p->partial, NULL, s));
-        TRY(dist_add_rows(call->c, p->partial, call->bias, p->relu, p->x.rows, p->n, p->dtype, s));
+        TRY(elementwise_epilogue(p->dtype, call->c, call->bias, p->x.rows, p->n, p->partial,
+                                 p->x.rows * p->n, p->relu, s));
     }
 fail:
     return status;

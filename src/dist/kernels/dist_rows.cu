@@ -1,11 +1,8 @@
 /* The distributed plan's kernels (dist/dist_rows.h). */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "dist/dist_rows.h"
 #include "gpu/cuda_check.h"
-#include "gpu/mma_ptx.cuh"
 
 namespace {
 
@@ -25,22 +22,6 @@ __global__ void pack_rows(const W *__restrict__ b, const int32_t *__restrict__ i
     }
 }
 
-template <typename T>
-__global__ void add_rows(T *__restrict__ c, const T *__restrict__ partial,
-                         const float *__restrict__ bias, int relu, int64_t rows, int64_t n)
-{
-    const int64_t total = rows * n;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        float v = elem<T>::to_float(c[i]) + elem<T>::to_float(partial[i]);
-        if (bias)
-            v += bias[i / n];
-        if (relu)
-            v = fmaxf(v, 0.0f);
-        c[i] = elem<T>::from_float(v);
-    }
-}
-
 unsigned grid_for(int64_t items)
 {
     const int64_t most = 65535LL * 16; /* the loops stride past it */
@@ -54,15 +35,6 @@ spf_status pack_as(const void *b, const int32_t *index, int64_t count, int64_t r
     pack_rows<W><<<grid_for(count), kThreads, 0, s>>>(static_cast<const W *>(b), index, count,
                                                       row_bytes / (int64_t)sizeof(W),
                                                       static_cast<W *>(out));
-    return CUDA_CHECK(cudaGetLastError());
-}
-
-template <typename T>
-spf_status add_as(void *c, const void *partial, const float *bias, int relu, int64_t rows,
-                  int64_t n, cudaStream_t s)
-{
-    add_rows<T><<<grid_for((rows * n + kThreads - 1) / kThreads), kThreads, 0, s>>>(
-        static_cast<T *>(c), static_cast<const T *>(partial), bias, relu, rows, n);
     return CUDA_CHECK(cudaGetLastError());
 }
 
@@ -80,18 +52,4 @@ extern "C" spf_status dist_pack_rows(const void *b, const int32_t *index, int64_
     if (bits % 4 == 0)
         return pack_as<uint32_t>(b, index, count, row_bytes, out, s);
     return pack_as<uint16_t>(b, index, count, row_bytes, out, s); /* 2-byte elements at least */
-}
-
-extern "C" spf_status dist_add_rows(void *c, const void *partial, const float *bias, int relu,
-                                    int64_t rows, int64_t n, spf_dtype dtype, void *stream)
-{
-    if (rows * n == 0)
-        return SPF_OK;
-    cudaStream_t s = static_cast<cudaStream_t>(stream);
-    switch (dtype) {
-    case SPF_DTYPE_F32: return add_as<float>(c, partial, bias, relu, rows, n, s);
-    case SPF_DTYPE_F16: return add_as<__half>(c, partial, bias, relu, rows, n, s);
-    case SPF_DTYPE_BF16: return add_as<__nv_bfloat16>(c, partial, bias, relu, rows, n, s);
-    }
-    return FAIL(SPF_ERR_INTERNAL, "dtype %d", (int)dtype);
 }

@@ -14,7 +14,7 @@
  *   - C n_last (M×N row-major = column-major N×M, ld N): D = Cᵀ = Bᵀ·Aᵀ,
  *     with B first (op N for n_last, T for n_first) and Aᵀ second (op N).
  *     The bias runs along D's columns, which no epilogue offers: the bias
- *     (and the ReLU after it) is dense_bias_relu's, a pass over C after
+ *     (and the ReLU after it) is elementwise_epilogue's, a pass over C after
  *     the matmul on the same stream (config says "bias_kernel").
  * In short op(A slot) and op(B slot) are: Aᵀ gets T when C is n_first; B
  * gets N when its layout is C's, else T.
@@ -83,6 +83,7 @@ static double dense_estimate_us(const problem *p, const spf_device_info *dev)
 #include "core/log.h"
 #include "core/matrix.h"
 #include "gpu/cuda_check.h"
+#include "gpu/elementwise.h"
 #include "gpu/launch_order.h"
 #include "gpu/timing.h"
 #include "strategy/dense/cublaslt.h"
@@ -132,7 +133,7 @@ static int lt_types_of(spf_dtype dtype, spf_math math, lt_types *out)
     return 0;
 }
 
-/* What the matmul's epilogue applies and whether dense_bias_relu runs
+/* What the matmul's epilogue applies and whether elementwise_epilogue runs
  * after it: the plan's first choice, or (fallback) no epilogue at all. */
 static void epilogue_choose(const problem *p, int fallback, cublasLtEpilogue_t *epilogue,
                             int *bias_kernel)
@@ -162,7 +163,7 @@ typedef struct dense_state {
     int bias, relu;
     lt_types types;
     cublasLtEpilogue_t epilogue;
-    int bias_kernel;               /* dense_bias_relu after the matmul              */
+    int bias_kernel;               /* elementwise_epilogue after the matmul         */
     cublasLtMatrixLayoutOpaque_t a_desc, b_desc, d_desc; /* Aᵀ, B, D (= C)        */
     cublasLtMatmulAlgo_t algo;
     void *ws;                      /* the algorithm's workspace, or NULL            */
@@ -290,8 +291,9 @@ static spf_status dense_run(const dense_state *s, const cublasLtMatmulAlgo_t *al
                                 half_scale ? (const void *)&zero_h : &zero_f, c, o.d_desc, c,
                                 o.d_desc, algo, s->ws, s->ws_bytes, (cudaStream_t)stream));
     if (st == SPF_OK && s->bias_kernel)
-        st = dense_bias_relu(c, s->dtype, s->m, s->n, s->c_layout, s->bias ? bias : NULL, s->relu,
-                             stream);
+        st = elementwise_epilogue(s->dtype, c, s->bias ? bias : NULL, s->m,
+                                  s->c_layout == SPF_LAYOUT_N_FIRST ? 1 : s->n, NULL,
+                                  s->m * s->n, s->relu, stream);
     return st;
 }
 

@@ -1,7 +1,7 @@
-/* The dense strategy's own kernels (kernels/dense_expand.cu), C-callable:
- * the expansion of A into the dense copy cuBLASLt multiplies, and the bias
- * and ReLU pass for the cases cuBLASLt's epilogue cannot take (dense.c says
- * which). Both only enqueue on stream. */
+/* The dense strategy's own kernel (kernels/dense_expand.cu), C-callable:
+ * the expansion of A into the dense copy cuBLASLt multiplies; it only
+ * enqueues on stream. (The bias and ReLU pass for the cases cuBLASLt's
+ * epilogue cannot take is gpu/elementwise.h's; dense.c says which.) */
 #ifndef SPF_STRATEGY_DENSE_DENSE_KERNELS_H
 #define SPF_STRATEGY_DENSE_DENSE_KERNELS_H
 
@@ -18,12 +18,6 @@ extern "C" {
  * (m + 1), col_idx and values (nnz each) are A's CSR arrays on the device. */
 spf_status dense_expand(int64_t m, int64_t k, const int64_t *row_ptr, const int32_t *col_idx,
                         const float *values, spf_dtype dtype, void *out, void *stream);
-
-/* In place on C (device, m × n, N_FIRST: n × m, row-major of dtype): add
- * bias[row] (device, m float32) when bias is not NULL, then max(·, 0) when
- * relu; in float, rounded back to dtype once. */
-spf_status dense_bias_relu(void *c, spf_dtype dtype, int64_t m, int64_t n, spf_layout c_layout,
-                           const float *bias, int relu, void *stream);
 
 #ifdef __cplusplus
 }
