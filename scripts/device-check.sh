@@ -67,9 +67,7 @@ bash scripts/fetch-nvptxcompiler.sh 2>&1 | tee -a "$out/summary.txt"
 # Keep going past a broken target (a colleague's half-finished test, say):
 # the steps below run with whatever built, and the build still counts as
 # failed. Without the library nothing can run.
-step build "$out/build.log" 240 bash -c "cmake -S . -B '$build' -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_COMPILER=\$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && \
-  cmake --build '$build' -j16 -- -k"
+build_step 240 -j16 -- -k
 if [ ! -f "$build/libspforge.a" ]; then
   echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
   exit 1

@@ -32,10 +32,8 @@ nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
 if [ ! -d data/dlmc ] && [ -f .convdata/rn50.tar.xz ]; then
   mkdir -p data && tar -xJf .convdata/rn50.tar.xz -C data
 fi
-step build "$out/build.log" 260 bash -c "cmake -S . -B '$build' -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_COMPILER=\$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && \
-  cmake --build '$build' -j16 --target spforge spforge_cli test_conv test_strategies \
-  test_conv_window_gpu test_plan"
+build_step 260 -j16 --target spforge spforge_cli test_conv test_strategies \
+  test_conv_window_gpu test_plan
 if [ ! -f "$build/libspforge.so" ]; then
   echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
   exit 1

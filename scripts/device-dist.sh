@@ -48,9 +48,7 @@ head -n 15 "$out/nvidia-smi.txt" | tee -a "$out/summary.txt"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 echo "GPUs: $gpus" | tee -a "$out/summary.txt"
 
-step build "$out/build.log" 240 bash -c "cmake -S . -B '$build' -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_CUDA_COMPILER=\$(command -v nvcc || echo /usr/local/cuda/bin/nvcc) && \
-  cmake --build '$build' -j32 --target spforge spforge_cli test_generic test_dist_nccl"
+build_step 240 -j32 --target spforge spforge_cli test_generic test_dist_nccl
 if [ ! -f "$build/libspforge.so" ]; then
   echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
   exit 1

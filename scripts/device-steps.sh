@@ -25,3 +25,14 @@ step() { # step NAME LOG SECONDS COMMAND...
   [ "$rc" -ne 0 ] && failed="$failed $name"
   return "$rc"
 }
+
+# build_step SECONDS ARGS...: the Release build of $build as the step
+# "build" (build.log), `cmake --build "$build" ARGS...` after configuring
+# with the host's nvcc.
+build_step() {
+  local secs=$1
+  shift
+  step build "$out/build.log" "$secs" bash -c 'cmake -S . -B "$0" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" &&
+    cmake --build "$0" "$@"' "$build" "$@"
+}
