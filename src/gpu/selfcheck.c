@@ -6,6 +6,7 @@
 #include "core/matrix.h"
 #include "core/rng.h"
 #include "core/dtype.h"
+#include "ref/spmm.h"
 
 #include <math.h>
 #include <string.h>
@@ -122,6 +123,7 @@ spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out)
                                   cudaMemcpyHostToDevice)));
     }
     TRY(rows_choose(a, n, out));
+    out->bias_norm = ref_bias_norm(bias32, out->rows, out->rows_checked, n);
     TRY(host_alloc((void **)&out->ref, out->rows_checked * n, sizeof *out->ref));
     TRY(reference_rows(a, n, b32, bias32, relu, threads, out));
     TRY(host_alloc(&out->c_host, m * n, es));
@@ -164,7 +166,7 @@ spf_status selfcheck_measure(selfcheck *s, selfcheck_launch_fn fn, void *ctx, do
         }
     for (int64_t i = 0; s->rows && i < s->rows_checked; i++)
         memmove(s->c_f32 + i * s->n, s->c_f32 + s->rows[i] * s->n, (size_t)s->n * sizeof(float));
-    *error = spf_relative_error(s->c_f32, s->ref, s->rows_checked * s->n);
+    *error = relative_error_biased(s->c_f32, s->ref, s->rows_checked * s->n, s->bias_norm);
 fail:
     return status;
 }

@@ -38,6 +38,7 @@ typedef struct selfcheck {
     int64_t rows_checked; /* rows of C compared with the reference (m if all) */
     int64_t *rows;  /* host, rows_checked ascending: which, or NULL for all      */
     double *ref;  /* host, rows_checked × n: the reference on B as rounded      */
+    double bias_norm; /* the bias's norm over the rows checked (ref/spmm.h's)    */
     void *c_host; /* host, m × n of dtype: the download, in C's layout           */
     float *c_f32; /* host, m × n: the download as float, m × n                   */
     float *c_tmp; /* host, n × m: the download as float before the transpose of
@@ -51,8 +52,8 @@ typedef struct selfcheck {
 spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out);
 
 /* Poison C, launch once, synchronize, download and compare: *error is the
- * relative error over the rows checked (+inf if any output of C is NaN or
- * infinite). */
+ * relative error over the rows checked, relative_error_biased's (+inf if
+ * any output of C is NaN or infinite). */
 spf_status selfcheck_measure(selfcheck *s, selfcheck_launch_fn fn, void *ctx, double *error);
 
 void selfcheck_release(selfcheck *s); /* accepts a zeroed struct */

@@ -153,7 +153,7 @@ spf_status spf_reference_spmm_f64(const spf_matrix *a, int64_t n, const float *b
                     sizeof(double), spmm_rows_f64);
 }
 
-double spf_relative_error(const float *c, const double *ref, int64_t count)
+double relative_error_biased(const float *c, const double *ref, int64_t count, double bias_norm)
 {
     if (count <= 0)
         return 0.0;
@@ -167,5 +167,23 @@ double spf_relative_error(const float *c, const double *ref, int64_t count)
         diff += d * d;
         norm += ref[i] * ref[i];
     }
-    return norm > 0.0 ? sqrt(diff / norm) : sqrt(diff);
+    const double scale = sqrt(norm) + bias_norm;
+    return scale > 0.0 ? sqrt(diff) / scale : sqrt(diff);
+}
+
+double spf_relative_error(const float *c, const double *ref, int64_t count)
+{
+    return relative_error_biased(c, ref, count, 0.0);
+}
+
+double ref_bias_norm(const float *bias, const int64_t *rows, int64_t rows_count, int64_t n)
+{
+    if (!bias)
+        return 0.0;
+    double sum = 0.0;
+    for (int64_t i = 0; i < rows_count; i++) {
+        const double b = bias[rows ? rows[i] : i];
+        sum += b * b;
+    }
+    return sqrt(sum * (double)n);
 }

@@ -201,6 +201,25 @@ static void test_relative_error(void)
     CHECK(isinf(spf_relative_error(with_nan, ref, 3)));
     CHECK(isinf(spf_relative_error(with_inf, ref, 3)));
     CHECK(isinf(spf_relative_error(NULL, ref, 3)));
+
+    /* A·B = 0.582612 rounded to bf16 (0.582031), then a bias of -0.583193
+     * added: within bf16's rounding, yet 99.6 % off ‖ref‖ alone; weighed
+     * beside ‖bias‖ it is 0.1 %, and a dropped product still fails */
+    const float bias[] = {-0.583193f};
+    float got[] = {0.582612f};
+    dtype_round(SPF_DTYPE_BF16, got, 1);
+    got[0] += bias[0];
+    const double want[] = {0.582612 - 0.583193};
+    CHECK(spf_relative_error(got, want, 1) > 0.9);
+    const double norm = ref_bias_norm(bias, NULL, 1, 1);
+    CHECK_NEAR(norm, 0.583193, 1e-7);
+    CHECK(relative_error_biased(got, want, 1, norm) < 2e-3);
+    CHECK(relative_error_biased(bias, want, 1, norm) > 0.9);
+    const int64_t rows[] = {1};
+    const float two[] = {5.0f, 3.0f};
+    CHECK_NEAR(ref_bias_norm(two, rows, 1, 4), 6.0, 1e-12); /* row 1's bias over 4 columns */
+    CHECK(ref_bias_norm(NULL, NULL, 3, 4) == 0.0);
+    CHECK(relative_error_biased(same, ref, 3, 0.0) == spf_relative_error(same, ref, 3));
 }
 
 /* Every (B, C) layout through the strided reference: each element sums the
