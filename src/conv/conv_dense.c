@@ -5,6 +5,7 @@
 #include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/matrix.h"
 #include "core/rng.h"
 
@@ -15,26 +16,28 @@
 #include "gpu/cuda_check.h"
 #include "gpu/elementwise.h"
 #include "gpu/host_run.h"
+#include "gpu/timing.h"
 
 #include <cuda_runtime_api.h>
 
-/* cudnnFindConvolutionForwardAlgorithmEx's workspace cap: the algorithms
- * needing more are passed over */
-enum { WORKSPACE_MAX = 256 << 20, ALGOS_MAX = 8 };
+/* the candidates' workspace cap (those needing more are passed over), the
+ * engine configurations tried of each heuristic's list, the descriptors a
+ * plan keeps, and the alignment its tensors are declared with */
+enum { WORKSPACE_MAX = 256 << 20, CANDIDATES_MAX = 8, DESCS_MAX = 48, ALIGNMENT = 16 };
+enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 
 struct conv_dense {
     const cudnn_api *dnn;
     cudnn_handle handle;
-    cudnn_tensor x, y;
-    cudnn_filter f;
-    cudnn_conv conv;
-    int algo;
-    void *weights;           /* device, dense, the filter's layout and dtype */
+    cudnn_desc owned[DESCS_MAX]; /* every descriptor built, kept while the plan lives */
+    int owned_count;
+    cudnn_desc plan;             /* the fastest execution plan (one of owned)        */
+    void *weights;               /* device, dense, the filter's layout and dtype    */
     void *workspace;
-    size_t workspace_bytes;
+    int64_t workspace_bytes;
     spf_dtype dtype;
     int relu;
-    int64_t channels, inner; /* K_out, and the elements between two channels' (NCHW: P·Q) */
+    int64_t channels, inner;     /* K_out, and the elements between two channels' (NCHW: P·Q) */
     int64_t out_count;
     char name[48];
 };
@@ -50,6 +53,270 @@ static spf_status dnn_check(const cudnn_api *dnn, cudnn_status st, const char *w
 static int dnn_type(spf_dtype t)
 {
     return t == SPF_DTYPE_F16 ? CUDNN_HALF : t == SPF_DTYPE_BF16 ? CUDNN_BFLOAT16 : CUDNN_FLOAT;
+}
+
+/* A new descriptor of type, owned by d (freed with it). */
+static spf_status create(conv_dense *d, int type, cudnn_desc *out)
+{
+    spf_status status = SPF_OK;
+    *out = NULL;
+    if (d->owned_count == DESCS_MAX)
+        FAIL_GOTO(SPF_ERR_INTERNAL, "conv: more than %d cuDNN descriptors", DESCS_MAX);
+    TRY(dnn_check(d->dnn, d->dnn->BackendCreateDescriptor(type, out),
+                         "cudnnBackendCreateDescriptor"));
+    d->owned[d->owned_count++] = *out;
+fail:
+    return status;
+}
+
+static spf_status set(const conv_dense *d, cudnn_desc desc, int name, int type, int64_t count,
+                      const void *values)
+{
+    char what[64];
+    snprintf(what, sizeof what, "cudnnBackendSetAttribute (attribute %d)", name);
+    return dnn_check(d->dnn, d->dnn->BackendSetAttribute(desc, name, type, count, values), what);
+}
+
+static spf_status finalize(const conv_dense *d, cudnn_desc desc, const char *what)
+{
+    return dnn_check(d->dnn, d->dnn->BackendFinalize(desc), what);
+}
+
+/* The handle of graph or plan: cuDNN 8 requires it, cuDNN 9 takes the
+ * handle at execute and calls the attribute deprecated, so its refusal is
+ * no error. */
+static void set_handle(const conv_dense *d, cudnn_desc desc, int name)
+{
+    (void)d->dnn->BackendSetAttribute(desc, name, CUDNN_T_HANDLE, 1, &d->handle);
+}
+
+/* A 4-d tensor (or filter) of dims {n, c, h, w}, NCHW's strides or NHWC's
+ * (KRSC for a filter), in the plan's dtype. */
+static spf_status tensor(conv_dense *d, int64_t uid, const int64_t dims[4], int nhwc,
+                         cudnn_desc *out)
+{
+    spf_status status = SPF_OK;
+    const int type = dnn_type(d->dtype);
+    const int64_t align = ALIGNMENT;
+    const int64_t c = dims[1], h = dims[2], w = dims[3];
+    const int64_t nchw_strides[4] = {c * h * w, h * w, w, 1};
+    const int64_t nhwc_strides[4] = {h * w * c, 1, w * c, c};
+    TRY(create(d, CUDNN_D_TENSOR, out));
+    TRY(set(d, *out, CUDNN_A_TENSOR_DATA_TYPE, CUDNN_T_DATA_TYPE, 1, &type));
+    TRY(set(d, *out, CUDNN_A_TENSOR_DIMENSIONS, CUDNN_T_INT64, 4, dims));
+    TRY(set(d, *out, CUDNN_A_TENSOR_STRIDES, CUDNN_T_INT64, 4,
+                   nhwc ? nhwc_strides : nchw_strides));
+    TRY(set(d, *out, CUDNN_A_TENSOR_UNIQUE_ID, CUDNN_T_INT64, 1, &uid));
+    TRY(set(d, *out, CUDNN_A_TENSOR_BYTE_ALIGNMENT, CUDNN_T_INT64, 1, &align));
+    TRY(finalize(d, *out, "a tensor descriptor"));
+fail:
+    return status;
+}
+
+/* The operation graph of s's forward convolution (fp32 accumulation). */
+static spf_status conv_graph(conv_dense *d, const conv_shape *s, cudnn_desc *graph)
+{
+    spf_status status = SPF_OK;
+    const int nhwc = s->layout == CONV_NHWC;
+    const int64_t x_dims[4] = {s->n, s->c, s->h, s->w};
+    const int64_t w_dims[4] = {s->k, s->c, s->r, s->s};
+    const int64_t y_dims[4] = {s->n, s->k, conv_out_h(s), conv_out_w(s)};
+    cudnn_desc x, w, y, conv, op;
+    TRY(tensor(d, UID_X, x_dims, nhwc, &x));
+    TRY(tensor(d, UID_W, w_dims, nhwc, &w));
+    TRY(tensor(d, UID_Y, y_dims, nhwc, &y));
+
+    const int comp = CUDNN_FLOAT, mode = CUDNN_CROSS_CORR;
+    const int64_t spatial = 2, ones[2] = {1, 1}, stride[2] = {s->stride, s->stride};
+    const int64_t pad[2] = {s->pad, s->pad};
+    TRY(create(d, CUDNN_D_CONVOLUTION, &conv));
+    TRY(set(d, conv, CUDNN_A_CONVOLUTION_COMP_TYPE, CUDNN_T_DATA_TYPE, 1, &comp));
+    TRY(set(d, conv, CUDNN_A_CONVOLUTION_CONV_MODE, CUDNN_T_CONVOLUTION_MODE, 1, &mode));
+    TRY(set(d, conv, CUDNN_A_CONVOLUTION_SPATIAL_DIMS, CUDNN_T_INT64, 1, &spatial));
+    TRY(set(d, conv, CUDNN_A_CONVOLUTION_DILATIONS, CUDNN_T_INT64, 2, ones));
+    TRY(set(d, conv, CUDNN_A_CONVOLUTION_FILTER_STRIDES, CUDNN_T_INT64, 2, stride));
+    TRY(set(d, conv, CUDNN_A_CONVOLUTION_PRE_PADDINGS, CUDNN_T_INT64, 2, pad));
+    TRY(set(d, conv, CUDNN_A_CONVOLUTION_POST_PADDINGS, CUDNN_T_INT64, 2, pad));
+    TRY(finalize(d, conv, "the convolution descriptor"));
+
+    const float alpha = 1.0f, beta = 0.0f;
+    TRY(create(d, CUDNN_D_OP_CONV_FORWARD, &op));
+    TRY(set(d, op, CUDNN_A_OP_CONV_FORWARD_X, CUDNN_T_BACKEND_DESCRIPTOR, 1, &x));
+    TRY(set(d, op, CUDNN_A_OP_CONV_FORWARD_W, CUDNN_T_BACKEND_DESCRIPTOR, 1, &w));
+    TRY(set(d, op, CUDNN_A_OP_CONV_FORWARD_Y, CUDNN_T_BACKEND_DESCRIPTOR, 1, &y));
+    TRY(set(d, op, CUDNN_A_OP_CONV_FORWARD_CONV_DESC, CUDNN_T_BACKEND_DESCRIPTOR, 1,
+                   &conv));
+    TRY(set(d, op, CUDNN_A_OP_CONV_FORWARD_ALPHA, CUDNN_T_FLOAT, 1, &alpha));
+    TRY(set(d, op, CUDNN_A_OP_CONV_FORWARD_BETA, CUDNN_T_FLOAT, 1, &beta));
+    TRY(finalize(d, op, "the convolution operation"));
+
+    TRY(create(d, CUDNN_D_OPERATIONGRAPH, graph));
+    TRY(set(d, *graph, CUDNN_A_OPERATIONGRAPH_OPS, CUDNN_T_BACKEND_DESCRIPTOR, 1, &op));
+    set_handle(d, *graph, CUDNN_A_OPERATIONGRAPH_HANDLE);
+    TRY(finalize(d, *graph, "the operation graph"));
+fail:
+    return status;
+}
+
+/* One execute of plan: out = conv(in), workspace its scratch. */
+static spf_status execute(const conv_dense *d, cudnn_desc plan, const void *in, void *out,
+                          void *workspace, void *stream)
+{
+    const cudnn_api *dnn = d->dnn;
+    cudnn_desc pack = NULL;
+    int64_t uids[3] = {UID_X, UID_W, UID_Y};
+    void *pointers[3] = {(void *)in, d->weights, out};
+    spf_status status = dnn_check(dnn, dnn->SetStream(d->handle, stream), "cudnnSetStream");
+    if (status == SPF_OK)
+        status = dnn_check(dnn, dnn->BackendCreateDescriptor(CUDNN_D_VARIANT_PACK, &pack),
+                           "cudnnBackendCreateDescriptor");
+    if (status == SPF_OK)
+        status = set(d, pack, CUDNN_A_VARIANT_PACK_UNIQUE_IDS, CUDNN_T_INT64, 3, uids);
+    if (status == SPF_OK)
+        status = set(d, pack, CUDNN_A_VARIANT_PACK_DATA_POINTERS, CUDNN_T_VOID_PTR, 3, pointers);
+    if (status == SPF_OK)
+        status = set(d, pack, CUDNN_A_VARIANT_PACK_WORKSPACE, CUDNN_T_VOID_PTR, 1, &workspace);
+    if (status == SPF_OK)
+        status = finalize(d, pack, "the variant pack");
+    if (status == SPF_OK)
+        status = dnn_check(dnn, dnn->BackendExecute(d->handle, plan, pack), "cudnnBackendExecute");
+    if (pack)
+        (void)dnn->BackendDestroyDescriptor(pack);
+    return status;
+}
+
+/* Whether cfg's engine computes as o asks: exact fp32 takes no engine that
+ * converts its inputs down (TF32 tensor cores) unless TF32 was allowed;
+ * none may reduce in less than fp32 (SPF_MATH_DEFAULT's meaning). Its
+ * global index in *index. */
+static spf_status engine_fits(conv_dense *d, cudnn_desc cfg, const spf_plan_options *o,
+                              int *fits, int64_t *index)
+{
+    spf_status status = SPF_OK;
+    cudnn_desc engine;
+    int64_t count = 0;
+    int notes[16];
+    TRY(create(d, CUDNN_D_ENGINE, &engine));
+    TRY(dnn_check(d->dnn, d->dnn->BackendGetAttribute(cfg, CUDNN_A_ENGINECFG_ENGINE,
+                                                             CUDNN_T_BACKEND_DESCRIPTOR, 1,
+                                                             &count, &engine),
+                         "the engine of a configuration"));
+    TRY(dnn_check(d->dnn, d->dnn->BackendGetAttribute(engine, CUDNN_A_ENGINE_GLOBAL_INDEX,
+                                                             CUDNN_T_INT64, 1, &count, index),
+                         "an engine's index"));
+    TRY(dnn_check(d->dnn, d->dnn->BackendGetAttribute(engine,
+                                                             CUDNN_A_ENGINE_NUMERICAL_NOTE,
+                                                             CUDNN_T_NUMERICAL_NOTE, 16, &count,
+                                                             notes),
+                         "an engine's numerical notes"));
+    const int exact = d->dtype == SPF_DTYPE_F32 && o->math != SPF_MATH_TF32;
+    *fits = 1;
+    for (int64_t i = 0; i < count && i < 16; i++)
+        if (notes[i] == CUDNN_NOTE_REDUCED_REDUCTION ||
+            (exact && (notes[i] == CUDNN_NOTE_DOWN_CONVERT || notes[i] == CUDNN_NOTE_TENSOR_CORE)))
+            *fits = 0;
+fail:
+    return status;
+}
+
+typedef struct candidate_run {
+    const conv_dense *d;
+    cudnn_desc plan;
+    const void *in;
+    void *out, *workspace;
+} candidate_run;
+
+static spf_status candidate_launch(void *ctx, void *stream)
+{
+    const candidate_run *c = ctx;
+    return execute(c->d, c->plan, c->in, c->out, c->workspace, stream);
+}
+
+/* The first configurations of heuristic `mode` for graph into cfgs, their
+ * number in *count. */
+static spf_status configurations(conv_dense *d, cudnn_desc graph, int mode,
+                                 cudnn_desc cfgs[CANDIDATES_MAX], int64_t *count)
+{
+    spf_status status = SPF_OK;
+    cudnn_desc heur;
+    *count = 0;
+    TRY(create(d, CUDNN_D_ENGINEHEUR, &heur));
+    TRY(set(d, heur, CUDNN_A_ENGINEHEUR_OPERATION_GRAPH, CUDNN_T_BACKEND_DESCRIPTOR, 1, &graph));
+    TRY(set(d, heur, CUDNN_A_ENGINEHEUR_MODE, CUDNN_T_HEUR_MODE, 1, &mode));
+    TRY(finalize(d, heur, "the engine heuristics"));
+    for (int i = 0; i < CANDIDATES_MAX; i++)
+        TRY(create(d, CUDNN_D_ENGINECFG, &cfgs[i]));
+    TRY(dnn_check(d->dnn, d->dnn->BackendGetAttribute(heur, CUDNN_A_ENGINEHEUR_RESULTS,
+                                                      CUDNN_T_BACKEND_DESCRIPTOR, CANDIDATES_MAX,
+                                                      count, cfgs),
+                  "the heuristics' configurations"));
+    if (*count > CANDIDATES_MAX)
+        *count = CANDIDATES_MAX;
+fail:
+    return status;
+}
+
+/* The execution plans of the heuristics' first configurations that fit o
+ * (mode A's, else the fallback list's), each timed on in (random) with
+ * scratch as its workspace, by the GPU's time as the conv plans' paths
+ * are (conv_select.c); the fastest kept in d->plan with its workspace
+ * size. */
+static spf_status fastest_plan(conv_dense *d, cudnn_desc graph, const spf_plan_options *o,
+                               const void *in, void *out, void *scratch)
+{
+    spf_status status = SPF_OK;
+    static const int modes[] = {CUDNN_HEUR_A, CUDNN_HEUR_FALLBACK};
+    double best_us = 0;
+    int64_t best_index = -1, listed = 0;
+    int built = 0;
+    for (size_t m = 0; m < sizeof modes / sizeof *modes && best_index < 0; m++) {
+        cudnn_desc cfgs[CANDIDATES_MAX];
+        int64_t count = 0;
+        TRY(configurations(d, graph, modes[m], cfgs, &count));
+        listed += count;
+        for (int64_t i = 0; i < count; i++) {
+            int fits = 0;
+            int64_t index = -1, bytes = 0, got = 0;
+            TRY(engine_fits(d, cfgs[i], o, &fits, &index));
+            if (!fits)
+                continue;
+            cudnn_desc plan;
+            TRY(create(d, CUDNN_D_EXECUTION_PLAN, &plan));
+            set_handle(d, plan, CUDNN_A_EXECUTION_PLAN_HANDLE);
+            TRY(set(d, plan, CUDNN_A_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_T_BACKEND_DESCRIPTOR, 1,
+                    &cfgs[i]));
+            /* a configuration cuDNN cannot build here is passed over */
+            if (d->dnn->BackendFinalize(plan) != CUDNN_OK ||
+                d->dnn->BackendGetAttribute(plan, CUDNN_A_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                            CUDNN_T_INT64, 1, &got, &bytes) != CUDNN_OK ||
+                bytes > WORKSPACE_MAX)
+                continue;
+            built++;
+            candidate_run run = {d, plan, in, out, scratch};
+            timing_options topt;
+            timing_options_init(&topt);
+            topt.graph = 1;
+            timing_result t;
+            if (timing_measure(candidate_launch, &run, NULL, &topt, &t) != SPF_OK) {
+                log_msg(SPF_LOG_INFO, "conv: cuDNN engine %lld did not run: %s",
+                        (long long)index, spf_last_error());
+                error_clear();
+                (void)cudaGetLastError();
+                continue;
+            }
+            if (best_index < 0 || t.median_us < best_us) {
+                best_us = t.median_us, best_index = index;
+                d->plan = plan, d->workspace_bytes = bytes;
+            }
+        }
+    }
+    if (best_index < 0)
+        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "conv: cuDNN ran none of the %lld configurations its "
+                  "heuristics listed for this convolution (%d built)", (long long)listed, built);
+    snprintf(d->name, sizeof d->name, "cudnn_%lld_%s", (long long)best_index,
+             dtype_name(d->dtype));
+fail:
+    return status;
 }
 
 /* w (K_out × C·R·S, its columns in the filter's order) as a dense host
@@ -69,7 +336,8 @@ static float *expand(const spf_matrix *w)
     return dense;
 }
 
-/* Descriptors, weights and the algorithm (its workspace) of d for s. */
+/* The handle, weights, operation graph and fastest plan (its workspace)
+ * of d for s. */
 static spf_status build(conv_dense *d, const spf_matrix *w, const conv_shape *s,
                         const spf_plan_options *o)
 {
@@ -77,31 +345,9 @@ static spf_status build(conv_dense *d, const spf_matrix *w, const conv_shape *s,
     spf_status status = SPF_OK;
     float *host = NULL, *in_host = NULL;
     void *in = NULL, *out = NULL, *scratch = NULL;
-    const int format = s->layout == CONV_NHWC ? CUDNN_NHWC : CUDNN_NCHW;
-    const int type = dnn_type(d->dtype);
-    const int p = (int)conv_out_h(s), q = (int)conv_out_w(s);
-    if (s->n > INT32_MAX || s->c > INT32_MAX || s->k > INT32_MAX)
-        return FAIL(SPF_ERR_UNSUPPORTED, "conv: cuDNN's descriptors take int sizes");
+    cudnn_desc graph;
     TRY(dnn_check(dnn, dnn->Create(&d->handle), "cudnnCreate"));
-    TRY(dnn_check(dnn, dnn->CreateTensorDescriptor(&d->x), "a tensor descriptor"));
-    TRY(dnn_check(dnn, dnn->CreateTensorDescriptor(&d->y), "a tensor descriptor"));
-    TRY(dnn_check(dnn, dnn->CreateFilterDescriptor(&d->f), "a filter descriptor"));
-    TRY(dnn_check(dnn, dnn->CreateConvolutionDescriptor(&d->conv), "a convolution descriptor"));
-    TRY(dnn_check(dnn, dnn->SetTensor4dDescriptor(d->x, format, type, (int)s->n, (int)s->c,
-                                                  (int)s->h, (int)s->w), "the input's shape"));
-    TRY(dnn_check(dnn, dnn->SetTensor4dDescriptor(d->y, format, type, (int)s->n, (int)s->k, p, q),
-                  "the output's shape"));
-    TRY(dnn_check(dnn, dnn->SetFilter4dDescriptor(d->f, type, format, (int)s->k, (int)s->c,
-                                                  (int)s->r, (int)s->s), "the filter's shape"));
-    TRY(dnn_check(dnn, dnn->SetConvolution2dDescriptor(d->conv, (int)s->pad, (int)s->pad,
-                                                       (int)s->stride, (int)s->stride, 1, 1,
-                                                       CUDNN_CROSS_CORR, CUDNN_FLOAT),
-                  "the convolution"));
-    /* exact fp32 unless TF32 was allowed; tensor cores with fp32
-     * accumulation for the 16-bit types (SPF_MATH_DEFAULT's meaning) */
-    const int math = d->dtype == SPF_DTYPE_F32 && o->math != SPF_MATH_TF32 ? CUDNN_FMA
-                                                                          : CUDNN_TENSOR_OP;
-    TRY(dnn_check(dnn, dnn->SetConvolutionMathType(d->conv, math), "the math type"));
+    TRY(conv_graph(d, s, &graph));
 
     const int64_t w_count = spf_matrix_rows(w) * spf_matrix_cols(w);
     host = expand(w);
@@ -110,7 +356,7 @@ static spf_status build(conv_dense *d, const spf_matrix *w, const conv_shape *s,
                   (long long)w_count);
     TRY(host_stage(d->dtype, host, w_count, &d->weights, NULL));
 
-    /* the algorithms timed on random input (never zeros), the fastest kept */
+    /* the candidates timed on random input (never zeros) */
     const int64_t in_count = conv_input_count(s);
     in_host = mem_alloc_array((size_t)in_count, sizeof *in_host);
     if (!in_host)
@@ -123,25 +369,9 @@ static spf_status build(conv_dense *d, const spf_matrix *w, const conv_shape *s,
     TRY(host_stage(d->dtype, in_host, in_count, &in, NULL));
     TRY(CUDA_CHECK(cudaMalloc(&out, (size_t)d->out_count * dtype_size(d->dtype))));
     TRY(CUDA_CHECK(cudaMalloc(&scratch, WORKSPACE_MAX)));
-    cudnn_algo_perf perf[ALGOS_MAX];
-    int found = 0;
-    TRY(dnn_check(dnn, dnn->FindConvolutionForwardAlgorithmEx(d->handle, d->x, in, d->f,
-                                                              d->weights, d->conv, d->y, out,
-                                                              ALGOS_MAX, &found, perf, scratch,
-                                                              WORKSPACE_MAX),
-                  "cudnnFindConvolutionForwardAlgorithmEx"));
-    int best = -1; /* sorted fastest first; the first that ran within the cap */
-    for (int i = 0; i < found && best < 0; i++)
-        if (perf[i].status == CUDNN_OK && perf[i].memory <= WORKSPACE_MAX)
-            best = i;
-    if (best < 0)
-        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "conv: cuDNN ran no algorithm for this convolution "
-                  "(%d tried)", found);
-    d->algo = perf[best].algo;
-    d->workspace_bytes = perf[best].memory;
+    TRY(fastest_plan(d, graph, o, in, out, scratch));
     if (d->workspace_bytes)
-        TRY(CUDA_CHECK(cudaMalloc(&d->workspace, d->workspace_bytes)));
-    snprintf(d->name, sizeof d->name, "cudnn_%d_%s", d->algo, dtype_name(d->dtype));
+        TRY(CUDA_CHECK(cudaMalloc(&d->workspace, (size_t)d->workspace_bytes)));
 fail:
     cudaFree(in);
     cudaFree(out);
@@ -190,15 +420,10 @@ spf_status conv_dense_create(const spf_matrix *w, const conv_shape *s, const spf
 spf_status conv_dense_run(const conv_dense *d, const void *in, void *out, const float *bias,
                           const void *residual, void *stream)
 {
-    const cudnn_api *dnn = d->dnn;
-    const float one = 1.0f, zero = 0.0f; /* fp32 scalars: compute type FLOAT */
-    spf_status status = dnn_check(dnn, dnn->SetStream(d->handle, stream), "cudnnSetStream");
-    if (status == SPF_OK)
-        status = dnn_check(dnn, dnn->ConvolutionForward(d->handle, &one, d->x, in, d->f,
-                                                        d->weights, d->conv, d->algo,
-                                                        d->workspace, d->workspace_bytes, &zero,
-                                                        d->y, out),
-                           "cudnnConvolutionForward");
+    if ((uintptr_t)in % ALIGNMENT || (uintptr_t)out % ALIGNMENT)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv: the dense path's cuDNN plan takes input and "
+                    "output aligned to %d bytes (got %p and %p)", ALIGNMENT, in, out);
+    spf_status status = execute(d, d->plan, in, out, d->workspace, stream);
     if (status == SPF_OK && (bias || residual || d->relu))
         status = elementwise_epilogue(d->dtype, out, bias, d->channels, d->inner, residual,
                                       d->out_count, d->relu, stream);
@@ -214,17 +439,10 @@ void conv_dense_free(conv_dense *d)
 {
     if (!d)
         return;
-    const cudnn_api *dnn = d->dnn;
-    if (d->conv)
-        (void)dnn->DestroyConvolutionDescriptor(d->conv);
-    if (d->f)
-        (void)dnn->DestroyFilterDescriptor(d->f);
-    if (d->x)
-        (void)dnn->DestroyTensorDescriptor(d->x);
-    if (d->y)
-        (void)dnn->DestroyTensorDescriptor(d->y);
+    for (int i = d->owned_count - 1; i >= 0; i--)
+        (void)d->dnn->BackendDestroyDescriptor(d->owned[i]);
     if (d->handle)
-        (void)dnn->Destroy(d->handle);
+        (void)d->dnn->Destroy(d->handle);
     cuda_free_quiet(d->weights);
     cuda_free_quiet(d->workspace);
     (void)cudaGetLastError();
