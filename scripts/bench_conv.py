@@ -19,8 +19,9 @@ call over 7 rounds):
 spforge and cuDNN in the dtype (channels_last) are timed twice: in a loop
 of calls (the host's cost per call included: on the H200's host it bounds
 every convolution of batch 1 at 10-30 µs) and as the replays of a CUDA
-graph of R calls (the GPU's time alone: spforge conv --timing graph,
-torch.cuda.CUDAGraph). Writes a CSV and prints the geomeans.
+graph of R calls (the GPU's time alone: spforge conv --timing both times
+one plan both ways; torch.cuda.CUDAGraph). Writes a CSV and prints the
+geomeans.
 
     python3 scripts/bench_conv.py --spforge build/spforge --data data \\
         --sparsity 0.9 --batch 1,32 --kinds 3x3 --out bench/results/conv/x.csv
@@ -156,19 +157,14 @@ def main():
         cmd = [a.spforge, "conv", dst, "--input-shape",
                "%d,%d,%d,%d" % (batch, l.c_in, l.in_side, l.in_side), "--stride",
                str(l.stride), "--padding", str(l.padding), "--layout", "nhwc", "--dtype",
-               a.dtype, "--strategy", a.strategy, "--json", "--no-progress"]
+               a.dtype, "--strategy", a.strategy, "--timing", "both", "--json", "--no-progress"]
         p = subprocess.run(cmd, capture_output=True, text=True)
         try:
             d = json.loads(p.stdout)
         except ValueError:
             d = {}
         sp_us = 1e3 * d["time_ms_median"] if d else float("nan")
-        g = subprocess.run(cmd + ["--timing", "graph"], capture_output=True, text=True)
-        try:
-            dg = json.loads(g.stdout)
-        except ValueError:
-            dg = {}
-        sp_graph_us = 1e3 * dg["time_ms_median"] if dg.get("passed") else float("nan")
+        sp_graph_us = 1e3 * d["graph_time_ms_median"] if d.get("passed") else float("nan")
         w = masked_weight(l, row_ptr, col_idx, torch)
         cl_us = cudnn_us(l, w, batch, a.dtype, True, torch)
         cl_graph_us = cudnn_us(l, w, batch, a.dtype, True, torch, graph=True)
@@ -181,8 +177,6 @@ def main():
                "c_out": l.c_out, "kernel": l.kernel, "stride": l.stride, "side": l.in_side,
                "nnz": len(col_idx), "dtype": a.dtype, "spforge_us": round(sp_us, 3),
                "spforge_graph_us": round(sp_graph_us, 3),
-               "graph_path": dg.get("path", ""),
-               "graph_kernel": dg.get("plan", {}).get("kernel", ""),
                "cudnn_channels_last_us": round(cl_us, 3),
                "cudnn_channels_last_graph_us": round(cl_graph_us, 3),
                "cudnn_nchw_us": round(nchw_us, 3),
@@ -190,7 +184,7 @@ def main():
                "im2col_cusparse_us": round(cs_us, 3), "cusparse_dtype": cs_dtype,
                "speedup_vs_channels_last": round(cl_us / sp_us, 3) if d else "",
                "graph_speedup_vs_channels_last": round(cl_graph_us / sp_graph_us, 3)
-               if dg.get("passed") else "",
+               if d.get("passed") else "",
                "speedup_vs_cusparse": round(cs_us / sp_us, 3) if d and cs_dtype else "",
                "passed": d.get("passed", False), "error": d.get("relative_error", ""),
                "path": d.get("path", ""), "im2col_us": d.get("im2col_us", ""),
@@ -200,12 +194,11 @@ def main():
                "spforge_kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
         rows_out.append(row)
         write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
-        print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us (%s)  cuDNN "
+        print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us  cuDNN "
               "channels_last %7.1f us, graph %7.1f us  NCHW %7.1f  fp32 %7.1f  TF32 %7.1f  "
               "im2col+cuSPARSE (%s) %7.1f us"
               % (l.module, batch, sp_us, row["path"], row["spforge_kernel"], sp_graph_us,
-                 row["graph_kernel"], cl_us, cl_graph_us, nchw_us, f32_us, tf32_us, cs_dtype,
-                 cs_us), flush=True)
+                 cl_us, cl_graph_us, nchw_us, f32_us, tf32_us, cs_dtype, cs_us), flush=True)
     for sparsity, batch in sorted({(r["sparsity"], r["batch"]) for r in rows_out}):
         s = [r for r in rows_out
              if (r["sparsity"], r["batch"]) == (sparsity, batch) and r["passed"]]

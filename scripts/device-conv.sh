@@ -16,6 +16,8 @@
 # .convdata/rn50.tar.xz holds the DLMC ResNet-50 files and batch sizes
 # (../shared/data's, which does not travel); it is unpacked into data/.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
+# SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
+# them on the same library), the bench and ResNet-50 at 0.8 and 0.9 instead.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -50,25 +52,31 @@ print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib', 'libcudnn.so.9'))" 2>/
 fi
 echo "cuDNN: ${SPF_CUDNN:-not found}" | tee -a "$out/summary.txt"
 
-step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
-step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
-step test-window "$out/test-window.log" 90 "$build/tests/test_conv_window_gpu"
-step test-plan "$out/test-plan.log" 60 "$build/tests/test_plan" quick
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-# cuDNN left out under the sanitizer (SPF_CUDNN names no file): its
-# algorithm search there takes minutes, and it is not our code; the dense
-# path's own epilogue kernel is the residual one test_conv exercises.
-for run in "memcheck test_conv_window_gpu" "racecheck test_conv_window_gpu" "memcheck test_conv"; do
-  set -- $run
-  step "$1-$2" "$out/sanitizer-$1-$2.log" 90 env SPF_CUDNN=/nonexistent/libcudnn.so.9 \
-    "$sanitizer" --tool "$1" --error-exitcode 1 --target-processes application-only \
-    "$build/tests/$2" --quick
-done
+e2e_sparsity=0.9
+if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
+  e2e_sparsity=0.8,0.9
+  echo "tests and sanitizers left out (SPF_CONV_BENCH_ONLY=1)" | tee -a "$out/summary.txt"
+else
+  step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
+  step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
+  step test-window "$out/test-window.log" 90 "$build/tests/test_conv_window_gpu"
+  step test-plan "$out/test-plan.log" 60 "$build/tests/test_plan" quick
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  # cuDNN left out under the sanitizer (SPF_CUDNN names no file): its
+  # algorithm search there takes minutes, and it is not our code; the dense
+  # path's own epilogue kernel is the residual one test_conv exercises.
+  for run in "memcheck test_conv_window_gpu" "racecheck test_conv_window_gpu" "memcheck test_conv"; do
+    set -- $run
+    step "$1-$2" "$out/sanitizer-$1-$2.log" 90 env SPF_CUDNN=/nonexistent/libcudnn.so.9 \
+      "$sanitizer" --tool "$1" --error-exitcode 1 --target-processes application-only \
+      "$build/tests/$2" --quick
+  done
+fi
 step bench-conv "$out/bench-conv.log" 280 python3 "$root/scripts/bench_conv.py" \
   --spforge "$build/spforge" --data "$root/data" --sparsity 0.9 --batch 1,32 --dtype f16 \
   --kinds 3x3 --out "$out/conv.csv"
-step e2e "$out/e2e.log" 120 python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" \
-  --sparsity 0.9 --batch 1,32 --dtype f16 --out "$out/e2e.csv"
+step e2e "$out/e2e.log" 200 python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" \
+  --sparsity "$e2e_sparsity" --batch 1,32 --dtype f16 --out "$out/e2e.csv" --plot "$out/e2e.png"
 tar -czf "$out/logs.tar.gz" -C "$out" $(cd "$out" && ls ./*.log) && rm -f "$out"/*.log
 echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
 [ -z "$failed" ]

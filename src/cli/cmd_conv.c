@@ -64,6 +64,16 @@ static spf_status run_host(const spf_conv_plan *plan, const float *in, float *ou
     return st;
 }
 
+/* --timing: run's two, and both of them on the same plan (a benchmark's
+ * two columns from one plan build: graph_time_ms_* beside time_ms_*) */
+enum { TIMING_BOTH = 2 };
+static const char *const conv_timing_names[] = {"loop", "graph", "both", NULL};
+
+static const char *const timing_texts[] = {
+    "kernel time per execute: its launches in a loop (CUDA events, median of rounds)",
+    "kernel time per execute, its launches replayed in a CUDA graph (CUDA events, median of "
+    "rounds)"};
+
 int cmd_conv(const cli_command *cmd, int argc, char **argv)
 {
     cli_read_args ra;
@@ -95,7 +105,8 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
          "add a residual tensor of the output's shape (uniform in [-1, 1]) before the ReLU", NULL, 0, 0, 0},
         {"relu", CLI_FLAG, &relu, NULL, "apply max(., 0) last", NULL, 0, 0, 0},
         {"seed", CLI_U64, &seed, "S", "seed of the input, bias, residual and pattern-only values (default 1)", NULL, 0, 0, 0},
-        CLI_RUN_OPTIONS(threads, repeat, backend_choice, timing_choice),
+        CLI_RUN_OPTIONS(threads, repeat, backend_choice, timing_choice, conv_timing_names,
+                        "loop|graph|both"),
         CLI_PROGRESS_OPTIONS(progress, no_progress),
         CLI_READ_OPTIONS(ra),
     };
@@ -137,7 +148,7 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
 
     spf_matrix *w = NULL;
     spf_conv_plan *plan = NULL;
-    float *in = NULL, *out = NULL, *want = NULL, *bias_v = NULL, *res = NULL;
+    float *in = NULL, *out = NULL, *out2 = NULL, *want = NULL, *bias_v = NULL, *res = NULL;
     double *ref = NULL;
     rc = CLI_EXIT_FAIL;
     cli_progress_note(&display, 1, "reading %s", ctx.args[0]);
@@ -197,7 +208,10 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
     ref = malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *ref);
     bias_v = bias ? malloc((size_t)k_out * sizeof *bias_v) : NULL;
     res = residual ? malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *res) : NULL;
-    if (!in || !out || !want || !ref || (bias && !bias_v) || (residual && !res)) {
+    const int both = timing_choice == TIMING_BOTH && !host;
+    out2 = both ? malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *out2) : NULL;
+    if (!in || !out || !want || !ref || (bias && !bias_v) || (residual && !res) ||
+        (both && !out2)) {
         rc = cli_fail(&ctx, SPF_ERR_OUT_OF_MEMORY, "tensors of %" PRId64 " and %" PRId64
                       " elements", in_count, out_count);
         goto done;
@@ -210,25 +224,31 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         spf_fill_uniform(res, out_count, seed + 2);
         dtype_round((spf_dtype)dtype, res, out_count);
     }
-    double median = 0, min = 0, tolerance;
-    const char *timing;
+    double median = 0, min = 0, graph_median = 0, graph_min = 0, tolerance;
+    const char *timing = "";
     cli_progress_note(&display, 1, "timing the conv plan");
     if (host) {
         st = run_host(plan, in, out, bias_v, res, (int)repeat, &median, &min);
         timing = "wall time per run";
         tolerance = 1e-6;
     } else {
-        timing_result t;
-        timing_options topt;
-        timing_options_init(&topt);
-        topt.graph = timing_choice == TIMING_GRAPH;
-        st = host_run_conv(plan, in_count, out_count, bias ? k_out : 0, in, bias_v, res, out, &topt,
-                           &t);
-        median = 1e-6 * t.median_us, min = 1e-6 * t.min_us;
-        timing = topt.graph ? "kernel time per execute, its launches replayed in a CUDA graph (CUDA "
-                              "events, median of rounds)"
-                            : "kernel time per execute: its launches in a loop (CUDA events, "
-                              "median of rounds)";
+        /* loop, graph, or both: the loop first, then the graph into out2 */
+        for (int graph = 0; graph < 2 && st == SPF_OK; graph++) {
+            if (timing_choice != TIMING_BOTH && graph != (timing_choice == TIMING_GRAPH))
+                continue;
+            timing_result t;
+            timing_options topt;
+            timing_options_init(&topt);
+            topt.graph = graph;
+            st = host_run_conv(plan, in_count, out_count, bias ? k_out : 0, in, bias_v, res,
+                               graph && out2 ? out2 : out, &topt, &t);
+            if (graph && out2) {
+                graph_median = 1e-6 * t.median_us, graph_min = 1e-6 * t.min_us;
+                continue;
+            }
+            median = 1e-6 * t.median_us, min = 1e-6 * t.min_us;
+            timing = timing_texts[graph];
+        }
         tolerance = dtype_tolerance((spf_dtype)dtype, SPF_MATH_DEFAULT);
     }
     cli_progress_finish(&display);
@@ -245,7 +265,11 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
     }
     for (int64_t i = 0; i < out_count; i++)
         ref[i] = want[i];
-    const double error = spf_relative_error(out, ref, out_count);
+    double error = spf_relative_error(out, ref, out_count);
+    if (out2) { /* the graph's output checked as the loop's */
+        const double graph_error = spf_relative_error(out2, ref, out_count);
+        error = graph_error > error ? graph_error : error;
+    }
     const int passed = error <= tolerance;
     const double flops = 2.0 * (double)spf_matrix_nnz(w) * (double)(out_count / k_out);
     const double gflops = median > 0 ? flops / median * 1e-9 : 0.0;
@@ -284,6 +308,10 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         json_string(&j, "timing", timing);
         json_double(&j, "time_ms_median", 1e3 * median);
         json_double(&j, "time_ms_min", 1e3 * min);
+        if (out2) {
+            json_double(&j, "graph_time_ms_median", 1e3 * graph_median);
+            json_double(&j, "graph_time_ms_min", 1e3 * graph_min);
+        }
         json_double(&j, "gflops", gflops);
         json_uint(&j, "seed", seed);
         json_double(&j, "relative_error", error);
@@ -317,6 +345,9 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         printf("device     ");
         cli_print_device(&dev);
         printf("time       median %.4f ms (min %.4f ms): %s\n", 1e3 * median, 1e3 * min, timing);
+        if (out2)
+            printf("graph time median %.4f ms (min %.4f ms): %s\n", 1e3 * graph_median,
+                   1e3 * graph_min, timing_texts[1]);
         printf("throughput %.2f GFLOP/s (2*nnz*N*P*Q)\n", gflops);
         printf("error      %.3g relative to the CPU reference (tolerance %g): %s\n", error,
                tolerance, passed ? "ok" : "FAILED");
@@ -331,6 +362,7 @@ done:
     spf_matrix_free(w);
     free(in);
     free(out);
+    free(out2);
     free(want);
     free(ref);
     free(bias_v);

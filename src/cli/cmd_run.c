@@ -54,7 +54,8 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         {"bias", CLI_FLAG, &bias, NULL, "add a bias per row (uniform in [-1, 1])", NULL, 0, 0, 0},
         {"relu", CLI_FLAG, &relu, NULL, "apply max(., 0) last", NULL, 0, 0, 0},
         {"seed", CLI_U64, &seed, "S", "seed of B, the bias and pattern-only values (default 1)", NULL, 0, 0, 0},
-        CLI_RUN_OPTIONS(threads, repeat, backend_choice, timing_choice),
+        CLI_RUN_OPTIONS(threads, repeat, backend_choice, timing_choice, run_timing_names,
+                        "loop|graph"),
         CLI_PROGRESS_OPTIONS(progress, no_progress),
         CLI_READ_OPTIONS(ra),
     };

@@ -48,17 +48,19 @@ typedef struct run_backend {
 
 /* The options of a run timed on a chosen backend (run, conv): host
  * threads, repeats, the backend (an index into run_backend_names) and the
- * GPU's timing (into run_timing_names). */
-#define CLI_RUN_OPTIONS(threads, repeat, backend, timing)                                          \
+ * GPU's timing (an index into timing_names, whose first two are
+ * run_timing_names'; timing_metavar lists them). */
+#define CLI_RUN_OPTIONS(threads, repeat, backend, timing, timing_names, timing_metavar)            \
     {"threads", CLI_INT, &(threads), "T", "host threads, 0 = all cores (default 0)", NULL, 0,     \
      4096, 0},                                                                                     \
     {"repeat", CLI_INT, &(repeat), "R", "CPU: timed repeats, the median is reported (default "     \
      "5); GPU: the timing protocol of BENCHMARKS.md", NULL, 1, 100000, 0},                         \
     {"backend", CLI_CHOICE, &(backend), "auto|cpu|gpu",                                            \
      "where to run (default auto: the best available)", run_backend_names, 0, 0, 0},              \
-    {"timing", CLI_CHOICE, &(timing), "loop|graph",                                                \
+    {"timing", CLI_CHOICE, &(timing), timing_metavar,                                              \
      "GPU: time a loop of launches (default; the host's cost per launch included) or the "       \
-     "replays of a CUDA graph of them (the GPU's time alone)", run_timing_names, 0, 0, 0}
+     "replays of a CUDA graph of them (the GPU's time alone); both, where offered: the two of "    \
+     "one plan", timing_names, 0, 0, 0}
 
 /* The median of count (≥ 1) wall times, sorting them; *min the least. */
 double run_times_median(double *times, int count, double *min);

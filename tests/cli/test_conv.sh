@@ -35,6 +35,9 @@ json_true c77 "d['passed'] and d['out_h'] == 8 and d['out_w'] == 7" "the stem: 7
 expect_rc 0 c_graph conv "$tmp/w33.smtx" --input-shape 1,6,9,7 --padding 1 --timing graph --json
 json_true c_graph "d['passed'] and ('CUDA graph' in d['timing'] or d['timing'] == 'wall time per run')" \
   "--timing graph: replays on the GPU (the CPU backend's wall time without one)"
+expect_rc 0 c_both conv "$tmp/w33.smtx" --input-shape 1,6,9,7 --padding 1 --timing both --json
+json_true c_both "d['passed'] and (('graph_time_ms_median' in d and 'loop' in d['timing']) or d['timing'] == 'wall time per run')" \
+  "--timing both: the loop's time and the graph's from one plan (the CPU backend's wall time without a GPU)"
 expect_rc 0 c_text conv "$tmp/w33.smtx" --input-shape 1,6,4,4 --kernel 3x3 --padding 1 --repeat 2
 check "text output names the path" grep -q "^path       im2col" "$tmp/c_text.out"
 check "text output has the error line" grep -q "^error .*: ok" "$tmp/c_text.out"
@@ -48,7 +51,7 @@ expect_rc 2 zero_shape conv "$tmp/w33.smtx" --input-shape 1,0,9,9
 expect_rc 2 bad_kernel conv "$tmp/w33.smtx" --input-shape 1,6,9,9 --kernel 3y3
 stderr_has bad_kernel "expected R or RxS"
 expect_rc 2 bad_timing conv "$tmp/w33.smtx" --input-shape 1,6,9,9 --timing events
-stderr_has bad_timing "loop|graph"
+stderr_has bad_timing "loop|graph|both"
 expect_rc 2 bad_layout conv "$tmp/w33.smtx" --input-shape 1,6,9,9 --layout nwhc
 expect_rc 2 no_file conv --input-shape 1,6,9,9
 expect_rc 1 not_square conv "$tmp/w33.smtx" --input-shape 1,5,9,9
