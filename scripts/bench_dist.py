@@ -7,7 +7,8 @@ nonzeros at N = 128, ≥ 1.8× on 2 GPUs, ≥ 3.2× on 4), one process per GPU:
 
 Every rank makes the same R-MAT graph (spforge's generator, --seed), or
 reads --matrix; rank 0 first times one plan of the whole graph on its GPU
-alone (the baseline). Then, for each count P of --ranks (the launch's
+alone (the baseline) and cuSPARSE's product of it (torch.sparse.mm of the
+CSR matrix, fp32: the competitor, its C checked against the plan's). Then, for each count P of --ranks (the launch's
 first P ranks; the others wait) and each split of B in --splits, every
 rank of the P times its DistSpMM call, and its steps alone: the product
 on its own rows of B, the exchange, the product on the received rows (the
@@ -143,6 +144,28 @@ def compare_whole(torch, dist, whole, c, group, starts):
     return "%.3g" % float((torch.cat(parts) - whole).norm() / whole.norm())
 
 
+def cusparse_one_gpu_us(matrix, b, whole, numpy, torch, device):
+    """The whole product on one GPU by cuSPARSE (torch.sparse.mm of the CSR
+    matrix, fp32), timed as the plans are; its C checked against spforge's
+    one-GPU C (NaN where torch's CSR product does not run)."""
+    row_ptr, col_idx, values = matrix.csr()
+    a = torch.sparse_csr_tensor(torch.from_numpy(numpy.frombuffer(row_ptr, numpy.int64).copy()),
+                                torch.from_numpy(numpy.frombuffer(col_idx, numpy.int32)
+                                                 .astype(numpy.int64)),
+                                torch.from_numpy(numpy.frombuffer(values, numpy.float32).copy()),
+                                size=matrix.shape).to(device)
+    try:
+        c = torch.sparse.mm(a, b)
+    except RuntimeError as e:
+        print("bench_dist: no cuSPARSE baseline: %s" % e, flush=True)
+        return float("nan")
+    err = (torch.linalg.norm(c - whole) / torch.linalg.norm(whole)).item()
+    if not err <= 1e-4:
+        raise SystemExit("bench_dist: cuSPARSE's C and spforge's one-GPU C differ: relative "
+                         "error %.3g" % err)
+    return time_calls(lambda: torch.sparse.mm(a, b), torch, device)
+
+
 def write_row(path, row):
     new = not os.path.exists(path)
     with open(path, "a", newline="") as f:
@@ -260,13 +283,15 @@ def main():
     options = {"verify": False, "cache": False}
     if device.type == "cuda":
         options["strategy"] = a.strategy
-    one_us, whole = float("nan"), None
+    one_us, whole, cusparse_us = float("nan"), None, float("nan")
     if rank == 0:  # the baseline: the whole graph on one GPU, checked below against the ranks'
         plan = spforge.Plan(matrix, a.n, device=device.index or 0, **options) \
             if device.type == "cuda" else spforge.Plan(matrix, a.n, strategy="cpu")
         one_us = time_calls(lambda: plan(b), torch, device)
         whole = plan(b)
         del plan
+        if device.type == "cuda":
+            cusparse_us = cusparse_one_gpu_us(matrix, b, whole, numpy, torch, device)
     groups = {p: dist.new_group(list(range(p)), pg_options=kwargs.get("pg_options"))
               for p in counts}  # every rank makes each
     first = True
@@ -285,6 +310,9 @@ def main():
                     row["one_gpu_vs_ranks"] = ""
                 row["one_gpu_us"] = round(one_us, 1)
                 row["speedup"] = round(one_us / row["dist_us"], 3) if rank == 0 else ""
+                row["cusparse_one_gpu_us"] = round(cusparse_us, 1) if rank == 0 else ""
+                row["speedup_vs_cusparse"] = round(cusparse_us / row["dist_us"], 3) \
+                    if rank == 0 else ""
                 if rank == 0:
                     write_row(a.out, row)
             first = False

@@ -4,7 +4,8 @@
 # under $OUT:
 #   - the library, CLI and GPU tests built (Release, -j);
 #   - test_generic (long rows cut into pieces among the cases; and its
-#     --quick subset under compute-sanitizer memcheck) and test_dist_nccl
+#     --quick subset under compute-sanitizer memcheck and racecheck) and
+#     test_dist_nccl (also under memcheck)
 #     (the C API's distributed plans, a thread a GPU, NCCL from $SPF_NCCL
 #     or the toolkit's or torch's libnccl);
 #   - scripts/bench_dist.py under torchrun, one process per GPU: the R-MAT
@@ -23,7 +24,8 @@
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the torch and NVSHMEM
 # equivalents): it can take a shared host's GPUs out of service.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
-# SPF_SKIP_DIST_TEST=1 leaves the Python test out. What comes back: summary.txt,
+# SPF_SKIP_DIST_TEST=1 leaves the Python test out, SPF_SKIP_SHARDED=1 the
+# sharded tuning (about 260 s of the budget). What comes back: summary.txt,
 # dist.csv, dist-links.csv, traces.tar.gz (a timeline of three calls of each
 # run and rank, torch.profiler's Chrome traces), sharded-eval.tar.gz and
 # logs.tar.gz.
@@ -67,6 +69,12 @@ step test-dist-nccl "$out/dist-nccl.log" 120 "$build/tests/test_dist_nccl"
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 step memcheck-generic "$out/memcheck.log" 120 "$sanitizer" --tool memcheck --leak-check full \
   --error-exitcode 1 "$build/tests/test_generic" --quick
+# the long rows' pieces share a block's memory with the sub-warps' rows
+step racecheck-generic "$out/racecheck.log" 90 "$sanitizer" --tool racecheck \
+  --error-exitcode 1 "$build/tests/test_generic" --quick
+# a thread a GPU, NCCL's kernels included (their own accesses are NCCL's)
+step memcheck-dist-nccl "$out/memcheck-dist-nccl.log" 90 "$sanitizer" --tool memcheck \
+  --error-exitcode 1 --target-processes application-only "$build/tests/test_dist_nccl"
 
 ranks=""
 for p in 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks${ranks:+,}$p"; done
@@ -79,16 +87,18 @@ step bench-dist "$out/bench-dist.log" 300 torchrun --nproc_per_node "$gpus" \
   --links-out "$out/dist-links.csv" --trace "$build/traces"
 tar -czf "$out/traces.tar.gz" -C "$build" traces 2>/dev/null
 
-list=$root/bench/sharded-eval-problems.txt
-results=$build/sharded-eval
-rm -rf "$results"
-share=$(($(nproc) / (gpus > 0 ? gpus : 1)))
-step sharded-1gpu "$out/sharded-1gpu.log" 200 python3 "$root/scripts/sharded_eval.py" \
-  "$build" "$results/gpu1" "$list" --gpus 0 --threads-per-gpu "$share"
-[ "$gpus" -ge 2 ] && step sharded-2gpu "$out/sharded-2gpu.log" 150 \
-  python3 "$root/scripts/sharded_eval.py" "$build" "$results/gpu2" "$list" --gpus 0,1 \
-  --threads-per-gpu "$share"
-tar -czf "$out/sharded-eval.tar.gz" -C "$build" sharded-eval 2>/dev/null
+if [ "${SPF_SKIP_SHARDED:-0}" != 1 ]; then
+  list=$root/bench/sharded-eval-problems.txt
+  results=$build/sharded-eval
+  rm -rf "$results"
+  share=$(($(nproc) / (gpus > 0 ? gpus : 1)))
+  step sharded-1gpu "$out/sharded-1gpu.log" 200 python3 "$root/scripts/sharded_eval.py" \
+    "$build" "$results/gpu1" "$list" --gpus 0 --threads-per-gpu "$share"
+  [ "$gpus" -ge 2 ] && step sharded-2gpu "$out/sharded-2gpu.log" 150 \
+    python3 "$root/scripts/sharded_eval.py" "$build" "$results/gpu2" "$list" --gpus 0,1 \
+    --threads-per-gpu "$share"
+  tar -czf "$out/sharded-eval.tar.gz" -C "$build" sharded-eval 2>/dev/null
+fi
 # last: the Python test (the measurements first, should time run short)
 [ "${SPF_SKIP_DIST_TEST:-0}" = 1 ] ||
   step dist-test "$out/dist-test.log" 150 python3 "$root/tests/python/test_distributed.py"
