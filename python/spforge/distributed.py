@@ -200,7 +200,14 @@ class DistSpMM:
         self.b_rows = range(b_start[self.rank], b_start[self.rank + 1])
         group = self.group or dist.group.WORLD
         dist.barrier(group=group)  # the communicator exists once a collective has run
-        comm = group._get_backend(self.device).comm_ptr()
+        backend = group._get_backend(self.device)
+        # the communicator's address: _comm_ptr() in torch 2.x (the device's
+        # 2.x has no comm_ptr, which the 2-GPU run of 5bb9712 found)
+        comm_ptr = getattr(backend, "_comm_ptr", None) or getattr(backend, "comm_ptr", None)
+        if comm_ptr is None:
+            raise RuntimeError("engine \"nccl\": this torch's ProcessGroupNCCL does not give "
+                               "its communicator (no _comm_ptr); use engine=\"torch\"")
+        comm = comm_ptr()
         starts = (ctypes.c_int64 * (self.ranks + 1))
         out = ctypes.c_void_p()
         settings = _plan_options(**options)
