@@ -50,6 +50,27 @@ class ModelTests(unittest.TestCase):
         self.assertAlmostEqual(t["sharded"], 7 + 5 + 1.48)
         self.assertAlmostEqual(t["replicated"], 2 * 500 * 10 / 1000 + 1)
 
+    def test_overlap_slowdown(self):
+        # a free overlap is max(own, chain); slowed s times while the product
+        # runs, the exchange has done own/s of its work when the product ends
+        self.assertAlmostEqual(dist_model.exchange_end(7.0, 3.96, 1.0), 7.0)
+        self.assertAlmostEqual(dist_model.exchange_end(7.0, 9.0, 1.0), 9.0)
+        self.assertAlmostEqual(dist_model.exchange_end(7.0, 3.0, 2.0), 7.0)  # 6 hides under 7
+        self.assertAlmostEqual(dist_model.exchange_end(7.0, 5.0, 2.0), 7.0 + 5.0 - 3.5)
+        part = partition()["splits"][0]["parts"][0]
+        # pack 1.16 + comm 2.8 = 3.96: 1.5 times as long (5.94) beside the 7 µs
+        # product is still hidden; twice (7.92) is not: 7 + 3.96 - 7 / 2
+        t = dist_model.rank_times(part, 10, 4, dict(PARAMS, overlap_slowdown=1.5))
+        self.assertAlmostEqual(t["sharded"], 7 + 5 + 1.48)
+        t = dist_model.rank_times(part, 10, 4, dict(PARAMS, overlap_slowdown=2.0))
+        self.assertAlmostEqual(t["sharded"], 7.46 + 5 + 1.48)
+        slow = dict(PARAMS, host_link_gbs=0.01, overlap_slowdown=2.0)
+        t = dist_model.rank_times(part, 10, 4, slow)
+        chain = t["pack"] + t["comm"]
+        self.assertAlmostEqual(t["sharded"], 7 + chain - 3.5 + 5 + 1.48)
+        with self.assertRaises(SystemExit):
+            dist_model.main([os.devnull, "--gflops", "1", "--overlap-slowdown", "0.5"])
+
     def test_rows_cost_work(self):
         # a row as 4 nonzeros: the one-GPU 20 µs spread over 1000 + 4·100
         p = dict(PARAMS, row_cost=4.0, total_work=1400.0)
