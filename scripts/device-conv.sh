@@ -13,6 +13,9 @@
 #
 #   SPF_GIT_COMMIT=<sha> bash scripts/device-conv.sh     (carry .convdata/)
 #
+# <sha> written out here, not $(git rev-parse ...) run on the device: the
+# copy's .git there can be stale (at b8758f4 it said 7c0c94b).
+#
 # .convdata/rn50.tar.xz holds the DLMC ResNet-50 files and batch sizes
 # (../shared/data's, which does not travel); it is unpacked into data/.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).

@@ -21,6 +21,9 @@
 #
 #   SPF_GIT_COMMIT=<sha> bash scripts/device-dist.sh
 #
+# <sha> written out here, not $(git rev-parse ...) run on the device: the
+# copy's .git there can be stale (at b8758f4 it said 7c0c94b).
+#
 # NVLink multicast stays off (NCCL_NVLS_ENABLE=0 and the torch and NVSHMEM
 # equivalents): it can take a shared host's GPUs out of service.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
