@@ -21,9 +21,14 @@
 #include <cuda_runtime_api.h>
 
 /* the candidates' workspace cap (those needing more are passed over), the
- * engine configurations tried of each heuristic's list, the descriptors a
- * plan keeps, and the alignment its tensors are declared with */
-enum { WORKSPACE_MAX = 256 << 20, CANDIDATES_MAX = 8, DESCS_MAX = 48, ALIGNMENT = 16 };
+ * engine configurations tried of each heuristic's list, and the alignment
+ * the tensors are declared with */
+enum { WORKSPACE_MAX = 256 << 20, CANDIDATES_MAX = 8, ALIGNMENT = 16 };
+/* the descriptors a plan keeps: the graph's 6 (three tensors, the
+ * convolution, its operation, the graph), and for each of the two
+ * heuristic modes its descriptor and a configuration, an engine and an
+ * execution plan for each candidate */
+enum { DESCS_MAX = 6 + 2 * (1 + 3 * CANDIDATES_MAX) };
 enum { UID_X = 'x', UID_W = 'w', UID_Y = 'y' };
 
 struct conv_dense {
