@@ -202,8 +202,12 @@ class _ConvPlans:
         x = x.contiguous(memory_format=torch.channels_last)
         if entry["dense"]:
             return self._dense(x, None if bias is None else bias.to(x.dtype), residual)
+        # the plans' vector loads (and the dense path's cuDNN plan) take 16-byte
+        # aligned tensors; a view off an odd offset is copied
         if x.data_ptr() % 16:
             x = x.clone(memory_format=torch.channels_last)
+        if residual is not None and residual.data_ptr() % 16:
+            residual = residual.clone(memory_format=torch.channels_last)
         y = self._output(x)
         self._execute(entry["handle"], x, y, bias, residual)
         return y
