@@ -37,21 +37,12 @@
 # Every step runs even when an earlier one failed (except when the library
 # did not build); the exit status says whether any failed.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-out=${OUT:-$root/device-check-out}
-mkdir -p "$out"
-budget=${SPF_CHECK_BUDGET_S:-570}
-start=$(date +%s)
-build=$root/build-device
+# shellcheck source=device-steps.sh
+. "$(dirname "$0")/device-steps.sh"
+device_init device-check
 results=$build/bench-results
 bench_args=${SPF_BENCH_ARGS:---quick --no-spforge-tune --set sparsert20 --set dlmc --set large}
-failed=""
 
-# shellcheck source=device-steps.sh
-. "$root/scripts/device-steps.sh"
-
-: >"$out/summary.txt"
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed" >>"$out/nvidia-smi.txt"
 head -n 15 "$out/nvidia-smi.txt" | tee -a "$out/summary.txt"
 

@@ -22,18 +22,10 @@
 # SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
 # them on the same library), the bench and ResNet-50 at 0.8 and 0.9 instead.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-out=${OUT:-$root/device-conv-out}
-mkdir -p "$out"
-budget=${SPF_CHECK_BUDGET_S:-570}
-start=$(date +%s)
-build=$root/build-device
-failed=""
 # shellcheck source=device-steps.sh
-. "$root/scripts/device-steps.sh"
+. "$(dirname "$0")/device-steps.sh"
+device_init device-conv
 
-: >"$out/summary.txt"
 nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
 if [ ! -d data/dlmc ] && [ -f .convdata/rn50.tar.xz ]; then
   mkdir -p data && tar -xJf .convdata/rn50.tar.xz -C data

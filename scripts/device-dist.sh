@@ -35,19 +35,11 @@
 # SPF_DIST_ARGS: bench_dist.py's arguments in place of the R-MAT target
 # run's (a smaller graph for a quick look, say).
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cd "$root"
-out=${OUT:-$root/device-dist-out}
-mkdir -p "$out"
-budget=${SPF_CHECK_BUDGET_S:-570}
-start=$(date +%s)
-build=$root/build-device
-failed=""
 # shellcheck source=device-steps.sh
-. "$root/scripts/device-steps.sh"
+. "$(dirname "$0")/device-steps.sh"
+device_init device-dist
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-: >"$out/summary.txt"
 { nvidia-smi && nvidia-smi topo -m; } >"$out/nvidia-smi.txt" 2>&1
 head -n 15 "$out/nvidia-smi.txt" | tee -a "$out/summary.txt"
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')

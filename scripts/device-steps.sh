@@ -1,6 +1,22 @@
 # Shared by the device scripts (sourced): a time budget for the whole call
 # and steps run under their share of it, each logged, its outcome and last
-# lines in $out/summary.txt. Needs out, budget, start, failed set first.
+# lines in $out/summary.txt.
+
+# device_init NAME: what every device script sets first: root (the
+# repository, the working directory), out ($OUT, else NAME-out in it),
+# budget ($SPF_CHECK_BUDGET_S, default 570 s), start, build (build-device),
+# failed (empty), and an empty $out/summary.txt.
+device_init() {
+  root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  cd "$root" || exit 1
+  out=${OUT:-$root/$1-out}
+  mkdir -p "$out"
+  budget=${SPF_CHECK_BUDGET_S:-570}
+  start=$(date +%s)
+  build=$root/build-device
+  failed=""
+  : >"$out/summary.txt"
+}
 
 left() { echo $((budget - ($(date +%s) - start))); }
 # cap SECONDS: the smaller of SECONDS and what is left minus a reserve for
