@@ -77,9 +77,12 @@ fail:
 static spf_status set(const conv_dense *d, cudnn_desc desc, int name, int type, int64_t count,
                       const void *values)
 {
+    const cudnn_status st = d->dnn->BackendSetAttribute(desc, name, type, count, values);
+    if (st == CUDNN_OK) /* the message only on failure: executes pass here per call */
+        return SPF_OK;
     char what[64];
     snprintf(what, sizeof what, "cudnnBackendSetAttribute (attribute %d)", name);
-    return dnn_check(d->dnn, d->dnn->BackendSetAttribute(desc, name, type, count, values), what);
+    return dnn_check(d->dnn, st, what);
 }
 
 static spf_status finalize(const conv_dense *d, cudnn_desc desc, const char *what)
