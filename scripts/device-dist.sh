@@ -28,7 +28,9 @@
 # equivalents): it can take a shared host's GPUs out of service.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_SKIP_DIST_TEST=1 leaves the Python test out, SPF_SKIP_SHARDED=1 the
-# sharded tuning (about 260 s of the budget). What comes back: summary.txt,
+# sharded tuning (about 260 s of the budget); SPF_DIST_BENCH_ONLY=1 runs
+# the build and bench_dist alone (no tests, sanitizers or sharded tuning:
+# a second look at a tree whose tests passed on these GPUs). What comes back: summary.txt,
 # dist.csv, dist-links.csv, traces.tar.gz (a timeline of three calls of each
 # run and rank, torch.profiler's Chrome traces), sharded-eval.tar.gz and
 # logs.tar.gz.
@@ -59,20 +61,24 @@ print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib', 'libnccl.so.2'))" 2>/de
 fi
 echo "NCCL: ${SPF_NCCL:-not found}" | tee -a "$out/summary.txt"
 
-step test-generic "$out/gpu-tests.log" 120 "$build/tests/test_generic"
-step test-dist-nccl "$out/dist-nccl.log" 120 "$build/tests/test_dist_nccl"
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-step memcheck-generic "$out/memcheck.log" 120 "$sanitizer" --tool memcheck --leak-check full \
-  --error-exitcode 1 "$build/tests/test_generic" --quick
-# the long rows' pieces share a block's memory with the sub-warps' rows
-step racecheck-generic "$out/racecheck.log" 90 "$sanitizer" --tool racecheck \
-  --error-exitcode 1 "$build/tests/test_generic" --quick
-# a thread a GPU, NCCL's kernels included (their own accesses are NCCL's)
-# NCCL's own handled API errors (its probes of kernels for other chips,
-# peer access enabled twice: 900 at 5bb9712) are not counted, only accesses
-step memcheck-dist-nccl "$out/memcheck-dist-nccl.log" 90 "$sanitizer" --tool memcheck \
-  --report-api-errors no --error-exitcode 1 --target-processes application-only \
-  "$build/tests/test_dist_nccl"
+if [ "${SPF_DIST_BENCH_ONLY:-0}" = 1 ]; then
+  export SPF_SKIP_SHARDED=1 SPF_SKIP_DIST_TEST=1
+else
+  step test-generic "$out/gpu-tests.log" 120 "$build/tests/test_generic"
+  step test-dist-nccl "$out/dist-nccl.log" 120 "$build/tests/test_dist_nccl"
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  step memcheck-generic "$out/memcheck.log" 120 "$sanitizer" --tool memcheck --leak-check full \
+    --error-exitcode 1 "$build/tests/test_generic" --quick
+  # the long rows' pieces share a block's memory with the sub-warps' rows
+  step racecheck-generic "$out/racecheck.log" 90 "$sanitizer" --tool racecheck \
+    --error-exitcode 1 "$build/tests/test_generic" --quick
+  # a thread a GPU, NCCL's kernels included (their own accesses are NCCL's)
+  # NCCL's own handled API errors (its probes of kernels for other chips,
+  # peer access enabled twice: 900 at 5bb9712) are not counted, only accesses
+  step memcheck-dist-nccl "$out/memcheck-dist-nccl.log" 90 "$sanitizer" --tool memcheck \
+    --report-api-errors no --error-exitcode 1 --target-processes application-only \
+    "$build/tests/test_dist_nccl"
+fi
 
 ranks=""
 for p in 2 4 8; do [ "$p" -le "$gpus" ] && ranks="$ranks${ranks:+,}$p"; done

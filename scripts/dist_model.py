@@ -18,7 +18,9 @@ the GPUs of its host (NCCL's bus bandwidth for all-to-all there);
 of one SpMM with B split by rows (the exchange of the needed rows
 overlapped with the product on the rank's own rows, slowed by
 --overlap-slowdown while they share the GPU) and with B replicated
-on every rank (no exchange), and their speed-ups over one GPU."""
+on every rank (no exchange), and their speed-ups over one GPU. A partition
+made with --replicas C models the 1.5-D algorithm: each rank's exchange is
+its layer's (the volumes in the JSON are), the rest unchanged."""
 
 import argparse
 import csv
@@ -127,9 +129,12 @@ def main(argv=None):
         one, rows = model(partition, params)
     except (KeyError, ValueError) as e:
         sys.exit("dist_model: %s: %s" % (a.partition, e))
-    print("%s: %d x %d, %d nonzeros, N = %d %s; one GPU: %.1f us at %.0f GFLOP/s"
+    copies = partition.get("replicas", 1)
+    print("%s: %d x %d, %d nonzeros, N = %d %s; one GPU: %.1f us at %.0f GFLOP/s%s"
           % (partition["path"], partition["rows"], partition["cols"], partition["nnz"],
-             partition["n"], partition["dtype"], one, a.gflops))
+             partition["n"], partition["dtype"], one, a.gflops,
+             "; sharded: %d copies of B, a layer of P/%d ranks each" % (copies, copies)
+             if copies > 1 else ""))
     print("%6s %12s %8s %12s %8s %9s %12s %12s %12s" % (
         "ranks", "sharded us", "speedup", "replicated", "speedup", "imbalance", "own us",
         "comm us", "remote us"))

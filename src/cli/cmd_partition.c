@@ -4,8 +4,9 @@
  * mean), and each rank's share: rows, nonzeros of A_own and A_remote, the
  * rows of B it receives (from other hosts too, at --gpus-per-host) and
  * sends (and their bytes at --n columns of --dtype) and the ranks it
- * receives from. scripts/dist_model.py turns
- * these volumes into predicted times. */
+ * receives from. With --replicas C the ranks form C layers (the 1.5-D
+ * algorithm), each with a copy of B split over its P/C ranks.
+ * scripts/dist_model.py turns these volumes into predicted times. */
 #include "cli/cli.h"
 #include "core/dtype.h"
 #include "dist/partition.h"
@@ -49,8 +50,8 @@ static void split_report_free(split_report *r)
     dist_volume_free(&r->v);
 }
 
-static spf_status split_report_make(const spf_matrix *a, int ranks, int b_even, int per_host,
-                                    split_report *r)
+static spf_status split_report_make(const spf_matrix *a, int ranks, int replicas, int b_even,
+                                    int per_host, split_report *r)
 {
     memset(r, 0, sizeof *r);
     r->ranks = ranks;
@@ -70,9 +71,18 @@ static spf_status split_report_make(const spf_matrix *a, int ranks, int b_even, 
     for (int p = 0; p <= ranks; p++)
         r->b_start[p] = m * p / ranks;
     dist_partition_cost(a, ranks, r->b_start, &r->even_largest, &mean);
-    for (int p = 0; p <= ranks; p++) /* B's rows: as A's (a graph's vertices), or evenly */
-        r->b_start[p] = b_even ? k * p / ranks : r->row_start[p];
-    return dist_volume_make(a, ranks, per_host, r->row_start, r->b_start, &r->v);
+    /* B's rows over a layer's q ranks: as A's (a graph's vertices: a
+     * q-way split of A, as spforge.distributed makes it), or evenly */
+    const int q = ranks / replicas;
+    if (b_even || q != ranks) {
+        for (int p = 0; p <= q; p++)
+            r->b_start[p] = k * p / q;
+        if (!b_even && (st = dist_partition_rows(a, q, r->b_start)) != SPF_OK)
+            return st;
+    } else {
+        memcpy(r->b_start, r->row_start, (size_t)(ranks + 1) * sizeof *r->b_start);
+    }
+    return dist_volume_make(a, ranks, q, per_host, r->row_start, r->b_start, &r->v);
 }
 
 int cmd_partition(const cli_command *cmd, int argc, char **argv)
@@ -82,7 +92,7 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
     const char *const *dtype_names = cli_dtype_names();
     uint64_t seed = 1;
     const char *ranks_text = NULL;
-    int64_t n = 0, per_host = 8;
+    int64_t n = 0, per_host = 8, replicas = 1;
     int dtype = SPF_DTYPE_F32, b_split = 0;
     static const char *const splits[] = {"rows", "even", NULL};
     const cli_option options[] = {
@@ -91,6 +101,9 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
         {"b-split", CLI_CHOICE, &b_split, "rows|even",
          "B's rows over the ranks: as A's rows (default; a square A, a graph: each rank holds "
          "its vertices' features) or evenly (any shape)", splits, 0, 0, 0},
+        {"replicas", CLI_INT, &replicas, "C", "copies of B (default 1): the ranks form C layers, "
+         "each with B split over its P/C ranks (the 1.5-D algorithm; C = P: B replicated); C "
+         "divides every P", NULL, 1, DIST_MAX_RANKS, 0},
         {"n", CLI_INT, &n, "N", "B's columns: the exchange in bytes too", NULL, 1, 1 << 30, 0},
         {"dtype", CLI_CHOICE, &dtype, "f32|f16|bf16", "B's element type for the bytes (default "
          "f32)", dtype_names, 0, 0, 0},
@@ -112,6 +125,11 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
         return cli_usage_error(&ctx, "--ranks \"%s\": expected rank counts from 1 to %d, "
                                "comma-separated (at most %d)", ranks_text, DIST_MAX_RANKS,
                                MAX_RANK_COUNTS);
+    for (int i = 0; i < ncounts; i++)
+        if (counts[i] % replicas != 0)
+            return cli_usage_error(&ctx, "--replicas %lld: expected a divisor of every P of "
+                                   "--ranks (%d is not a multiple)", (long long)replicas,
+                                   counts[i]);
     spf_matrix *a = NULL;
     spf_status st = cli_read_matrix(&ra, seed, ctx.args[0], &a);
     if (st != SPF_OK)
@@ -127,18 +145,23 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
         json_int(&w, "cols", k);
         json_int(&w, "nnz", nnz);
         json_string(&w, "b_split", b_even ? "even" : "rows");
+        json_int(&w, "replicas", replicas);
         json_int(&w, "n", n);
         json_string(&w, "dtype", dtype_name((spf_dtype)dtype));
         json_int(&w, "gpus_per_host", per_host);
         json_array_begin(&w, "splits");
     } else {
-        printf("%s: %lld x %lld, %lld nonzeros; B split %s%s\n", ctx.args[0], (long long)m,
+        printf("%s: %lld x %lld, %lld nonzeros; B split %s%s", ctx.args[0], (long long)m,
                (long long)k, (long long)nnz, b_even ? "evenly" : "as A's rows",
                m != k && b_split == 0 ? " (A is not square)" : "");
+        if (replicas > 1)
+            printf(", %lld copies of it (a layer of P/%lld ranks each)", (long long)replicas,
+                   (long long)replicas);
+        printf("\n");
     }
     for (int i = 0; i < ncounts && st == SPF_OK; i++) {
         split_report r;
-        st = split_report_make(a, counts[i], b_even, (int)per_host, &r);
+        st = split_report_make(a, counts[i], (int)replicas, b_even, (int)per_host, &r);
         if (st != SPF_OK) {
             split_report_free(&r);
             break;
@@ -162,8 +185,9 @@ int cmd_partition(const cli_command *cmd, int argc, char **argv)
                 json_object_begin(&w, NULL);
                 json_int(&w, "row0", r.row_start[p]);
                 json_int(&w, "rows", r.row_start[p + 1] - r.row_start[p]);
-                json_int(&w, "b_row0", r.b_start[p]);
-                json_int(&w, "b_rows", r.b_start[p + 1] - r.b_start[p]);
+                const int me = p % (r.ranks / (int)replicas); /* p within its layer */
+                json_int(&w, "b_row0", r.b_start[me]);
+                json_int(&w, "b_rows", r.b_start[me + 1] - r.b_start[me]);
                 json_int(&w, "own_nnz", r.v.own_nnz[p]);
                 json_int(&w, "remote_nnz", r.v.remote_nnz[p]);
                 json_int(&w, "recv_rows", r.v.recv_rows[p]);

@@ -101,11 +101,11 @@ static int split_valid(const int64_t *starts, int count, int64_t total)
     return 1;
 }
 
-/* A's row split and B's, of `ranks` parts each, checked for `what`. */
+/* A's row split of `ranks` parts and B's of `b_parts`, checked for `what`. */
 static spf_status splits_check(const char *what, const spf_matrix *a, int ranks,
-                               const int64_t *row_start, const int64_t *b_start)
+                               const int64_t *row_start, int b_parts, const int64_t *b_start)
 {
-    if (!split_valid(row_start, ranks, a->rows) || !split_valid(b_start, ranks, a->cols))
+    if (!split_valid(row_start, ranks, a->rows) || !split_valid(b_start, b_parts, a->cols))
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "%s: the row splits must run from 0 to A's %lld "
                     "rows and B's %lld rows, never down", what, (long long)a->rows,
                     (long long)a->cols);
@@ -145,7 +145,7 @@ spf_status dist_exchange_make(const spf_matrix *a, int ranks, int rank, const in
     if (ranks < 1 || ranks > DIST_MAX_RANKS || rank < 0 || rank >= ranks)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "exchange: rank %d of %d ranks (at most %d)", rank,
                     ranks, DIST_MAX_RANKS);
-    spf_status status = splits_check("exchange", a, ranks, row_start, b_start);
+    spf_status status = splits_check("exchange", a, ranks, row_start, ranks, b_start);
     if (status != SPF_OK)
         return status;
     const int64_t b0 = b_start[rank], b1 = b_start[rank + 1];
@@ -247,15 +247,18 @@ static int owner_of(const int64_t *b_start, int ranks, int64_t c)
     return lo;
 }
 
-spf_status dist_volume_make(const spf_matrix *a, int ranks, int group, const int64_t *row_start,
-                            const int64_t *b_start, dist_volume *out)
+spf_status dist_volume_make(const spf_matrix *a, int ranks, int layer_ranks, int group,
+                            const int64_t *row_start, const int64_t *b_start, dist_volume *out)
 {
     CHECK_ARG(a != NULL && row_start != NULL && b_start != NULL && out != NULL);
     memset(out, 0, sizeof *out);
-    if (ranks < 1 || ranks > DIST_MAX_RANKS || group < 1)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: %d ranks (1 to %d) in groups of %d (at "
-                    "least 1)", ranks, DIST_MAX_RANKS, group);
-    spf_status status = splits_check("volume", a, ranks, row_start, b_start);
+    if (ranks < 1 || ranks > DIST_MAX_RANKS || group < 1 || layer_ranks < 1 ||
+        ranks % layer_ranks != 0)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "volume: %d ranks (1 to %d) in layers of %d (a "
+                    "divisor) and groups of %d (at least 1)", ranks, DIST_MAX_RANKS, layer_ranks,
+                    group);
+    const int q = layer_ranks;
+    spf_status status = splits_check("volume", a, ranks, row_start, q, b_start);
     if (status != SPF_OK)
         return status;
     int32_t *seen = mem_alloc_array((size_t)(a->cols > 0 ? a->cols : 1), sizeof *seen);
@@ -273,24 +276,26 @@ spf_status dist_volume_make(const spf_matrix *a, int ranks, int group, const int
         seen[c] = -1;
     for (int r = 0; r < ranks; r++)
         peer_seen[r] = -1;
-    for (int r = 0; r < ranks; r++)
-        for (int64_t q = a->row_ptr[row_start[r]]; q < a->row_ptr[row_start[r + 1]]; q++) {
-            const int32_t c = a->col_idx[q];
-            if (c >= b_start[r] && c < b_start[r + 1]) {
+    for (int r = 0; r < ranks; r++) {
+        const int layer0 = r / q * q, me = r % q; /* the first rank of r's layer, r within it */
+        for (int64_t k = a->row_ptr[row_start[r]]; k < a->row_ptr[row_start[r + 1]]; k++) {
+            const int32_t c = a->col_idx[k];
+            if (c >= b_start[me] && c < b_start[me + 1]) {
                 out->own_nnz[r]++;
                 continue;
             }
             out->remote_nnz[r]++;
             if (seen[c] == r)
                 continue;
-            seen[c] = r; /* a row of B rank r receives: from its owner */
-            const int s = owner_of(b_start, ranks, c);
+            seen[c] = r; /* a row of B rank r receives: from its layer's holder of it */
+            const int s = layer0 + owner_of(b_start, q, c);
             out->recv_rows[r]++;
             out->recv_rows_far[r] += s / group != r / group;
             out->send_rows[s]++;
             if (peer_seen[s] != r)
                 peer_seen[s] = r, out->recv_peers[r]++;
         }
+    }
 fail:
     mem_free(seen);
     mem_free(peer_seen);

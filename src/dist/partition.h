@@ -50,14 +50,19 @@ void dist_partition_cost(const spf_matrix *a, int parts, const int64_t *row_star
  * statistics and the cost model: per rank (arrays of `ranks`) its
  * nonzeros in A_own and A_remote, the rows of B it receives (all, and
  * those from ranks of other groups of `group` consecutive ranks: GPUs of
- * other hosts) and sends, and the ranks it receives from. */
+ * other hosts) and sends, and the ranks it receives from.
+ *
+ * The ranks form layers of `layer_ranks` consecutive ones (the 1.5-D
+ * algorithm: ranks / layer_ranks copies of B, each split over one layer's
+ * ranks by b_start, of layer_ranks + 1 entries; rows are exchanged only
+ * inside a layer). layer_ranks = ranks is the 1-D split, 1 replication. */
 typedef struct dist_volume {
     int64_t *own_nnz, *remote_nnz, *recv_rows, *recv_rows_far, *send_rows;
     int32_t *recv_peers;
 } dist_volume;
 
-spf_status dist_volume_make(const spf_matrix *a, int ranks, int group, const int64_t *row_start,
-                            const int64_t *b_start, dist_volume *out);
+spf_status dist_volume_make(const spf_matrix *a, int ranks, int layer_ranks, int group,
+                            const int64_t *row_start, const int64_t *b_start, dist_volume *out);
 void dist_volume_free(dist_volume *v); /* accepts a zeroed one */
 
 /* What rank `rank` of `ranks` does in the sharded case. */

@@ -3,7 +3,8 @@
 # matrix split over several rank counts; the JSON's parts cover every row
 # once, their nonzeros add up to the matrix's, every row of B received is
 # sent by someone, the balanced split is never worse than an even one by
-# rows; the text table; usage (2) and input (1) errors naming what was
+# rows; layers of ranks (--replicas) hold B once each and exchange less;
+# the text table; usage (2) and input (1) errors naming what was
 # wrong.
 . "$(dirname "$0")/harness.sh"
 
@@ -31,6 +32,17 @@ d['splits'][0]['parts'][0]['remote_nnz'] == 0" "one rank receives nothing"
 expect_rc 0 p_wide partition "$tmp/w.smtx" --ranks 4 --json
 json_true p_wide "d['b_split'] == 'even' and [p['b_rows'] for p in d['splits'][0]['parts']] == \
 [175, 175, 175, 175]" "a non-square A splits B evenly"
+expect_rc 0 p_layers partition "$tmp/g.mtx" --ranks 2,4,8 --replicas 2 --n 64 --json
+json_true p_layers "d['replicas'] == 2 and d['splits'][0]['recv_rows_total'] == 0" \
+  "two copies of B on 2 ranks: nothing is exchanged"
+json_true p_layers "all(sum(p['own_nnz'] + p['remote_nnz'] for p in s['parts']) == d['nnz'] and \
+sum(p['b_rows'] for p in s['parts']) == 2 * d['rows'] for s in d['splits'])" \
+  "in layers, each layer's ranks hold B once"
+json_true p_layers "d['splits'][2]['recv_rows_total'] < \
+json.load(open('$tmp/p_graph.out'))['splits'][3]['recv_rows_total']" \
+  "on 8 ranks, two layers exchange fewer rows than one"
+expect_rc 2 bad_layers partition "$tmp/g.mtx" --ranks 2,3 --replicas 2
+stderr_has bad_layers "3 is not a multiple"
 expect_rc 0 p_text partition "$tmp/g.mtx" --ranks 4 --n 128
 check "the text names the split and the table" sh -c "grep -q '^P = 4: split' '$tmp/p_text.out' \
   && grep -q 'recv rows' '$tmp/p_text.out' && grep -q 'MB at N = 128 f32' '$tmp/p_text.out'"

@@ -8,8 +8,10 @@
  * ranks' send lists give it, in rank order), against the reference, for
  * 1 to 7 ranks and B split evenly or as A's rows; the send and receive
  * counts of every pair agree; the one-pass volumes (dist_volume_make) and
- * the public layout (spf_dist_layout_*) say what the exchanges hold. Then
- * the argument errors. */
+ * the public layout (spf_dist_layout_*) say what the exchanges hold; in
+ * layers (the 1.5-D algorithm) the volumes are each layer's own, as its
+ * block of A's rows on its ranks alone gives them. Then the argument
+ * errors. */
 #include "test_util.h"
 
 #include "core/matrix.h"
@@ -157,7 +159,7 @@ static void check_exchange(const spf_matrix *a, int ranks, const int64_t *row_st
     }
     dist_volume v;
     const int group = 2; /* hosts of two GPUs */
-    CHECK_OK(dist_volume_make(a, ranks, group, row_start, b_start, &v));
+    CHECK_OK(dist_volume_make(a, ranks, ranks, group, row_start, b_start, &v));
     for (int r = 0; v.own_nnz && r < ranks; r++) {
         int32_t peers = 0;
         int64_t far = 0;
@@ -218,6 +220,60 @@ static void check_exchanges(void)
     spf_matrix_free(wide);
 }
 
+/* Rows row0 .. row0 + rows - 1 of a, all its columns. */
+static spf_matrix *row_block(const spf_matrix *a, int64_t row0, int64_t rows)
+{
+    const int64_t base = a->row_ptr[row0], nnz = a->row_ptr[row0 + rows] - base;
+    spf_matrix *m = NULL;
+    CHECK_OK(matrix_alloc(rows, a->cols, nnz, &m));
+    for (int64_t i = 0; i <= rows; i++)
+        m->row_ptr[i] = a->row_ptr[row0 + i] - base;
+    memcpy(m->col_idx, a->col_idx + base, (size_t)nnz * sizeof *m->col_idx);
+    memcpy(m->values, a->values + base, (size_t)nnz * sizeof *m->values);
+    return m;
+}
+
+/* 6 ranks in layers of q: each layer's volumes are those of its block of
+ * A's rows split over its q ranks alone, B split q ways. */
+static void check_layers(void)
+{
+    enum { P = 6 };
+    spf_matrix *graph = gen_matrix(SPF_GEN_RMAT, 512, 512, 0.98, 5);
+    int64_t row_start[P + 1], b_start[P + 1], parts[P + 1];
+    CHECK_OK(dist_partition_rows(graph, P, row_start));
+    for (int q = 1; q <= P; q++) {
+        if (P % q != 0)
+            continue;
+        CHECK_OK(dist_partition_rows(graph, q, b_start));
+        dist_volume v, lv;
+        CHECK_OK(dist_volume_make(graph, P, q, 1, row_start, b_start, &v));
+        for (int layer = 0; layer < P / q; layer++) {
+            const int64_t top = row_start[layer * q];
+            for (int i = 0; i <= q; i++)
+                parts[i] = row_start[layer * q + i] - top;
+            spf_matrix *block = row_block(graph, top, parts[q]);
+            CHECK_OK(dist_volume_make(block, q, q, 1, parts, b_start, &lv));
+            for (int i = 0; i < q; i++) {
+                const int r = layer * q + i;
+                CHECK_MSG(v.own_nnz[r] == lv.own_nnz[i] && v.remote_nnz[r] == lv.remote_nnz[i] &&
+                          v.recv_rows[r] == lv.recv_rows[i] &&
+                          v.recv_rows_far[r] == lv.recv_rows_far[i] &&
+                          v.send_rows[r] == lv.send_rows[i] && v.recv_peers[r] == lv.recv_peers[i],
+                          "layers of %d, rank %d: its layer's volumes differ", q, r);
+            }
+            dist_volume_free(&lv);
+            spf_matrix_free(block);
+        }
+        if (q == 1) /* B whole on every rank: nothing is exchanged */
+            for (int r = 0; r < P; r++)
+                CHECK(v.recv_rows[r] == 0 && v.send_rows[r] == 0 &&
+                      v.own_nnz[r] == graph->row_ptr[row_start[r + 1]] -
+                                          graph->row_ptr[row_start[r]]);
+        dist_volume_free(&v);
+    }
+    spf_matrix_free(graph);
+}
+
 static void check_errors(void)
 {
     spf_matrix *a = gen_matrix(SPF_GEN_UNIFORM, 10, 12, 0.5, 1);
@@ -233,9 +289,12 @@ static void check_errors(void)
     b_start[1] = 9; /* goes down */
     CHECK_STATUS(dist_exchange_make(a, 3, 0, row_start, b_start, &x), SPF_ERR_INVALID_ARGUMENT);
     dist_volume v;
-    CHECK_STATUS(dist_volume_make(a, 3, 1, row_start, b_start, &v), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(dist_volume_make(a, 3, 3, 1, row_start, b_start, &v), SPF_ERR_INVALID_ARGUMENT);
     row_start[3] = 10;
-    CHECK_STATUS(dist_volume_make(a, 3, 0, row_start, (const int64_t[]){0, 4, 8, 12}, &v),
+    CHECK_STATUS(dist_volume_make(a, 3, 3, 0, row_start, (const int64_t[]){0, 4, 8, 12}, &v),
+                 SPF_ERR_INVALID_ARGUMENT);
+    /* layers of 2 ranks do not divide 3 */
+    CHECK_STATUS(dist_volume_make(a, 3, 2, 1, row_start, (const int64_t[]){0, 6, 12}, &v),
                  SPF_ERR_INVALID_ARGUMENT);
     spf_dist_layout *l = (spf_dist_layout *)&x; /* set to NULL by the failing create */
     CHECK_STATUS(spf_dist_layout_create(a, 3, 0, row_start, b_start, &l), SPF_ERR_INVALID_ARGUMENT);
@@ -250,6 +309,7 @@ int main(void)
     check_optimal_small();
     check_graphs();
     check_exchanges();
+    check_layers();
     check_errors();
     return check_report();
 }
