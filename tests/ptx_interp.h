@@ -461,6 +461,12 @@ static int step(thread *t, memory *m)
         } else {
             set(t, ops[0], (uint32_t)value(t, ops[1]));
         }
+    } else if (!strcmp(op, "mov.b16")) {
+        set(t, ops[0], (uint16_t)value(t, ops[1]));
+    } else if (!strcmp(op, "add.s32")) {
+        set(t, ops[0], (uint32_t)(value(t, ops[1]) + value(t, ops[2])));
+    } else if (!strcmp(op, "or.b32")) {
+        set(t, ops[0], (uint32_t)(value(t, ops[1]) | value(t, ops[2])));
     } else if (!strcmp(op, "div.u32")) {
         set(t, ops[0], (uint32_t)value(t, ops[1]) / (uint32_t)value(t, ops[2]));
     } else if (!strcmp(op, "mul.lo.u32")) {

@@ -51,6 +51,34 @@ CONV_HD int64_t conv_gather_from(const conv_gather *g, int32_t kk, int32_t j)
                    : (((int64_t)image * g->c + c) * g->h + y) * g->w + x;
 }
 
+/* The same element split in two, for kernels that add a per-column base
+ * to a per-row offset (the unrolled kernel's implicit gather: SparseRT,
+ * paper 004 §4.3, bakes the row's offset into each load as an immediate):
+ * conv_gather_base(j) is the element of output position j's window corner
+ * (y0, x0) = (p·stride, q·stride), in the launch's first image onwards,
+ * and conv_gather_offset(kk) that of filter column kk's tap (dy, dx) =
+ * (r − pad, s − pad) and channel from there (negative where the tap lies
+ * above or left of the corner). Their sum is conv_gather_from's element
+ * wherever that is not padding, which is where 0 ≤ y0 + dy < H and
+ * 0 ≤ x0 + dx < W. */
+CONV_HD int64_t conv_gather_base(const conv_gather *g, int32_t j)
+{
+    const int32_t pq = g->p * g->q, image = j / pq, at = j - image * pq, p = at / g->q;
+    const int64_t y0 = (int64_t)p * g->stride, x0 = (int64_t)(at - p * g->q) * g->stride;
+    return g->nhwc ? (((int64_t)image * g->h + y0) * g->w + x0) * g->c
+                   : ((int64_t)image * g->c * g->h + y0) * g->w + x0;
+}
+CONV_HD int32_t conv_gather_tap(const conv_gather *g, int32_t kk) /* r·S + s */
+{
+    return g->nhwc ? kk / g->c : kk % (g->r * g->s);
+}
+CONV_HD int64_t conv_gather_offset(const conv_gather *g, int32_t kk)
+{
+    const int32_t tap = conv_gather_tap(g, kk), c = g->nhwc ? kk % g->c : kk / (g->r * g->s);
+    const int64_t dy = tap / g->s - g->pad, dx = tap % g->s - g->pad;
+    return g->nhwc ? (dy * g->w + dx) * g->c + c : ((int64_t)c * g->h + dy) * g->w + dx;
+}
+
 /* B of one launch is outer × inner, row-major: NHWC cols × C·R·S (row j),
  * NCHW C·R·S × cols (row kk); its element (o, i) as (kk, j). */
 CONV_HD int32_t conv_gather_outer(const conv_gather *g)

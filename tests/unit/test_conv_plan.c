@@ -96,6 +96,23 @@ static void check_gather(const conv_dims *d)
         for (int64_t j = 0; j < npq; j++)
             same &= got[j * rows + kk % rs * d->c + kk / rs] == want[kk * npq + j];
     CHECK_MSG(same, "%s: the gather differs from the reference's im2col", d->label);
+    /* the split of each element into a column's base and a row's offset
+     * (the unrolled kernel's implicit gather), in both layouts */
+    int split = 1;
+    for (int layout = 0; layout < 2; layout++) {
+        g.nhwc = layout, g.cols = layout ? npq : pq;
+        for (int32_t kk = 0; kk < rows; kk++)
+            for (int32_t j = 0; j < g.cols; j++) {
+                const int32_t tap = conv_gather_tap(&g, kk);
+                const int64_t y = (int64_t)(j % pq / g.q) * d->stride + tap / d->s - d->pad;
+                const int64_t x = (int64_t)(j % g.q) * d->stride + tap % d->s - d->pad;
+                const int64_t from = conv_gather_from(&g, kk, j);
+                split &= (y < 0 || y >= d->h || x < 0 || x >= d->w)
+                             ? from == -1
+                             : from == conv_gather_base(&g, j) + conv_gather_offset(&g, kk);
+            }
+    }
+    CHECK_MSG(split, "%s: base + offset differs from the gather's element", d->label);
     free(nhwc);
     free(want);
     free(got);

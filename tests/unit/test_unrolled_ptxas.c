@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #include "strategy/unrolled/schedule.h"
+#include "conv/conv_gather.h"
 #include "strategy/unrolled/unrolled.h"
 #include "gpu/ptxas.h"
 
@@ -97,6 +98,7 @@ typedef struct ptx_case {
     spf_kernel_config cfg;
     spf_dtype dtype;
     int f16x2, bias, relu, sm, permute;
+    const conv_gather *gather; /* B as a convolution's implicit im2col (k = C·R·S, n its cols) */
 } ptx_case;
 
 static void assemble_case(const ptx_case *given, FILE *csv)
@@ -117,8 +119,11 @@ static void assemble_case(const ptx_case *given, FILE *csv)
             perm[i] = (int32_t)((i * 7 + 3) % c->m); /* 7 is coprime to every m used */
     }
     ptx_program prog;
-    spf_status st = unrolled_generate(a, perm, c->n, &c->cfg, c->dtype, c->f16x2, c->bias, c->relu,
-                                      c->sm, 0, &prog);
+    spf_status st =
+        c->gather ? unrolled_generate_gather(a, perm, c->gather, &c->cfg, c->dtype, c->bias,
+                                             c->relu, c->sm, 0, &prog)
+                  : unrolled_generate(a, perm, c->n, &c->cfg, c->dtype, c->f16x2, c->bias,
+                                      c->relu, c->sm, 0, &prog);
     CHECK_MSG(st == SPF_OK, "generate: %s", spf_last_error());
     if (st != SPF_OK)
         goto done;
@@ -324,31 +329,40 @@ int main(void)
                      "cap_retries,registers,"
                      "spill_bytes,ptx_bytes\n");
 
+    /* implicit im2col: a ResNet-50 3×3 layer's shape in NHWC (batch 2), the
+     * stem's 7×7 with stride 2 and padding 3 in NCHW */
+    const conv_gather nhwc3 = {.c = 64, .h = 14, .w = 14, .r = 3, .s = 3, .stride = 1, .pad = 1,
+                               .p = 14, .q = 14, .cols = 2 * 196, .nhwc = 1};
+    const conv_gather stem = {.c = 3, .h = 32, .w = 30, .r = 7, .s = 7, .stride = 2, .pad = 3,
+                              .p = 16, .q = 15, .cols = 240};
     const ptx_case cases[] = {
-        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 0},
-        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 80, 1},
-        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 0, 0, 90, 1},
-        {NULL, 64, 300, 0.1, 127, {4, 32, 1, 3, 4}, SPF_DTYPE_F32, 0, 1, 0, 90, 0},
-        {NULL, 64, 256, 0.2, 256, {32, 64, 2, 4, 2}, SPF_DTYPE_F32, 0, 1, 1, 90, 1},
-        {NULL, 64, 256, 0.1, 512, {32, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 0, 1, 80, 0},
-        {NULL, 64, 256, 0.1, 512, {16, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 0, 1, 80, 0},
-        {NULL, 64, 256, 0.1, 512, {32, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 1, 0, 90, 1},
-        {NULL, 64, 256, 0.1, 256, {8, 64, 4, 2, 4}, SPF_DTYPE_F32, 0, 1, 1, 80, 0},
-        {NULL, 128, 512, 0.05, 2048, {8, 256, 4, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 1},
-        {NULL, 40, 128, 0.15, 3, {1, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 1, 0, 90, 0},
-        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 0, 1, 1, 90, 1},
-        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_BF16, 0, 1, 1, 80, 0},
-        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_F16, 0, 1, 0, 80, 0},
-        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_BF16, 0, 0, 1, 90, 1},
-        {NULL, 64, 256, 0.2, 130, {16, 64, 2, 2, 2}, SPF_DTYPE_BF16, 0, 1, 1, 90, 0},
-        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 1, 1, 90, 0},
-        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 80, 1},
-        {NULL, 64, 256, 0.2, 130, {16, 64, 2, 3, 2}, SPF_DTYPE_F16, 1, 1, 1, 90, 0},
+        {NULL, 64, 576, 0.1, 392, {32, 64, 1, 2, 4}, SPF_DTYPE_F16, 0, 1, 1, 90, 0, &nhwc3},
+        {NULL, 64, 576, 0.1, 392, {8, 128, 1, 2, 1}, SPF_DTYPE_BF16, 0, 0, 0, 80, 0, &nhwc3},
+        {NULL, 64, 147, 0.3, 240, {16, 64, 1, 2, 2}, SPF_DTYPE_F32, 0, 1, 1, 90, 0, &stem},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 0, NULL},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 80, 1, NULL},
+        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 0, 0, 90, 1, NULL},
+        {NULL, 64, 300, 0.1, 127, {4, 32, 1, 3, 4}, SPF_DTYPE_F32, 0, 1, 0, 90, 0, NULL},
+        {NULL, 64, 256, 0.2, 256, {32, 64, 2, 4, 2}, SPF_DTYPE_F32, 0, 1, 1, 90, 1, NULL},
+        {NULL, 64, 256, 0.1, 512, {32, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 0, 1, 80, 0, NULL},
+        {NULL, 64, 256, 0.1, 512, {16, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 0, 1, 80, 0, NULL},
+        {NULL, 64, 256, 0.1, 512, {32, 128, 4, 2, 2}, SPF_DTYPE_F32, 0, 1, 0, 90, 1, NULL},
+        {NULL, 64, 256, 0.1, 256, {8, 64, 4, 2, 4}, SPF_DTYPE_F32, 0, 1, 1, 80, 0, NULL},
+        {NULL, 128, 512, 0.05, 2048, {8, 256, 4, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 1, NULL},
+        {NULL, 40, 128, 0.15, 3, {1, 32, 1, 0, 1}, SPF_DTYPE_F32, 0, 1, 0, 90, 0, NULL},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 0, 1, 1, 90, 1, NULL},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_BF16, 0, 1, 1, 80, 0, NULL},
+        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_F16, 0, 1, 0, 80, 0, NULL},
+        {NULL, 100, 200, 0.1, 49, {16, 32, 1, 1, 2}, SPF_DTYPE_BF16, 0, 0, 1, 90, 1, NULL},
+        {NULL, 64, 256, 0.2, 130, {16, 64, 2, 2, 2}, SPF_DTYPE_BF16, 0, 1, 1, 90, 0, NULL},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 1, 1, 90, 0, NULL},
+        {NULL, 96, 128, 0.1, 256, {8, 128, 4, 2, 1}, SPF_DTYPE_F16, 1, 0, 0, 80, 1, NULL},
+        {NULL, 64, 256, 0.2, 130, {16, 64, 2, 3, 2}, SPF_DTYPE_F16, 1, 1, 1, 90, 0, NULL},
         {"dlmc/rn50/magnitude_pruning/0.9/bottleneck_1_block_group1_1_1.smtx", 0, 0, 0, 3136,
-         {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 0},
+         {8, 128, 4, 2, 1}, SPF_DTYPE_F32, 0, 1, 1, 90, 0, NULL},
         {"dlmc/transformer/magnitude_pruning/0.9/body_encoder_layer_0_self_attention_"
          "multihead_attention_k_fully_connected.smtx", 0, 0, 0, 256, {16, 64, 2, 1, 2},
-         SPF_DTYPE_F16, 0, 1, 0, 80, 0},
+         SPF_DTYPE_F16, 0, 1, 0, 80, 0, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         assemble_case(&cases[i], csv);

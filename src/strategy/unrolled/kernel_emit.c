@@ -16,6 +16,8 @@ static const ptx_param tile_params[] = {
     {"b32", "psm"},  /* this thread's reduction slot, shared address       */
     {"b32", "pg"},   /* thread group                                       */
     {"b32", "pact"}, /* 1 when the thread's columns lie inside N           */
+    {"b32", "pmask"},/* implicit gather: bit r when the thread's window row
+                        r lies inside the input, bit 16 + s its column s   */
 };
 enum { TILE_PARAMS = sizeof tile_params / sizeof tile_params[0] };
 
@@ -65,22 +67,67 @@ typedef struct tile_ctx {
     ptx_reg *pool;     /* ceil(m1 / ksplit) × v: owned rows' sums (owned_regs) */
     ptx_reg bf[4];     /* one B row segment converted to f32                  */
     ptx_reg h[2], tmp, apair;
+    ptx_reg *tap_pred; /* implicit gather, R·S: tap r·S + s inside the input
+                          (PTX_REG_NONE where it is for every position)       */
 } tile_ctx;
 
 static ptx_reg reg(tile_ctx *x, ptx_reg_class cls) { return ptx_reg_new(&x->regs, cls); }
 
-/* Load B row `col` into the registers dst (ld.global.nc, immediate offset). */
+/* Load B row `col` into the registers dst (ld.global.nc, immediate
+ * offset). Under an implicit gather (v = 1) the row's element sits at its
+ * tap's offset from the thread's window corner, and a tap that can fall in
+ * the padding is loaded only where it does not, zero otherwise. */
 static void emit_b_load(tile_ctx *x, const ptx_reg *dst, int32_t col)
 {
     const tile_gen *g = x->g;
     int64_t offset = (int64_t)col * g->s->n * g->es;
+    ptx_reg guard = PTX_NO_REG;
+    if (g->gather) {
+        offset = conv_gather_offset(g->gather, col) * g->es;
+        guard = x->tap_pred[conv_gather_tap(g->gather, col)];
+        if (guard.cls != PTX_REG_NONE) {
+            char d[16];
+            ptx_ins(x->b, "mov.%s %s, 0", g->dtype == SPF_DTYPE_F32 ? "b32" : "b16",
+                    ptx_reg_name(dst[0], d));
+        }
+    }
     int v = g->s->cfg.v;
     if (g->dtype == SPF_DTYPE_F32)
-        ptx_load(x->b, PTX_SPACE_GLOBAL, PTX_CACHE_NC, "f32", v, PTX_NO_REG, dst, x->pb, offset);
+        ptx_load(x->b, PTX_SPACE_GLOBAL, PTX_CACHE_NC, "f32", v, guard, dst, x->pb, offset);
     else if (v == 1)
-        ptx_load(x->b, PTX_SPACE_GLOBAL, PTX_CACHE_NC, "b16", 1, PTX_NO_REG, dst, x->pb, offset);
+        ptx_load(x->b, PTX_SPACE_GLOBAL, PTX_CACHE_NC, "b16", 1, guard, dst, x->pb, offset);
     else
-        ptx_load(x->b, PTX_SPACE_GLOBAL, PTX_CACHE_NC, "b32", v / 2, PTX_NO_REG, dst, x->pb, offset);
+        ptx_load(x->b, PTX_SPACE_GLOBAL, PTX_CACHE_NC, "b32", v / 2, guard, dst, x->pb, offset);
+}
+
+/* Whether tap (r, s) of the gather lies inside the input for every output
+ * position: its rows and columns over all of P and Q. */
+static int tap_always_inside(const conv_gather *c, int32_t tap)
+{
+    const int64_t dy = tap / c->s - c->pad, dx = tap % c->s - c->pad;
+    const int64_t y_last = (int64_t)(c->p - 1) * c->stride + dy;
+    const int64_t x_last = (int64_t)(c->q - 1) * c->stride + dx;
+    return dy >= 0 && dx >= 0 && y_last < c->h && x_last < c->w;
+}
+
+/* The tile function's tap guards from its pmask parameter: for each tap
+ * that can fall in the padding, (pmask & need) == need with need its row's
+ * and its column's bits. */
+static void emit_tap_guards(tile_ctx *x)
+{
+    const conv_gather *c = x->g->gather;
+    ptx_reg mask = reg(x, PTX_REG_B32), t = reg(x, PTX_REG_B32);
+    char m[16], tn[16], pn[16];
+    ptx_load_param(x->b, "u32", mask, "pmask");
+    for (int32_t tap = 0; tap < c->r * c->s; tap++) {
+        x->tap_pred[tap] = PTX_NO_REG;
+        if (tap_always_inside(c, tap))
+            continue;
+        const uint32_t need = 1u << (tap / c->s) | 1u << (16 + tap % c->s);
+        x->tap_pred[tap] = reg(x, PTX_REG_PRED);
+        ptx_ins(x->b, "and.b32 %s, %s, %u", ptx_reg_name(t, tn), ptx_reg_name(mask, m), need);
+        ptx_ins(x->b, "setp.eq.u32 %s, %s, %u", ptx_reg_name(x->tap_pred[tap], pn), tn, need);
+    }
 }
 
 /* The loaded B segment as v f32 registers (fp32 accumulation). */
@@ -217,7 +264,7 @@ static void emit_store(tile_ctx *x, const ptx_reg *val, int32_t row)
 {
     const tile_gen *g = x->g;
     int v = g->s->cfg.v;
-    int64_t offset = (int64_t)row * g->s->n * g->es;
+    int64_t offset = (int64_t)row * g->c_row_bytes;
     if (g->dtype == SPF_DTYPE_F32) {
         ptx_store(x->b, PTX_SPACE_GLOBAL, PTX_CACHE_DEFAULT, "f32", v, x->pact, x->pc, offset, val);
         return;
@@ -398,7 +445,11 @@ spf_status tile_emit(const tile_gen *g, int32_t tile, ptx_buf *unit)
     int64_t ring = (int64_t)s->cfg.prefetch + 1;
     x.ring = mem_alloc_array((size_t)ring, (size_t)g->raw * sizeof *x.ring);
     x.pool = mem_alloc_array((size_t)(m1 + ks - 1) / (size_t)ks, (size_t)v * sizeof *x.pool);
-    if (!x.acc || !x.acc16 || !x.started || !x.touched || !x.ring || !x.pool)
+    if (g->gather)
+        x.tap_pred = mem_alloc_array((size_t)g->gather->r * (size_t)g->gather->s,
+                                     sizeof *x.tap_pred);
+    if (!x.acc || !x.acc16 || !x.started || !x.touched || !x.ring || !x.pool ||
+        (g->gather && !x.tap_pred))
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "tile %d registers", (int)tile);
 
     x.pb = reg(&x, PTX_REG_B64);
@@ -414,6 +465,8 @@ spf_status tile_emit(const tile_gen *g, int32_t tile, ptx_buf *unit)
     x.pact = reg(&x, PTX_REG_PRED);
     char pn[16], an[16];
     ptx_ins(&body, "setp.ne.u32 %s, %s, 0", ptx_reg_name(x.pact, pn), ptx_reg_name(act, an));
+    if (g->gather)
+        emit_tap_guards(&x);
     for (int64_t i = 0; i < ring * g->raw; i++)
         x.ring[i] = reg(&x, g->dtype == SPF_DTYPE_F32 ? PTX_REG_F32
                             : v == 1                  ? PTX_REG_B16
@@ -459,10 +512,50 @@ fail:
     mem_free(x.touched);
     mem_free(x.ring);
     mem_free(x.pool);
+    mem_free(x.tap_pred);
     return status;
 }
 
 /* ---------------------------------------------------------------- entry */
+
+/* The entry's implicit gather (v = 1; r3 the thread's column, an output
+ * position of the launch): into rd3 the byte offset of its window corner
+ * in the input (conv_gather_base), into rd7 that of its C column (n_first
+ * under NHWC: a position's K outputs are contiguous), and into r<mask>
+ * bit r for each window row r inside the input and bit 16 + s for each
+ * column s (emit_tap_guards reads them). Uses r8-r12, rd6 and p0. */
+static void entry_gather(const tile_gen *g, int mask, ptx_buf *u)
+{
+    const conv_gather *c = g->gather;
+    ptx_ins(u, "div.u32 %%r8, %%r3, %d", (int)(c->p * c->q)); /* image */
+    ptx_ins(u, "mul.lo.u32 %%r12, %%r8, %d", (int)(c->p * c->q));
+    ptx_ins(u, "sub.u32 %%r9, %%r3, %%r12"); /* position in the image */
+    ptx_ins(u, "div.u32 %%r10, %%r9, %d", (int)c->q);
+    ptx_ins(u, "mul.lo.u32 %%r12, %%r10, %d", (int)c->q);
+    ptx_ins(u, "sub.u32 %%r11, %%r9, %%r12");
+    ptx_ins(u, "mul.lo.u32 %%r10, %%r10, %d", (int)c->stride); /* y0 */
+    ptx_ins(u, "mul.lo.u32 %%r11, %%r11, %d", (int)c->stride); /* x0 */
+    if (c->nhwc) {
+        ptx_ins(u, "mad.lo.u32 %%r12, %%r8, %d, %%r10", (int)c->h);
+        ptx_ins(u, "mad.lo.u32 %%r12, %%r12, %d, %%r11", (int)c->w);
+        ptx_ins(u, "mul.wide.u32 %%rd3, %%r12, %d", (int)c->c * g->es);
+        ptx_ins(u, "mul.wide.u32 %%rd7, %%r3, %lld", (long long)g->s->m * g->es);
+    } else {
+        ptx_ins(u, "mad.lo.u32 %%r12, %%r10, %d, %%r11", (int)c->w);
+        ptx_ins(u, "mul.wide.u32 %%rd3, %%r12, %d", g->es);
+        ptx_ins(u, "mul.wide.u32 %%rd6, %%r8, %lld",
+                (long long)c->c * c->h * c->w * g->es);
+        ptx_ins(u, "add.s64 %%rd3, %%rd3, %%rd6");
+        ptx_ins(u, "mul.wide.u32 %%rd7, %%r3, %d", g->es);
+    }
+    for (int32_t i = 0; i < c->r + c->s; i++) { /* rows, then columns */
+        const int row = i < c->r, at = row ? i : i - c->r;
+        ptx_ins(u, "add.s32 %%r12, %%r%d, %d", row ? 10 : 11, (int)(at - c->pad));
+        ptx_ins(u, "setp.lt.u32 %%p0, %%r12, %d", (int)(row ? c->h : c->w));
+        ptx_ins(u, "selp.u32 %%r12, %u, 0, %%p0", 1u << (row ? at : 16 + at));
+        ptx_ins(u, "or.b32 %%r%d, %%r%d, %%r12", mask, mask);
+    }
+}
 
 /* The entry: each thread's base pointers and group, then the block's tile
  * function, taken from a table of function addresses, called indirectly.
@@ -499,12 +592,14 @@ spf_status entry_emit(const tile_gen *g, int sm, const entry_dispatch *d, ptx_bu
     static const ptx_param params[] = {{"u64", "B"}, {"u64", "C"}, {"u64", "bias"}, {"u32", "n1"}};
     ptx_func_head(u, PTX_LINK_VISIBLE, 1, 0, g->name, params, proxy ? 4 : 3);
     ptx_body_open(u);
-    const ptx_regs regs = {.count = {[PTX_REG_PRED] = 1, [PTX_REG_B32] = proxy ? 11 : 8,
-                                     [PTX_REG_B64] = proxy ? 7 : 6}};
+    const int gather = g->gather != NULL && !proxy, mask = proxy ? 11 : gather ? 13 : 8;
+    const ptx_regs regs = {.count = {[PTX_REG_PRED] = 1, [PTX_REG_B32] = mask + 1,
+                                     [PTX_REG_B64] = proxy || gather ? 8 : 6}};
     ptx_reg_decls(u, &regs);
     /* r0 tid, r1 group, r2 thread in group, r3 column, r4 active, r5 shared,
-     * r6 tile, r7 scratch; rd0 B, rd1 C, rd2 bias, rd3 byte offset. A proxy
-     * also has r8 n1, r9 threads per group, r10 its first row, rd6. */
+     * r6 tile, r7 scratch; rd0 B, rd1 C, rd2 bias, rd3 byte offset; the last
+     * b32 the tap mask (pmask). A proxy also has r8 n1, r9 threads per
+     * group, r10 its first row, rd6; an implicit gather r8-r12, rd6-rd7. */
     char n1[16], group_threads[16];
     snprintf(n1, sizeof n1, "%d", (int)cfg->n1);
     snprintf(group_threads, sizeof group_threads, "%d", (int)s->group_threads);
@@ -532,13 +627,17 @@ spf_status entry_emit(const tile_gen *g, int sm, const entry_dispatch *d, ptx_bu
     ptx_ins(u, "setp.lt.u32 %%p0, %%r3, %lld", (long long)s->n);
     ptx_ins(u, "selp.u32 %%r4, 1, 0, %%p0");
     ptx_ins(u, "min.u32 %%r3, %%r3, %lld", (long long)(s->n - cfg->v));
-    ptx_ins(u, "mul.wide.u32 %%rd3, %%r3, %d", g->es);
+    ptx_ins(u, "mov.u32 %%r%d, 0", mask);
+    if (gather)
+        entry_gather(g, mask, u); /* rd3: B's byte offset, rd7: C's */
+    else
+        ptx_ins(u, "mul.wide.u32 %%rd3, %%r3, %d", g->es);
     ptx_ins(u, "ld.param.u64 %%rd4, [B]");
     ptx_ins(u, "cvta.to.global.u64 %%rd4, %%rd4");
     ptx_ins(u, "add.s64 %%rd0, %%rd4, %%rd3");
     ptx_ins(u, "ld.param.u64 %%rd5, [C]");
     ptx_ins(u, "cvta.to.global.u64 %%rd5, %%rd5");
-    ptx_ins(u, "add.s64 %%rd1, %%rd5, %%rd3");
+    ptx_ins(u, "add.s64 %%rd1, %%rd5, %%rd%d", gather ? 7 : 3);
     ptx_ins(u, "ld.param.u64 %%rd2, [bias]");
     if (g->bias)
         ptx_ins(u, "cvta.to.global.u64 %%rd2, %%rd2");
@@ -564,7 +663,8 @@ spf_status entry_emit(const tile_gen *g, int sm, const entry_dispatch *d, ptx_bu
     ptx_ins(u, "add.s64 %%rd3, %%rd3, %%rd4");
     ptx_ins(u, "ld.global.nc.u64 %%rd5, [%%rd3]");
     const ptx_reg args[TILE_PARAMS] = {{PTX_REG_B64, 0}, {PTX_REG_B64, 1}, {PTX_REG_B64, 2},
-                                       {PTX_REG_B32, 5}, {PTX_REG_B32, 1}, {PTX_REG_B32, 4}};
+                                       {PTX_REG_B32, 5}, {PTX_REG_B32, 1}, {PTX_REG_B32, 4},
+                                       {PTX_REG_B32, mask}};
     ptx_call_indirect(u, (ptx_reg){PTX_REG_B64, 5}, tile_params, 1, args, TILE_PARAMS);
     ptx_ins(u, "ret");
     ptx_body_close(u);
@@ -646,5 +746,6 @@ void tile_gen_init(tile_gen *g, const schedule *s, spf_dtype dtype, int f16x2, i
     *g = (tile_gen){.s = s, .dtype = dtype, .f16x2 = f16x2 != 0, .bias = bias != 0,
                     .relu = relu != 0, .es = dtype == SPF_DTYPE_F32 ? 4 : 2};
     g->raw = dtype == SPF_DTYPE_F32 ? v : v == 1 ? 1 : v / 2;
+    g->c_row_bytes = s->n * g->es;
     snprintf(g->name, sizeof g->name, "%s", name);
 }

@@ -7,6 +7,7 @@
 #ifndef SPF_STRATEGY_UNROLLED_KERNEL_EMIT_H
 #define SPF_STRATEGY_UNROLLED_KERNEL_EMIT_H
 
+#include "conv/conv_gather.h"
 #include "gpu/program.h"
 #include "strategy/unrolled/ptx.h"
 #include "strategy/unrolled/schedule.h"
@@ -25,6 +26,12 @@ typedef struct tile_gen {
     int tile_relative; /* 0: a tile stores its rows at their original indices (row_list);
                           1 (proxies): at rows 0 .. rows - 1 counted from the C and bias
                           pointers the entry passes, which point at the block's rows     */
+    const conv_gather *gather; /* B is a convolution's implicit im2col (v = 1; the
+                          entry's B pointer is the input): the load of B row kk is
+                          at conv_gather_offset(kk) from the column's base, guarded
+                          where its tap can fall in the padding, and C is stored
+                          n_first when gather->nhwc. NULL: B in memory          */
+    int64_t c_row_bytes; /* bytes between two rows of C: n · es, or es (n_first)   */
     char name[128];    /* the entry; tile function t is <name>_t<t>                    */
 } tile_gen;
 

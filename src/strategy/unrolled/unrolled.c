@@ -76,9 +76,12 @@ fail:
     return status;
 }
 
-spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int64_t n,
-                             const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
-                             int bias, int relu, int sm, int64_t code_budget, ptx_program *out)
+/* Both generators: B in memory (gather NULL) or a convolution's implicit
+ * im2col. */
+static spf_status generate(const spf_matrix *a, const int32_t *row_order, int64_t n,
+                           const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
+                           int bias, int relu, const conv_gather *gather, int sm,
+                           int64_t code_budget, ptx_program *out)
 {
     spf_status status = SPF_OK;
     schedule s = {0};
@@ -92,6 +95,12 @@ spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int6
 
     tile_gen g;
     gen_init(&g, &s, dtype, f16x2_accumulate, bias, relu);
+    if (gather) {
+        g.gather = gather;
+        g.c_row_bytes = gather->nhwc ? g.es : n * g.es;
+        snprintf(g.name + strlen(g.name), sizeof g.name - strlen(g.name), "_im2col_%s",
+                 gather->nhwc ? "nhwc" : "nchw");
+    }
     int64_t estimate = instruction_estimate(&g);
     if (code_budget > 0 && estimate > code_budget)
         FAIL_GOTO(SPF_ERR_UNSUPPORTED,
@@ -109,4 +118,53 @@ fail:
     if (status != SPF_OK)
         ptx_program_free(out);
     return status;
+}
+
+spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int64_t n,
+                             const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
+                             int bias, int relu, int sm, int64_t code_budget, ptx_program *out)
+{
+    return generate(a, row_order, n, cfg, dtype, f16x2_accumulate, bias, relu, NULL, sm,
+                    code_budget, out);
+}
+
+spf_status unrolled_gather_check(const spf_matrix *a, const conv_gather *gather,
+                                 const spf_kernel_config *cfg, spf_dtype dtype)
+{
+    if (!a || !gather || !cfg)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "no matrix, gather or configuration");
+    const int64_t es = dtype == SPF_DTYPE_F32 ? 4 : 2, pq = (int64_t)gather->p * gather->q;
+    if (cfg->v != 1)
+        return FAIL(SPF_ERR_UNSUPPORTED, "implicit im2col: v = %d; a thread's columns are "
+                    "output positions whose windows are not adjacent, so v = 1",
+                    (int)cfg->v);
+    if (gather->r > 16 || gather->s > 16)
+        return FAIL(SPF_ERR_UNSUPPORTED, "implicit im2col: a %d×%d filter; at most 16×16 (the "
+                    "tap mask holds 16 rows and 16 columns)", (int)gather->r, (int)gather->s);
+    if (a->cols != (int64_t)gather->c * gather->r * gather->s || pq <= 0 ||
+        gather->cols % pq != 0)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "implicit im2col: %lld weight columns against "
+                    "C·R·S = %lld, or %d positions not whole images of %lld",
+                    (long long)a->cols, (long long)gather->c * gather->r * gather->s,
+                    (int)gather->cols, (long long)pq);
+    /* the input a launch reads, and the entry's 32-bit products */
+    const int64_t input = (int64_t)gather->cols / pq * gather->c * gather->h * gather->w * es;
+    if (input > INT32_MAX || a->rows * es > INT32_MAX)
+        return FAIL(SPF_ERR_UNSUPPORTED, "implicit im2col: an input of %lld bytes a launch; "
+                    "at most 2^31 - 1 (32-bit offsets)", (long long)input);
+    return SPF_OK;
+}
+
+spf_status unrolled_generate_gather(const spf_matrix *a, const int32_t *row_order,
+                                    const conv_gather *gather, const spf_kernel_config *cfg,
+                                    spf_dtype dtype, int bias, int relu, int sm,
+                                    int64_t code_budget, ptx_program *out)
+{
+    if (out)
+        memset(out, 0, sizeof *out);
+    spf_status status = unrolled_gather_check(a, gather, cfg, dtype);
+    if (status != SPF_OK)
+        return status;
+    return generate(a, row_order, gather->cols, cfg, dtype, 0, bias, relu, gather, sm,
+                    code_budget, out);
 }

@@ -28,6 +28,7 @@
 #ifndef SPF_STRATEGY_UNROLLED_UNROLLED_H
 #define SPF_STRATEGY_UNROLLED_UNROLLED_H
 
+#include "conv/conv_gather.h"
 #include "gpu/program.h"
 #include "spforge.h"
 
@@ -72,6 +73,23 @@ void unrolled_kernel_name(const spf_kernel_config *cfg, spf_dtype dtype, int f16
 spf_status unrolled_generate(const spf_matrix *a, const int32_t *row_order, int64_t n,
                              const spf_kernel_config *cfg, spf_dtype dtype, int f16x2_accumulate,
                              int bias, int relu, int sm, int64_t code_budget, ptx_program *out);
+
+/* The same kernel with B the implicit im2col of a convolution's input
+ * (issue 14 item 2; SparseRT, paper 004 §4.3): every load of B is the
+ * input element under its nonzero's tap, at an immediate offset from the
+ * thread's window corner (conv_gather_offset), guarded by the thread's tap
+ * mask where the tap can fall in the padding (zero there), so no im2col
+ * exists in memory. a is C_out × C·R·S with its columns in gather's B-row
+ * order; n is gather->cols; the kernel's B parameter is the launch's input
+ * (an NCHW image, or the NHWC batch), its C the output (n_first, a
+ * position's C_out channels contiguous, under NHWC). v must be 1, no
+ * f16x2. unrolled_gather_check says what the kernel cannot take. */
+spf_status unrolled_generate_gather(const spf_matrix *a, const int32_t *row_order,
+                                    const conv_gather *gather, const spf_kernel_config *cfg,
+                                    spf_dtype dtype, int bias, int relu, int sm,
+                                    int64_t code_budget, ptx_program *out);
+spf_status unrolled_gather_check(const spf_matrix *a, const conv_gather *gather,
+                                 const spf_kernel_config *cfg, spf_dtype dtype);
 
 /* The instruction estimate unrolled_generate holds against code_budget,
  * without generating (the planner's cheap filter). Same arguments. */
