@@ -20,8 +20,10 @@ spforge and cuDNN in the dtype (channels_last) are timed twice: in a loop
 of calls (the host's cost per call included: on the H200's host it bounds
 every convolution of batch 1 at 10-30 µs) and as the replays of a CUDA
 graph of R calls (the GPU's time alone: spforge conv --timing both times
-one plan both ways; torch.cuda.CUDAGraph). Writes a CSV and prints the
-geomeans.
+one plan both ways; torch.cuda.CUDAGraph). --also STRATEGY,... times a
+plan of each strategy named too, in CUDA graphs (columns <strategy>_graph_us
+and <strategy>_kernel: the unrolled kernel over the implicit im2col, say,
+beside AUTO's choice). Writes a CSV and prints the geomeans.
 
     python3 scripts/bench_conv.py --spforge build/spforge --data data \\
         --sparsity 0.9 --batch 1,32 --kinds 3x3 --out bench/results/conv/x.csv
@@ -114,6 +116,20 @@ def im2col_cusparse_us(layer, w, batch, dtype, torch):
     return float("nan"), ""
 
 
+def spforge_conv(spforge, path, layer, batch, dtype, strategy, timing):
+    """`spforge conv --json` of layer's weights at path, NHWC: (its JSON, or
+    {} and the start of its stderr)."""
+    cmd = [spforge, "conv", path, "--input-shape",
+           "%d,%d,%d,%d" % (batch, layer.c_in, layer.in_side, layer.in_side), "--stride",
+           str(layer.stride), "--padding", str(layer.padding), "--layout", "nhwc", "--dtype",
+           dtype, "--strategy", strategy, "--timing", timing, "--json", "--no-progress"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        return json.loads(p.stdout), ""
+    except ValueError:
+        return {}, p.stderr.strip()[:200]
+
+
 def write_csv(path, rows):
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w", newline="") as f:
@@ -132,9 +148,12 @@ def main():
     ap.add_argument("--dtype", default="f16", choices=("f32", "f16", "bf16"))
     ap.add_argument("--kinds", default="3x3", help="3x3, 1x1, stem or all")
     ap.add_argument("--strategy", default="auto")
+    ap.add_argument("--also", default="",
+                    help="more strategies to time, comma-separated (CUDA graphs only)")
     ap.add_argument("--out", required=True, help="the CSV to write")
     a = ap.parse_args()
     sparsities = a.sparsity.split(",")
+    also = [x for x in a.also.split(",") if x]
     for sparsity in sparsities:
         folder = os.path.join(a.data, "dlmc", "rn50", "magnitude_pruning", sparsity)
         if not os.path.isdir(folder):
@@ -154,15 +173,7 @@ def main():
                            l.dlmc + ".smtx")
         dst = os.path.join(tmp, l.dlmc + ".smtx")
         _, _, row_ptr, col_idx = write_torch_order(src, dst, l)
-        cmd = [a.spforge, "conv", dst, "--input-shape",
-               "%d,%d,%d,%d" % (batch, l.c_in, l.in_side, l.in_side), "--stride",
-               str(l.stride), "--padding", str(l.padding), "--layout", "nhwc", "--dtype",
-               a.dtype, "--strategy", a.strategy, "--timing", "both", "--json", "--no-progress"]
-        p = subprocess.run(cmd, capture_output=True, text=True)
-        try:
-            d = json.loads(p.stdout)
-        except ValueError:
-            d = {}
+        d, stderr = spforge_conv(a.spforge, dst, l, batch, a.dtype, a.strategy, "both")
         sp_us = 1e3 * d["time_ms_median"] if d else float("nan")
         sp_graph_us = 1e3 * d["graph_time_ms_median"] if d.get("passed") else float("nan")
         w = masked_weight(l, row_ptr, col_idx, torch)
@@ -191,7 +202,12 @@ def main():
                "dense_us": d.get("dense_us", ""),
                "implicit_us": d.get("implicit_us", ""),
                "strategy": d.get("plan", {}).get("strategy", ""),
-               "spforge_kernel": d.get("plan", {}).get("kernel", "") or p.stderr.strip()[:200]}
+               "spforge_kernel": d.get("plan", {}).get("kernel", "") or stderr}
+        for other in also:
+            e, why = spforge_conv(a.spforge, dst, l, batch, a.dtype, other, "graph")
+            row[other + "_graph_us"] = round(1e3 * e["time_ms_median"], 3) \
+                if e.get("passed") else float("nan")
+            row[other + "_kernel"] = e.get("plan", {}).get("kernel", "") or why
         rows_out.append(row)
         write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
         print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us  cuDNN "
@@ -207,7 +223,10 @@ def main():
                 ("cudnn_channels_last_graph_us", "spforge_graph_us",
                  "cuDNN %s channels_last, both in CUDA graphs" % a.dtype),
                 ("cudnn_tf32_us", "spforge_us", "cuDNN TF32 channels_last"),
-                ("im2col_cusparse_us", "spforge_us", "im2col + cuSPARSE")):
+                ("im2col_cusparse_us", "spforge_us", "im2col + cuSPARSE")) + tuple(
+                    ("cudnn_channels_last_graph_us", x + "_graph_us",
+                     "cuDNN %s channels_last, both in CUDA graphs, by strategy %s alone"
+                     % (a.dtype, x)) for x in also):
             t = [r for r in s if r[col] == r[col] and r[mine] == r[mine]]  # not NaN
             if t:
                 g = math.exp(sum(math.log(r[col] / r[mine]) for r in t) / len(t))

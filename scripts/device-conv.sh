@@ -21,6 +21,9 @@
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
 # them on the same library), the bench and ResNet-50 at 0.8 and 0.9 instead.
+# SPF_CONV_BENCH_ARGS: bench_conv.py's arguments in place of
+# "--sparsity 0.9 --batch 1,32 --kinds 3x3" (e.g. "... --also unrolled");
+# SPF_CONV_SKIP_E2E=1 leaves ResNet-50 out.
 set -uo pipefail
 # shellcheck source=device-steps.sh
 . "$(dirname "$0")/device-steps.sh"
@@ -67,11 +70,13 @@ else
       "$build/tests/$2" --quick
   done
 fi
+# shellcheck disable=SC2086
 step bench-conv "$out/bench-conv.log" 280 python3 "$root/scripts/bench_conv.py" \
-  --spforge "$build/spforge" --data "$root/data" --sparsity 0.9 --batch 1,32 --dtype f16 \
-  --kinds 3x3 --out "$out/conv.csv"
-step e2e "$out/e2e.log" 200 python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" \
-  --sparsity "$e2e_sparsity" --batch 1,32 --dtype f16 --out "$out/e2e.csv" --plot "$out/e2e.png"
+  --spforge "$build/spforge" --data "$root/data" --dtype f16 \
+  ${SPF_CONV_BENCH_ARGS:---sparsity 0.9 --batch 1,32 --kinds 3x3} --out "$out/conv.csv"
+[ "${SPF_CONV_SKIP_E2E:-0}" = 1 ] ||
+  step e2e "$out/e2e.log" 200 python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" \
+    --sparsity "$e2e_sparsity" --batch 1,32 --dtype f16 --out "$out/e2e.csv" --plot "$out/e2e.png"
 tar -czf "$out/logs.tar.gz" -C "$out" $(cd "$out" && ls ./*.log) && rm -f "$out"/*.log
 echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
 [ -z "$failed" ]

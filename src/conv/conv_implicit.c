@@ -1,8 +1,9 @@
-/* conv_implicit.h: the window kernel or the generic CSR kernel over a
- * convolution's implicit im2col. For the generic kernel the host encodes
- * each nonzero's filter column as its tap: the input offset from the
- * window's corner and (dy, dx) for the padding test (an array beside the
- * values, where SparseRT, paper 004 §4.3, bakes immediates into its code). */
+/* conv_implicit.h: the window kernel, the generic CSR kernel or the
+ * unrolled kernel over a convolution's implicit im2col. For the generic
+ * kernel the host encodes each nonzero's filter column as its tap: the
+ * input offset from the window's corner and (dy, dx) for the padding test
+ * (an array beside the values); the unrolled kernel bakes the same offsets
+ * into its code as immediates, as SparseRT (paper 004 §4.3) does. */
 #include "conv/conv_implicit.h"
 
 #include "core/alloc.h"
@@ -11,6 +12,7 @@
 #include "core/matrix.h"
 #include "plan/problem.h"
 #include "strategy/strategy.h"
+#include "strategy/unrolled/unrolled.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -18,13 +20,19 @@
 
 #ifdef SPF_HAVE_CUDA
 #include "gpu/device_upload.h"
+#include "gpu/jit.h"
 #include "strategy/generic/generic.h"
 
 #include <cuda_runtime_api.h>
 
 struct conv_implicit {
-    conv_window *window; /* the window kernel, or NULL: the generic one below */
-    generic_csr csr;
+    conv_implicit_kind kind;
+    conv_window *window;   /* WINDOW                                        */
+    jit_module unrolled;   /* UNROLLED: the generated kernel, loaded        */
+    char unrolled_name[128], unrolled_config[64];
+    spf_dtype dtype;
+    int nhwc;
+    generic_csr csr;       /* GENERIC, and the rest below                   */
     generic_im2col im2col;
     generic_launch launch;
     int32_t *taps; /* device: the im2col's taps, owned */
@@ -72,33 +80,92 @@ static int generic_takes(const conv_gather *g, char *reason, size_t cap)
     return 1;
 }
 
+/* The unrolled kernel's configurations for this convolution (a thread per
+ * position, v = 1): the unrolled strategy's fixed default (32 rows a
+ * block, a 4-way K split; its smallest loss over the H200 tuning set), and
+ * 16 rows, 32 positions, a 2-way split for the few positions of a small
+ * image at batch 1 (49 at 7×7, where 64 columns a block leave half the
+ * threads idle). AUTO times the first alone; their count, 0 with a reason
+ * when none can be generated. */
+static int unrolled_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
+                            const spf_device_info *dev, conv_implicit_choice *out, char *reason,
+                            size_t cap)
+{
+    static const spf_kernel_config configs[CONV_UNROLLED_CONFIGS] = {{32, 64, 1, 2, 4},
+                                                                     {16, 32, 1, 2, 2}};
+    if (!dev->available || dev->cc_major < 8) {
+        snprintf(reason, cap, "generated code needs a device of compute capability 8.0 or newer");
+        return 0;
+    }
+    if (o->dtype != SPF_DTYPE_F32 && o->dtype != SPF_DTYPE_F16 && o->dtype != SPF_DTYPE_BF16) {
+        snprintf(reason, cap, "dtype %d: f32, f16 or bf16", (int)o->dtype);
+        return 0;
+    }
+    if (o->math == SPF_MATH_F16X2) {
+        snprintf(reason, cap, "f16x2 accumulation pairs adjacent columns; the implicit gather's "
+                 "columns are output positions a thread each");
+        return 0;
+    }
+    const int autos = o->strategy == SPF_STRATEGY_AUTO;
+    if (autos && w->nnz > CONV_UNROLLED_AUTO_NNZ) {
+        snprintf(reason, cap, "%lld nonzeros: AUTO compiles the unrolled kernel for at most %d "
+                 "(strategy UNROLLED for any)", (long long)w->nnz, CONV_UNROLLED_AUTO_NNZ);
+        return 0;
+    }
+    int n = 0;
+    for (int i = 0; i < (autos ? 1 : CONV_UNROLLED_CONFIGS); i++) {
+        if (unrolled_gather_check(w, g, &configs[i], o->dtype) != SPF_OK) {
+            snprintf(reason, cap, "%s", spf_last_error());
+            error_clear();
+            continue;
+        }
+        out[n++] = (conv_implicit_choice){.kind = CONV_IMPLICIT_UNROLLED,
+                                          .unrolled = configs[i]};
+    }
+    return n;
+}
+
 int conv_implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
                           const spf_device_info *dev, int direct, conv_implicit_choice *out,
                           char *reason, size_t cap)
 {
-    /* the kernels are the generic strategy's kind: its device, dtype and
-     * math limits hold for both */
-    const problem p = implicit_problem(w, g, o);
-    if (!strategy_find(SPF_STRATEGY_GENERIC)->supports(&p, dev, o, reason, cap))
-        return 0;
     if (w->rows > INT32_MAX) {
         snprintf(reason, cap, "%lld output channels (the kernels' int32 offsets)",
                  (long long)w->rows);
         return 0;
     }
-    conv_window_config cfg[CONV_WINDOW_MAX_CONFIGS];
-    char why_window[160] = "", why_generic[160] = "";
-    const int windows = conv_window_configs(g, (int32_t)w->rows, cfg, why_window,
-                                            sizeof why_window);
+    char why_window[160] = "", why_generic[200] = "", why_unrolled[200] = "";
     int n = 0;
-    for (int i = 0; i < windows; i++)
-        out[n++] = (conv_implicit_choice){.window = 1, .cfg = cfg[i]};
-    if (direct)
-        snprintf(why_generic, sizeof why_generic, "a 1×1 direct convolution reads its input as B");
-    else if (generic_takes(g, why_generic, sizeof why_generic))
-        out[n++] = (conv_implicit_choice){.window = 0};
+    if (o->strategy == SPF_STRATEGY_AUTO || o->strategy == SPF_STRATEGY_UNROLLED)
+        n += unrolled_choices(w, g, o, dev, out + n, why_unrolled, sizeof why_unrolled);
+    else
+        snprintf(why_unrolled, sizeof why_unrolled, "not the plan's strategy");
+    if (o->strategy != SPF_STRATEGY_AUTO && o->strategy != SPF_STRATEGY_GENERIC) {
+        if (n == 0)
+            snprintf(reason, cap, "unrolled kernel: %s", why_unrolled);
+        return n;
+    }
+    /* the other two are the generic strategy's kind: its device, dtype and
+     * math limits hold for both */
+    const problem p = implicit_problem(w, g, o);
+    if (strategy_find(SPF_STRATEGY_GENERIC)->supports(&p, dev, o, why_generic,
+                                                      sizeof why_generic)) {
+        conv_window_config cfg[CONV_WINDOW_MAX_CONFIGS];
+        const int windows = conv_window_configs(g, (int32_t)w->rows, cfg, why_window,
+                                                sizeof why_window);
+        for (int i = 0; i < windows; i++)
+            out[n++] = (conv_implicit_choice){.kind = CONV_IMPLICIT_WINDOW, .cfg = cfg[i]};
+        if (direct)
+            snprintf(why_generic, sizeof why_generic,
+                     "a 1×1 direct convolution reads its input as B");
+        else if (generic_takes(g, why_generic, sizeof why_generic))
+            out[n++] = (conv_implicit_choice){.kind = CONV_IMPLICIT_GENERIC};
+    } else {
+        snprintf(why_window, sizeof why_window, "%s", why_generic);
+    }
     if (n == 0)
-        snprintf(reason, cap, "window kernel: %s; generic kernel: %s", why_window, why_generic);
+        snprintf(reason, cap, "window kernel: %s; generic kernel: %s; unrolled kernel: %s",
+                 why_window, why_generic, why_unrolled);
     return n;
 }
 
@@ -146,6 +213,30 @@ static spf_status window_create(const spf_matrix *w, const conv_gather *g, spf_d
     return status;
 }
 
+/* The unrolled kernel of configuration cfg for the gather, generated and
+ * loaded on the current device (the plan's bias; relu: the kernel's). */
+static spf_status unrolled_create(const spf_matrix *w, const conv_gather *g,
+                                  const spf_plan_options *o, int relu,
+                                  const spf_kernel_config *cfg, conv_implicit *x)
+{
+    spf_device_info dev;
+    spf_status status = spf_device_query(o->device, &dev);
+    if (status != SPF_OK)
+        return status;
+    ptx_program prog;
+    status = unrolled_generate_gather(w, NULL, g, cfg, o->dtype, o->bias, relu,
+                                      dev.cc_major >= 9 ? 90 : 80, 0, &prog);
+    if (status != SPF_OK)
+        return status;
+    jit_timings t = {0};
+    status = jit_build(&prog, dev.cc_major * 10 + dev.cc_minor, o->host_threads, &x->unrolled,
+                       &t);
+    snprintf(x->unrolled_name, sizeof x->unrolled_name, "%s", prog.entry);
+    spf_kernel_config_name(cfg, x->unrolled_config, sizeof x->unrolled_config);
+    ptx_program_free(&prog);
+    return status;
+}
+
 spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
                                 const spf_plan_options *o, int relu, int residual,
                                 const conv_implicit_choice *c, conv_implicit **out)
@@ -155,8 +246,16 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
     if (!x)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv: an implicit im2col plan");
     spf_status status = SPF_OK;
-    if (c->window) {
+    x->kind = c->kind;
+    x->dtype = o->dtype;
+    x->nhwc = g->nhwc;
+    if (c->kind == CONV_IMPLICIT_WINDOW) {
         TRY(window_create(w, g, o->dtype, relu, c->cfg, &x->window));
+        *out = x;
+        return SPF_OK;
+    }
+    if (c->kind == CONV_IMPLICIT_UNROLLED) {
+        TRY(unrolled_create(w, g, o, relu && !residual, &c->unrolled, x));
         *out = x;
         return SPF_OK;
     }
@@ -178,14 +277,16 @@ fail:
 
 int conv_implicit_fuses_residual(const conv_implicit *x)
 {
-    return x->window != NULL;
+    return x->kind == CONV_IMPLICIT_WINDOW;
 }
 
 spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
                                 const float *bias, const void *residual, void *stream)
 {
-    if (x->window)
+    if (x->kind == CONV_IMPLICIT_WINDOW)
         return conv_window_launch(x->window, in, out, bias, residual, stream);
+    if (x->kind == CONV_IMPLICIT_UNROLLED)
+        return jit_launch(&x->unrolled, in, out, bias, stream);
     return generic_csr_im2col_dispatch(&x->csr, &x->launch, &x->im2col, in, out, bias, x->relu,
                                        stream);
 }
@@ -193,6 +294,16 @@ spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *ou
 void conv_implicit_describe(const conv_implicit *x, spf_plan_info *info)
 {
     info->strategy = SPF_STRATEGY_GENERIC;
+    if (x->kind == CONV_IMPLICIT_UNROLLED) {
+        info->strategy = SPF_STRATEGY_UNROLLED;
+        snprintf(info->kernel_name, sizeof info->kernel_name, "%s", x->unrolled_name);
+        snprintf(info->config, sizeof info->config, "%s", x->unrolled_config);
+        info->dtype = x->dtype;
+        info->b_layout = info->c_layout = x->nhwc ? SPF_LAYOUT_N_FIRST : SPF_LAYOUT_N_LAST;
+        info->registers = x->unrolled.registers;
+        info->device_bytes = (int64_t)x->unrolled.image_size;
+        return;
+    }
     if (x->window) {
         const conv_window_geom *g = &x->window->geom;
         conv_window_name(g, x->window->dtype, info->kernel_name, sizeof info->kernel_name);
@@ -215,6 +326,7 @@ void conv_implicit_free(conv_implicit *x)
     if (!x)
         return;
     conv_window_free(x->window);
+    jit_module_release(&x->unrolled);
     generic_csr_release(&x->csr);
     (void)cudaFree(x->taps);
     mem_free(x);

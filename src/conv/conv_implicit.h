@@ -1,5 +1,5 @@
 /* A conv plan's IMPLICIT path (issue 14 item 2): a kernel that reads the
- * input itself, so no im2col is written to memory. Two kernels can take
+ * input itself, so no im2col is written to memory. Three kernels can take
  * it:
  *   - the window kernel (conv_window.h): NHWC, any filter, 1×1 included;
  *     it stages the input under a tile of positions in shared memory and
@@ -7,11 +7,18 @@
  *   - the generic strategy's N×K kernel reading B as the implicit im2col
  *     (strategy/generic/generic.h, generic_im2col): either layout, one
  *     launch an image in NCHW; not for 1×1 direct convolutions (the input
- *     is B already).
- * conv_implicit_choices lists the kernels (and the window kernel's
- * configs) that take a convolution; conv_select times them and keeps the
- * fastest. The weights come with their columns in B's order
- * (conv_gather.h: (r, s, c) for NHWC). Device plans only. */
+ *     is B already);
+ *   - the unrolled strategy's generated kernel with the implicit gather
+ *     (strategy/unrolled/unrolled.h, unrolled_generate_gather; SparseRT,
+ *     paper 004 §4.3): each nonzero a load at its tap's immediate offset
+ *     and an fma with the value as an immediate; either layout, 1×1
+ *     included; compiled for each configuration, so AUTO offers it only to
+ *     weights of at most CONV_UNROLLED_AUTO_NNZ nonzeros (UNROLLED to any).
+ * conv_implicit_choices lists the kernels (and configs) that take a
+ * convolution for the plan's strategy (GENERIC: the first two, UNROLLED:
+ * the third, AUTO: all); conv_select times them and keeps the fastest. The
+ * weights come with their columns in B's order (conv_gather.h: (r, s, c)
+ * for NHWC). Device plans only. */
 #ifndef SPF_CONV_CONV_IMPLICIT_H
 #define SPF_CONV_CONV_IMPLICIT_H
 
@@ -23,17 +30,31 @@
 
 typedef struct conv_implicit conv_implicit;
 
-/* One candidate: the window kernel of config cfg, or the generic kernel. */
+typedef enum conv_implicit_kind {
+    CONV_IMPLICIT_WINDOW,
+    CONV_IMPLICIT_GENERIC,
+    CONV_IMPLICIT_UNROLLED
+} conv_implicit_kind;
+
+/* One candidate: a kernel, and its config where it has one. */
 typedef struct conv_implicit_choice {
-    int window;
-    conv_window_config cfg; /* window only */
+    conv_implicit_kind kind;
+    conv_window_config cfg;    /* WINDOW only   */
+    spf_kernel_config unrolled; /* UNROLLED only */
 } conv_implicit_choice;
 
-enum { CONV_IMPLICIT_MAX_CHOICES = CONV_WINDOW_MAX_CONFIGS + 1 };
+enum {
+    CONV_UNROLLED_CONFIGS = 2,
+    CONV_IMPLICIT_MAX_CHOICES = CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS,
+    /* AUTO's limit for the unrolled kernel: compiled per plan and config,
+     * and ptxas's time grows with the code (a ResNet-50 3×3 layer of 64
+     * channels at 0.9 has 3 686 nonzeros, of 256 channels 58 982) */
+    CONV_UNROLLED_AUTO_NNZ = 16384
+};
 
 /* The choices for this convolution (direct: 1×1, stride 1, no padding) on
- * device `dev` with options o (dtype, math, bias, relu; the kernels'
- * limits, their int32 offsets among them), at most
+ * device `dev` with options o (strategy, dtype, math, bias, relu; the
+ * kernels' limits, their int32 offsets among them), at most
  * CONV_IMPLICIT_MAX_CHOICES into out; their count. When none, reason says
  * why not. */
 int conv_implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,

@@ -169,13 +169,27 @@ static void dense_try(spf_conv_plan *p, const spf_matrix *w, const conv_shape *s
     }
 }
 
-/* The IMPLICIT path's choices (conv_implicit.h) when AUTO or GENERIC
- * asked, on the plan's device; their count (why none goes to the log). */
+/* The strategies with kernels of their own over the implicit im2col
+ * (conv_implicit.h); the others run the explicit path. */
+static int implicit_strategy(spf_strategy s)
+{
+    return s == SPF_STRATEGY_AUTO || s == SPF_STRATEGY_GENERIC || s == SPF_STRATEGY_UNROLLED;
+}
+
+/* The IMPLICIT path's choices (conv_implicit.h) when AUTO, GENERIC or
+ * UNROLLED asked, on the plan's device; their count (why none goes to the
+ * log). */
 static int implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
                             int direct, conv_implicit_choice *out)
 {
-    if ((o->strategy != SPF_STRATEGY_AUTO && o->strategy != SPF_STRATEGY_GENERIC) ||
-        !dtype_valid(o->dtype))
+    if (!implicit_strategy(o->strategy)) {
+        if (o->strategy != SPF_STRATEGY_DENSE && o->strategy != SPF_STRATEGY_CPU)
+            log_msg(SPF_LOG_INFO, "conv: strategy %s has no kernel over the implicit im2col "
+                    "(its kernels stage B's tiles from memory); the explicit im2col",
+                    spf_strategy_name(o->strategy));
+        return 0;
+    }
+    if (!dtype_valid(o->dtype))
         return 0;
     spf_device_info dev;
     char reason[400];
@@ -267,13 +281,14 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
         status = conv_weights_tap_major(weights, (int32_t)s.c, (int32_t)(s.r * s.s), &tap_major);
     const spf_matrix *w = tap_major ? tap_major : weights;
     /* item 2: kernels that read the input themselves (conv_implicit.h);
-     * AUTO times them against the explicit path, GENERIC takes them alone */
+     * AUTO times them against the explicit path, GENERIC and UNROLLED take
+     * their own alone */
     conv_implicit_choice choices[CONV_IMPLICIT_MAX_CHOICES];
     const int implicit =
         status == SPF_OK ? implicit_choices(w, &p->gather, &o, direct, choices) : 0;
     if (status == SPF_OK && o.strategy == SPF_STRATEGY_DENSE)
         dense_try(p, w, &s, &o);
-    if (status == SPF_OK && !p->dense && !(implicit && o.strategy == SPF_STRATEGY_GENERIC))
+    if (status == SPF_OK && !p->dense && !(implicit && o.strategy != SPF_STRATEGY_AUTO))
         status = explicit_create(p, w, &o, direct);
     if (status == SPF_OK && o.strategy == SPF_STRATEGY_AUTO && dense_allowed && p->spmm &&
         !p->info.host)

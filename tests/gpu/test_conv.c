@@ -5,14 +5,15 @@
  * (host_run_conv), against the CPU reference within the dtype's
  * tolerance. The generic strategy runs the implicit path (no im2col in
  * memory: the window kernel in NHWC, 1×1 included, the generic gather in
- * NCHW), dense cuDNN's convolution where cuDNN loads (the whole batch at
- * once, bias, residual and ReLU after), the others the explicit path; AUTO
- * times every path it built and keeps the fastest. A strategy refusing a
- * case is counted, not failed. Skips
- * visibly (exit 77) without a device.
+ * NCHW), the unrolled one its generated kernel over the implicit im2col
+ * (both layouts, every shape), dense cuDNN's convolution where cuDNN loads
+ * (the whole batch at once, bias, residual and ReLU after), the others the
+ * explicit path; AUTO times every path it built and keeps the fastest. A
+ * strategy refusing a case is counted, not failed. Skips visibly (exit 77)
+ * without a device.
  *
- * `test_conv --quick`: auto and generic only (the compute-sanitizer run of
- * scripts/device-check.sh). */
+ * `test_conv --quick`: auto, generic and unrolled only (the
+ * compute-sanitizer run of the device scripts). */
 #include "conv_case.h"
 
 #include "gpu/host_run.h"
@@ -73,6 +74,13 @@ static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy s
                       "%s generic: path %s, kernel %s, workspace %lld", d->label,
                       spf_conv_path_name(info.path), info.spmm.kernel_name,
                       (long long)info.workspace_bytes);
+        if (strategy == SPF_STRATEGY_UNROLLED)
+            CHECK_MSG(info.path == SPF_CONV_IMPLICIT && info.workspace_bytes == 0 &&
+                          info.spmm.strategy == SPF_STRATEGY_UNROLLED &&
+                          strstr(info.spmm.kernel_name, "_im2col_") != NULL,
+                      "%s unrolled: path %s, kernel %s, workspace %lld", d->label,
+                      spf_conv_path_name(info.path), info.spmm.kernel_name,
+                      (long long)info.workspace_bytes);
         /* AUTO timed every path it built (cuDNN's where it loads) and kept
          * the fastest */
         if (strategy == SPF_STRATEGY_AUTO && (implicit || info.dense_us > 0)) {
@@ -113,7 +121,7 @@ int main(int argc, char **argv)
         SKIP("no CUDA device (%s): conv plans not run", info.reason);
     }
     const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    const int nstrategies = quick ? 2 : (int)(sizeof strategies / sizeof *strategies);
+    const int nstrategies = quick ? 3 : (int)(sizeof strategies / sizeof *strategies);
     uint64_t seed = 0xc1000;
     for (int i = 0; i < CONV_TEST_DIMS; i++)
         for (int layout = SPF_CONV_NCHW; layout <= SPF_CONV_NHWC; layout++)
