@@ -29,10 +29,7 @@ set -uo pipefail
 . "$(dirname "$0")/device-steps.sh"
 device_init device-conv
 
-nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
-if [ ! -d data/dlmc ] && [ -f .convdata/rn50.tar.xz ]; then
-  mkdir -p data && tar -xJf .convdata/rn50.tar.xz -C data
-fi
+device_convdata
 build_step 260 -j16 --target spforge spforge_cli test_conv test_strategies \
   test_conv_window_gpu test_plan
 if [ ! -f "$build/libspforge.so" ]; then

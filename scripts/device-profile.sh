@@ -24,10 +24,7 @@ set -uo pipefail
 . "$(dirname "$0")/device-steps.sh"
 device_init device-profile
 
-nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
-if [ ! -d data/dlmc ] && [ -f .convdata/rn50.tar.xz ]; then
-  mkdir -p data && tar -xJf .convdata/rn50.tar.xz -C data
-fi
+device_convdata
 build_step 260 -j16 --target spforge_cli
 [ -x "$build/spforge" ] || { echo "build failed: see build.log" | tee -a "$out/summary.txt"; exit 1; }
 export SPFORGE_CACHE_DIR=off

@@ -52,3 +52,13 @@ build_step() {
     -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" &&
     cmake --build "$0" "$@"' "$build" "$@"
 }
+
+# device_convdata: the GPU into summary.txt, and the DLMC ResNet-50 files
+# (.convdata/rn50.tar.xz, carried: ../shared does not travel) unpacked
+# into data/ unless they are there.
+device_convdata() {
+  nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
+  if [ ! -d data/dlmc ] && [ -f .convdata/rn50.tar.xz ]; then
+    mkdir -p data && tar -xJf .convdata/rn50.tar.xz -C data
+  fi
+}
