@@ -3,9 +3,9 @@
 # under $OUT (at most 8 files come back):
 #   - the library, CLI and conv / strategy GPU tests built (Release, -j16);
 #   - test_conv (every path: explicit, implicit, cuDNN's dense), test_strategies,
-#     test_conv_window_gpu, test_plan quick;
-#   - memcheck and racecheck of test_conv_window_gpu --quick, memcheck of
-#     test_conv --quick (without cuDNN);
+#     test_conv_window_gpu, test_conv_tc_gpu, test_plan quick;
+#   - memcheck and racecheck of test_conv_window_gpu --quick and
+#     test_conv_tc_gpu --quick, memcheck of test_conv --quick (without cuDNN);
 #   - scripts/bench_conv.py on the 3×3 layers at 0.9, f16, batch 1 and 32
 #     (conv.csv; all competitors in one run; about 8 s a layer and batch,
 #     so 280 s of the budget: at 7c0c94b 150 s ended it after 20 of 32);
@@ -31,7 +31,7 @@ device_init device-conv
 
 device_convdata
 build_step 260 -j16 --target spforge spforge_cli test_conv test_strategies \
-  test_conv_window_gpu test_plan
+  test_conv_window_gpu test_conv_tc_gpu test_plan
 if [ ! -f "$build/libspforge.so" ]; then
   echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
   exit 1
@@ -55,12 +55,14 @@ else
   step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
   step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
   step test-window "$out/test-window.log" 90 "$build/tests/test_conv_window_gpu"
+  step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
   step test-plan "$out/test-plan.log" 60 "$build/tests/test_plan" quick
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # cuDNN left out under the sanitizer (SPF_CUDNN names no file): its
   # algorithm search there takes minutes, and it is not our code; the dense
   # path's own epilogue kernel is the residual one test_conv exercises.
-  for run in "memcheck test_conv_window_gpu" "racecheck test_conv_window_gpu" "memcheck test_conv"; do
+  for run in "memcheck test_conv_window_gpu" "racecheck test_conv_window_gpu" \
+    "memcheck test_conv_tc_gpu" "racecheck test_conv_tc_gpu" "memcheck test_conv"; do
     set -- $run
     step "$1-$2" "$out/sanitizer-$1-$2.log" 90 env SPF_CUDNN=/nonexistent/libcudnn.so.9 \
       "$sanitizer" --tool "$1" --error-exitcode 1 --target-processes application-only \

@@ -9,6 +9,7 @@
 
 #include "test_util.h"
 
+#include "conv/conv_gather.h"
 #include "core/dtype.h"
 
 #include <stdlib.h>
@@ -38,6 +39,17 @@ static const conv_dims conv_test_dims[] = {
     {"3x3, C = 16 (16-byte channel runs)", 2, 16, 6, 5, 11, 3, 3, 1, 1},
 };
 #define CONV_TEST_DIMS ((int)(sizeof conv_test_dims / sizeof conv_test_dims[0]))
+
+/* d's gather in NHWC: the whole batch one launch. */
+static inline conv_gather conv_dims_gather(const conv_dims *d)
+{
+    const int32_t p = (int32_t)((d->h + 2 * d->pad - d->r) / d->stride + 1);
+    const int32_t q = (int32_t)((d->w + 2 * d->pad - d->s) / d->stride + 1);
+    return (conv_gather){.c = (int32_t)d->c, .h = (int32_t)d->h, .w = (int32_t)d->w,
+                         .r = (int32_t)d->r, .s = (int32_t)d->s, .stride = (int32_t)d->stride,
+                         .pad = (int32_t)d->pad, .p = p, .q = q,
+                         .cols = (int32_t)(d->n * p * q), .nhwc = 1};
+}
 
 /* The case of d in layout, with a bias, a residual and ReLU or not, its
  * tensors rounded to dtype; the expected output from the reference. */

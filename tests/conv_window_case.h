@@ -29,16 +29,6 @@ static inline const conv_dims *conv_window_dim(int i)
     return i < CONV_TEST_DIMS ? &conv_test_dims[i] : &conv_window_dims[i - CONV_TEST_DIMS];
 }
 
-static inline conv_gather conv_window_gather(const conv_dims *d)
-{
-    const int32_t p = (int32_t)((d->h + 2 * d->pad - d->r) / d->stride + 1);
-    const int32_t q = (int32_t)((d->w + 2 * d->pad - d->s) / d->stride + 1);
-    return (conv_gather){.c = (int32_t)d->c, .h = (int32_t)d->h, .w = (int32_t)d->w,
-                         .r = (int32_t)d->r, .s = (int32_t)d->s, .stride = (int32_t)d->stride,
-                         .pad = (int32_t)d->pad, .p = p, .q = q,
-                         .cols = (int32_t)(d->n * p * q), .nhwc = 1};
-}
-
 /* The budget that puts about 8 channels' windows in one chunk. */
 static inline size_t conv_window_chunking_cap(const conv_window_geom *g)
 {
@@ -51,7 +41,7 @@ static inline int conv_window_case_format(const conv_case *t, const conv_dims *d
                                           conv_window_config cfg, size_t smem_cap,
                                           conv_window_format *f)
 {
-    const conv_gather g = conv_window_gather(d);
+    const conv_gather g = conv_dims_gather(d);
     conv_window_geom geom;
     char reason[160];
     if (!conv_window_geometry(&g, (int32_t)d->k, cfg, smem_cap, &geom, reason, sizeof reason))

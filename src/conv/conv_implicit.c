@@ -28,6 +28,7 @@
 struct conv_implicit {
     conv_implicit_kind kind;
     conv_window *window;   /* WINDOW                                        */
+    conv_tc *tc;           /* TC                                            */
     jit_module unrolled;   /* UNROLLED: the generated kernel, loaded        */
     char unrolled_name[128], unrolled_config[64];
     spf_dtype dtype;
@@ -125,6 +126,33 @@ static int unrolled_choices(const spf_matrix *w, const conv_gather *g, const spf
     return n;
 }
 
+/* The tensor-core kernel's configurations for this convolution (f16 and
+ * bf16 on compute capability 8.0 or newer); their count, 0 with a reason. */
+static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o,
+                      const spf_device_info *dev, conv_implicit_choice *out, char *reason,
+                      size_t cap)
+{
+    if (!dev->available || dev->cc_major < 8) {
+        snprintf(reason, cap, "mma.sync m16n8k16 needs a device of compute capability 8.0 or "
+                 "newer");
+        return 0;
+    }
+    if (o->dtype != SPF_DTYPE_F16 && o->dtype != SPF_DTYPE_BF16) {
+        snprintf(reason, cap, "dtype %s: f16 or bf16", dtype_name(o->dtype));
+        return 0;
+    }
+    if (o->math != SPF_MATH_DEFAULT) {
+        snprintf(reason, cap, "math %s: the tensor cores accumulate in fp32",
+                 spf_math_name(o->math));
+        return 0;
+    }
+    conv_tc_config cfg[CONV_TC_MAX_CONFIGS];
+    const int n = conv_tc_configs(g, k, dev->sm_count, cfg, reason, cap);
+    for (int i = 0; i < n; i++)
+        out[i] = (conv_implicit_choice){.kind = CONV_IMPLICIT_TC, .tc = cfg[i]};
+    return n;
+}
+
 int conv_implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
                           const spf_device_info *dev, int direct, conv_implicit_choice *out,
                           char *reason, size_t cap)
@@ -134,8 +162,17 @@ int conv_implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_p
                  (long long)w->rows);
         return 0;
     }
-    char why_window[160] = "", why_generic[200] = "", why_unrolled[200] = "";
+    char why_window[160] = "", why_generic[200] = "", why_unrolled[200] = "", why_tc[200] = "";
     int n = 0;
+    if (o->strategy == SPF_STRATEGY_AUTO || o->strategy == SPF_STRATEGY_TC)
+        n += tc_choices(g, (int32_t)w->rows, o, dev, out + n, why_tc, sizeof why_tc);
+    else
+        snprintf(why_tc, sizeof why_tc, "not the plan's strategy");
+    if (o->strategy == SPF_STRATEGY_TC) {
+        if (n == 0)
+            snprintf(reason, cap, "tensor-core kernel: %s", why_tc);
+        return n;
+    }
     if (o->strategy == SPF_STRATEGY_AUTO || o->strategy == SPF_STRATEGY_UNROLLED)
         n += unrolled_choices(w, g, o, dev, out + n, why_unrolled, sizeof why_unrolled);
     else
@@ -164,8 +201,8 @@ int conv_implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_p
         snprintf(why_window, sizeof why_window, "%s", why_generic);
     }
     if (n == 0)
-        snprintf(reason, cap, "window kernel: %s; generic kernel: %s; unrolled kernel: %s",
-                 why_window, why_generic, why_unrolled);
+        snprintf(reason, cap, "window kernel: %s; generic kernel: %s; unrolled kernel: %s; "
+                 "tensor-core kernel: %s", why_window, why_generic, why_unrolled, why_tc);
     return n;
 }
 
@@ -213,6 +250,21 @@ static spf_status window_create(const spf_matrix *w, const conv_gather *g, spf_d
     return status;
 }
 
+static spf_status tc_create(const spf_matrix *w, const conv_gather *g, spf_dtype dtype, int relu,
+                            conv_tc_config cfg, conv_tc **out)
+{
+    conv_tc_geom geom;
+    char reason[200];
+    if (!conv_tc_geometry(g, (int32_t)w->rows, cfg, &geom, reason, sizeof reason))
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv tc: %s", reason);
+    conv_tc_format f;
+    spf_status status = conv_tc_format_make(w, &geom, dtype, &f);
+    if (status == SPF_OK)
+        status = conv_tc_create(&f, dtype, relu, out);
+    conv_tc_format_free(&f);
+    return status;
+}
+
 /* The unrolled kernel of configuration cfg for the gather, generated and
  * loaded on the current device (the plan's bias; relu: the kernel's). */
 static spf_status unrolled_create(const spf_matrix *w, const conv_gather *g,
@@ -254,6 +306,11 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
         *out = x;
         return SPF_OK;
     }
+    if (c->kind == CONV_IMPLICIT_TC) {
+        TRY(tc_create(w, g, o->dtype, relu, c->tc, &x->tc));
+        *out = x;
+        return SPF_OK;
+    }
     if (c->kind == CONV_IMPLICIT_UNROLLED) {
         TRY(unrolled_create(w, g, o, relu && !residual, &c->unrolled, x));
         *out = x;
@@ -277,7 +334,7 @@ fail:
 
 int conv_implicit_fuses_residual(const conv_implicit *x)
 {
-    return x->kind == CONV_IMPLICIT_WINDOW;
+    return x->kind == CONV_IMPLICIT_WINDOW || x->kind == CONV_IMPLICIT_TC;
 }
 
 spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
@@ -285,6 +342,8 @@ spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *ou
 {
     if (x->kind == CONV_IMPLICIT_WINDOW)
         return conv_window_launch(x->window, in, out, bias, residual, stream);
+    if (x->kind == CONV_IMPLICIT_TC)
+        return conv_tc_launch(x->tc, in, out, bias, residual, stream);
     if (x->kind == CONV_IMPLICIT_UNROLLED)
         return jit_launch(&x->unrolled, in, out, bias, stream);
     return generic_csr_im2col_dispatch(&x->csr, &x->launch, &x->im2col, in, out, bias, x->relu,
@@ -302,6 +361,16 @@ void conv_implicit_describe(const conv_implicit *x, spf_plan_info *info)
         info->b_layout = info->c_layout = x->nhwc ? SPF_LAYOUT_N_FIRST : SPF_LAYOUT_N_LAST;
         info->registers = x->unrolled.registers;
         info->device_bytes = (int64_t)x->unrolled.image_size;
+        return;
+    }
+    if (x->tc) {
+        const conv_tc_geom *g = &x->tc->geom;
+        info->strategy = SPF_STRATEGY_TC;
+        conv_tc_name(g, x->tc->dtype, info->kernel_name, sizeof info->kernel_name);
+        snprintf(info->config, sizeof info->config, "bn%d_ks%d_z%d", g->bn, g->ks, g->splits);
+        info->dtype = x->tc->dtype;
+        info->b_layout = info->c_layout = SPF_LAYOUT_N_FIRST;
+        info->device_bytes = x->tc->bytes;
         return;
     }
     if (x->window) {
@@ -326,6 +395,7 @@ void conv_implicit_free(conv_implicit *x)
     if (!x)
         return;
     conv_window_free(x->window);
+    conv_tc_free(x->tc);
     jit_module_release(&x->unrolled);
     generic_csr_release(&x->csr);
     (void)cudaFree(x->taps);

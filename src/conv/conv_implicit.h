@@ -13,16 +13,22 @@
  *     paper 004 §4.3): each nonzero a load at its tap's immediate offset
  *     and an fma with the value as an immediate; either layout, 1×1
  *     included; compiled for each configuration, so AUTO offers it only to
- *     weights of at most CONV_UNROLLED_AUTO_NNZ nonzeros (UNROLLED to any).
+ *     weights of at most CONV_UNROLLED_AUTO_NNZ nonzeros (UNROLLED to any);
+ *   - the tensor-core kernel (conv_tc.h): NHWC with C a multiple of 8,
+ *     f16 and bf16; the weights expanded into a shared-memory tile, B
+ *     gathered into the shared-memory stage, mma.sync; adds the residual
+ *     in its epilogue.
  * conv_implicit_choices lists the kernels (and configs) that take a
  * convolution for the plan's strategy (GENERIC: the first two, UNROLLED:
- * the third, AUTO: all); conv_select times them and keeps the fastest. The
+ * the third, TC: the fourth, AUTO: all); conv_select times them and keeps
+ * the fastest. The
  * weights come with their columns in B's order (conv_gather.h: (r, s, c)
  * for NHWC). Device plans only. */
 #ifndef SPF_CONV_CONV_IMPLICIT_H
 #define SPF_CONV_CONV_IMPLICIT_H
 
 #include "conv/conv_gather.h"
+#include "conv/conv_tc.h"
 #include "conv/conv_window.h"
 #include "spforge.h"
 
@@ -33,7 +39,8 @@ typedef struct conv_implicit conv_implicit;
 typedef enum conv_implicit_kind {
     CONV_IMPLICIT_WINDOW,
     CONV_IMPLICIT_GENERIC,
-    CONV_IMPLICIT_UNROLLED
+    CONV_IMPLICIT_UNROLLED,
+    CONV_IMPLICIT_TC
 } conv_implicit_kind;
 
 /* One candidate: a kernel, and its config where it has one. */
@@ -41,11 +48,13 @@ typedef struct conv_implicit_choice {
     conv_implicit_kind kind;
     conv_window_config cfg;    /* WINDOW only   */
     spf_kernel_config unrolled; /* UNROLLED only */
+    conv_tc_config tc;          /* TC only       */
 } conv_implicit_choice;
 
 enum {
     CONV_UNROLLED_CONFIGS = 2,
-    CONV_IMPLICIT_MAX_CHOICES = CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS,
+    CONV_IMPLICIT_MAX_CHOICES =
+        CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS + CONV_TC_MAX_CONFIGS,
     /* AUTO's limit for the unrolled kernel: compiled per plan and config,
      * and ptxas's time grows with the code (a ResNet-50 3×3 layer of 64
      * channels at 0.9 has 3 686 nonzeros, of 256 channels 58 982) */
@@ -69,8 +78,8 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
                                 const spf_plan_options *o, int relu, int residual,
                                 const conv_implicit_choice *c, conv_implicit **out);
 
-/* Whether the kernel adds the residual itself (the window kernel does;
- * after the generic one the plan adds it). */
+/* Whether the kernel adds the residual itself (the window and
+ * tensor-core kernels do; after the generic one the plan adds it). */
 int conv_implicit_fuses_residual(const conv_implicit *x);
 
 /* One launch over a launch's input (an NCHW image, or the NHWC batch):

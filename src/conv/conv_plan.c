@@ -173,12 +173,13 @@ static void dense_try(spf_conv_plan *p, const spf_matrix *w, const conv_shape *s
  * (conv_implicit.h); the others run the explicit path. */
 static int implicit_strategy(spf_strategy s)
 {
-    return s == SPF_STRATEGY_AUTO || s == SPF_STRATEGY_GENERIC || s == SPF_STRATEGY_UNROLLED;
+    return s == SPF_STRATEGY_AUTO || s == SPF_STRATEGY_GENERIC || s == SPF_STRATEGY_UNROLLED ||
+           s == SPF_STRATEGY_TC;
 }
 
-/* The IMPLICIT path's choices (conv_implicit.h) when AUTO, GENERIC or
- * UNROLLED asked, on the plan's device; their count (why none goes to the
- * log). */
+/* The IMPLICIT path's choices (conv_implicit.h) when AUTO, GENERIC,
+ * UNROLLED or TC asked, on the plan's device; their count (why none goes
+ * to the log). */
 static int implicit_choices(const spf_matrix *w, const conv_gather *g, const spf_plan_options *o,
                             int direct, conv_implicit_choice *out)
 {
@@ -281,8 +282,8 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
         status = conv_weights_tap_major(weights, (int32_t)s.c, (int32_t)(s.r * s.s), &tap_major);
     const spf_matrix *w = tap_major ? tap_major : weights;
     /* item 2: kernels that read the input themselves (conv_implicit.h);
-     * AUTO times them against the explicit path, GENERIC and UNROLLED take
-     * their own alone */
+     * AUTO times them against the explicit path, GENERIC, UNROLLED and TC
+     * take their own alone */
     conv_implicit_choice choices[CONV_IMPLICIT_MAX_CHOICES];
     const int implicit =
         status == SPF_OK ? implicit_choices(w, &p->gather, &o, direct, choices) : 0;

@@ -47,13 +47,10 @@ static __device__ __forceinline__ uint32_t smem_addr(const void *p)
  * out of bounds), so a partial piece is read element by element and
  * stored plainly. Either way the piece is in place once the caller's
  * cp.async wait and barrier are passed. */
-static __device__ __forceinline__ void copy16(void *dst, const void *src, int src_bytes)
+/* The plain path: src_bytes (a multiple of 2, at most 16) read element by
+ * element, whatever src's alignment, zeros after them. */
+static __device__ __forceinline__ void copy16_plain(void *dst, const void *src, int src_bytes)
 {
-    if (src_bytes == 16) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)),
-                     "l"(src));
-        return;
-    }
     union {
         uint4 v;
         uint16_t h[8];
@@ -61,6 +58,15 @@ static __device__ __forceinline__ void copy16(void *dst, const void *src, int sr
     for (int i = 0; i < src_bytes / 2; i++)
         piece.h[i] = static_cast<const uint16_t *>(src)[i];
     *static_cast<uint4 *>(dst) = piece.v;
+}
+static __device__ __forceinline__ void copy16(void *dst, const void *src, int src_bytes)
+{
+    if (src_bytes == 16) {
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)),
+                     "l"(src));
+        return;
+    }
+    copy16_plain(dst, src, src_bytes);
 }
 static __device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> static __device__ __forceinline__ void copy_wait()

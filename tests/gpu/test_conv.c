@@ -6,13 +6,14 @@
  * tolerance. The generic strategy runs the implicit path (no im2col in
  * memory: the window kernel in NHWC, 1×1 included, the generic gather in
  * NCHW), the unrolled one its generated kernel over the implicit im2col
- * (both layouts, every shape), dense cuDNN's convolution where cuDNN loads
+ * (both layouts, every shape), tc its tensor-core kernel over it (NHWC, C
+ * a multiple of 8, f16 and bf16; else the explicit path), dense cuDNN's convolution where cuDNN loads
  * (the whole batch at once, bias, residual and ReLU after), the others the
  * explicit path; AUTO times every path it built and keeps the fastest. A
  * strategy refusing a case is counted, not failed. Skips visibly (exit 77)
  * without a device.
  *
- * `test_conv --quick`: auto, generic and unrolled only (the
+ * `test_conv --quick`: auto, generic, unrolled and tc only (the
  * compute-sanitizer run of the device scripts). */
 #include "conv_case.h"
 
@@ -74,6 +75,14 @@ static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy s
                       "%s generic: path %s, kernel %s, workspace %lld", d->label,
                       spf_conv_path_name(info.path), info.spmm.kernel_name,
                       (long long)info.workspace_bytes);
+        /* TC's kernel over the implicit im2col where it takes the shape */
+        if (strategy == SPF_STRATEGY_TC && layout == SPF_CONV_NHWC && d->c % 8 == 0 &&
+            dtype != SPF_DTYPE_F32)
+            CHECK_MSG(info.path == SPF_CONV_IMPLICIT && info.workspace_bytes == 0 &&
+                          info.spmm.strategy == SPF_STRATEGY_TC &&
+                          strncmp(info.spmm.kernel_name, "convtc_", 7) == 0,
+                      "%s tc: path %s, kernel %s", d->label, spf_conv_path_name(info.path),
+                      info.spmm.kernel_name);
         if (strategy == SPF_STRATEGY_UNROLLED)
             CHECK_MSG(info.path == SPF_CONV_IMPLICIT && info.workspace_bytes == 0 &&
                           info.spmm.strategy == SPF_STRATEGY_UNROLLED &&
@@ -121,7 +130,7 @@ int main(int argc, char **argv)
         SKIP("no CUDA device (%s): conv plans not run", info.reason);
     }
     const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    const int nstrategies = quick ? 3 : (int)(sizeof strategies / sizeof *strategies);
+    const int nstrategies = quick ? 4 : (int)(sizeof strategies / sizeof *strategies);
     uint64_t seed = 0xc1000;
     for (int i = 0; i < CONV_TEST_DIMS; i++)
         for (int layout = SPF_CONV_NCHW; layout <= SPF_CONV_NHWC; layout++)

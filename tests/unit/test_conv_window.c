@@ -142,7 +142,7 @@ int main(void)
             seed += 8;
             const int variant = (int)(seed / 8 % 8);
             CHECK(check_config(d, conv_window_all[c], CONV_WINDOW_SMEM, variant, seed) == 1);
-            const conv_gather g = conv_window_gather(d);
+            const conv_gather g = conv_dims_gather(d);
             conv_window_geom geom;
             char reason[160];
             if (conv_window_geometry(&g, (int32_t)d->k, conv_window_all[c], CONV_WINDOW_SMEM,

@@ -1,0 +1,260 @@
+/* The host side of conv_tc.h: the geometry of a config, the configs worth
+ * timing, the format (each block's weights as 32-bit entries) and its
+ * upload. */
+#include "conv/conv_tc.h"
+
+#include "core/alloc.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "core/matrix.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifdef SPF_HAVE_CUDA
+#include "gpu/cuda_check.h"
+#include "gpu/device_upload.h"
+
+#include <cuda_runtime_api.h>
+#endif
+
+static const int block_widths[] = {16, 32, 64};
+
+/* The widest slice a block of bn positions holds within CONV_TC_SMEM:
+ * tiles of (BM + bn) rows of ks + PAD 2-byte elements, the places (16
+ * bytes a position) and the taps (4 bytes a run of 8 columns). */
+static int32_t widest_slice(int32_t bn)
+{
+    const int64_t rows = CONV_TC_BM + bn;
+    const int64_t ks = 2 * (CONV_TC_SMEM - 16LL * bn - 2 * rows * CONV_TC_PAD) / (4 * rows + 1);
+    return (int32_t)(ks / 16 * 16 < CONV_TC_MAX_KS ? ks / 16 * 16 : CONV_TC_MAX_KS);
+}
+
+size_t conv_tc_smem(const conv_tc_geom *g)
+{
+    return conv_tc_tile_bytes(g) + (size_t)g->bn * 16 + (size_t)g->ks / 8 * 4;
+}
+
+size_t conv_tc_workspace(const conv_tc_geom *g)
+{
+    return g->splits > 1 ? (size_t)g->cols * (size_t)g->k * sizeof(float) : 0;
+}
+
+int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_tc_geom *out,
+                     char *reason, size_t cap)
+{
+    if (!g->nhwc) {
+        snprintf(reason, cap, "NCHW: the tensor-core kernel copies a tap's channels, contiguous "
+                 "in NHWC only");
+        return 0;
+    }
+    if (g->c % 8 != 0) {
+        snprintf(reason, cap, "C = %d: the tensor-core kernel copies a tap's channels 8 (16 "
+                 "bytes) at a time, C must be a multiple of 8", g->c);
+        return 0;
+    }
+    if (g->r > 255 || g->s > 255 || g->c >= (1 << 16)) {
+        snprintf(reason, cap, "a %d×%d filter over %d channels: the tensor-core kernel packs a "
+                 "tap in 8 + 8 + 16 bits", g->r, g->s, g->c);
+        return 0;
+    }
+    int nt = 0, wn = 0;
+    for (int i = 0; i < 3; i++)
+        if (cfg.bn == block_widths[i])
+            nt = cfg.bn == 16 ? 2 : 4, wn = cfg.bn == 64 ? 2 : 1;
+    if (!nt || cfg.splits < 1) {
+        snprintf(reason, cap, "config bn %d, %d slices: bn is 16, 32 or 64, slices at least 1",
+                 cfg.bn, cfg.splits);
+        return 0;
+    }
+    const int64_t kred = (int64_t)g->c * g->r * g->s;
+    int64_t ks = (kred + cfg.splits - 1) / cfg.splits;
+    ks = (ks + 15) / 16 * 16;
+    const int32_t widest = widest_slice(cfg.bn);
+    if (ks > widest) {
+        snprintf(reason, cap, "%d slices of %lld filter columns: a block of %d positions holds "
+                 "at most %d in shared memory", cfg.splits, (long long)ks, cfg.bn, widest);
+        return 0;
+    }
+    const int64_t splits = (kred + ks - 1) / ks, mtiles = (k + CONV_TC_BM - 1) / CONV_TC_BM;
+    const int64_t ntiles = ((int64_t)g->cols + cfg.bn - 1) / cfg.bn;
+    if (mtiles > 65535 || splits > 65535 || ntiles * mtiles > INT32_MAX) {
+        snprintf(reason, cap, "%d output channels, %d positions, %lld slices: past the grid",
+                 k, g->cols, (long long)splits);
+        return 0;
+    }
+    const double workspace = splits > 1 ? (double)g->cols * k * sizeof(float) : 0;
+    if (workspace > CONV_TC_WORKSPACE_CAP) {
+        snprintf(reason, cap, "%lld slices: %.0f MB of partial sums (at most %d)",
+                 (long long)splits, workspace / 1e6, CONV_TC_WORKSPACE_CAP >> 20);
+        return 0;
+    }
+    *out = (conv_tc_geom){.c = g->c, .h = g->h, .w = g->w, .r = g->r, .s = g->s,
+                          .stride = g->stride, .pad = g->pad, .p = g->p, .q = g->q, .k = k,
+                          .cols = g->cols, .kred = (int32_t)kred, .bn = cfg.bn, .nt = nt,
+                          .wn = wn, .ks = (int32_t)ks, .splits = (int32_t)splits,
+                          .ntiles = (int32_t)ntiles, .mtiles = (int32_t)mtiles};
+    return 1;
+}
+
+/* Whether a geometry with the same slices is listed already. */
+static int listed(const conv_tc_config *out, int n, int bn, int32_t splits)
+{
+    for (int i = 0; i < n; i++)
+        if (out[i].bn == bn && out[i].splits == splits)
+            return 1;
+    return 0;
+}
+
+int conv_tc_configs(const conv_gather *g, int32_t k, int sms, conv_tc_config *out, char *reason,
+                    size_t cap)
+{
+    const int64_t kred = (int64_t)g->c * g->r * g->s;
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        const int bn = block_widths[i];
+        /* a wider block only where the narrower one leaves positions */
+        if (i > 0 && block_widths[i - 1] >= g->cols)
+            break;
+        const int64_t fewest = (kred + widest_slice(bn) - 1) / widest_slice(bn);
+        const int64_t blocks = ((int64_t)g->cols + bn - 1) / bn * ((k + CONV_TC_BM - 1) / CONV_TC_BM);
+        const int64_t most = (kred + 15) / 16; /* slices of 16 columns */
+        /* the fewest slices, and those that give every SM one block or two */
+        int64_t tries[3] = {fewest, (sms + blocks - 1) / blocks, (2LL * sms + blocks - 1) / blocks};
+        for (int t = 1; t < 3; t++)
+            tries[t] = tries[t] < fewest ? fewest : tries[t] > most ? most : tries[t];
+        for (int t = 0; t < 3; t++) {
+            conv_tc_geom geom;
+            if (!conv_tc_geometry(g, k, (conv_tc_config){bn, (int)tries[t]}, &geom, reason, cap))
+                continue;
+            if (!listed(out, n, bn, geom.splits))
+                out[n++] = (conv_tc_config){bn, geom.splits};
+        }
+    }
+    if (n == 0 && reason[0] == '\0')
+        snprintf(reason, cap, "no block width fits shared memory");
+    return n;
+}
+
+spf_status conv_tc_format_make(const spf_matrix *w, const conv_tc_geom *g, spf_dtype dtype,
+                               conv_tc_format *out)
+{
+    memset(out, 0, sizeof *out);
+    out->geom = *g;
+    if (dtype != SPF_DTYPE_F16 && dtype != SPF_DTYPE_BF16)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv tc: dtype %s (f16 or bf16: mma.m16n8k16)",
+                    dtype_name(dtype));
+    if (w->nnz > INT32_MAX || w->rows != g->k || w->cols != g->kred)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv tc: a %lld × %lld matrix of %lld nonzeros for %d "
+                    "channels of %d columns (at most 2^31 - 1 nonzeros)", (long long)w->rows,
+                    (long long)w->cols, (long long)w->nnz, g->k, g->kred);
+    const int64_t slots = (int64_t)g->mtiles * g->splits;
+    out->ptr = mem_calloc((size_t)slots + 1, sizeof *out->ptr);
+    out->entry = mem_alloc_array((size_t)(w->nnz > 0 ? w->nnz : 1), sizeof *out->entry);
+    int32_t *fill = mem_alloc_array((size_t)slots, sizeof *fill);
+    if (!out->ptr || !out->entry || !fill) {
+        mem_free(fill);
+        conv_tc_format_free(out);
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv tc: the format of %lld nonzeros",
+                    (long long)w->nnz);
+    }
+    /* counts by block (channel tile, slice), then their starts; a block's
+     * entries in row order, each row's by column */
+    for (int64_t row = 0; row < g->k; row++)
+        for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++)
+            out->ptr[row / CONV_TC_BM * g->splits + w->col_idx[e] / g->ks + 1]++;
+    for (int64_t i = 0; i < slots; i++)
+        out->ptr[i + 1] += out->ptr[i];
+    memcpy(fill, out->ptr, (size_t)slots * sizeof *fill);
+    for (int64_t row = 0; row < g->k; row++)
+        for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++) {
+            const int32_t col = w->col_idx[e], slice = col / g->ks;
+            const uint16_t bits = dtype == SPF_DTYPE_F16 ? f16_from_float(w->values[e])
+                                                         : bf16_from_float(w->values[e]);
+            out->entry[fill[row / CONV_TC_BM * g->splits + slice]++] =
+                conv_tc_entry((int32_t)(row % CONV_TC_BM), col - slice * g->ks, bits);
+        }
+    mem_free(fill);
+    out->nnz = w->nnz;
+    return SPF_OK;
+}
+
+void conv_tc_format_free(conv_tc_format *f)
+{
+    mem_free(f->ptr);
+    mem_free(f->entry);
+    f->ptr = NULL;
+    f->entry = NULL;
+}
+
+void conv_tc_name(const conv_tc_geom *g, spf_dtype dtype, char *buf, size_t size)
+{
+    snprintf(buf, size, "convtc_%s_bn%d_ks%d_z%d", dtype_name(dtype), g->bn, g->ks, g->splits);
+}
+
+#ifdef SPF_HAVE_CUDA
+
+spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, conv_tc **out)
+{
+    *out = NULL;
+    conv_tc *x = mem_calloc(1, sizeof *x);
+    if (!x)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv: a tensor-core kernel");
+    const conv_tc_geom *g = &f->geom;
+    x->geom = *g;
+    x->dtype = dtype;
+    x->relu = relu;
+    spf_status status = SPF_OK;
+    TRY(device_upload((void **)&x->ptr, f->ptr, (int64_t)g->mtiles * g->splits + 1,
+                      sizeof *x->ptr, &x->bytes));
+    TRY(device_upload((void **)&x->entry, f->entry, f->nnz, sizeof *x->entry, &x->bytes));
+    const size_t workspace = conv_tc_workspace(g);
+    if (workspace) {
+        const size_t counters = (size_t)g->ntiles * g->mtiles * sizeof *x->counter;
+        TRY(CUDA_CHECK(cudaMalloc((void **)&x->workspace, workspace)));
+        TRY(CUDA_CHECK(cudaMalloc((void **)&x->counter, counters)));
+        TRY(CUDA_CHECK(cudaMemset(x->workspace, 0, workspace)));
+        TRY(CUDA_CHECK(cudaMemset(x->counter, 0, counters)));
+        x->bytes += (int64_t)(workspace + counters);
+    }
+    *out = x;
+    return SPF_OK;
+fail:
+    conv_tc_free(x);
+    return status;
+}
+
+void conv_tc_free(conv_tc *x)
+{
+    if (!x)
+        return;
+    (void)cudaFree(x->ptr);
+    (void)cudaFree(x->entry);
+    (void)cudaFree(x->workspace);
+    (void)cudaFree(x->counter);
+    mem_free(x);
+}
+
+#else
+
+spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, conv_tc **out)
+{
+    (void)f, (void)dtype, (void)relu;
+    *out = NULL;
+    return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
+}
+
+void conv_tc_free(conv_tc *x)
+{
+    (void)x;
+}
+
+spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out, const float *bias,
+                          const void *residual, void *stream)
+{
+    (void)x, (void)in, (void)out, (void)bias, (void)residual, (void)stream;
+    return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
+}
+
+#endif

@@ -1,0 +1,193 @@
+/* The tensor-core convolution kernel (kernels/conv_tc.cu): an implicit
+ * GEMM over sparse weights, the IMPLICIT path's tensor-core kernel (issue
+ * 14 item 2: the tensor-core strategies gather B into the shared-memory
+ * stage). In GEMM terms out[pos][k] = Σ_kk W[k][kk] · B[kk][pos], with kk
+ * in (r, s, c) order (conv_gather.h, NHWC) and B the implicit im2col.
+ *
+ * A block takes CONV_TC_BM output channels × bn output positions × one
+ * slice of ks filter columns (grid z: the reduction split into `splits`
+ * slices). It
+ *   1. gathers B's slice from the input into shared memory, [pos][kk],
+ *      8 channels (16 bytes) a cp.async, zeros where a tap falls in the
+ *      padding: a tap's C channels are contiguous in NHWC, so C must be a
+ *      multiple of 8;
+ *   2. expands its weights into a dense CONV_TC_BM × ks tile in shared
+ *      memory. The slice's nonzeros are stored as 32-bit entries (row in
+ *      the tile, column in the slice, the 16-bit value), consecutive for
+ *      the block: coalesced loads of 4 bytes a nonzero, against dense
+ *      fp16's 2 bytes a weight (5× fewer at 0.9 sparsity). Flash-LLM's
+ *      "load as sparse, compute as dense" (ANCHORS.md's peers): at 0.9
+ *      unstructured a 16×16 tile of weights is hardly ever empty
+ *      (0.9^256), so skipping tiles would save nothing;
+ *   3. runs mma.sync m16n8k16 over the tiles, fp32 accumulation, each warp
+ *      16 channels × 8·nt positions.
+ * At batch 1 the work is small and latency bound (a ResNet-50 3×3 layer
+ * is 12 M multiply-adds at 0.9): what wins is filling the GPU. The split
+ * of the reduction does it where positions are few (layer4: 49 positions
+ * × 512 channels are 8 blocks of 64 × 64, 16 slices make 128). Split
+ * blocks add their partial sums into an fp32 workspace; the last block of
+ * a tile to finish (a counter per tile) applies the epilogue (bias, the
+ * residual, ReLU) and leaves workspace and counter zeroed for the next
+ * launch, so launches of one kernel object must not overlap (a plan's
+ * launches are ordered on one stream). With one slice the epilogue is the
+ * block's own.
+ *
+ * The geometry functions below are shared by the kernel and the host (the
+ * unit test replays the gather's arithmetic against conv_gather_from). */
+#ifndef SPF_CONV_CONV_TC_H
+#define SPF_CONV_CONV_TC_H
+
+#include "conv/conv_gather.h"
+#include "spforge.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    CONV_TC_BM = 64,               /* output channels a block: 4 warps of 16     */
+    CONV_TC_PAD = 8,               /* elements past ks a shared row: its pitch,
+                                      2·ks + 16 bytes, an odd multiple of 16,
+                                      keeps ldmatrix's 8 rows on distinct banks */
+    CONV_TC_MAX_KS = 1024,         /* a slice's columns: 10 bits of an entry     */
+    CONV_TC_SMEM = 110 * 1024,     /* shared memory a block: two an SM           */
+    CONV_TC_MAX_CONFIGS = 9,
+    CONV_TC_WORKSPACE_CAP = 64 << 20 /* bytes of fp32 partial sums a split may use */
+};
+
+/* A configuration: positions a block (16, 32 or 64) and the reduction's
+ * slices (grid z). */
+typedef struct conv_tc_config {
+    int bn;
+    int splits;
+} conv_tc_config;
+
+/* Everything the kernel's index arithmetic needs. */
+typedef struct conv_tc_geom {
+    int32_t c, h, w, r, s, stride, pad, p, q, k; /* the convolution                     */
+    int32_t cols;                                /* output positions of the launch      */
+    int32_t kred;                                /* filter columns: C·R·S               */
+    int32_t bn, nt, wn;                          /* positions a block; n8 tiles a warp;
+                                                    warps along the positions          */
+    int32_t ks, splits;                          /* a slice's columns (a multiple of
+                                                    16) and the slices                 */
+    int32_t ntiles, mtiles;                      /* blocks along positions, channels    */
+} conv_tc_geom;
+
+/* Where output position pos of the launch reads: the input element of
+ * channel 0, pixel (0, 0) of its image (*base), and its window's corner
+ * in input rows and columns, padding included (negative at the edge). */
+CONV_HD void conv_tc_place(const conv_tc_geom *g, int32_t pos, int64_t *base, int32_t *y0,
+                           int32_t *x0)
+{
+    const int32_t pq = g->p * g->q, image = pos / pq, at = pos - image * pq, p = at / g->q;
+    *base = (int64_t)image * g->h * g->w * g->c;
+    *y0 = p * g->stride - g->pad;
+    *x0 = (at - p * g->q) * g->stride - g->pad;
+}
+
+/* Filter column kk's tap (dy, dx) and channel, packed as the kernel keeps
+ * it in shared memory: dy in bits 24-31, dx in 16-23, c in 0-15 (the
+ * geometry bounds R, S < 256 and C < 2^16). */
+CONV_HD uint32_t conv_tc_tap(const conv_tc_geom *g, int32_t kk)
+{
+    const int32_t tap = kk / g->c, c = kk - tap * g->c, dy = tap / g->s;
+    return (uint32_t)dy << 24 | (uint32_t)(tap - dy * g->s) << 16 | (uint32_t)c;
+}
+
+/* The input element a place and a tap read, or -1 in the padding. */
+CONV_HD int64_t conv_tc_source(const conv_tc_geom *g, int64_t base, int32_t y0, int32_t x0,
+                               uint32_t tap)
+{
+    const int32_t y = y0 + (int32_t)(tap >> 24), x = x0 + (int32_t)(tap >> 16 & 0xff);
+    if (y < 0 || y >= g->h || x < 0 || x >= g->w)
+        return -1;
+    return base + ((int64_t)y * g->w + x) * g->c + (int32_t)(tap & 0xffff);
+}
+
+/* Bytes of a block's tiles: A (CONV_TC_BM rows) and B (bn rows) of
+ * ks + CONV_TC_PAD elements, or the epilogue's fp32 bn × (CONV_TC_BM + 1)
+ * sums that reuse them, whichever is larger (a multiple of 16). The
+ * tables of places (16 bytes a position) and taps (4 bytes a run of 8
+ * columns) follow. */
+CONV_HD size_t conv_tc_tile_bytes(const conv_tc_geom *g)
+{
+    const size_t ab = (size_t)(CONV_TC_BM + g->bn) * (size_t)(g->ks + CONV_TC_PAD) * 2;
+    const size_t sums = (size_t)g->bn * (CONV_TC_BM + 1) * 4;
+    return ab > sums ? ab : sums;
+}
+
+/* A weight entry: row in the block's tile, column in the slice, value
+ * bits. */
+CONV_HD uint32_t conv_tc_entry(int32_t row, int32_t col, uint16_t bits)
+{
+    return (uint32_t)row << 26 | (uint32_t)col << 16 | bits;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The geometry of config cfg for a convolution g (NHWC, one launch of the
+ * batch) with k output channels. 0 with a reason when the kernel cannot
+ * take it; splits is rounded so that no slice is empty. */
+int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_tc_geom *out,
+                     char *reason, size_t cap);
+
+/* The configs worth timing for g on a device of `sms` multiprocessors (at
+ * most CONV_TC_MAX_CONFIGS): per block width, the fewest slices that fit
+ * shared memory, and the fewest that give every SM one block, and two;
+ * their count, 0 with a reason when the kernel cannot take g. */
+int conv_tc_configs(const conv_gather *g, int32_t k, int sms, conv_tc_config *out, char *reason,
+                    size_t cap);
+
+/* Bytes of dynamic shared memory of a block. */
+size_t conv_tc_smem(const conv_tc_geom *g);
+
+/* Bytes of fp32 workspace (0 with one slice). */
+size_t conv_tc_workspace(const conv_tc_geom *g);
+
+/* The format: ptr (mtiles·splits + 1: block (mt, z)'s entries are
+ * ptr[mt·splits + z] .. ptr[mt·splits + z + 1] − 1) and the entries. */
+typedef struct conv_tc_format {
+    conv_tc_geom geom;
+    int32_t *ptr;
+    uint32_t *entry;
+    int64_t nnz;
+} conv_tc_format;
+
+/* The format of w (k × C·R·S, columns in (r, s, c) order) for geometry g,
+ * values rounded to dtype (f16 or bf16); free with conv_tc_format_free. */
+spf_status conv_tc_format_make(const spf_matrix *w, const conv_tc_geom *g, spf_dtype dtype,
+                               conv_tc_format *out);
+void conv_tc_format_free(conv_tc_format *f); /* accepts a zeroed one */
+
+/* "convtc_f16_bn32_ks576_z1" */
+void conv_tc_name(const conv_tc_geom *g, spf_dtype dtype, char *buf, size_t size);
+
+/* The format on the current device, with its workspace. */
+typedef struct conv_tc {
+    conv_tc_geom geom;
+    spf_dtype dtype;
+    int relu;          /* after the residual                         */
+    int32_t *ptr;      /* device, owned                              */
+    uint32_t *entry;   /* device, owned                              */
+    float *workspace;  /* device, owned, zeroed: splits > 1 only     */
+    int32_t *counter;  /* device, owned, zeroed: a tile's finished slices */
+    int64_t bytes;     /* device bytes held                          */
+} conv_tc;
+
+/* Upload f (made for dtype); *out NULL on failure. */
+spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, conv_tc **out);
+void conv_tc_free(conv_tc *x); /* accepts NULL */
+
+/* out = W ⊛ in (+ bias[k]) (+ residual) (ReLU), NHWC tensors of the dtype
+ * (bias float32 or NULL, residual NULL or output-shaped), on stream. CUDA
+ * builds only. */
+spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out, const float *bias,
+                          const void *residual, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,228 @@
+/* The tensor-core convolution kernel (conv/conv_tc.h says how the work is
+ * cut). Instantiated for fp16 and bf16 × the three block widths.
+ *
+ * A block's loads all go out before it waits on any: the gather's
+ * cp.async copies first, then the weights' entries (their stores into the
+ * zeroed A tile wait on them); the tensor cores start once both are in. */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+
+#include "conv/conv_tc.h"
+#include "gpu/cuda_check.h"
+#include "gpu/mma_ptx.cuh"
+#include "gpu/smem_limit.cuh"
+
+namespace {
+
+constexpr int BM = CONV_TC_BM;
+constexpr uint32_t kNoTap = 0xffffffffu; /* a column past C·R·S */
+
+struct args {
+    conv_tc_geom g;
+    const int32_t *ptr;
+    const uint32_t *entry;
+    const void *in;
+    void *out;
+    const float *bias;
+    const void *residual;
+    float *workspace;
+    int32_t *counter;
+    int relu;
+    int aligned; /* the input is 16-byte aligned: its runs go by cp.async */
+};
+
+/* A position's place (conv_tc_place); past the launch's positions its
+ * corner lies far above the image, so every tap reads padding. */
+struct place {
+    long long base;
+    int y0, x0;
+};
+
+/* Bias, residual and ReLU on sum y of output element at (channel kk of the
+ * block's column k), stored. */
+template <typename T>
+__device__ __forceinline__ void finish(const args &a, int64_t at, int k, float y)
+{
+    if (a.bias)
+        y += a.bias[k];
+    if (a.residual)
+        y += elem<T>::to_float(static_cast<const T *>(a.residual)[at]);
+    if (a.relu)
+        y = fmaxf(y, 0.0f);
+    static_cast<T *>(a.out)[at] = elem<T>::from_float(y);
+}
+
+template <typename T, int NT, int WN>
+__global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
+{
+    constexpr int kThreads = 128 * WN, BN = 8 * NT * WN, TP = BM + 1;
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ int last;
+    const conv_tc_geom &g = a.g;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int n0 = blockIdx.x * BN, k0 = blockIdx.y * BM, kk0 = blockIdx.z * g.ks;
+    const int pitch = g.ks + CONV_TC_PAD, runs = g.ks / 8;
+    T *as = reinterpret_cast<T *>(smem);
+    T *bs = as + BM * pitch;
+    place *places = reinterpret_cast<place *>(smem + conv_tc_tile_bytes(&g));
+    uint32_t *taps = reinterpret_cast<uint32_t *>(places + BN);
+
+    for (int i = tid; i < BN; i += kThreads) {
+        place pl = {0, -(1 << 28), 0};
+        if (n0 + i < g.cols) {
+            int64_t base;
+            conv_tc_place(&g, n0 + i, &base, &pl.y0, &pl.x0);
+            pl.base = base;
+        }
+        places[i] = pl;
+    }
+    for (int i = tid; i < runs; i += kThreads)
+        taps[i] = kk0 + 8 * i < g.kred ? conv_tc_tap(&g, kk0 + 8 * i) : kNoTap;
+    __syncthreads();
+
+    /* B: run j of position n, threads along the runs (a tap's channels
+     * are consecutive in memory); (n, j) stepped without a division */
+    const T *in = static_cast<const T *>(a.in);
+    const int dn = kThreads / runs, dj = kThreads - dn * runs;
+    for (int n = tid / runs, j = tid - n * runs; n < BN;) {
+        const uint32_t tap = taps[j];
+        const place pl = places[n];
+        const int64_t src = tap == kNoTap ? -1 : conv_tc_source(&g, pl.base, pl.y0, pl.x0, tap);
+        T *dst = bs + n * pitch + 8 * j;
+        if (src < 0)
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(0u, 0u, 0u, 0u);
+        else if (a.aligned)
+            copy16(dst, in + src, 16);
+        else
+            copy16_plain(dst, in + src, 16);
+        n += dn, j += dj;
+        if (j >= runs)
+            j -= runs, n++;
+    }
+    copy_commit();
+
+    /* A: zeroed, then the block's entries stored into it */
+    uint4 *a4 = reinterpret_cast<uint4 *>(as);
+    for (int i = tid; i < BM * pitch / 8; i += kThreads)
+        a4[i] = make_uint4(0u, 0u, 0u, 0u);
+    const int slot = blockIdx.y * g.splits + blockIdx.z;
+    const int e0 = __ldg(a.ptr + slot), e1 = __ldg(a.ptr + slot + 1);
+    __syncthreads();
+    uint16_t *ah = reinterpret_cast<uint16_t *>(as);
+#pragma unroll 4
+    for (int e = e0 + tid; e < e1; e += kThreads) {
+        const uint32_t v = __ldg(a.entry + e);
+        ah[(v >> 26) * pitch + (v >> 16 & 0x3ff)] = static_cast<uint16_t>(v);
+    }
+    copy_wait<0>();
+    __syncthreads();
+
+    /* warp (wm, wn): channels 16·wm.., positions 8·NT·wn.. */
+    const int wm = warp & 3, wn = warp >> 2;
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    if (k0 + 16 * wm < g.k && n0 + 8 * NT * wn < g.cols) {
+        const T *arow = as + (16 * wm + (lane & 15)) * pitch + (lane >> 4) * 8;
+        const T *brow = bs + (8 * NT * wn + (lane & 7) + ((lane >> 4) << 3)) * pitch +
+                        ((lane >> 3) & 1) * 8;
+        for (int kc = 0; kc < g.ks; kc += 16) {
+            uint32_t af[4];
+            ldsm_x4<false>(arow + kc, af);
+#pragma unroll
+            for (int jj = 0; jj < NT / 2; jj++) {
+                uint32_t bf[4];
+                ldsm_x4<false>(brow + jj * 16 * pitch + kc, bf);
+                mma_16816(acc[2 * jj], af, bf[0], bf[1], T());
+                mma_16816(acc[2 * jj + 1], af, bf[2], bf[3], T());
+            }
+        }
+    }
+
+    /* the sums through shared memory as [position][channel], so that the
+     * stores are runs of the block's channels of one position */
+    __syncthreads();
+    float *sums = reinterpret_cast<float *>(smem);
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                sums[(8 * NT * wn + 8 * j + 2 * (lane & 3) + e) * TP + 16 * wm + (lane >> 2) +
+                     8 * h] = acc[j][2 * h + e];
+    __syncthreads();
+    const int npos = min(BN, g.cols - n0), nk = min(BM, g.k - k0);
+    const int64_t base = static_cast<int64_t>(n0) * g.k + k0;
+    if (g.splits == 1) {
+        for (int i = tid; i < BN * BM; i += kThreads) {
+            const int pl = i / BM, kl = i % BM;
+            if (pl < npos && kl < nk)
+                finish<T>(a, base + static_cast<int64_t>(pl) * g.k + kl, k0 + kl,
+                          sums[pl * TP + kl]);
+        }
+        return;
+    }
+    /* a slice of several: the partial sums into the workspace; the tile's
+     * last block to finish reads them back, applies the epilogue and
+     * leaves workspace and counter zeroed */
+    for (int i = tid; i < BN * BM; i += kThreads) {
+        const int pl = i / BM, kl = i % BM;
+        if (pl < npos && kl < nk)
+            atomicAdd(a.workspace + base + static_cast<int64_t>(pl) * g.k + kl,
+                      sums[pl * TP + kl]);
+    }
+    __threadfence();
+    __syncthreads();
+    const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+    if (tid == 0)
+        last = atomicAdd(a.counter + tile, 1) == g.splits - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    for (int i = tid; i < BN * BM; i += kThreads) {
+        const int pl = i / BM, kl = i % BM;
+        if (pl < npos && kl < nk) {
+            float *at = a.workspace + base + static_cast<int64_t>(pl) * g.k + kl;
+            const float y = __ldcg(at);
+            __stcg(at, 0.0f);
+            finish<T>(a, base + static_cast<int64_t>(pl) * g.k + kl, k0 + kl, y);
+        }
+    }
+    if (tid == 0)
+        a.counter[tile] = 0;
+}
+
+template <typename T> const void *kernel_bn(int bn)
+{
+    switch (bn) {
+    case 16: return reinterpret_cast<const void *>(conv_tc_kernel<T, 2, 1>);
+    case 32: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 1>);
+    case 64: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 2>);
+    }
+    return nullptr;
+}
+
+} // namespace
+
+extern "C" spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out,
+                                     const float *bias, const void *residual, void *stream)
+{
+    const conv_tc_geom &g = x->geom;
+    const void *k = x->dtype == SPF_DTYPE_F16    ? kernel_bn<__half>(g.bn)
+                    : x->dtype == SPF_DTYPE_BF16 ? kernel_bn<__nv_bfloat16>(g.bn)
+                                                 : nullptr;
+    if (!k)
+        return FAIL(SPF_ERR_INTERNAL, "conv tc: no kernel of dtype %d, bn %d", (int)x->dtype,
+                    g.bn);
+    args a = {g, x->ptr, x->entry, in, out, bias, residual, x->workspace, x->counter, x->relu,
+              reinterpret_cast<uintptr_t>(in) % 16 == 0};
+    const dim3 grid(static_cast<unsigned>(g.ntiles), static_cast<unsigned>(g.mtiles),
+                    static_cast<unsigned>(g.splits));
+    return smem_launch(k, grid, 32 * 4 * g.wn, conv_tc_smem(&g), &a, stream);
+}

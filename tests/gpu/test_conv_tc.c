@@ -1,0 +1,110 @@
+/* The tensor-core conv kernel (conv/conv_tc.h) on the GPU, config by
+ * config: every shape of conv_tc_case.h (1, 3, 49 and 127 positions,
+ * channels past a block, 1×1 to 7×7, stride 2, padding 0 to 3) × every
+ * config a test runs (one slice to slices of 16 columns) × f16 and bf16,
+ * bias, residual and ReLU varied per case, the input also passed one
+ * element off 16 bytes (the copy's element path), the output poisoned with
+ * NaN first, against the CPU reference within the dtype's tolerance. Each
+ * kernel object runs twice, poisoned again between: a split's workspace
+ * and counters must come back zeroed for the next launch. (test_conv
+ * checks the conv plans that time these configs and keep one.) Skips
+ * visibly (exit 77) without a device.
+ *
+ * `test_conv_tc --quick`: f16 only (the compute-sanitizer run). */
+#include "conv_tc_case.h"
+
+static int runs;
+
+#ifdef SPF_HAVE_CUDA
+#include "core/dtype.h"
+#include "gpu/host_run.h"
+
+#include <cuda_runtime_api.h>
+
+static void run_one(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype, int misaligned,
+                    int variant, uint64_t seed)
+{
+    const int bias = variant & 1, residual = (variant >> 1) & 1, relu = (variant >> 2) & 1;
+    conv_case t;
+    conv_case_make(&t, d, SPF_CONV_NHWC, bias, residual, relu, dtype, seed);
+    conv_tc_format f;
+    if (!conv_tc_case_format(&t, d, cfg, dtype, &f)) {
+        conv_case_free(&t);
+        return;
+    }
+    conv_tc *x = NULL;
+    CHECK_OK(conv_tc_create(&f, dtype, relu, &x));
+    const size_t es = dtype_size(dtype), out_bytes = (size_t)t.out_count * es;
+    void *din = NULL, *dres = NULL, *dout = NULL, *dbias = NULL;
+    /* misaligned: one element in front, the input after it */
+    const int lead = misaligned ? 1 : 0;
+    float *in = malloc((size_t)(t.in_count + 1) * sizeof *in);
+    in[0] = 0.0f;
+    memcpy(in + lead, t.in, (size_t)t.in_count * sizeof *in);
+    CHECK_OK(host_stage(dtype, in, t.in_count + lead, &din, NULL));
+    CHECK_OK(host_stage(dtype, t.residual, t.out_count, &dres, NULL));
+    CHECK_OK(host_stage(SPF_DTYPE_F32, bias ? t.bias : NULL, t.k, &dbias, NULL));
+    CUDA_OK(cudaMalloc(&dout, out_bytes));
+    void *raw = malloc(out_bytes);
+    for (int launch = 0; launch < 2 && x && din && dout; launch++) {
+        CUDA_OK(cudaMemset(dout, 0xff, out_bytes));
+        const char *input = (const char *)din + lead * es;
+        CHECK_OK(conv_tc_launch(x, input, dout, dbias, dres, NULL));
+        CUDA_OK(cudaDeviceSynchronize());
+        CUDA_OK(cudaMemcpy(raw, dout, out_bytes, cudaMemcpyDeviceToHost));
+        dtype_to_float(dtype, raw, t.out, t.out_count);
+        const double err = spf_relative_error(t.out, t.want, t.out_count);
+        const double tol = dtype_tolerance(dtype, SPF_MATH_DEFAULT);
+        CHECK_MSG(err <= tol, "%s bn%d ks%d z%d %s%s variant %d launch %d: relative error %.3g "
+                  "over %g", d->label, f.geom.bn, f.geom.ks, f.geom.splits,
+                  spf_dtype_name(dtype), misaligned ? " misaligned" : "", variant, launch, err,
+                  tol);
+        runs++;
+    }
+    free(raw);
+    free(in);
+    cudaFree(din);
+    cudaFree(dres);
+    cudaFree(dout);
+    cudaFree(dbias);
+    conv_tc_free(x);
+    conv_tc_format_free(&f);
+    conv_case_free(&t);
+}
+
+static void run_all(int quick)
+{
+    static const spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
+    uint64_t seed = 0xc3000;
+    for (int i = 0; i < CONV_TC_DIMS; i++) {
+        conv_tc_config cfg[CONV_TC_TEST_CONFIGS];
+        const int n = conv_tc_test_configs(&conv_tc_dims[i], cfg);
+        for (int c = 0; c < n; c++)
+            for (int di = 0; di < (quick ? 1 : 2); di++) {
+                seed += 8;
+                run_one(&conv_tc_dims[i], cfg[c], dtypes[di], (int)(seed / 8 % 3 == 0),
+                        (int)(seed / 8 % 8), seed);
+            }
+    }
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    spf_device_info info;
+    CHECK_OK(spf_device_query(0, &info));
+    if (!info.available) {
+        if (check_failed)
+            return check_report();
+        check_report();
+        SKIP("no CUDA device (%s): the tensor-core conv kernel not run", info.reason);
+    }
+#ifdef SPF_HAVE_CUDA
+    run_all(argc > 1 && strcmp(argv[1], "--quick") == 0);
+#else
+    (void)argc, (void)argv;
+#endif
+    printf("%d tensor-core conv launches checked\n", runs);
+    CHECK(runs > 0);
+    return check_report();
+}

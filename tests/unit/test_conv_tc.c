@@ -1,0 +1,197 @@
+/* The tensor-core conv kernel's host side (conv/conv_tc.h) without a GPU:
+ * its arithmetic replayed on the CPU block by block with the geometry
+ * functions the kernel itself calls (the B slice gathered through the
+ * places and taps, 8 channels a run; the A tile expanded from the block's
+ * entries; the slices' partial sums added; the epilogue's bias, residual
+ * and ReLU), against the conv reference, for every shape of
+ * conv_tc_case.h and every config a test runs, in f16 and bf16. Every
+ * gathered run is also checked element by element against the explicit
+ * im2col's index (conv_gather_from). Then the configs listed for ResNet-50
+ * shapes, the shared-memory budget, and the refusals (NCHW, C not a
+ * multiple of 8, f32). */
+#include "conv_tc_case.h"
+
+#include "core/half.h"
+
+#include <math.h>
+
+static int64_t runs_checked, runs_wrong;
+
+static float entry_value(uint32_t e, spf_dtype dtype)
+{
+    const uint16_t bits = (uint16_t)(e & 0xffff);
+    return dtype == SPF_DTYPE_F16 ? f16_to_float(bits) : bf16_to_float(bits);
+}
+
+/* What the kernel computes: NHWC out of cols × K. */
+static void replay(const conv_tc_format *f, spf_dtype dtype, const float *in, const float *bias,
+                   const float *residual, int relu, float *out)
+{
+    const conv_tc_geom *g = &f->geom;
+    const conv_gather eg = {.c = g->c, .h = g->h, .w = g->w, .r = g->r, .s = g->s,
+                            .stride = g->stride, .pad = g->pad, .p = g->p, .q = g->q,
+                            .cols = g->cols, .nhwc = 1};
+    float *a = malloc((size_t)CONV_TC_BM * g->ks * sizeof *a);
+    float *b = malloc((size_t)g->bn * g->ks * sizeof *b);
+    double *sum = calloc((size_t)g->cols * g->k, sizeof *sum);
+    for (int32_t mt = 0; mt < g->mtiles; mt++)
+        for (int32_t nt = 0; nt < g->ntiles; nt++)
+            for (int32_t z = 0; z < g->splits; z++) {
+                const int32_t n0 = nt * g->bn, k0 = mt * CONV_TC_BM, kk0 = z * g->ks;
+                for (int32_t n = 0; n < g->bn; n++) {
+                    int64_t base = 0;
+                    int32_t y0 = -(1 << 28), x0 = 0;
+                    if (n0 + n < g->cols)
+                        conv_tc_place(g, n0 + n, &base, &y0, &x0);
+                    for (int32_t j = 0; j < g->ks / 8; j++) {
+                        const int32_t kk = kk0 + 8 * j;
+                        const int64_t src =
+                            kk < g->kred ? conv_tc_source(g, base, y0, x0, conv_tc_tap(g, kk)) : -1;
+                        for (int32_t u = 0; u < 8; u++) {
+                            b[(int64_t)n * g->ks + 8 * j + u] = src < 0 ? 0.0f : in[src + u];
+                            if (n0 + n < g->cols && kk < g->kred) {
+                                runs_checked++;
+                                const int64_t want = conv_gather_from(&eg, kk + u, n0 + n);
+                                runs_wrong += want != (src < 0 ? -1 : src + u);
+                            }
+                        }
+                    }
+                }
+                for (int64_t i = 0; i < (int64_t)CONV_TC_BM * g->ks; i++)
+                    a[i] = 0.0f;
+                const int32_t slot = mt * g->splits + z;
+                for (int32_t e = f->ptr[slot]; e < f->ptr[slot + 1]; e++) {
+                    const uint32_t v = f->entry[e];
+                    a[(int64_t)(v >> 26) * g->ks + (v >> 16 & 0x3ff)] = entry_value(v, dtype);
+                }
+                for (int32_t n = 0; n < g->bn && n0 + n < g->cols; n++)
+                    for (int32_t m = 0; m < CONV_TC_BM && k0 + m < g->k; m++) {
+                        double s = 0;
+                        for (int32_t j = 0; j < g->ks; j++)
+                            s += (double)a[(int64_t)m * g->ks + j] * b[(int64_t)n * g->ks + j];
+                        sum[(int64_t)(n0 + n) * g->k + k0 + m] += s;
+                    }
+            }
+    for (int64_t i = 0; i < (int64_t)g->cols * g->k; i++) {
+        double y = sum[i] + (bias ? bias[i % g->k] : 0.0) + (residual ? residual[i] : 0.0);
+        out[i] = (float)(relu && y < 0 ? 0.0 : y);
+    }
+    free(a);
+    free(b);
+    free(sum);
+}
+
+/* d's case under cfg in dtype: 1 when the geometry took it. */
+static int check_config(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype, int variant,
+                        uint64_t seed)
+{
+    const int bias = variant & 1, residual = (variant >> 1) & 1, relu = (variant >> 2) & 1;
+    conv_case t;
+    conv_case_make(&t, d, SPF_CONV_NHWC, bias, residual, relu, dtype, seed);
+    conv_tc_format f;
+    if (!conv_tc_case_format(&t, d, cfg, dtype, &f)) {
+        conv_case_free(&t);
+        return 0;
+    }
+    const conv_tc_geom *g = &f.geom;
+    CHECK(g->ks % 16 == 0 && g->ks <= CONV_TC_MAX_KS && conv_tc_smem(g) <= CONV_TC_SMEM);
+    CHECK((int64_t)g->ks * g->splits >= g->kred && (int64_t)g->ks * (g->splits - 1) < g->kred);
+    CHECK_EQ_I64(f.ptr[(int64_t)g->mtiles * g->splits], spf_matrix_nnz(t.w));
+    for (int64_t i = 0; i < (int64_t)g->mtiles * g->splits; i++)
+        CHECK(f.ptr[i] <= f.ptr[i + 1]);
+    for (int64_t i = 0; i < t.out_count; i++)
+        t.out[i] = NAN;
+    replay(&f, dtype, t.in, bias ? t.bias : NULL, t.residual, relu, t.out);
+    /* the reference's weights are not rounded to the dtype: its tolerance */
+    const double err = spf_relative_error(t.out, t.want, t.out_count);
+    CHECK_MSG(err <= dtype_tolerance(dtype, SPF_MATH_DEFAULT),
+              "%s bn%d ks%d z%d %s variant %d: relative error %.3g", d->label, g->bn, g->ks,
+              g->splits, spf_dtype_name(dtype), variant, err);
+    conv_tc_format_free(&f);
+    conv_case_free(&t);
+    return 1;
+}
+
+static void check_configs_and_refusals(void)
+{
+    conv_tc_config cfg[CONV_TC_MAX_CONFIGS];
+    char reason[200] = "";
+    /* layer4 of ResNet-50 at batch 1: 49 positions, 512 channels, 4608
+     * columns: block widths up to 64; slices enough for 132 SMs */
+    conv_gather g = {.c = 512, .h = 7, .w = 7, .r = 3, .s = 3, .stride = 1, .pad = 1, .p = 7,
+                     .q = 7, .cols = 49, .nhwc = 1};
+    int n = conv_tc_configs(&g, 512, 132, cfg, reason, sizeof reason);
+    CHECK_MSG(n >= 6 && n <= CONV_TC_MAX_CONFIGS, "%d configs: %s", n, reason);
+    int fills = 0;
+    for (int i = 0; i < n; i++) {
+        conv_tc_geom geom;
+        CHECK(conv_tc_geometry(&g, 512, cfg[i], &geom, reason, sizeof reason));
+        CHECK(conv_tc_smem(&geom) <= CONV_TC_SMEM);
+        fills += (int64_t)geom.ntiles * geom.mtiles * geom.splits >= 132;
+    }
+    CHECK(fills >= 3);
+    /* layer1 at batch 32: 100 352 positions fill the GPU without a split;
+     * each block width takes the fewest slices its shared memory allows
+     * (576 columns: one at 16 positions, two at 32 and 64) */
+    g = (conv_gather){.c = 64, .h = 56, .w = 56, .r = 3, .s = 3, .stride = 1, .pad = 1, .p = 56,
+                      .q = 56, .cols = 32 * 3136, .nhwc = 1};
+    n = conv_tc_configs(&g, 64, 132, cfg, reason, sizeof reason);
+    CHECK_EQ_I64(n, 3);
+    for (int i = 0; i < n; i++)
+        CHECK_MSG(cfg[i].splits == (cfg[i].bn == 16 ? 1 : 2), "bn %d: %d slices", cfg[i].bn,
+                  cfg[i].splits);
+    /* a slice wider than shared memory holds */
+    conv_tc_geom geom;
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1}, &geom, reason, sizeof reason) ||
+          geom.ks <= 416);
+    g.c = 512;
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1}, &geom, reason, sizeof reason) &&
+          strstr(reason, "shared memory"));
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){48, 4}, &geom, reason, sizeof reason) &&
+          strstr(reason, "bn"));
+    /* a split whose partial sums pass the workspace cap */
+    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16}, &geom, reason, sizeof reason) &&
+          strstr(reason, "partial sums"));
+    g.c = 12;
+    CHECK(conv_tc_configs(&g, 64, 132, cfg, reason, sizeof reason) == 0 &&
+          strstr(reason, "multiple of 8"));
+    g.c = 64;
+    g.nhwc = 0;
+    CHECK(conv_tc_configs(&g, 64, 132, cfg, reason, sizeof reason) == 0 &&
+          strstr(reason, "NCHW"));
+    /* f32 has no m16n8k16 */
+    g.nhwc = 1;
+    g.cols = 49;
+    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 2}, &geom, reason, sizeof reason));
+    spf_matrix *w = NULL;
+    static const int64_t empty_rows[65] = {0};
+    CHECK_OK(spf_matrix_create_csr(64, 576, 0, empty_rows, NULL, NULL, 1, &w));
+    conv_tc_format f;
+    CHECK(conv_tc_format_make(w, &geom, SPF_DTYPE_F32, &f) == SPF_ERR_UNSUPPORTED);
+    CHECK_OK(conv_tc_format_make(w, &geom, SPF_DTYPE_BF16, &f));
+    char name[64];
+    conv_tc_name(&geom, SPF_DTYPE_BF16, name, sizeof name);
+    CHECK_MSG(strcmp(name, "convtc_bf16_bn16_ks288_z2") == 0, "%s", name);
+    conv_tc_format_free(&f);
+    spf_matrix_free(w);
+}
+
+int main(void)
+{
+    uint64_t seed = 0xc7c0;
+    int taken = 0;
+    for (int i = 0; i < CONV_TC_DIMS; i++) {
+        conv_tc_config cfg[CONV_TC_TEST_CONFIGS];
+        const int n = conv_tc_test_configs(&conv_tc_dims[i], cfg);
+        for (int c = 0; c < n; c++) {
+            seed += 8;
+            const spf_dtype dtype = seed / 8 % 2 ? SPF_DTYPE_F16 : SPF_DTYPE_BF16;
+            taken += check_config(&conv_tc_dims[i], cfg[c], dtype, (int)(seed / 8 % 8), seed);
+        }
+    }
+    CHECK_MSG(runs_wrong == 0, "%lld of %lld gathered elements not the explicit im2col's",
+              (long long)runs_wrong, (long long)runs_checked);
+    CHECK_MSG(taken >= CONV_TC_DIMS * 12, "%d configs taken", taken);
+    check_configs_and_refusals();
+    return check_report();
+}
