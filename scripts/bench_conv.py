@@ -164,6 +164,10 @@ def main():
     kinds = {"3x3": lambda l: l.kernel == 3, "1x1": lambda l: l.kernel == 1 and l.module != "fc",
              "stem": lambda l: l.kernel == 7, "all": lambda l: l.module != "fc"}[a.kinds]
     layers = [l for l in resnet50.LAYERS if kinds(l)]
+    # the floor of a graph-timed call: a kernel that does next to nothing
+    one = torch.zeros(1, device="cuda")
+    print("floor: a one-element add in CUDA graphs takes %.2f us a call"
+          % graph_time_us(lambda: one.add_(1.0)), flush=True)
     rows_out = []
     tmp = tempfile.mkdtemp()
     runs = [(sparsity, int(b), l) for sparsity in sparsities for b in a.batch.split(",")

@@ -20,7 +20,8 @@
 # (../shared/data's, which does not travel); it is unpacked into data/.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
-# them on the same library), the bench and ResNet-50 at 0.8 and 0.9 instead.
+# them on the same library) but test_conv_tc_gpu, the bench and ResNet-50 at
+# 0.8 and 0.9 instead.
 # SPF_CONV_BENCH_ARGS: bench_conv.py's arguments in place of
 # "--sparsity 0.9 --batch 1,32 --kinds 3x3" (e.g. "... --also unrolled");
 # SPF_CONV_SKIP_E2E=1 leaves ResNet-50 out.
@@ -30,8 +31,10 @@ set -uo pipefail
 device_init device-conv
 
 device_convdata
-build_step 260 -j16 --target spforge spforge_cli test_conv test_strategies \
-  test_conv_window_gpu test_conv_tc_gpu test_plan
+targets="test_conv test_strategies test_conv_window_gpu test_conv_tc_gpu test_plan"
+[ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ] && targets=test_conv_tc_gpu
+# shellcheck disable=SC2086
+build_step 260 -j16 --target spforge spforge_cli $targets
 if [ ! -f "$build/libspforge.so" ]; then
   echo "build failed: no library; see build.log" | tee -a "$out/summary.txt"
   exit 1
@@ -50,7 +53,9 @@ echo "cuDNN: ${SPF_CUDNN:-not found}" | tee -a "$out/summary.txt"
 e2e_sparsity=0.9
 if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   e2e_sparsity=0.8,0.9
-  echo "tests and sanitizers left out (SPF_CONV_BENCH_ONLY=1)" | tee -a "$out/summary.txt"
+  echo "tests and sanitizers left out but test_conv_tc_gpu (SPF_CONV_BENCH_ONLY=1)" |
+    tee -a "$out/summary.txt"
+  step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
 else
   step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
   step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"

@@ -23,17 +23,19 @@ static const int block_widths[] = {16, 32, 64};
 
 /* The widest slice a block of bn positions holds within CONV_TC_SMEM:
  * tiles of (BM + bn) rows of ks + PAD 2-byte elements, the places (16
- * bytes a position) and the taps (4 bytes a run of 8 columns). */
+ * bytes a position), the taps (4 bytes a run of 8 columns) and the entry
+ * stage. */
 static int32_t widest_slice(int32_t bn)
 {
-    const int64_t rows = CONV_TC_BM + bn;
-    const int64_t ks = 2 * (CONV_TC_SMEM - 16LL * bn - 2 * rows * CONV_TC_PAD) / (4 * rows + 1);
+    const int64_t rows = CONV_TC_BM + bn, fixed = 16LL * bn + 4LL * CONV_TC_STAGE;
+    const int64_t ks = 2 * (CONV_TC_SMEM - fixed - 2 * rows * CONV_TC_PAD) / (4 * rows + 1);
     return (int32_t)(ks / 16 * 16 < CONV_TC_MAX_KS ? ks / 16 * 16 : CONV_TC_MAX_KS);
 }
 
 size_t conv_tc_smem(const conv_tc_geom *g)
 {
-    return conv_tc_tile_bytes(g) + (size_t)g->bn * 16 + (size_t)g->ks / 8 * 4;
+    return conv_tc_tile_bytes(g) + (size_t)g->bn * 16 + (size_t)g->ks / 8 * 4 +
+           (size_t)CONV_TC_STAGE * 4;
 }
 
 size_t conv_tc_workspace(const conv_tc_geom *g)

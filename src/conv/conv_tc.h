@@ -15,7 +15,9 @@
  *      memory. The slice's nonzeros are stored as 32-bit entries (row in
  *      the tile, column in the slice, the 16-bit value), consecutive for
  *      the block: coalesced loads of 4 bytes a nonzero, against dense
- *      fp16's 2 bytes a weight (5× fewer at 0.9 sparsity). Flash-LLM's
+ *      fp16's 2 bytes a weight (5× fewer at 0.9 sparsity), copied into a
+ *      shared stage by cp.async with B's gather, so that all of a block's
+ *      loads are in flight at once, then stored into the tile. Flash-LLM's
  *      "load as sparse, compute as dense" (ANCHORS.md's peers): at 0.9
  *      unstructured a 16×16 tile of weights is hardly ever empty
  *      (0.9^256), so skipping tiles would save nothing;
@@ -49,6 +51,7 @@ enum {
                                       2·ks + 16 bytes, an odd multiple of 16,
                                       keeps ldmatrix's 8 rows on distinct banks */
     CONV_TC_MAX_KS = 1024,         /* a slice's columns: 10 bits of an entry     */
+    CONV_TC_STAGE = 4096,          /* entries a block stages at a time: 16 KB    */
     CONV_TC_SMEM = 110 * 1024,     /* shared memory a block: two an SM           */
     CONV_TC_MAX_CONFIGS = 9,
     CONV_TC_WORKSPACE_CAP = 64 << 20 /* bytes of fp32 partial sums a split may use */
@@ -108,7 +111,7 @@ CONV_HD int64_t conv_tc_source(const conv_tc_geom *g, int64_t base, int32_t y0, 
  * ks + CONV_TC_PAD elements, or the epilogue's fp32 bn × (CONV_TC_BM + 1)
  * sums that reuse them, whichever is larger (a multiple of 16). The
  * tables of places (16 bytes a position) and taps (4 bytes a run of 8
- * columns) follow. */
+ * columns) follow, then the stage of CONV_TC_STAGE entries. */
 CONV_HD size_t conv_tc_tile_bytes(const conv_tc_geom *g)
 {
     const size_t ab = (size_t)(CONV_TC_BM + g->bn) * (size_t)(g->ks + CONV_TC_PAD) * 2;

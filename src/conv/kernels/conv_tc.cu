@@ -2,8 +2,9 @@
  * cut). Instantiated for fp16 and bf16 × the three block widths.
  *
  * A block's loads all go out before it waits on any: the gather's
- * cp.async copies first, then the weights' entries (their stores into the
- * zeroed A tile wait on them); the tensor cores start once both are in. */
+ * cp.async copies and the weights' entries' (into a stage, from which they
+ * are stored into the zeroed A tile); the tensor cores start once both
+ * tiles are in. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -69,6 +70,7 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
     T *bs = as + BM * pitch;
     place *places = reinterpret_cast<place *>(smem + conv_tc_tile_bytes(&g));
     uint32_t *taps = reinterpret_cast<uint32_t *>(places + BN);
+    uint32_t *stage = taps + runs;
 
     for (int i = tid; i < BN; i += kThreads) {
         place pl = {0, -(1 << 28), 0};
@@ -102,43 +104,64 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
         if (j >= runs)
             j -= runs, n++;
     }
+    /* the entries' first stage, in flight with B */
+    const int slot = blockIdx.y * g.splits + blockIdx.z;
+    const int e0 = __ldg(a.ptr + slot), e1 = __ldg(a.ptr + slot + 1);
+    for (int e = e0 + tid; e < min(e1, e0 + CONV_TC_STAGE); e += kThreads)
+        copy4(stage + (e - e0), a.entry + e);
     copy_commit();
 
-    /* A: zeroed, then the block's entries stored into it */
+    /* A: zeroed, then the entries stored into it, a stage at a time */
     uint4 *a4 = reinterpret_cast<uint4 *>(as);
     for (int i = tid; i < BM * pitch / 8; i += kThreads)
         a4[i] = make_uint4(0u, 0u, 0u, 0u);
-    const int slot = blockIdx.y * g.splits + blockIdx.z;
-    const int e0 = __ldg(a.ptr + slot), e1 = __ldg(a.ptr + slot + 1);
-    __syncthreads();
     uint16_t *ah = reinterpret_cast<uint16_t *>(as);
-#pragma unroll 4
-    for (int e = e0 + tid; e < e1; e += kThreads) {
-        const uint32_t v = __ldg(a.entry + e);
-        ah[(v >> 26) * pitch + (v >> 16 & 0x3ff)] = static_cast<uint16_t>(v);
+    for (int s0 = e0; s0 < e1; s0 += CONV_TC_STAGE) {
+        const int count = min(CONV_TC_STAGE, e1 - s0);
+        if (s0 > e0) {
+            __syncthreads(); /* the last stage stored */
+            for (int e = tid; e < count; e += kThreads)
+                copy4(stage + e, a.entry + s0 + e);
+            copy_commit();
+        }
+        copy_wait<0>();
+        __syncthreads();
+        for (int e = tid; e < count; e += kThreads) {
+            const uint32_t v = stage[e];
+            ah[(v >> 26) * pitch + (v >> 16 & 0x3ff)] = static_cast<uint16_t>(v);
+        }
     }
-    copy_wait<0>();
+    copy_wait<0>(); /* B, where the block has no entries */
     __syncthreads();
 
     /* warp (wm, wn): channels 16·wm.., positions 8·NT·wn.. */
     const int wm = warp & 3, wn = warp >> 2;
-    float acc[NT][4];
+    /* two sets of sums, even and odd k16 steps: twice the independent
+     * mma chains (a warp's steps are otherwise one chain of latencies) */
+    float acc[2][NT][4];
 #pragma unroll
-    for (int j = 0; j < NT; j++)
-        acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    for (int u = 0; u < 2; u++)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+            acc[u][j][0] = acc[u][j][1] = acc[u][j][2] = acc[u][j][3] = 0.0f;
     if (k0 + 16 * wm < g.k && n0 + 8 * NT * wn < g.cols) {
         const T *arow = as + (16 * wm + (lane & 15)) * pitch + (lane >> 4) * 8;
         const T *brow = bs + (8 * NT * wn + (lane & 7) + ((lane >> 4) << 3)) * pitch +
                         ((lane >> 3) & 1) * 8;
-        for (int kc = 0; kc < g.ks; kc += 16) {
-            uint32_t af[4];
-            ldsm_x4<false>(arow + kc, af);
+        for (int kc = 0; kc < g.ks; kc += 32) {
 #pragma unroll
-            for (int jj = 0; jj < NT / 2; jj++) {
-                uint32_t bf[4];
-                ldsm_x4<false>(brow + jj * 16 * pitch + kc, bf);
-                mma_16816(acc[2 * jj], af, bf[0], bf[1], T());
-                mma_16816(acc[2 * jj + 1], af, bf[2], bf[3], T());
+            for (int u = 0; u < 2; u++) {
+                if (u == 1 && kc + 16 >= g.ks)
+                    break;
+                uint32_t af[4];
+                ldsm_x4<false>(arow + kc + 16 * u, af);
+#pragma unroll
+                for (int jj = 0; jj < NT / 2; jj++) {
+                    uint32_t bf[4];
+                    ldsm_x4<false>(brow + jj * 16 * pitch + kc + 16 * u, bf);
+                    mma_16816(acc[u][2 * jj], af, bf[0], bf[1], T());
+                    mma_16816(acc[u][2 * jj + 1], af, bf[2], bf[3], T());
+                }
             }
         }
     }
@@ -154,7 +177,7 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
 #pragma unroll
             for (int e = 0; e < 2; e++)
                 sums[(8 * NT * wn + 8 * j + 2 * (lane & 3) + e) * TP + 16 * wm + (lane >> 2) +
-                     8 * h] = acc[j][2 * h + e];
+                     8 * h] = acc[0][j][2 * h + e] + acc[1][j][2 * h + e];
     __syncthreads();
     const int npos = min(BN, g.cols - n0), nk = min(BM, g.k - k0);
     const int64_t base = static_cast<int64_t>(n0) * g.k + k0;
