@@ -16,7 +16,8 @@
 # A run line: a DLMC file under data/dlmc/rn50/magnitude_pruning/ and the
 # `spforge conv` arguments after it, e.g.
 #   0.9/bottleneck_2_block_group1_1_1.smtx --input-shape 1,64,56,56 --padding 1
-# (--layout nhwc --dtype f16 --strategy generic --no-progress are added).
+# (--layout nhwc --dtype f16 --strategy $SPF_PROFILE_STRATEGY, default
+# generic, and --no-progress are added).
 # The kernel names carry their template arguments in ncu's demangled form
 # (window_kernel<__half, 2, 2>), so SPF_PROFILE_KERNEL can pick a config.
 set -uo pipefail
@@ -45,7 +46,8 @@ while IFS= read -r line; do
   step "profile-$i" "$build/profile/profile-$i.txt" 150 "$ncu" --set full \
     --kernel-name-base demangled --kernel-name "regex:$kernel" \
     --launch-skip "${SPF_PROFILE_SKIP:-0}" --launch-count 1 -f -o "$build/profile/report-$i" \
-    "$build/spforge" conv "$file" "$@" --layout nhwc --dtype f16 --strategy generic --no-progress
+    "$build/spforge" conv "$file" "$@" --layout nhwc --dtype f16 \
+    --strategy "${SPF_PROFILE_STRATEGY:-generic}" --no-progress
   if [ -f "$build/profile/report-$i.ncu-rep" ]; then
     "$ncu" --import "$build/profile/report-$i.ncu-rep" --print-details all \
       >>"$build/profile/profile-$i.txt" 2>&1
