@@ -23,18 +23,18 @@ static const int block_widths[] = {16, 32, 64};
 
 /* The widest slice a block of bn positions holds within CONV_TC_SMEM:
  * tiles of (BM + bn) rows of ks + PAD 2-byte elements, the places (16
- * bytes a position), the taps (4 bytes a run of 8 columns) and the entry
- * stage. */
+ * bytes a position), the taps (8 bytes a run of 8 columns: 1 a column) and
+ * the entry stage. */
 static int32_t widest_slice(int32_t bn)
 {
     const int64_t rows = CONV_TC_BM + bn, fixed = 16LL * bn + 4LL * CONV_TC_STAGE;
-    const int64_t ks = 2 * (CONV_TC_SMEM - fixed - 2 * rows * CONV_TC_PAD) / (4 * rows + 1);
+    const int64_t ks = (CONV_TC_SMEM - fixed - 2 * rows * CONV_TC_PAD) / (2 * rows + 1);
     return (int32_t)(ks / 16 * 16 < CONV_TC_MAX_KS ? ks / 16 * 16 : CONV_TC_MAX_KS);
 }
 
 size_t conv_tc_smem(const conv_tc_geom *g)
 {
-    return conv_tc_tile_bytes(g) + (size_t)g->bn * 16 + (size_t)g->ks / 8 * 4 +
+    return conv_tc_tile_bytes(g) + (size_t)g->bn * 16 + (size_t)g->ks / 8 * 8 +
            (size_t)CONV_TC_STAGE * 4;
 }
 
@@ -61,13 +61,22 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
                  "tap in 8 + 8 + 16 bits", g->r, g->s, g->c);
         return 0;
     }
-    int nt = 0, wn = 0;
+    /* 8 warps: 4 along the channels × wn along the positions × kw along
+     * the slice */
+    int nt = 0, wn = 0, kw = 0;
     for (int i = 0; i < 3; i++)
         if (cfg.bn == block_widths[i])
-            nt = cfg.bn == 16 ? 2 : 4, wn = cfg.bn == 64 ? 2 : 1;
+            nt = cfg.bn == 16 ? 2 : 4, wn = cfg.bn == 64 ? 2 : 1, kw = 2 / wn;
     if (!nt || cfg.splits < 1) {
         snprintf(reason, cap, "config bn %d, %d slices: bn is 16, 32 or 64, slices at least 1",
                  cfg.bn, cfg.splits);
+        return 0;
+    }
+    /* a corner's offset may lie a window outside the input: within int32 */
+    const int64_t input = (int64_t)g->cols / ((int64_t)g->p * g->q) * g->h * g->w * g->c;
+    if (input + ((int64_t)g->r + g->pad + g->stride) * (g->w + g->s + g->pad) * g->c > INT32_MAX) {
+        snprintf(reason, cap, "an input of %lld elements: the tensor-core kernel's offsets are "
+                 "32-bit", (long long)input);
         return 0;
     }
     const int64_t kred = (int64_t)g->c * g->r * g->s;
@@ -95,7 +104,7 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
     *out = (conv_tc_geom){.c = g->c, .h = g->h, .w = g->w, .r = g->r, .s = g->s,
                           .stride = g->stride, .pad = g->pad, .p = g->p, .q = g->q, .k = k,
                           .cols = g->cols, .kred = (int32_t)kred, .bn = cfg.bn, .nt = nt,
-                          .wn = wn, .ks = (int32_t)ks, .splits = (int32_t)splits,
+                          .wn = wn, .kw = kw, .ks = (int32_t)ks, .splits = (int32_t)splits,
                           .ntiles = (int32_t)ntiles, .mtiles = (int32_t)mtiles};
     return 1;
 }

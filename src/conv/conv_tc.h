@@ -10,7 +10,9 @@
  *   1. gathers B's slice from the input into shared memory, [pos][kk],
  *      8 channels (16 bytes) a cp.async, zeros where a tap falls in the
  *      padding: a tap's C channels are contiguous in NHWC, so C must be a
- *      multiple of 8;
+ *      multiple of 8. Each run's source is a position's corner plus a
+ *      column's offset, both from tables the block fills first (32-bit:
+ *      the input holds fewer than 2^31 elements);
  *   2. expands its weights into a dense CONV_TC_BM × ks tile in shared
  *      memory. The slice's nonzeros are stored as 32-bit entries (row in
  *      the tile, column in the slice, the 16-bit value), consecutive for
@@ -22,7 +24,11 @@
  *      unstructured a 16×16 tile of weights is hardly ever empty
  *      (0.9^256), so skipping tiles would save nothing;
  *   3. runs mma.sync m16n8k16 over the tiles, fp32 accumulation, each warp
- *      16 channels × 8·nt positions.
+ *      16 channels × 8·nt positions × every kw-th k16 step of the slice;
+ *      the kw warps' sums are added in shared memory. A block has 256
+ *      threads whatever its width (kw = 2 at 16 and 32 positions, 1 at
+ *      64): the copies, the expansion and the epilogue are shared by all,
+ *      and at batch 1 the few blocks need warps to hide latency with.
  * At batch 1 the work is small and latency bound (a ResNet-50 3×3 layer
  * is 12 M multiply-adds at 0.9): what wins is filling the GPU. The split
  * of the reduction does it where positions are few (layer4: 49 positions
@@ -69,48 +75,48 @@ typedef struct conv_tc_geom {
     int32_t c, h, w, r, s, stride, pad, p, q, k; /* the convolution                     */
     int32_t cols;                                /* output positions of the launch      */
     int32_t kred;                                /* filter columns: C·R·S               */
-    int32_t bn, nt, wn;                          /* positions a block; n8 tiles a warp;
-                                                    warps along the positions          */
+    int32_t bn, nt, wn, kw;                      /* positions a block; n8 tiles a warp;
+                                                    warps along the positions, and
+                                                    along the slice                    */
     int32_t ks, splits;                          /* a slice's columns (a multiple of
                                                     16) and the slices                 */
     int32_t ntiles, mtiles;                      /* blocks along positions, channels    */
 } conv_tc_geom;
 
-/* Where output position pos of the launch reads: the input element of
- * channel 0, pixel (0, 0) of its image (*base), and its window's corner
- * in input rows and columns, padding included (negative at the edge). */
-CONV_HD void conv_tc_place(const conv_tc_geom *g, int32_t pos, int64_t *base, int32_t *y0,
+/* Where output position pos of the launch reads: its window's corner
+ * (y0, x0) in input rows and columns, padding included (negative at the
+ * edge), and the element offset of channel 0 there (*corner; outside the
+ * input where the corner is padding, within int32: conv_tc_geometry). */
+CONV_HD void conv_tc_place(const conv_tc_geom *g, int32_t pos, int32_t *corner, int32_t *y0,
                            int32_t *x0)
 {
     const int32_t pq = g->p * g->q, image = pos / pq, at = pos - image * pq, p = at / g->q;
-    *base = (int64_t)image * g->h * g->w * g->c;
     *y0 = p * g->stride - g->pad;
     *x0 = (at - p * g->q) * g->stride - g->pad;
+    *corner = (int32_t)((((int64_t)image * g->h + *y0) * g->w + *x0) * g->c);
 }
 
-/* Filter column kk's tap (dy, dx) and channel, packed as the kernel keeps
- * it in shared memory: dy in bits 24-31, dx in 16-23, c in 0-15 (the
- * geometry bounds R, S < 256 and C < 2^16). */
-CONV_HD uint32_t conv_tc_tap(const conv_tc_geom *g, int32_t kk)
+/* Filter column kk's tap (dy, dx) packed as dy << 16 | dx, and the element
+ * offset of its channel from a window's corner. */
+CONV_HD void conv_tc_tap(const conv_tc_geom *g, int32_t kk, int32_t *offset, uint32_t *dydx)
 {
-    const int32_t tap = kk / g->c, c = kk - tap * g->c, dy = tap / g->s;
-    return (uint32_t)dy << 24 | (uint32_t)(tap - dy * g->s) << 16 | (uint32_t)c;
+    const int32_t tap = kk / g->c, c = kk - tap * g->c, dy = tap / g->s, dx = tap - dy * g->s;
+    *offset = (dy * g->w + dx) * g->c + c;
+    *dydx = (uint32_t)dy << 16 | (uint32_t)dx;
 }
 
-/* The input element a place and a tap read, or -1 in the padding. */
-CONV_HD int64_t conv_tc_source(const conv_tc_geom *g, int64_t base, int32_t y0, int32_t x0,
-                               uint32_t tap)
+/* Whether a tap from a corner falls inside the input (else padding: a
+ * zero). */
+CONV_HD int conv_tc_inside(const conv_tc_geom *g, int32_t y0, int32_t x0, uint32_t dydx)
 {
-    const int32_t y = y0 + (int32_t)(tap >> 24), x = x0 + (int32_t)(tap >> 16 & 0xff);
-    if (y < 0 || y >= g->h || x < 0 || x >= g->w)
-        return -1;
-    return base + ((int64_t)y * g->w + x) * g->c + (int32_t)(tap & 0xffff);
+    return (uint32_t)(y0 + (int32_t)(dydx >> 16)) < (uint32_t)g->h &&
+           (uint32_t)(x0 + (int32_t)(dydx & 0xffff)) < (uint32_t)g->w;
 }
 
 /* Bytes of a block's tiles: A (CONV_TC_BM rows) and B (bn rows) of
  * ks + CONV_TC_PAD elements, or the epilogue's fp32 bn × (CONV_TC_BM + 1)
  * sums that reuse them, whichever is larger (a multiple of 16). The
- * tables of places (16 bytes a position) and taps (4 bytes a run of 8
+ * tables of places (16 bytes a position) and taps (8 bytes a run of 8
  * columns) follow, then the stage of CONV_TC_STAGE entries. */
 CONV_HD size_t conv_tc_tile_bytes(const conv_tc_geom *g)
 {

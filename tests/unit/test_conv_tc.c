@@ -8,7 +8,7 @@
  * gathered run is also checked element by element against the explicit
  * im2col's index (conv_gather_from). Then the configs listed for ResNet-50
  * shapes, the shared-memory budget, and the refusals (NCHW, C not a
- * multiple of 8, f32). */
+ * multiple of 8, an input past 32-bit offsets, f32). */
 #include "conv_tc_case.h"
 
 #include "core/half.h"
@@ -39,14 +39,18 @@ static void replay(const conv_tc_format *f, spf_dtype dtype, const float *in, co
             for (int32_t z = 0; z < g->splits; z++) {
                 const int32_t n0 = nt * g->bn, k0 = mt * CONV_TC_BM, kk0 = z * g->ks;
                 for (int32_t n = 0; n < g->bn; n++) {
-                    int64_t base = 0;
-                    int32_t y0 = -(1 << 28), x0 = 0;
+                    int32_t corner = 0, y0 = -(1 << 28), x0 = 0;
                     if (n0 + n < g->cols)
-                        conv_tc_place(g, n0 + n, &base, &y0, &x0);
+                        conv_tc_place(g, n0 + n, &corner, &y0, &x0);
                     for (int32_t j = 0; j < g->ks / 8; j++) {
                         const int32_t kk = kk0 + 8 * j;
-                        const int64_t src =
-                            kk < g->kred ? conv_tc_source(g, base, y0, x0, conv_tc_tap(g, kk)) : -1;
+                        int32_t offset = 0;
+                        uint32_t dydx = 0;
+                        if (kk < g->kred)
+                            conv_tc_tap(g, kk, &offset, &dydx);
+                        const int64_t src = kk < g->kred && conv_tc_inside(g, y0, x0, dydx)
+                                                ? (int64_t)corner + offset
+                                                : -1;
                         for (int32_t u = 0; u < 8; u++) {
                             b[(int64_t)n * g->ks + 8 * j + u] = src < 0 ? 0.0f : in[src + u];
                             if (n0 + n < g->cols && kk < g->kred) {
@@ -152,6 +156,11 @@ static void check_configs_and_refusals(void)
     /* a split whose partial sums pass the workspace cap */
     CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16}, &geom, reason, sizeof reason) &&
           strstr(reason, "partial sums"));
+    /* an input of 2^31 elements: past the 32-bit offsets */
+    const conv_gather big = {.c = 512, .h = 2048, .w = 2048, .r = 3, .s = 3, .stride = 1,
+                             .pad = 1, .p = 2048, .q = 2048, .cols = 2048 * 2048, .nhwc = 1};
+    CHECK(!conv_tc_geometry(&big, 64, (conv_tc_config){64, 20}, &geom, reason, sizeof reason) &&
+          strstr(reason, "32-bit"));
     g.c = 12;
     CHECK(conv_tc_configs(&g, 64, 132, cfg, reason, sizeof reason) == 0 &&
           strstr(reason, "multiple of 8"));

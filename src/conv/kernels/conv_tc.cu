@@ -18,7 +18,7 @@
 
 namespace {
 
-constexpr int BM = CONV_TC_BM;
+constexpr int BM = CONV_TC_BM, kThreads = 256;
 constexpr uint32_t kNoTap = 0xffffffffu; /* a column past C·R·S */
 
 struct args {
@@ -35,15 +35,8 @@ struct args {
     int aligned; /* the input is 16-byte aligned: its runs go by cp.async */
 };
 
-/* A position's place (conv_tc_place); past the launch's positions its
- * corner lies far above the image, so every tap reads padding. */
-struct place {
-    long long base;
-    int y0, x0;
-};
-
-/* Bias, residual and ReLU on sum y of output element at (channel kk of the
- * block's column k), stored. */
+/* Bias, residual and ReLU on sum y of output element `at` (channel k),
+ * stored. */
 template <typename T>
 __device__ __forceinline__ void finish(const args &a, int64_t at, int k, float y)
 {
@@ -56,10 +49,13 @@ __device__ __forceinline__ void finish(const args &a, int64_t at, int k, float y
     static_cast<T *>(a.out)[at] = elem<T>::from_float(y);
 }
 
-template <typename T, int NT, int WN>
-__global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
+/* Warps: 4 along the channels (wm) × WN along the positions (wn) × KW
+ * along the slice (wk), 8 in all. */
+template <typename T, int NT, int WN, int KW>
+__global__ void __launch_bounds__(kThreads) conv_tc_kernel(const args a)
 {
-    constexpr int kThreads = 128 * WN, BN = 8 * NT * WN, TP = BM + 1;
+    static_assert(4 * WN * KW * 32 == kThreads, "8 warps a block");
+    constexpr int BN = 8 * NT * WN, TP = BM + 1;
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ int last;
     const conv_tc_geom &g = a.g;
@@ -68,38 +64,40 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
     const int pitch = g.ks + CONV_TC_PAD, runs = g.ks / 8;
     T *as = reinterpret_cast<T *>(smem);
     T *bs = as + BM * pitch;
-    place *places = reinterpret_cast<place *>(smem + conv_tc_tile_bytes(&g));
-    uint32_t *taps = reinterpret_cast<uint32_t *>(places + BN);
-    uint32_t *stage = taps + runs;
+    int4 *places = reinterpret_cast<int4 *>(smem + conv_tc_tile_bytes(&g)); /* corner, y0, x0 */
+    int2 *taps = reinterpret_cast<int2 *>(places + BN);                     /* offset, dydx   */
+    uint32_t *stage = reinterpret_cast<uint32_t *>(taps + runs);
 
     for (int i = tid; i < BN; i += kThreads) {
-        place pl = {0, -(1 << 28), 0};
-        if (n0 + i < g.cols) {
-            int64_t base;
-            conv_tc_place(&g, n0 + i, &base, &pl.y0, &pl.x0);
-            pl.base = base;
-        }
+        int4 pl = make_int4(0, -(1 << 28), 0, 0); /* past the positions: all padding */
+        if (n0 + i < g.cols)
+            conv_tc_place(&g, n0 + i, &pl.x, &pl.y, &pl.z);
         places[i] = pl;
     }
-    for (int i = tid; i < runs; i += kThreads)
-        taps[i] = kk0 + 8 * i < g.kred ? conv_tc_tap(&g, kk0 + 8 * i) : kNoTap;
+    for (int i = tid; i < runs; i += kThreads) {
+        int2 t = make_int2(0, static_cast<int>(kNoTap));
+        if (kk0 + 8 * i < g.kred)
+            conv_tc_tap(&g, kk0 + 8 * i, &t.x, reinterpret_cast<uint32_t *>(&t.y));
+        taps[i] = t;
+    }
     __syncthreads();
 
     /* B: run j of position n, threads along the runs (a tap's channels
-     * are consecutive in memory); (n, j) stepped without a division */
+     * are consecutive in memory); (n, j) stepped without a division; a
+     * run in the padding is a zero-filling copy from the input's start */
     const T *in = static_cast<const T *>(a.in);
     const int dn = kThreads / runs, dj = kThreads - dn * runs;
     for (int n = tid / runs, j = tid - n * runs; n < BN;) {
-        const uint32_t tap = taps[j];
-        const place pl = places[n];
-        const int64_t src = tap == kNoTap ? -1 : conv_tc_source(&g, pl.base, pl.y0, pl.x0, tap);
+        const int2 t = taps[j];
+        const int4 pl = places[n];
+        const bool inside = static_cast<uint32_t>(t.y) != kNoTap &&
+                            conv_tc_inside(&g, pl.y, pl.z, static_cast<uint32_t>(t.y));
+        const T *src = in + (inside ? pl.x + t.x : 0);
         T *dst = bs + n * pitch + 8 * j;
-        if (src < 0)
-            *reinterpret_cast<uint4 *>(dst) = make_uint4(0u, 0u, 0u, 0u);
-        else if (a.aligned)
-            copy16(dst, in + src, 16);
+        if (a.aligned)
+            copy16_or_zero(dst, src, inside ? 16 : 0);
         else
-            copy16_plain(dst, in + src, 16);
+            copy16_plain(dst, src, inside ? 16 : 0);
         n += dn, j += dj;
         if (j >= runs)
             j -= runs, n++;
@@ -126,6 +124,7 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
         }
         copy_wait<0>();
         __syncthreads();
+#pragma unroll 4
         for (int e = tid; e < count; e += kThreads) {
             const uint32_t v = stage[e];
             ah[(v >> 26) * pitch + (v >> 16 & 0x3ff)] = static_cast<uint16_t>(v);
@@ -134,10 +133,10 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
     copy_wait<0>(); /* B, where the block has no entries */
     __syncthreads();
 
-    /* warp (wm, wn): channels 16·wm.., positions 8·NT·wn.. */
-    const int wm = warp & 3, wn = warp >> 2;
-    /* two sets of sums, even and odd k16 steps: twice the independent
-     * mma chains (a warp's steps are otherwise one chain of latencies) */
+    /* warp (wm, wn, wk): channels 16·wm.., positions 8·NT·wn.., k16 steps
+     * wk, wk + KW, ...; two sets of sums, alternate steps: twice the
+     * independent mma chains */
+    const int wm = warp & 3, wn = (warp >> 2) % WN, wk = (warp >> 2) / WN;
     float acc[2][NT][4];
 #pragma unroll
     for (int u = 0; u < 2; u++)
@@ -148,17 +147,18 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
         const T *arow = as + (16 * wm + (lane & 15)) * pitch + (lane >> 4) * 8;
         const T *brow = bs + (8 * NT * wn + (lane & 7) + ((lane >> 4) << 3)) * pitch +
                         ((lane >> 3) & 1) * 8;
-        for (int kc = 0; kc < g.ks; kc += 32) {
+        for (int kc = 16 * wk; kc < g.ks; kc += 32 * KW) {
 #pragma unroll
             for (int u = 0; u < 2; u++) {
-                if (u == 1 && kc + 16 >= g.ks)
+                const int at = kc + 16 * KW * u;
+                if (u == 1 && at >= g.ks)
                     break;
                 uint32_t af[4];
-                ldsm_x4<false>(arow + kc + 16 * u, af);
+                ldsm_x4<false>(arow + at, af);
 #pragma unroll
                 for (int jj = 0; jj < NT / 2; jj++) {
                     uint32_t bf[4];
-                    ldsm_x4<false>(brow + jj * 16 * pitch + kc + 16 * u, bf);
+                    ldsm_x4<false>(brow + jj * 16 * pitch + at, bf);
                     mma_16816(acc[u][2 * jj], af, bf[0], bf[1], T());
                     mma_16816(acc[u][2 * jj + 1], af, bf[2], bf[3], T());
                 }
@@ -166,18 +166,27 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
         }
     }
 
-    /* the sums through shared memory as [position][channel], so that the
-     * stores are runs of the block's channels of one position */
-    __syncthreads();
+    /* the sums through shared memory as [position][channel], the KW
+     * warps' added in turn, so that the stores are runs of the block's
+     * channels of one position */
     float *sums = reinterpret_cast<float *>(smem);
 #pragma unroll
-    for (int j = 0; j < NT; j++)
+    for (int w = 0; w < KW; w++) {
+        __syncthreads();
+        if (wk != w)
+            continue;
 #pragma unroll
-        for (int h = 0; h < 2; h++)
+        for (int j = 0; j < NT; j++)
 #pragma unroll
-            for (int e = 0; e < 2; e++)
-                sums[(8 * NT * wn + 8 * j + 2 * (lane & 3) + e) * TP + 16 * wm + (lane >> 2) +
-                     8 * h] = acc[0][j][2 * h + e] + acc[1][j][2 * h + e];
+            for (int h = 0; h < 2; h++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float &to = sums[(8 * NT * wn + 8 * j + 2 * (lane & 3) + e) * TP + 16 * wm +
+                                     (lane >> 2) + 8 * h];
+                    const float v = acc[0][j][2 * h + e] + acc[1][j][2 * h + e];
+                    to = w == 0 ? v : to + v;
+                }
+    }
     __syncthreads();
     const int npos = min(BN, g.cols - n0), nk = min(BM, g.k - k0);
     const int64_t base = static_cast<int64_t>(n0) * g.k + k0;
@@ -224,9 +233,9 @@ __global__ void __launch_bounds__(128 * WN) conv_tc_kernel(const args a)
 template <typename T> const void *kernel_bn(int bn)
 {
     switch (bn) {
-    case 16: return reinterpret_cast<const void *>(conv_tc_kernel<T, 2, 1>);
-    case 32: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 1>);
-    case 64: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 2>);
+    case 16: return reinterpret_cast<const void *>(conv_tc_kernel<T, 2, 1, 2>);
+    case 32: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 1, 2>);
+    case 64: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 2, 1>);
     }
     return nullptr;
 }
@@ -247,5 +256,5 @@ extern "C" spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out
               reinterpret_cast<uintptr_t>(in) % 16 == 0};
     const dim3 grid(static_cast<unsigned>(g.ntiles), static_cast<unsigned>(g.mtiles),
                     static_cast<unsigned>(g.splits));
-    return smem_launch(k, grid, 32 * 4 * g.wn, conv_tc_smem(&g), &a, stream);
+    return smem_launch(k, grid, kThreads, conv_tc_smem(&g), &a, stream);
 }
