@@ -95,6 +95,11 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
                  k, g->cols, (long long)splits);
         return 0;
     }
+    if ((int64_t)g->cols * k > INT32_MAX) {
+        snprintf(reason, cap, "%d positions × %d channels: the tensor-core kernel's output "
+                 "offsets are 32-bit", g->cols, k);
+        return 0;
+    }
     const double workspace = splits > 1 ? (double)g->cols * k * sizeof(float) : 0;
     if (workspace > CONV_TC_WORKSPACE_CAP) {
         snprintf(reason, cap, "%lld slices: %.0f MB of partial sums (at most %d)",

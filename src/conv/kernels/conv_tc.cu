@@ -35,24 +35,20 @@ struct args {
     int aligned; /* the input is 16-byte aligned: its runs go by cp.async */
 };
 
-/* Bias, residual and ReLU on sum y of output element `at` (channel k),
- * stored. */
-template <typename T>
-__device__ __forceinline__ void finish(const args &a, int64_t at, int k, float y)
+/* The counter of a tile's finished slices: +1, acquire and release at GPU
+ * scope (the block's partial sums, added before its barrier, are released
+ * with it; the last block acquires everyone's). Its old value. */
+__device__ __forceinline__ int arrive(int32_t *counter)
 {
-    if (a.bias)
-        y += a.bias[k];
-    if (a.residual)
-        y += elem<T>::to_float(static_cast<const T *>(a.residual)[at]);
-    if (a.relu)
-        y = fmaxf(y, 0.0f);
-    static_cast<T *>(a.out)[at] = elem<T>::from_float(y);
+    int old;
+    asm volatile("atom.add.acq_rel.gpu.s32 %0, [%1], 1;\n" : "=r"(old) : "l"(counter) : "memory");
+    return old;
 }
 
 /* Warps: 4 along the channels (wm) × WN along the positions (wn) × KW
  * along the slice (wk), 8 in all. */
 template <typename T, int NT, int WN, int KW>
-__global__ void __launch_bounds__(kThreads) conv_tc_kernel(const args a)
+__global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
 {
     static_assert(4 * WN * KW * 32 == kThreads, "8 warps a block");
     constexpr int BN = 8 * NT * WN, TP = BM + 1;
@@ -188,46 +184,60 @@ __global__ void __launch_bounds__(kThreads) conv_tc_kernel(const args a)
                 }
     }
     __syncthreads();
-    const int npos = min(BN, g.cols - n0), nk = min(BM, g.k - k0);
-    const int64_t base = static_cast<int64_t>(n0) * g.k + k0;
-    if (g.splits == 1) {
-        for (int i = tid; i < BN * BM; i += kThreads) {
-            const int pl = i / BM, kl = i % BM;
-            if (pl < npos && kl < nk)
-                finish<T>(a, base + static_cast<int64_t>(pl) * g.k + kl, k0 + kl,
-                          sums[pl * TP + kl]);
-        }
+    /* the epilogue: thread tid takes channel tid % BM of positions
+     * tid / BM + 4u (kThreads = 4·BM), E of them, its loads issued
+     * together; offsets in 32 bits (conv_tc_geometry) */
+    constexpr int E = BN * BM / kThreads;
+    static_assert(kThreads == 4 * BM, "a thread's channel fixed");
+    const int kl = tid % BM, p0 = tid / BM, npos = min(BN, g.cols - n0);
+    const bool channel = kl < min(BM, g.k - k0);
+    float y[E];
+    int at[E];
+#pragma unroll
+    for (int u = 0; u < E; u++) {
+        y[u] = sums[(p0 + 4 * u) * TP + kl];
+        at[u] = (n0 + p0 + 4 * u) * g.k + k0 + kl;
+    }
+    if (g.splits > 1) {
+        /* the partial sums into the workspace; the tile's last block to
+         * finish reads them back and leaves workspace and counter zeroed */
+#pragma unroll
+        for (int u = 0; u < E; u++)
+            if (channel && p0 + 4 * u < npos)
+                atomicAdd(a.workspace + at[u], y[u]);
+        __syncthreads();
+        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+        if (tid == 0)
+            last = arrive(a.counter + tile) == g.splits - 1;
+        __syncthreads();
+        if (!last)
+            return;
+#pragma unroll
+        for (int u = 0; u < E; u++)
+            if (channel && p0 + 4 * u < npos) {
+                y[u] = __ldcg(a.workspace + at[u]);
+                __stcg(a.workspace + at[u], 0.0f);
+            }
+        if (tid == 0)
+            a.counter[tile] = 0;
+    }
+    if (!channel)
         return;
+    const float bias = a.bias ? a.bias[k0 + kl] : 0.0f;
+    float res[E];
+#pragma unroll
+    for (int u = 0; u < E; u++)
+        res[u] = a.residual && p0 + 4 * u < npos
+                     ? elem<T>::to_float(static_cast<const T *>(a.residual)[at[u]])
+                     : 0.0f;
+#pragma unroll
+    for (int u = 0; u < E; u++) {
+        float v = y[u] + bias + res[u];
+        if (a.relu)
+            v = fmaxf(v, 0.0f);
+        if (p0 + 4 * u < npos)
+            static_cast<T *>(a.out)[at[u]] = elem<T>::from_float(v);
     }
-    /* a slice of several: the partial sums into the workspace; the tile's
-     * last block to finish reads them back, applies the epilogue and
-     * leaves workspace and counter zeroed */
-    for (int i = tid; i < BN * BM; i += kThreads) {
-        const int pl = i / BM, kl = i % BM;
-        if (pl < npos && kl < nk)
-            atomicAdd(a.workspace + base + static_cast<int64_t>(pl) * g.k + kl,
-                      sums[pl * TP + kl]);
-    }
-    __threadfence();
-    __syncthreads();
-    const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-    if (tid == 0)
-        last = atomicAdd(a.counter + tile, 1) == g.splits - 1;
-    __syncthreads();
-    if (!last)
-        return;
-    __threadfence();
-    for (int i = tid; i < BN * BM; i += kThreads) {
-        const int pl = i / BM, kl = i % BM;
-        if (pl < npos && kl < nk) {
-            float *at = a.workspace + base + static_cast<int64_t>(pl) * g.k + kl;
-            const float y = __ldcg(at);
-            __stcg(at, 0.0f);
-            finish<T>(a, base + static_cast<int64_t>(pl) * g.k + kl, k0 + kl, y);
-        }
-    }
-    if (tid == 0)
-        a.counter[tile] = 0;
 }
 
 template <typename T> const void *kernel_bn(int bn)
