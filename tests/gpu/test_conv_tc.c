@@ -12,15 +12,11 @@
  *
  * `test_conv_tc --quick`: f16 only (the compute-sanitizer run). */
 #include "conv_tc_case.h"
+#include "conv_kernel_test.h"
 
 static int runs;
 
 #ifdef SPF_HAVE_CUDA
-#include "core/dtype.h"
-#include "gpu/host_run.h"
-
-#include <cuda_runtime_api.h>
-
 static void run_one(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype, int misaligned,
                     int variant, uint64_t seed)
 {
@@ -34,25 +30,12 @@ static void run_one(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype, int
     }
     conv_tc *x = NULL;
     CHECK_OK(conv_tc_create(&f, dtype, relu, &x));
-    const size_t es = dtype_size(dtype), out_bytes = (size_t)t.out_count * es;
-    void *din = NULL, *dres = NULL, *dout = NULL, *dbias = NULL;
-    /* misaligned: one element in front, the input after it */
-    const int lead = misaligned ? 1 : 0;
-    float *in = malloc((size_t)(t.in_count + 1) * sizeof *in);
-    in[0] = 0.0f;
-    memcpy(in + lead, t.in, (size_t)t.in_count * sizeof *in);
-    CHECK_OK(host_stage(dtype, in, t.in_count + lead, &din, NULL));
-    CHECK_OK(host_stage(dtype, t.residual, t.out_count, &dres, NULL));
-    CHECK_OK(host_stage(SPF_DTYPE_F32, bias ? t.bias : NULL, t.k, &dbias, NULL));
-    CUDA_OK(cudaMalloc(&dout, out_bytes));
-    void *raw = malloc(out_bytes);
-    for (int launch = 0; launch < 2 && x && din && dout; launch++) {
-        CUDA_OK(cudaMemset(dout, 0xff, out_bytes));
-        const char *input = (const char *)din + lead * es;
-        CHECK_OK(conv_tc_launch(x, input, dout, dbias, dres, NULL));
-        CUDA_OK(cudaDeviceSynchronize());
-        CUDA_OK(cudaMemcpy(raw, dout, out_bytes, cudaMemcpyDeviceToHost));
-        dtype_to_float(dtype, raw, t.out, t.out_count);
+    conv_io io;
+    conv_io_stage(&t, dtype, bias, misaligned, &io);
+    for (int launch = 0; launch < 2 && x && io.input && io.out; launch++) {
+        conv_io_poison(&io);
+        CHECK_OK(conv_tc_launch(x, io.input, io.out, io.bias, io.residual, NULL));
+        conv_io_read(&io, dtype, &t);
         const double err = spf_relative_error(t.out, t.want, t.out_count);
         const double tol = dtype_tolerance(dtype, SPF_MATH_DEFAULT);
         CHECK_MSG(err <= tol, "%s bn%d ks%d z%d %s%s variant %d launch %d: relative error %.3g "
@@ -61,12 +44,7 @@ static void run_one(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype, int
                   tol);
         runs++;
     }
-    free(raw);
-    free(in);
-    cudaFree(din);
-    cudaFree(dres);
-    cudaFree(dout);
-    cudaFree(dbias);
+    conv_io_free(&io);
     conv_tc_free(x);
     conv_tc_format_free(&f);
     conv_case_free(&t);
@@ -87,24 +65,14 @@ static void run_all(int quick)
             }
     }
 }
+#else
+static void run_all(int quick)
+{
+    (void)quick;
+}
 #endif
 
 int main(int argc, char **argv)
 {
-    spf_device_info info;
-    CHECK_OK(spf_device_query(0, &info));
-    if (!info.available) {
-        if (check_failed)
-            return check_report();
-        check_report();
-        SKIP("no CUDA device (%s): the tensor-core conv kernel not run", info.reason);
-    }
-#ifdef SPF_HAVE_CUDA
-    run_all(argc > 1 && strcmp(argv[1], "--quick") == 0);
-#else
-    (void)argc, (void)argv;
-#endif
-    printf("%d tensor-core conv launches checked\n", runs);
-    CHECK(runs > 0);
-    return check_report();
+    return conv_kernel_main(argc, argv, "tensor-core conv launches", run_all, &runs);
 }
