@@ -57,17 +57,14 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
         return 0;
     }
     if (g->r > 255 || g->s > 255 || g->c >= (1 << 16)) {
-        snprintf(reason, cap, "a %d×%d filter over %d channels: the tensor-core kernel packs a "
-                 "tap in 8 + 8 + 16 bits", g->r, g->s, g->c);
+        snprintf(reason, cap, "a %d×%d filter over %d channels: the tensor-core kernel takes "
+                 "filters up to 255×255 over fewer than 65536 channels", g->r, g->s, g->c);
         return 0;
     }
-    /* 8 warps: 4 along the channels × wn along the positions × kw along
-     * the slice */
-    int nt = 0, wn = 0, kw = 0;
+    int width = 0;
     for (int i = 0; i < 3; i++)
-        if (cfg.bn == block_widths[i])
-            nt = cfg.bn == 16 ? 2 : 4, wn = cfg.bn == 64 ? 2 : 1, kw = 2 / wn;
-    if (!nt || cfg.splits < 1) {
+        width |= cfg.bn == block_widths[i];
+    if (!width || cfg.splits < 1) {
         snprintf(reason, cap, "config bn %d, %d slices: bn is 16, 32 or 64, slices at least 1",
                  cfg.bn, cfg.splits);
         return 0;
@@ -108,8 +105,8 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
     }
     *out = (conv_tc_geom){.c = g->c, .h = g->h, .w = g->w, .r = g->r, .s = g->s,
                           .stride = g->stride, .pad = g->pad, .p = g->p, .q = g->q, .k = k,
-                          .cols = g->cols, .kred = (int32_t)kred, .bn = cfg.bn, .nt = nt,
-                          .wn = wn, .kw = kw, .ks = (int32_t)ks, .splits = (int32_t)splits,
+                          .cols = g->cols, .kred = (int32_t)kred, .bn = cfg.bn,
+                          .ks = (int32_t)ks, .splits = (int32_t)splits,
                           .ntiles = (int32_t)ntiles, .mtiles = (int32_t)mtiles};
     return 1;
 }
@@ -133,8 +130,9 @@ int conv_tc_configs(const conv_gather *g, int32_t k, int sms, conv_tc_config *ou
         /* a wider block only where the narrower one leaves positions */
         if (i > 0 && block_widths[i - 1] >= g->cols)
             break;
-        const int64_t fewest = (kred + widest_slice(bn) - 1) / widest_slice(bn);
-        const int64_t blocks = ((int64_t)g->cols + bn - 1) / bn * ((k + CONV_TC_BM - 1) / CONV_TC_BM);
+        const int64_t widest = widest_slice(bn), fewest = (kred + widest - 1) / widest;
+        const int64_t blocks =
+            ((int64_t)g->cols + bn - 1) / bn * ((k + CONV_TC_BM - 1) / CONV_TC_BM);
         const int64_t most = (kred + 15) / 16; /* slices of 16 columns */
         /* the fewest slices, and those that give every SM one block or two */
         int64_t tries[3] = {fewest, (sms + blocks - 1) / blocks, (2LL * sms + blocks - 1) / blocks};

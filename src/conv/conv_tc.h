@@ -75,9 +75,8 @@ typedef struct conv_tc_geom {
     int32_t c, h, w, r, s, stride, pad, p, q, k; /* the convolution                     */
     int32_t cols;                                /* output positions of the launch      */
     int32_t kred;                                /* filter columns: C·R·S               */
-    int32_t bn, nt, wn, kw;                      /* positions a block; n8 tiles a warp;
-                                                    warps along the positions, and
-                                                    along the slice                    */
+    int32_t bn;                                  /* positions a block (the kernel's
+                                                    warps follow from it: conv_tc.cu)  */
     int32_t ks, splits;                          /* a slice's columns (a multiple of
                                                     16) and the slices                 */
     int32_t ntiles, mtiles;                      /* blocks along positions, channels    */
