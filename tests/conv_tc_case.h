@@ -24,9 +24,11 @@ static const conv_dims conv_tc_dims[] = {
 #define CONV_TC_DIMS ((int)(sizeof conv_tc_dims / sizeof conv_tc_dims[0]))
 
 /* The configs a test runs for d: each block width with one slice, two,
- * three and slices of 16 columns, and what conv_tc_configs lists for a
- * device of 132 SMs (duplicates are harmless); their count. */
-enum { CONV_TC_TEST_CONFIGS = 3 * 4 + CONV_TC_MAX_CONFIGS };
+ * three and slices of 16 columns meeting in the workspace, two, three
+ * and eight meeting in a cluster, and what conv_tc_configs lists for a
+ * device of 132 SMs with clusters (duplicates and configs the geometry
+ * refuses are harmless); their count. */
+enum { CONV_TC_TEST_CONFIGS = 3 * 7 + CONV_TC_MAX_CONFIGS };
 static inline int conv_tc_test_configs(const conv_dims *d, conv_tc_config *out)
 {
     static const int widths[] = {16, 32, 64};
@@ -34,12 +36,14 @@ static inline int conv_tc_test_configs(const conv_dims *d, conv_tc_config *out)
     const int most = (int)((d->c * d->r * d->s + 15) / 16);
     int n = 0;
     for (int i = 0; i < 3; i++) {
-        const int splits[] = {1, 2, 3, most};
-        for (int j = 0; j < 4; j++)
-            out[n++] = (conv_tc_config){widths[i], splits[j]};
+        const conv_tc_config tries[] = {{widths[i], 1, 0}, {widths[i], 2, 0}, {widths[i], 3, 0},
+                                        {widths[i], most, 0}, {widths[i], 2, 1},
+                                        {widths[i], 3, 1}, {widths[i], 8, 1}};
+        for (int j = 0; j < 7; j++)
+            out[n++] = tries[j];
     }
     char reason[200];
-    return n + conv_tc_configs(&g, (int32_t)d->k, 132, out + n, reason, sizeof reason);
+    return n + conv_tc_configs(&g, (int32_t)d->k, 132, 1, out + n, reason, sizeof reason);
 }
 
 /* Case t's format for cfg in dtype: 0 (nothing made) when the geometry

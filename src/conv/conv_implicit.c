@@ -147,7 +147,7 @@ static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o
         return 0;
     }
     conv_tc_config cfg[CONV_TC_MAX_CONFIGS];
-    const int n = conv_tc_configs(g, k, dev->sm_count, cfg, reason, cap);
+    const int n = conv_tc_configs(g, k, dev->sm_count, dev->cc_major >= 9, cfg, reason, cap);
     for (int i = 0; i < n; i++)
         out[i] = (conv_implicit_choice){.kind = CONV_IMPLICIT_TC, .tc = cfg[i]};
     return n;

@@ -40,7 +40,20 @@ size_t conv_tc_smem(const conv_tc_geom *g)
 
 size_t conv_tc_workspace(const conv_tc_geom *g)
 {
-    return g->splits > 1 ? (size_t)g->cols * (size_t)g->k * sizeof(float) : 0;
+    return g->splits > 1 && !g->cluster ? (size_t)g->cols * (size_t)g->k * sizeof(float) : 0;
+}
+
+/* CUTLASS's FastDivmod: with l = ⌈log2 d⌉, m = ⌈2^(31+l) / d⌉ < 2^32, and
+ * x / d = (x · m) >> (31 + l) exactly for x < 2^31. */
+conv_fastdiv conv_fastdiv_make(uint32_t d)
+{
+    if (d <= 1)
+        return (conv_fastdiv){.d = 1};
+    uint32_t l = 0;
+    while ((1ull << l) < d)
+        l++;
+    const uint64_t p = 1ull << (31 + l);
+    return (conv_fastdiv){.d = d, .m = (uint32_t)((p + d - 1) / d), .s = l - 1};
 }
 
 int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_tc_geom *out,
@@ -64,9 +77,9 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
     int width = 0;
     for (int i = 0; i < 3; i++)
         width |= cfg.bn == block_widths[i];
-    if (!width || cfg.splits < 1) {
-        snprintf(reason, cap, "config bn %d, %d slices: bn is 16, 32 or 64, slices at least 1",
-                 cfg.bn, cfg.splits);
+    if (!width || cfg.splits < 1 || (cfg.cluster != 0 && cfg.cluster != 1)) {
+        snprintf(reason, cap, "config bn %d, %d slices, cluster %d: bn is 16, 32 or 64, slices "
+                 "at least 1, cluster 0 or 1", cfg.bn, cfg.splits, cfg.cluster);
         return 0;
     }
     /* a corner's offset may lie a window outside the input: within int32 */
@@ -97,7 +110,13 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
                  "offsets are 32-bit", g->cols, k);
         return 0;
     }
-    const double workspace = splits > 1 ? (double)g->cols * k * sizeof(float) : 0;
+    if (cfg.cluster && splits > CONV_TC_MAX_CLUSTER) {
+        snprintf(reason, cap, "%lld slices in a cluster: at most %d", (long long)splits,
+                 CONV_TC_MAX_CLUSTER);
+        return 0;
+    }
+    const double workspace =
+        splits > 1 && !cfg.cluster ? (double)g->cols * k * sizeof(float) : 0;
     if (workspace > CONV_TC_WORKSPACE_CAP) {
         snprintf(reason, cap, "%lld slices: %.0f MB of partial sums (at most %d)",
                  (long long)splits, workspace / 1e6, CONV_TC_WORKSPACE_CAP >> 20);
@@ -107,21 +126,27 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
                           .stride = g->stride, .pad = g->pad, .p = g->p, .q = g->q, .k = k,
                           .cols = g->cols, .kred = (int32_t)kred, .bn = cfg.bn,
                           .ks = (int32_t)ks, .splits = (int32_t)splits,
-                          .ntiles = (int32_t)ntiles, .mtiles = (int32_t)mtiles};
+                          .cluster = splits > 1 && cfg.cluster, .ntiles = (int32_t)ntiles,
+                          .mtiles = (int32_t)mtiles,
+                          .by_pq = conv_fastdiv_make((uint32_t)(g->p * g->q)),
+                          .by_q = conv_fastdiv_make((uint32_t)g->q),
+                          .by_c = conv_fastdiv_make((uint32_t)g->c),
+                          .by_s = conv_fastdiv_make((uint32_t)g->s),
+                          .by_runs = conv_fastdiv_make((uint32_t)(ks / 8))};
     return 1;
 }
 
 /* Whether a geometry with the same slices is listed already. */
-static int listed(const conv_tc_config *out, int n, int bn, int32_t splits)
+static int listed(const conv_tc_config *out, int n, conv_tc_config c)
 {
     for (int i = 0; i < n; i++)
-        if (out[i].bn == bn && out[i].splits == splits)
+        if (out[i].bn == c.bn && out[i].splits == c.splits && out[i].cluster == c.cluster)
             return 1;
     return 0;
 }
 
-int conv_tc_configs(const conv_gather *g, int32_t k, int sms, conv_tc_config *out, char *reason,
-                    size_t cap)
+int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int clusters, conv_tc_config *out,
+                    char *reason, size_t cap)
 {
     const int64_t kred = (int64_t)g->c * g->r * g->s;
     int n = 0;
@@ -134,16 +159,23 @@ int conv_tc_configs(const conv_gather *g, int32_t k, int sms, conv_tc_config *ou
         const int64_t blocks =
             ((int64_t)g->cols + bn - 1) / bn * ((k + CONV_TC_BM - 1) / CONV_TC_BM);
         const int64_t most = (kred + 15) / 16; /* slices of 16 columns */
-        /* the fewest slices, and those that give every SM one block or two */
-        int64_t tries[3] = {fewest, (sms + blocks - 1) / blocks, (2LL * sms + blocks - 1) / blocks};
-        for (int t = 1; t < 3; t++)
+        /* the fewest slices, those that give every SM one block or two,
+         * and the most a cluster takes where one block an SM needs more */
+        const int64_t fill = (sms + blocks - 1) / blocks;
+        int64_t tries[4] = {fewest, fill, (2LL * sms + blocks - 1) / blocks,
+                            clusters && fill > CONV_TC_MAX_CLUSTER ? CONV_TC_MAX_CLUSTER : fewest};
+        for (int t = 1; t < 4; t++)
             tries[t] = tries[t] < fewest ? fewest : tries[t] > most ? most : tries[t];
-        for (int t = 0; t < 3; t++) {
+        for (int t = 0; t < 4; t++) {
             conv_tc_geom geom;
-            if (!conv_tc_geometry(g, k, (conv_tc_config){bn, (int)tries[t]}, &geom, reason, cap))
+            if (!conv_tc_geometry(g, k, (conv_tc_config){bn, (int)tries[t], 0}, &geom, reason,
+                                  cap))
                 continue;
-            if (!listed(out, n, bn, geom.splits))
-                out[n++] = (conv_tc_config){bn, geom.splits};
+            const conv_tc_config c = {bn, geom.splits,
+                                      clusters && geom.splits > 1 &&
+                                          geom.splits <= CONV_TC_MAX_CLUSTER};
+            if (!listed(out, n, c))
+                out[n++] = c;
         }
     }
     if (n == 0 && reason[0] == '\0')
@@ -164,47 +196,55 @@ spf_status conv_tc_format_make(const spf_matrix *w, const conv_tc_geom *g, spf_d
                     "channels of %d columns (at most 2^31 - 1 nonzeros)", (long long)w->rows,
                     (long long)w->cols, (long long)w->nnz, g->k, g->kred);
     const int64_t slots = (int64_t)g->mtiles * g->splits;
-    out->ptr = mem_calloc((size_t)slots + 1, sizeof *out->ptr);
-    out->entry = mem_alloc_array((size_t)(w->nnz > 0 ? w->nnz : 1), sizeof *out->entry);
-    int32_t *fill = mem_alloc_array((size_t)slots, sizeof *fill);
-    if (!out->ptr || !out->entry || !fill) {
-        mem_free(fill);
-        conv_tc_format_free(out);
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv tc: the format of %lld nonzeros",
-                    (long long)w->nnz);
-    }
-    /* counts by block (channel tile, slice), then their starts; a block's
-     * entries in row order, each row's by column */
+    int32_t *fill = mem_calloc((size_t)slots, sizeof *fill);
+    if (!fill)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv tc: the format's %lld blocks", (long long)slots);
+    /* counts by block (channel tile, slice): the largest, rounded up to
+     * whole 16-byte copies, is every block's */
+    int64_t most = 0;
     for (int64_t row = 0; row < g->k; row++)
-        for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++)
-            out->ptr[row / CONV_TC_BM * g->splits + w->col_idx[e] / g->ks + 1]++;
-    for (int64_t i = 0; i < slots; i++)
-        out->ptr[i + 1] += out->ptr[i];
-    memcpy(fill, out->ptr, (size_t)slots * sizeof *fill);
+        for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++) {
+            const int64_t at = row / CONV_TC_BM * g->splits + w->col_idx[e] / g->ks;
+            most = ++fill[at] > most ? fill[at] : most;
+        }
+    const int64_t cap = most < 4 ? 4 : (most + 3) / 4 * 4;
+    out->entry = mem_alloc_array((size_t)(slots * cap), sizeof *out->entry);
+    if (!out->entry) {
+        mem_free(fill);
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv tc: the format of %lld blocks of %lld entries",
+                    (long long)slots, (long long)cap);
+    }
+    /* a block's entries in row order, each row's by column; the rest zeros
+     * into row 0's first padding column, which no mma reads */
+    const uint32_t pad = conv_tc_entry(g, 0, g->ks, 0);
+    for (int64_t i = 0; i < slots * cap; i++)
+        out->entry[i] = pad;
+    memset(fill, 0, (size_t)slots * sizeof *fill);
     for (int64_t row = 0; row < g->k; row++)
         for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++) {
             const int32_t col = w->col_idx[e], slice = col / g->ks;
+            const int64_t at = row / CONV_TC_BM * g->splits + slice;
             const uint16_t bits = dtype == SPF_DTYPE_F16 ? f16_from_float(w->values[e])
                                                          : bf16_from_float(w->values[e]);
-            out->entry[fill[row / CONV_TC_BM * g->splits + slice]++] =
-                conv_tc_entry((int32_t)(row % CONV_TC_BM), col - slice * g->ks, bits);
+            out->entry[at * cap + fill[at]++] =
+                conv_tc_entry(g, (int32_t)(row % CONV_TC_BM), col - slice * g->ks, bits);
         }
     mem_free(fill);
+    out->geom.cap = (int32_t)cap;
     out->nnz = w->nnz;
     return SPF_OK;
 }
 
 void conv_tc_format_free(conv_tc_format *f)
 {
-    mem_free(f->ptr);
     mem_free(f->entry);
-    f->ptr = NULL;
     f->entry = NULL;
 }
 
 void conv_tc_name(const conv_tc_geom *g, spf_dtype dtype, char *buf, size_t size)
 {
-    snprintf(buf, size, "convtc_%s_bn%d_ks%d_z%d", dtype_name(dtype), g->bn, g->ks, g->splits);
+    snprintf(buf, size, "convtc_%s_bn%d_ks%d_z%d%s", dtype_name(dtype), g->bn, g->ks, g->splits,
+             g->cluster ? "c" : "");
 }
 
 #ifdef SPF_HAVE_CUDA
@@ -220,9 +260,19 @@ spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, co
     x->dtype = dtype;
     x->relu = relu;
     spf_status status = SPF_OK;
-    TRY(device_upload((void **)&x->ptr, f->ptr, (int64_t)g->mtiles * g->splits + 1,
-                      sizeof *x->ptr, &x->bytes));
-    TRY(device_upload((void **)&x->entry, f->entry, f->nnz, sizeof *x->entry, &x->bytes));
+    if (g->cluster) {
+        int device = 0, clusters = 0;
+        TRY(CUDA_CHECK(cudaGetDevice(&device)));
+        TRY(CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device)));
+        if (!clusters) {
+            status = FAIL(SPF_ERR_UNSUPPORTED, "conv tc: %d slices in a cluster on a device "
+                          "without thread-block clusters (compute capability 9.0 or newer)",
+                          g->splits);
+            goto fail;
+        }
+    }
+    TRY(device_upload((void **)&x->entry, f->entry, (int64_t)g->mtiles * g->splits * g->cap,
+                      sizeof *x->entry, &x->bytes));
     const size_t workspace = conv_tc_workspace(g);
     if (workspace) {
         const size_t counters = (size_t)g->ntiles * g->mtiles * sizeof *x->counter;
@@ -243,7 +293,6 @@ void conv_tc_free(conv_tc *x)
 {
     if (!x)
         return;
-    (void)cudaFree(x->ptr);
     (void)cudaFree(x->entry);
     (void)cudaFree(x->workspace);
     (void)cudaFree(x->counter);

@@ -14,15 +14,18 @@
  *      column's offset, both from tables the block fills first (32-bit:
  *      the input holds fewer than 2^31 elements);
  *   2. expands its weights into a dense CONV_TC_BM × ks tile in shared
- *      memory. The slice's nonzeros are stored as 32-bit entries (row in
- *      the tile, column in the slice, the 16-bit value), consecutive for
- *      the block: coalesced loads of 4 bytes a nonzero, against dense
- *      fp16's 2 bytes a weight (5× fewer at 0.9 sparsity), copied into a
- *      shared stage by cp.async with B's gather, so that all of a block's
- *      loads are in flight at once, then stored into the tile. Flash-LLM's
- *      "load as sparse, compute as dense" (ANCHORS.md's peers): at 0.9
- *      unstructured a 16×16 tile of weights is hardly ever empty
- *      (0.9^256), so skipping tiles would save nothing;
+ *      memory. The slice's nonzeros are stored as 32-bit entries (the
+ *      element's offset in the tile, row · pitch + column, and the 16-bit
+ *      value): 4 bytes a nonzero, against dense fp16's 2 bytes a weight
+ *      (5× fewer at 0.9 sparsity). Every block holds the same number of
+ *      entries (`cap`, the largest block's count, a multiple of 4; the
+ *      rest are zeros aimed at a padding column), so that a block finds
+ *      its entries without reading a pointer first and copies them 16
+ *      bytes at a time: the copies start with the kernel, by cp.async into
+ *      a shared stage, in flight with B's gather, then are stored into the
+ *      tile. Flash-LLM's "load as sparse, compute as dense" (ANCHORS.md's
+ *      peers): at 0.9 unstructured a 16×16 tile of weights is hardly ever
+ *      empty (0.9^256), so skipping tiles would save nothing;
  *   3. runs mma.sync m16n8k16 over the tiles, fp32 accumulation, each warp
  *      16 channels × 8·nt positions × every kw-th k16 step of the slice;
  *      the kw warps' sums are added in shared memory. A block has 256
@@ -30,15 +33,23 @@
  *      64): the copies, the expansion and the epilogue are shared by all,
  *      and at batch 1 the few blocks need warps to hide latency with.
  * At batch 1 the work is small and latency bound (a ResNet-50 3×3 layer
- * is 12 M multiply-adds at 0.9): what wins is filling the GPU. The split
- * of the reduction does it where positions are few (layer4: 49 positions
- * × 512 channels are 8 blocks of 64 × 64, 16 slices make 128). Split
- * blocks add their partial sums into an fp32 workspace; the last block of
- * a tile to finish (a counter per tile) applies the epilogue (bias, the
- * residual, ReLU) and leaves workspace and counter zeroed for the next
- * launch, so launches of one kernel object must not overlap (a plan's
- * launches are ordered on one stream). With one slice the epilogue is the
- * block's own.
+ * is 12 M multiply-adds at 0.9): what wins is filling the GPU, and a short
+ * chain of dependent steps in each block. The split of the reduction
+ * fills it where positions are few (layer4: 49 positions × 512 channels
+ * are 8 blocks of 64 × 64, 16 slices make 128). The slices' partial sums
+ * meet one of two ways:
+ *   - in a thread-block cluster (sm_90, at most CONV_TC_MAX_CLUSTER
+ *     slices: a tile's slices are one cluster): each block leaves its sums
+ *     in its shared memory, the cluster passes a barrier, and each block
+ *     adds every block's sums of its share of the tile's positions through
+ *     distributed shared memory, in rank order, and applies the epilogue
+ *     (bias, the residual, ReLU) to them. No global round trip, and the
+ *     same sums every run;
+ *   - otherwise in an fp32 workspace: the last block of a tile to finish
+ *     (a counter per tile) applies the epilogue and leaves workspace and
+ *     counter zeroed for the next launch, so launches of one kernel object
+ *     must not overlap (a plan's launches are ordered on one stream).
+ * With one slice the epilogue is the block's own.
  *
  * The geometry functions below are shared by the kernel and the host (the
  * unit test replays the gather's arithmetic against conv_gather_from). */
@@ -56,19 +67,35 @@ enum {
     CONV_TC_PAD = 8,               /* elements past ks a shared row: its pitch,
                                       2·ks + 16 bytes, an odd multiple of 16,
                                       keeps ldmatrix's 8 rows on distinct banks */
-    CONV_TC_MAX_KS = 1024,         /* a slice's columns: 10 bits of an entry     */
+    CONV_TC_MAX_KS = 1008,         /* a slice's columns: an entry's 16-bit offset
+                                      holds CONV_TC_BM rows of ks + CONV_TC_PAD */
+    CONV_TC_MAX_CLUSTER = 8,       /* slices a cluster reduces (portable size)   */
     CONV_TC_STAGE = 4096,          /* entries a block stages at a time: 16 KB    */
     CONV_TC_SMEM = 110 * 1024,     /* shared memory a block: two an SM           */
-    CONV_TC_MAX_CONFIGS = 9,
+    CONV_TC_MAX_CONFIGS = 12,
     CONV_TC_WORKSPACE_CAP = 64 << 20 /* bytes of fp32 partial sums a split may use */
 };
 
-/* A configuration: positions a block (16, 32 or 64) and the reduction's
- * slices (grid z). */
+/* A configuration: positions a block (16, 32 or 64), the reduction's
+ * slices (grid z), and whether they meet in a cluster (1) or in the
+ * workspace (0). */
 typedef struct conv_tc_config {
     int bn;
     int splits;
+    int cluster;
 } conv_tc_config;
+
+/* x / d for 0 ≤ x < 2^31 by a multiply and a shift (the kernel divides by
+ * run-time sizes: a hardware-less integer division is some 30
+ * instructions on the block's critical path). d ≥ 1; conv_fastdiv_make. */
+typedef struct conv_fastdiv {
+    uint32_t d, m, s;
+} conv_fastdiv;
+
+CONV_HD uint32_t conv_div(uint32_t x, conv_fastdiv f)
+{
+    return f.d == 1 ? x : (uint32_t)(((uint64_t)x * f.m) >> 32) >> f.s;
+}
 
 /* Everything the kernel's index arithmetic needs. */
 typedef struct conv_tc_geom {
@@ -79,7 +106,11 @@ typedef struct conv_tc_geom {
                                                     warps follow from it: conv_tc.cu)  */
     int32_t ks, splits;                          /* a slice's columns (a multiple of
                                                     16) and the slices                 */
+    int32_t cluster;                             /* 1: the slices meet in a cluster     */
     int32_t ntiles, mtiles;                      /* blocks along positions, channels    */
+    int32_t cap;                                 /* entries a block (set by the format) */
+    conv_fastdiv by_pq, by_q, by_c, by_s;        /* divisions of conv_tc_place, _tap    */
+    conv_fastdiv by_runs;                        /* by ks / 8: the gather's runs        */
 } conv_tc_geom;
 
 /* Where output position pos of the launch reads: its window's corner
@@ -89,7 +120,8 @@ typedef struct conv_tc_geom {
 CONV_HD void conv_tc_place(const conv_tc_geom *g, int32_t pos, int32_t *corner, int32_t *y0,
                            int32_t *x0)
 {
-    const int32_t pq = g->p * g->q, image = pos / pq, at = pos - image * pq, p = at / g->q;
+    const int32_t pq = g->p * g->q, image = (int32_t)conv_div((uint32_t)pos, g->by_pq);
+    const int32_t at = pos - image * pq, p = (int32_t)conv_div((uint32_t)at, g->by_q);
     *y0 = p * g->stride - g->pad;
     *x0 = (at - p * g->q) * g->stride - g->pad;
     *corner = (int32_t)((((int64_t)image * g->h + *y0) * g->w + *x0) * g->c);
@@ -99,7 +131,8 @@ CONV_HD void conv_tc_place(const conv_tc_geom *g, int32_t pos, int32_t *corner, 
  * offset of its channel from a window's corner. */
 CONV_HD void conv_tc_tap(const conv_tc_geom *g, int32_t kk, int32_t *offset, uint32_t *dydx)
 {
-    const int32_t tap = kk / g->c, c = kk - tap * g->c, dy = tap / g->s, dx = tap - dy * g->s;
+    const int32_t tap = (int32_t)conv_div((uint32_t)kk, g->by_c), c = kk - tap * g->c;
+    const int32_t dy = (int32_t)conv_div((uint32_t)tap, g->by_s), dx = tap - dy * g->s;
     *offset = (dy * g->w + dx) * g->c + c;
     *dydx = (uint32_t)dy << 16 | (uint32_t)dx;
 }
@@ -124,52 +157,60 @@ CONV_HD size_t conv_tc_tile_bytes(const conv_tc_geom *g)
     return ab > sums ? ab : sums;
 }
 
-/* A weight entry: row in the block's tile, column in the slice, value
+/* A weight entry: the element's offset in the block's A tile (row in the
+ * tile, column in the slice, CONV_TC_PAD columns past ks a row), value
  * bits. */
-CONV_HD uint32_t conv_tc_entry(int32_t row, int32_t col, uint16_t bits)
+CONV_HD uint32_t conv_tc_entry(const conv_tc_geom *g, int32_t row, int32_t col, uint16_t bits)
 {
-    return (uint32_t)row << 26 | (uint32_t)col << 16 | bits;
+    return (uint32_t)(row * (g->ks + CONV_TC_PAD) + col) << 16 | bits;
 }
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The divisor d (≥ 1) of conv_div. */
+conv_fastdiv conv_fastdiv_make(uint32_t d);
+
 /* The geometry of config cfg for a convolution g (NHWC, one launch of the
  * batch) with k output channels. 0 with a reason when the kernel cannot
- * take it; splits is rounded so that no slice is empty. */
+ * take it; splits is rounded so that no slice is empty (a cluster config
+ * whose rounded splits pass CONV_TC_MAX_CLUSTER is refused). */
 int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_tc_geom *out,
                      char *reason, size_t cap);
 
 /* The configs worth timing for g on a device of `sms` multiprocessors (at
  * most CONV_TC_MAX_CONFIGS): per block width, the fewest slices that fit
  * shared memory, and the fewest that give every SM one block, and two;
- * their count, 0 with a reason when the kernel cannot take g. */
-int conv_tc_configs(const conv_gather *g, int32_t k, int sms, conv_tc_config *out, char *reason,
-                    size_t cap);
+ * where the device has clusters (`clusters`), those of at most
+ * CONV_TC_MAX_CLUSTER slices meet in one, and the most slices a cluster
+ * takes is tried too. Their count, 0 with a reason when the kernel cannot
+ * take g. */
+int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int clusters, conv_tc_config *out,
+                    char *reason, size_t cap);
 
 /* Bytes of dynamic shared memory of a block. */
 size_t conv_tc_smem(const conv_tc_geom *g);
 
-/* Bytes of fp32 workspace (0 with one slice). */
+/* Bytes of fp32 workspace (0 with one slice or a cluster). */
 size_t conv_tc_workspace(const conv_tc_geom *g);
 
-/* The format: ptr (mtiles·splits + 1: block (mt, z)'s entries are
- * ptr[mt·splits + z] .. ptr[mt·splits + z + 1] − 1) and the entries. */
+/* The format: geom.cap entries a block, block (mt, z)'s from entry
+ * (mt·splits + z)·cap; nnz of them are weights. */
 typedef struct conv_tc_format {
     conv_tc_geom geom;
-    int32_t *ptr;
     uint32_t *entry;
     int64_t nnz;
 } conv_tc_format;
 
 /* The format of w (k × C·R·S, columns in (r, s, c) order) for geometry g,
- * values rounded to dtype (f16 or bf16); free with conv_tc_format_free. */
+ * values rounded to dtype (f16 or bf16), geom.cap set; free with
+ * conv_tc_format_free. */
 spf_status conv_tc_format_make(const spf_matrix *w, const conv_tc_geom *g, spf_dtype dtype,
                                conv_tc_format *out);
 void conv_tc_format_free(conv_tc_format *f); /* accepts a zeroed one */
 
-/* "convtc_f16_bn32_ks576_z1" */
+/* "convtc_f16_bn32_ks576_z1", "convtc_f16_bn16_ks288_z2c" (c: a cluster) */
 void conv_tc_name(const conv_tc_geom *g, spf_dtype dtype, char *buf, size_t size);
 
 /* The format on the current device, with its workspace. */
@@ -177,14 +218,15 @@ typedef struct conv_tc {
     conv_tc_geom geom;
     spf_dtype dtype;
     int relu;          /* after the residual                         */
-    int32_t *ptr;      /* device, owned                              */
     uint32_t *entry;   /* device, owned                              */
-    float *workspace;  /* device, owned, zeroed: splits > 1 only     */
+    float *workspace;  /* device, owned, zeroed: splits > 1 without a
+                          cluster only                               */
     int32_t *counter;  /* device, owned, zeroed: a tile's finished slices */
     int64_t bytes;     /* device bytes held                          */
 } conv_tc;
 
-/* Upload f (made for dtype); *out NULL on failure. */
+/* Upload f (made for dtype); *out NULL on failure (a cluster config on
+ * a device without clusters is refused). */
 spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, conv_tc **out);
 void conv_tc_free(conv_tc *x); /* accepts NULL */
 

@@ -76,11 +76,6 @@ static __device__ __forceinline__ void copy16_or_zero(void *dst, const void *src
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
                  "l"(src), "r"(src_bytes));
 }
-/* 4 bytes global → shared (both 4-byte aligned), by cp.async */
-static __device__ __forceinline__ void copy4(void *dst, const void *src)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_addr(dst)), "l"(src));
-}
 static __device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> static __device__ __forceinline__ void copy_wait()
 {

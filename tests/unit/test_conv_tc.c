@@ -15,7 +15,7 @@
 
 #include <math.h>
 
-static int64_t runs_checked, runs_wrong;
+static int64_t runs_checked, runs_wrong, pads, pads_wrong;
 
 static float entry_value(uint32_t e, spf_dtype dtype)
 {
@@ -63,10 +63,17 @@ static void replay(const conv_tc_format *f, spf_dtype dtype, const float *in, co
                 }
                 for (int64_t i = 0; i < (int64_t)CONV_TC_BM * g->ks; i++)
                     a[i] = 0.0f;
-                const int32_t slot = mt * g->splits + z;
-                for (int32_t e = f->ptr[slot]; e < f->ptr[slot + 1]; e++) {
-                    const uint32_t v = f->entry[e];
-                    a[(int64_t)(v >> 26) * g->ks + (v >> 16 & 0x3ff)] = entry_value(v, dtype);
+                /* the entries' offsets in the kernel's tile, rows of
+                 * ks + CONV_TC_PAD; the padding columns are never read */
+                const int32_t pitch = g->ks + CONV_TC_PAD;
+                const uint32_t *entry = f->entry + (int64_t)(mt * g->splits + z) * g->cap;
+                for (int32_t e = 0; e < g->cap; e++) {
+                    const int32_t at = (int32_t)(entry[e] >> 16), row = at / pitch,
+                                  col = at - row * pitch;
+                    if (col < g->ks)
+                        a[(int64_t)row * g->ks + col] = entry_value(entry[e], dtype);
+                    else if (nt == 0)
+                        pads++, pads_wrong += entry[e] != conv_tc_entry(g, 0, g->ks, 0);
                 }
                 for (int32_t n = 0; n < g->bn && n0 + n < g->cols; n++)
                     for (int32_t m = 0; m < CONV_TC_BM && k0 + m < g->k; m++) {
@@ -100,12 +107,16 @@ static int check_config(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype,
     const conv_tc_geom *g = &f.geom;
     CHECK(g->ks % 16 == 0 && g->ks <= CONV_TC_MAX_KS && conv_tc_smem(g) <= CONV_TC_SMEM);
     CHECK((int64_t)g->ks * g->splits >= g->kred && (int64_t)g->ks * (g->splits - 1) < g->kred);
-    CHECK_EQ_I64(f.ptr[(int64_t)g->mtiles * g->splits], spf_matrix_nnz(t.w));
-    for (int64_t i = 0; i < (int64_t)g->mtiles * g->splits; i++)
-        CHECK(f.ptr[i] <= f.ptr[i + 1]);
+    CHECK(g->cap % 4 == 0 && g->cap >= 4 && f.nnz == spf_matrix_nnz(t.w));
+    CHECK(!g->cluster || (g->splits > 1 && g->splits <= CONV_TC_MAX_CLUSTER));
+    CHECK_EQ_I64(conv_tc_workspace(g),
+                 g->splits > 1 && !g->cluster ? (int64_t)g->cols * g->k * 4 : 0);
+    const int64_t pads_before = pads;
     for (int64_t i = 0; i < t.out_count; i++)
         t.out[i] = NAN;
     replay(&f, dtype, t.in, bias ? t.bias : NULL, t.residual, relu, t.out);
+    /* every nonzero is one entry, and the rest padding */
+    CHECK_EQ_I64(pads - pads_before, (int64_t)g->mtiles * g->splits * g->cap - f.nnz);
     /* the reference's weights are not rounded to the dtype: its tolerance */
     const double err = spf_relative_error(t.out, t.want, t.out_count);
     CHECK_MSG(err <= dtype_tolerance(dtype, SPF_MATH_DEFAULT),
@@ -124,54 +135,70 @@ static void check_configs_and_refusals(void)
      * columns: block widths up to 64; slices enough for 132 SMs */
     conv_gather g = {.c = 512, .h = 7, .w = 7, .r = 3, .s = 3, .stride = 1, .pad = 1, .p = 7,
                      .q = 7, .cols = 49, .nhwc = 1};
-    int n = conv_tc_configs(&g, 512, 132, cfg, reason, sizeof reason);
+    int n = conv_tc_configs(&g, 512, 132, 0, cfg, reason, sizeof reason);
     CHECK_MSG(n >= 6 && n <= CONV_TC_MAX_CONFIGS, "%d configs: %s", n, reason);
     int fills = 0;
     for (int i = 0; i < n; i++) {
         conv_tc_geom geom;
         CHECK(conv_tc_geometry(&g, 512, cfg[i], &geom, reason, sizeof reason));
-        CHECK(conv_tc_smem(&geom) <= CONV_TC_SMEM);
+        CHECK(conv_tc_smem(&geom) <= CONV_TC_SMEM && !cfg[i].cluster);
         fills += (int64_t)geom.ntiles * geom.mtiles * geom.splits >= 132;
     }
     CHECK(fills >= 3);
+    /* with clusters: splits of at most 8 meet in one (at 16 positions a
+     * block, 8 slices of 576 columns: the fewest its shared memory
+     * takes) */
+    n = conv_tc_configs(&g, 512, 132, 1, cfg, reason, sizeof reason);
+    CHECK_MSG(n >= 6 && n <= CONV_TC_MAX_CONFIGS, "%d configs: %s", n, reason);
+    int eights = 0;
+    for (int i = 0; i < n; i++) {
+        CHECK(cfg[i].cluster == (cfg[i].splits > 1 && cfg[i].splits <= CONV_TC_MAX_CLUSTER));
+        eights += cfg[i].bn == 16 && cfg[i].splits == 8 && cfg[i].cluster;
+    }
+    CHECK_EQ_I64(eights, 1);
     /* layer1 at batch 32: 100 352 positions fill the GPU without a split;
      * each block width takes the fewest slices its shared memory allows
      * (576 columns: one at 16 positions, two at 32 and 64) */
     g = (conv_gather){.c = 64, .h = 56, .w = 56, .r = 3, .s = 3, .stride = 1, .pad = 1, .p = 56,
                       .q = 56, .cols = 32 * 3136, .nhwc = 1};
-    n = conv_tc_configs(&g, 64, 132, cfg, reason, sizeof reason);
+    n = conv_tc_configs(&g, 64, 132, 1, cfg, reason, sizeof reason);
     CHECK_EQ_I64(n, 3);
     for (int i = 0; i < n; i++)
-        CHECK_MSG(cfg[i].splits == (cfg[i].bn == 16 ? 1 : 2), "bn %d: %d slices", cfg[i].bn,
-                  cfg[i].splits);
+        CHECK_MSG(cfg[i].splits == (cfg[i].bn == 16 ? 1 : 2) && cfg[i].cluster == (cfg[i].bn > 16),
+                  "bn %d: %d slices, cluster %d", cfg[i].bn, cfg[i].splits, cfg[i].cluster);
     /* a slice wider than shared memory holds */
     conv_tc_geom geom;
-    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1}, &geom, reason, sizeof reason) ||
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1, 0}, &geom, reason, sizeof reason) ||
           geom.ks <= 416);
     g.c = 512;
-    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "shared memory"));
-    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){48, 4}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){48, 4, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "bn"));
-    /* a split whose partial sums pass the workspace cap */
-    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16}, &geom, reason, sizeof reason) &&
+    /* a split whose partial sums pass the workspace cap, and one that a
+     * cluster cannot take */
+    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "partial sums"));
+    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){16, 9, 1}, &geom, reason, sizeof reason) &&
+          strstr(reason, "at most 8"));
+    CHECK(conv_tc_geometry(&g, 512, (conv_tc_config){16, 8, 1}, &geom, reason, sizeof reason) &&
+          geom.cluster && conv_tc_workspace(&geom) == 0);
     /* an input of 2^31 elements: past the 32-bit offsets */
     const conv_gather big = {.c = 512, .h = 2048, .w = 2048, .r = 3, .s = 3, .stride = 1,
                              .pad = 1, .p = 2048, .q = 2048, .cols = 2048 * 2048, .nhwc = 1};
-    CHECK(!conv_tc_geometry(&big, 64, (conv_tc_config){64, 20}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&big, 64, (conv_tc_config){64, 20, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "32-bit"));
     g.c = 12;
-    CHECK(conv_tc_configs(&g, 64, 132, cfg, reason, sizeof reason) == 0 &&
+    CHECK(conv_tc_configs(&g, 64, 132, 1, cfg, reason, sizeof reason) == 0 &&
           strstr(reason, "multiple of 8"));
     g.c = 64;
     g.nhwc = 0;
-    CHECK(conv_tc_configs(&g, 64, 132, cfg, reason, sizeof reason) == 0 &&
+    CHECK(conv_tc_configs(&g, 64, 132, 1, cfg, reason, sizeof reason) == 0 &&
           strstr(reason, "NCHW"));
     /* f32 has no m16n8k16 */
     g.nhwc = 1;
     g.cols = 49;
-    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 2}, &geom, reason, sizeof reason));
+    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 2, 0}, &geom, reason, sizeof reason));
     spf_matrix *w = NULL;
     static const int64_t empty_rows[65] = {0};
     CHECK_OK(spf_matrix_create_csr(64, 576, 0, empty_rows, NULL, NULL, 1, &w));
@@ -182,11 +209,39 @@ static void check_configs_and_refusals(void)
     conv_tc_name(&geom, SPF_DTYPE_BF16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convtc_bf16_bn16_ks288_z2") == 0, "%s", name);
     conv_tc_format_free(&f);
+    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 2, 1}, &geom, reason, sizeof reason));
+    conv_tc_name(&geom, SPF_DTYPE_F16, name, sizeof name);
+    CHECK_MSG(strcmp(name, "convtc_f16_bn16_ks288_z2c") == 0, "%s", name);
     spf_matrix_free(w);
+}
+
+/* conv_div against the division for every divisor to 2^12 and a few
+ * past, at the numerators around its multiples and the ends of the
+ * range (0 ≤ x < 2^31). */
+static void check_fastdiv(void)
+{
+    int64_t wrong = 0, checked = 0;
+    uint64_t state = 0x5eed;
+    for (uint32_t d = 1; d < (1u << 12) + 40; d = d < 4096 ? d + 1 : d * 3 + 7) {
+        const conv_fastdiv f = conv_fastdiv_make(d);
+        const uint32_t xs[] = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, 1000003u % (1u << 31),
+                               (uint32_t)INT32_MAX, (uint32_t)INT32_MAX - 1,
+                               (uint32_t)INT32_MAX / d * d, (uint32_t)INT32_MAX / d * d - 1};
+        for (size_t i = 0; i < sizeof xs / sizeof xs[0]; i++, checked++)
+            wrong += conv_div(xs[i], f) != xs[i] / d;
+        for (int i = 0; i < 64; i++, checked++) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            const uint32_t x = (uint32_t)(state >> 33);
+            wrong += conv_div(x, f) != x / d;
+        }
+    }
+    CHECK_MSG(wrong == 0, "conv_div: %lld of %lld quotients wrong", (long long)wrong,
+              (long long)checked);
 }
 
 int main(void)
 {
+    check_fastdiv();
     uint64_t seed = 0xc7c0;
     int taken = 0;
     for (int i = 0; i < CONV_TC_DIMS; i++) {
@@ -200,6 +255,8 @@ int main(void)
     }
     CHECK_MSG(runs_wrong == 0, "%lld of %lld gathered elements not the explicit im2col's",
               (long long)runs_wrong, (long long)runs_checked);
+    CHECK_MSG(pads_wrong == 0, "%lld of %lld padding entries not zeros into row 0's padding",
+              (long long)pads_wrong, (long long)pads);
     CHECK_MSG(taken >= CONV_TC_DIMS * 12, "%d configs taken", taken);
     check_configs_and_refusals();
     return check_report();

@@ -1,10 +1,12 @@
 /* The tensor-core convolution kernel (conv/conv_tc.h says how the work is
- * cut). Instantiated for fp16 and bf16 × the three block widths.
+ * cut). Instantiated for fp16 and bf16 × the three block widths × the
+ * slices' two ways to meet (a cluster, the workspace).
  *
- * A block's loads all go out before it waits on any: the gather's
- * cp.async copies and the weights' entries' (into a stage, from which they
- * are stored into the zeroed A tile); the tensor cores start once both
- * tiles are in. */
+ * A block's loads all go out before it waits on any: first its entries'
+ * (at a fixed place: nothing to read before), then the gather's; the
+ * tables the gather needs are computed while the entries are in flight,
+ * the A tile is zeroed and the entries stored into it while B's copies
+ * are, and the tensor cores start once both tiles are in. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -23,7 +25,6 @@ constexpr uint32_t kNoTap = 0xffffffffu; /* a column past C·R·S */
 
 struct args {
     conv_tc_geom g;
-    const int32_t *ptr;
     const uint32_t *entry;
     const void *in;
     void *out;
@@ -45,9 +46,44 @@ __device__ __forceinline__ int arrive(int32_t *counter)
     return old;
 }
 
+/* The cluster's steps (sm_90; the cluster kernels are never launched on an
+ * older device: conv_tc_create refuses them). A barrier's arrival
+ * releases the block's shared stores and its wait acquires the others'. */
+__device__ __forceinline__ int cluster_rank()
+{
+    uint32_t r = 0;
+#if __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return static_cast<int>(r);
+}
+__device__ __forceinline__ void cluster_arrive()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait()
+{
+#if __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+/* the float at this block's shared p, in block `rank` of the cluster */
+__device__ __forceinline__ float load_from(const float *p, int rank)
+{
+    float v = 0.0f;
+#if __CUDA_ARCH__ >= 900
+    uint32_t at;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(at) : "r"(smem_addr(p)), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(at) : "memory");
+#endif
+    return v;
+}
+
 /* Warps: 4 along the channels (wm) × WN along the positions (wn) × KW
- * along the slice (wk), 8 in all. */
-template <typename T, int NT, int WN, int KW>
+ * along the slice (wk), 8 in all. CL: the slices meet in a cluster. */
+template <typename T, int NT, int WN, int KW, bool CL>
 __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
 {
     static_assert(4 * WN * KW * 32 == kThreads, "8 warps a block");
@@ -64,26 +100,39 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
     int2 *taps = reinterpret_cast<int2 *>(places + BN);                     /* offset, dydx   */
     uint32_t *stage = reinterpret_cast<uint32_t *>(taps + runs);
 
-    for (int i = tid; i < BN; i += kThreads) {
+    /* the entries' first stage, 16 bytes a copy */
+    const uint32_t *entry =
+        a.entry + static_cast<size_t>(blockIdx.y * g.splits + blockIdx.z) * g.cap;
+    for (int e = 4 * tid; e < min(g.cap, static_cast<int>(CONV_TC_STAGE)); e += 4 * kThreads)
+        copy16(stage + e, entry + e, 16);
+    copy_commit();
+
+    /* a thread a position and a run (BN and ks / 8 < kThreads) */
+    static_assert(BN <= kThreads && CONV_TC_MAX_KS / 8 <= kThreads, "a table entry a thread");
+    if (tid < BN) {
         int4 pl = make_int4(0, -(1 << 28), 0, 0); /* past the positions: all padding */
-        if (n0 + i < g.cols)
-            conv_tc_place(&g, n0 + i, &pl.x, &pl.y, &pl.z);
-        places[i] = pl;
+        if (n0 + tid < g.cols)
+            conv_tc_place(&g, n0 + tid, &pl.x, &pl.y, &pl.z);
+        places[tid] = pl;
     }
-    for (int i = tid; i < runs; i += kThreads) {
+    if (tid < runs) {
         int2 t = make_int2(0, static_cast<int>(kNoTap));
-        if (kk0 + 8 * i < g.kred)
-            conv_tc_tap(&g, kk0 + 8 * i, &t.x, reinterpret_cast<uint32_t *>(&t.y));
-        taps[i] = t;
+        if (kk0 + 8 * tid < g.kred)
+            conv_tc_tap(&g, kk0 + 8 * tid, &t.x, reinterpret_cast<uint32_t *>(&t.y));
+        taps[tid] = t;
     }
+    uint4 *a4 = reinterpret_cast<uint4 *>(as);
+    for (int i = tid; i < BM * pitch / 8; i += kThreads)
+        a4[i] = make_uint4(0u, 0u, 0u, 0u);
     __syncthreads();
 
     /* B: run j of position n, threads along the runs (a tap's channels
      * are consecutive in memory); (n, j) stepped without a division; a
      * run in the padding is a zero-filling copy from the input's start */
     const T *in = static_cast<const T *>(a.in);
-    const int dn = kThreads / runs, dj = kThreads - dn * runs;
-    for (int n = tid / runs, j = tid - n * runs; n < BN;) {
+    const int dn = static_cast<int>(conv_div(kThreads, g.by_runs)), dj = kThreads - dn * runs;
+    int n = static_cast<int>(conv_div(static_cast<uint32_t>(tid), g.by_runs));
+    for (int j = tid - n * runs; n < BN;) {
         const int2 t = taps[j];
         const int4 pl = places[n];
         const bool inside = static_cast<uint32_t>(t.y) != kNoTap &&
@@ -98,37 +147,51 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
         if (j >= runs)
             j -= runs, n++;
     }
-    /* the entries' first stage, in flight with B */
-    const int slot = blockIdx.y * g.splits + blockIdx.z;
-    const int e0 = __ldg(a.ptr + slot), e1 = __ldg(a.ptr + slot + 1);
-    for (int e = e0 + tid; e < min(e1, e0 + CONV_TC_STAGE); e += kThreads)
-        copy4(stage + (e - e0), a.entry + e);
     copy_commit();
 
-    /* A: zeroed, then the entries stored into it, a stage at a time */
-    uint4 *a4 = reinterpret_cast<uint4 *>(as);
-    for (int i = tid; i < BM * pitch / 8; i += kThreads)
-        a4[i] = make_uint4(0u, 0u, 0u, 0u);
+    /* the epilogue's positions of this block: those of every u < E but in
+     * a cluster, where block r finishes u ≡ r (mod slices); its bias and
+     * residual loaded now, but where a split's last block is not known
+     * yet */
+    constexpr int E = BN * BM / kThreads;
+    static_assert(kThreads == 4 * BM, "a thread's channel fixed");
+    const int kl = tid % BM, p0 = tid / BM, npos = min(BN, g.cols - n0);
+    const bool channel = kl < min(BM, g.k - k0), workspace = !CL && g.splits > 1;
+    const int rank = CL ? cluster_rank() : 0;
+    auto mine = [&](int u) { return p0 + 4 * u < npos && (!CL || u % g.splits == rank); };
+    auto residual = [&](int u) {
+        return elem<T>::to_float(
+            static_cast<const T *>(a.residual)[(n0 + p0 + 4 * u) * g.k + k0 + kl]);
+    };
+    const float bias = a.bias && channel ? a.bias[k0 + kl] : 0.0f;
+    float res[E];
+#pragma unroll
+    for (int u = 0; u < E; u++)
+        res[u] = a.residual && channel && !workspace && mine(u) ? residual(u) : 0.0f;
+
+    /* A: the entries stored into the zeroed tile, a stage at a time; the
+     * first while B's copies are in flight */
     uint16_t *ah = reinterpret_cast<uint16_t *>(as);
-    for (int s0 = e0; s0 < e1; s0 += CONV_TC_STAGE) {
-        const int count = min(CONV_TC_STAGE, e1 - s0);
-        if (s0 > e0) {
+    for (int s0 = 0; s0 < g.cap; s0 += CONV_TC_STAGE) {
+        const int count = min(static_cast<int>(CONV_TC_STAGE), g.cap - s0);
+        if (s0 > 0) {
             __syncthreads(); /* the last stage stored */
-            for (int e = tid; e < count; e += kThreads)
-                copy4(stage + e, a.entry + s0 + e);
+            for (int e = 4 * tid; e < count; e += 4 * kThreads)
+                copy16(stage + e, entry + s0 + e, 16);
             copy_commit();
+            copy_wait<0>();
+        } else {
+            copy_wait<1>();
         }
-        copy_wait<0>();
         __syncthreads();
 #pragma unroll 4
         for (int e = tid; e < count; e += kThreads) {
             const uint32_t v = stage[e];
-            ah[(v >> 26) * pitch + (v >> 16 & 0x3ff)] = static_cast<uint16_t>(v);
+            ah[v >> 16] = static_cast<uint16_t>(v);
         }
     }
-    copy_wait<0>(); /* B, where the block has no entries */
+    copy_wait<0>(); /* B */
     __syncthreads();
-
     /* warp (wm, wn, wk): channels 16·wm.., positions 8·NT·wn.., k16 steps
      * wk, wk + KW, ...; two sets of sums, alternate steps: twice the
      * independent mma chains */
@@ -185,12 +248,8 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
     }
     __syncthreads();
     /* the epilogue: thread tid takes channel tid % BM of positions
-     * tid / BM + 4u (kThreads = 4·BM), E of them, its loads issued
-     * together; offsets in 32 bits (conv_tc_geometry) */
-    constexpr int E = BN * BM / kThreads;
-    static_assert(kThreads == 4 * BM, "a thread's channel fixed");
-    const int kl = tid % BM, p0 = tid / BM, npos = min(BN, g.cols - n0);
-    const bool channel = kl < min(BM, g.k - k0);
+     * tid / BM + 4u (kThreads = 4·BM); offsets in 32 bits
+     * (conv_tc_geometry) */
     float y[E];
     int at[E];
 #pragma unroll
@@ -198,7 +257,22 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
         y[u] = sums[(p0 + 4 * u) * TP + kl];
         at[u] = (n0 + p0 + 4 * u) * g.k + k0 + kl;
     }
-    if (g.splits > 1) {
+    if (CL) {
+        /* every block's sums in place: this block's positions added from
+         * each, in rank order; its arrival says it has read them, and it
+         * leaves only once all have */
+        cluster_arrive();
+        cluster_wait();
+#pragma unroll
+        for (int u = 0; u < E; u++)
+            if (u % g.splits == rank) {
+                float v = 0.0f;
+                for (int r = 0; r < g.splits; r++)
+                    v += load_from(sums + (p0 + 4 * u) * TP + kl, r);
+                y[u] = v;
+            }
+        cluster_arrive();
+    } else if (workspace) {
         /* the partial sums into the workspace; the tile's last block to
          * finish reads them back and leaves workspace and counter zeroed */
 #pragma unroll
@@ -217,37 +291,38 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
             if (channel && p0 + 4 * u < npos) {
                 y[u] = __ldcg(a.workspace + at[u]);
                 __stcg(a.workspace + at[u], 0.0f);
+                res[u] = a.residual ? residual(u) : 0.0f;
             }
         if (tid == 0)
             a.counter[tile] = 0;
     }
-    if (!channel)
-        return;
-    const float bias = a.bias ? a.bias[k0 + kl] : 0.0f;
-    float res[E];
+    if (channel) {
 #pragma unroll
-    for (int u = 0; u < E; u++)
-        res[u] = a.residual && p0 + 4 * u < npos
-                     ? elem<T>::to_float(static_cast<const T *>(a.residual)[at[u]])
-                     : 0.0f;
-#pragma unroll
-    for (int u = 0; u < E; u++) {
-        float v = y[u] + bias + res[u];
-        if (a.relu)
-            v = fmaxf(v, 0.0f);
-        if (p0 + 4 * u < npos)
-            static_cast<T *>(a.out)[at[u]] = elem<T>::from_float(v);
+        for (int u = 0; u < E; u++) {
+            float v = y[u] + bias + res[u];
+            if (a.relu)
+                v = fmaxf(v, 0.0f);
+            if (mine(u))
+                static_cast<T *>(a.out)[at[u]] = elem<T>::from_float(v);
+        }
     }
+    if (CL)
+        cluster_wait();
 }
 
-template <typename T> const void *kernel_bn(int bn)
+template <typename T, bool CL> const void *kernel_bn(int bn)
 {
     switch (bn) {
-    case 16: return reinterpret_cast<const void *>(conv_tc_kernel<T, 2, 1, 2>);
-    case 32: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 1, 2>);
-    case 64: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 2, 1>);
+    case 16: return reinterpret_cast<const void *>(conv_tc_kernel<T, 2, 1, 2, CL>);
+    case 32: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 1, 2, CL>);
+    case 64: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 2, 1, CL>);
     }
     return nullptr;
+}
+
+template <typename T> const void *kernel_of(const conv_tc_geom &g)
+{
+    return g.cluster ? kernel_bn<T, true>(g.bn) : kernel_bn<T, false>(g.bn);
 }
 
 } // namespace
@@ -256,15 +331,16 @@ extern "C" spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out
                                      const float *bias, const void *residual, void *stream)
 {
     const conv_tc_geom &g = x->geom;
-    const void *k = x->dtype == SPF_DTYPE_F16    ? kernel_bn<__half>(g.bn)
-                    : x->dtype == SPF_DTYPE_BF16 ? kernel_bn<__nv_bfloat16>(g.bn)
+    const void *k = x->dtype == SPF_DTYPE_F16    ? kernel_of<__half>(g)
+                    : x->dtype == SPF_DTYPE_BF16 ? kernel_of<__nv_bfloat16>(g)
                                                  : nullptr;
     if (!k)
         return FAIL(SPF_ERR_INTERNAL, "conv tc: no kernel of dtype %d, bn %d", (int)x->dtype,
                     g.bn);
-    args a = {g, x->ptr, x->entry, in, out, bias, residual, x->workspace, x->counter, x->relu,
+    args a = {g, x->entry, in, out, bias, residual, x->workspace, x->counter, x->relu,
               reinterpret_cast<uintptr_t>(in) % 16 == 0};
     const dim3 grid(static_cast<unsigned>(g.ntiles), static_cast<unsigned>(g.mtiles),
                     static_cast<unsigned>(g.splits));
-    return smem_launch(k, grid, kThreads, conv_tc_smem(&g), &a, stream);
+    return smem_launch_clustered(k, grid, kThreads, conv_tc_smem(&g), &a,
+                                 g.cluster ? g.splits : 1, stream);
 }
