@@ -24,11 +24,11 @@ static const conv_dims conv_tc_dims[] = {
 #define CONV_TC_DIMS ((int)(sizeof conv_tc_dims / sizeof conv_tc_dims[0]))
 
 /* The configs a test runs for d: each block width with one slice, two,
- * three and slices of 16 columns meeting in the workspace, two, three
- * and eight meeting in a cluster, and what conv_tc_configs lists for a
+ * three and slices of 16 columns meeting in the workspace, two, three,
+ * eight and sixteen meeting in a cluster, and what conv_tc_configs lists for a
  * device of 132 SMs with clusters (duplicates and configs the geometry
  * refuses are harmless); their count. */
-enum { CONV_TC_TEST_CONFIGS = 3 * 7 + CONV_TC_MAX_CONFIGS };
+enum { CONV_TC_TEST_CONFIGS = 3 * 8 + CONV_TC_MAX_CONFIGS };
 static inline int conv_tc_test_configs(const conv_dims *d, conv_tc_config *out)
 {
     static const int widths[] = {16, 32, 64};
@@ -38,8 +38,9 @@ static inline int conv_tc_test_configs(const conv_dims *d, conv_tc_config *out)
     for (int i = 0; i < 3; i++) {
         const conv_tc_config tries[] = {{widths[i], 1, 0}, {widths[i], 2, 0}, {widths[i], 3, 0},
                                         {widths[i], most, 0}, {widths[i], 2, 1},
-                                        {widths[i], 3, 1}, {widths[i], 8, 1}};
-        for (int j = 0; j < 7; j++)
+                                        {widths[i], 3, 1}, {widths[i], 8, 1},
+                                        {widths[i], 16, 1}};
+        for (int j = 0; j < 8; j++)
             out[n++] = tries[j];
     }
     char reason[200];

@@ -260,17 +260,8 @@ spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, co
     x->dtype = dtype;
     x->relu = relu;
     spf_status status = SPF_OK;
-    if (g->cluster) {
-        int device = 0, clusters = 0;
-        TRY(CUDA_CHECK(cudaGetDevice(&device)));
-        TRY(CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device)));
-        if (!clusters) {
-            status = FAIL(SPF_ERR_UNSUPPORTED, "conv tc: %d slices in a cluster on a device "
-                          "without thread-block clusters (compute capability 9.0 or newer)",
-                          g->splits);
-            goto fail;
-        }
-    }
+    if (g->cluster)
+        TRY(conv_tc_cluster_check(g, dtype));
     TRY(device_upload((void **)&x->entry, f->entry, (int64_t)g->mtiles * g->splits * g->cap,
                       sizeof *x->entry, &x->bytes));
     const size_t workspace = conv_tc_workspace(g);

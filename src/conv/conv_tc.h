@@ -69,7 +69,9 @@ enum {
                                       keeps ldmatrix's 8 rows on distinct banks */
     CONV_TC_MAX_KS = 1008,         /* a slice's columns: an entry's 16-bit offset
                                       holds CONV_TC_BM rows of ks + CONV_TC_PAD */
-    CONV_TC_MAX_CLUSTER = 8,       /* slices a cluster reduces (portable size)   */
+    CONV_TC_MAX_CLUSTER = 16,      /* slices a cluster reduces: past 8, a size
+                                      the H100 and H200 take but CUDA does not
+                                      promise (conv_tc_create asks)          */
     CONV_TC_STAGE = 4096,          /* entries a block stages at a time: 16 KB    */
     CONV_TC_SMEM = 110 * 1024,     /* shared memory a block: two an SM           */
     CONV_TC_MAX_CONFIGS = 12,
@@ -225,10 +227,15 @@ typedef struct conv_tc {
     int64_t bytes;     /* device bytes held                          */
 } conv_tc;
 
-/* Upload f (made for dtype); *out NULL on failure (a cluster config on
- * a device without clusters is refused). */
+/* Upload f (made for dtype); *out NULL on failure (a cluster config the
+ * device cannot place is refused: SPF_ERR_UNSUPPORTED). */
 spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, conv_tc **out);
 void conv_tc_free(conv_tc *x); /* accepts NULL */
+
+/* Whether the device can place a cluster of g's slices, blocks of
+ * dtype's kernel (SPF_OK, else SPF_ERR_UNSUPPORTED with the reason).
+ * CUDA builds only. */
+spf_status conv_tc_cluster_check(const conv_tc_geom *g, spf_dtype dtype);
 
 /* out = W ⊛ in (+ bias[k]) (+ residual) (ReLU), NHWC tensors of the dtype
  * (bias float32 or NULL, residual NULL or output-shaped), on stream. CUDA

@@ -145,17 +145,19 @@ static void check_configs_and_refusals(void)
         fills += (int64_t)geom.ntiles * geom.mtiles * geom.splits >= 132;
     }
     CHECK(fills >= 3);
-    /* with clusters: splits of at most 8 meet in one (at 16 positions a
-     * block, 8 slices of 576 columns: the fewest its shared memory
-     * takes) */
+    /* with clusters: splits of at most 16 meet in one (at 16 positions a
+     * block, 8 slices of 576 columns: the fewest its shared memory takes;
+     * at 64, 16 are tried: 8 blocks fill no GPU) */
     n = conv_tc_configs(&g, 512, 132, 1, cfg, reason, sizeof reason);
     CHECK_MSG(n >= 6 && n <= CONV_TC_MAX_CONFIGS, "%d configs: %s", n, reason);
-    int eights = 0;
+    int eights = 0, sixteens = 0;
     for (int i = 0; i < n; i++) {
         CHECK(cfg[i].cluster == (cfg[i].splits > 1 && cfg[i].splits <= CONV_TC_MAX_CLUSTER));
         eights += cfg[i].bn == 16 && cfg[i].splits == 8 && cfg[i].cluster;
+        sixteens += cfg[i].bn == 64 && cfg[i].splits == 16 && cfg[i].cluster;
     }
     CHECK_EQ_I64(eights, 1);
+    CHECK_EQ_I64(sixteens, 1);
     /* layer1 at batch 32: 100 352 positions fill the GPU without a split;
      * each block width takes the fewest slices its shared memory allows
      * (576 columns: one at 16 positions, two at 32 and 64) */
@@ -179,8 +181,8 @@ static void check_configs_and_refusals(void)
      * cluster cannot take */
     CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "partial sums"));
-    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){16, 9, 1}, &geom, reason, sizeof reason) &&
-          strstr(reason, "at most 8"));
+    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){16, 17, 1}, &geom, reason, sizeof reason) &&
+          strstr(reason, "at most 16"));
     CHECK(conv_tc_geometry(&g, 512, (conv_tc_config){16, 8, 1}, &geom, reason, sizeof reason) &&
           geom.cluster && conv_tc_workspace(&geom) == 0);
     /* an input of 2^31 elements: past the 32-bit offsets */

@@ -325,15 +325,61 @@ template <typename T> const void *kernel_of(const conv_tc_geom &g)
     return g.cluster ? kernel_bn<T, true>(g.bn) : kernel_bn<T, false>(g.bn);
 }
 
+const void *kernel_for(spf_dtype dtype, const conv_tc_geom &g)
+{
+    return dtype == SPF_DTYPE_F16    ? kernel_of<__half>(g)
+           : dtype == SPF_DTYPE_BF16 ? kernel_of<__nv_bfloat16>(g)
+                                     : nullptr;
+}
+
 } // namespace
+
+extern "C" spf_status conv_tc_cluster_check(const conv_tc_geom *g, spf_dtype dtype)
+{
+    int device = 0, clusters = 0;
+    spf_status status = CUDA_CHECK(cudaGetDevice(&device));
+    if (status == SPF_OK)
+        status = CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
+    if (status != SPF_OK)
+        return status;
+    const void *k = kernel_for(dtype, *g);
+    if (!clusters || !k)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv tc: %d slices in a cluster on a device without "
+                    "thread-block clusters (compute capability 9.0 or newer)", g->splits);
+    /* past 8 blocks a cluster only where the kernel allows it, and where
+     * the device can place one (the blocks of a cluster share a GPC) */
+    if (g->splits > 8)
+        status = CUDA_CHECK(
+            cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    const size_t smem = conv_tc_smem(g);
+    if (status == SPF_OK)
+        status = smem_allow(k, smem);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 1;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = static_cast<unsigned>(g->splits);
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(g->ntiles), static_cast<unsigned>(g->mtiles),
+                          static_cast<unsigned>(g->splits));
+    config.blockDim = dim3(kThreads);
+    config.dynamicSmemBytes = smem;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    int fit = 0;
+    if (status == SPF_OK)
+        status = CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, k, &config));
+    if (status == SPF_OK && fit < 1)
+        status = FAIL(SPF_ERR_UNSUPPORTED, "conv tc: the device places no cluster of %d blocks "
+                      "of %zu bytes of shared memory", g->splits, smem);
+    return status;
+}
 
 extern "C" spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out,
                                      const float *bias, const void *residual, void *stream)
 {
     const conv_tc_geom &g = x->geom;
-    const void *k = x->dtype == SPF_DTYPE_F16    ? kernel_of<__half>(g)
-                    : x->dtype == SPF_DTYPE_BF16 ? kernel_of<__nv_bfloat16>(g)
-                                                 : nullptr;
+    const void *k = kernel_for(x->dtype, g);
     if (!k)
         return FAIL(SPF_ERR_INTERNAL, "conv tc: no kernel of dtype %d, bn %d", (int)x->dtype,
                     g.bn);
