@@ -24,7 +24,8 @@
 # 0.8 and 0.9 instead.
 # SPF_CONV_BENCH_ARGS: bench_conv.py's arguments in place of
 # "--sparsity 0.9 --batch 1,32 --kinds 3x3" (e.g. "... --also unrolled");
-# SPF_CONV_SKIP_E2E=1 leaves ResNet-50 out.
+# SPF_CONV_SKIP_E2E=1 leaves ResNet-50 out; SPF_CONV_E2E_SPARSITY sets its
+# sparsities (default 0.9, and 0.8,0.9 with SPF_CONV_BENCH_ONLY=1).
 set -uo pipefail
 # shellcheck source=device-steps.sh
 . "$(dirname "$0")/device-steps.sh"
@@ -80,7 +81,7 @@ step bench-conv "$out/bench-conv.log" 280 python3 "$root/scripts/bench_conv.py" 
   ${SPF_CONV_BENCH_ARGS:---sparsity 0.9 --batch 1,32 --kinds 3x3} --out "$out/conv.csv"
 [ "${SPF_CONV_SKIP_E2E:-0}" = 1 ] ||
   step e2e "$out/e2e.log" 200 python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" \
-    --sparsity "$e2e_sparsity" --batch 1,32 --dtype f16 --out "$out/e2e.csv" --plot "$out/e2e.png"
+    --sparsity "${SPF_CONV_E2E_SPARSITY:-$e2e_sparsity}" --batch 1,32 --dtype f16 --out "$out/e2e.csv" --plot "$out/e2e.png"
 tar -czf "$out/logs.tar.gz" -C "$out" $(cd "$out" && ls ./*.log) && rm -f "$out"/*.log
 echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
 [ -z "$failed" ]
