@@ -20,12 +20,13 @@
 # (../shared/data's, which does not travel); it is unpacked into data/.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
-# them on the same library) but test_conv_tc_gpu, the bench and ResNet-50 at
-# 0.8 and 0.9 instead.
+# them on the same library) but test_conv_tc_gpu (and its racecheck with
+# SPF_CONV_RACECHECK_TC=1), the bench and ResNet-50 at 0.8 and 0.9 instead.
 # SPF_CONV_BENCH_ARGS: bench_conv.py's arguments in place of
 # "--sparsity 0.9 --batch 1,32 --kinds 3x3" (e.g. "... --also unrolled");
 # SPF_CONV_SKIP_E2E=1 leaves ResNet-50 out; SPF_CONV_E2E_SPARSITY sets its
-# sparsities (default 0.9, and 0.8,0.9 with SPF_CONV_BENCH_ONLY=1).
+# sparsities (default 0.9, and 0.8,0.9 with SPF_CONV_BENCH_ONLY=1) and
+# SPF_CONV_E2E_BATCH its batches (default 1,32).
 set -uo pipefail
 # shellcheck source=device-steps.sh
 . "$(dirname "$0")/device-steps.sh"
@@ -57,6 +58,11 @@ if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   echo "tests and sanitizers left out but test_conv_tc_gpu (SPF_CONV_BENCH_ONLY=1)" |
     tee -a "$out/summary.txt"
   step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
+  [ "${SPF_CONV_RACECHECK_TC:-0}" = 1 ] &&
+    step racecheck-test_conv_tc_gpu "$out/sanitizer-racecheck-test_conv_tc_gpu.log" 150 \
+      "$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" \
+      --tool racecheck --error-exitcode 1 --target-processes application-only \
+      "$build/tests/test_conv_tc_gpu" --quick
 else
   step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
   step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
@@ -81,7 +87,8 @@ step bench-conv "$out/bench-conv.log" 280 python3 "$root/scripts/bench_conv.py" 
   ${SPF_CONV_BENCH_ARGS:---sparsity 0.9 --batch 1,32 --kinds 3x3} --out "$out/conv.csv"
 [ "${SPF_CONV_SKIP_E2E:-0}" = 1 ] ||
   step e2e "$out/e2e.log" 200 python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" \
-    --sparsity "${SPF_CONV_E2E_SPARSITY:-$e2e_sparsity}" --batch 1,32 --dtype f16 --out "$out/e2e.csv" --plot "$out/e2e.png"
+    --sparsity "${SPF_CONV_E2E_SPARSITY:-$e2e_sparsity}" --batch "${SPF_CONV_E2E_BATCH:-1,32}" \
+    --dtype f16 --out "$out/e2e.csv" --plot "$out/e2e.png"
 tar -czf "$out/logs.tar.gz" -C "$out" $(cd "$out" && ls ./*.log) && rm -f "$out"/*.log
 echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
 [ -z "$failed" ]

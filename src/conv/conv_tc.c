@@ -160,10 +160,12 @@ int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int clusters, conv
             ((int64_t)g->cols + bn - 1) / bn * ((k + CONV_TC_BM - 1) / CONV_TC_BM);
         const int64_t most = (kred + 15) / 16; /* slices of 16 columns */
         /* the fewest slices, those that give every SM one block or two,
-         * and the most a cluster takes where one block an SM needs more */
-        const int64_t fill = (sms + blocks - 1) / blocks;
-        int64_t tries[4] = {fewest, fill, (2LL * sms + blocks - 1) / blocks,
-                            clusters && fill > CONV_TC_MAX_CLUSTER ? CONV_TC_MAX_CLUSTER : fewest};
+         * and the most a cluster takes where two blocks an SM need more
+         * (H200, layer4: 16 slices of 64 positions in a cluster beside 32
+         * in the workspace) */
+        const int64_t fill2 = (2LL * sms + blocks - 1) / blocks;
+        int64_t tries[4] = {fewest, (sms + blocks - 1) / blocks, fill2,
+                            clusters && fill2 > CONV_TC_MAX_CLUSTER ? CONV_TC_MAX_CLUSTER : fewest};
         for (int t = 1; t < 4; t++)
             tries[t] = tries[t] < fewest ? fewest : tries[t] > most ? most : tries[t];
         for (int t = 0; t < 4; t++) {

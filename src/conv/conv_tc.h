@@ -186,7 +186,7 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
  * shared memory, and the fewest that give every SM one block, and two;
  * where the device has clusters (`clusters`), those of at most
  * CONV_TC_MAX_CLUSTER slices meet in one, and the most slices a cluster
- * takes is tried too. Their count, 0 with a reason when the kernel cannot
+ * takes is tried too where two blocks an SM need more. Their count, 0 with a reason when the kernel cannot
  * take g. */
 int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int clusters, conv_tc_config *out,
                     char *reason, size_t cap);
