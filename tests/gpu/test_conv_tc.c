@@ -16,9 +16,11 @@
 #include "conv_tc_case.h"
 #include "conv_kernel_test.h"
 
-static int runs, refused;
+static int runs;
 
 #ifdef SPF_HAVE_CUDA
+static int refused; /* cluster configs the device cannot place */
+
 static void run_one(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype, int misaligned,
                     int variant, uint64_t seed)
 {
