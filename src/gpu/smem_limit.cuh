@@ -45,6 +45,26 @@ static inline spf_status smem_launch(const void *k, dim3 grid, int threads, size
                                        static_cast<cudaStream_t>(stream)));
 }
 
+/* The launch of grid × threads blocks with smem bytes, in clusters of
+ * `cluster` blocks along z (grid.z a multiple of it); *attr, the caller's,
+ * holds the cluster's size. */
+static inline cudaLaunchConfig_t cluster_config(dim3 grid, int threads, size_t smem, int cluster,
+                                                void *stream, cudaLaunchAttribute *attr)
+{
+    attr->id = cudaLaunchAttributeClusterDimension;
+    attr->val.clusterDim.x = 1;
+    attr->val.clusterDim.y = 1;
+    attr->val.clusterDim.z = static_cast<unsigned>(cluster);
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem;
+    config.stream = static_cast<cudaStream_t>(stream);
+    config.attrs = attr;
+    config.numAttrs = 1;
+    return config;
+}
+
 /* smem_launch with the grid's blocks in clusters of `cluster` along z
  * (grid.z a multiple of it; 1: no clusters). */
 static inline spf_status smem_launch_clustered(const void *k, dim3 grid, int threads, size_t smem,
@@ -56,17 +76,7 @@ static inline spf_status smem_launch_clustered(const void *k, dim3 grid, int thr
     if (status != SPF_OK)
         return status;
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 1;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = static_cast<unsigned>(cluster);
-    cudaLaunchConfig_t config = {};
-    config.gridDim = grid;
-    config.blockDim = dim3(threads);
-    config.dynamicSmemBytes = smem;
-    config.stream = static_cast<cudaStream_t>(stream);
-    config.attrs = &attr;
-    config.numAttrs = 1;
+    const cudaLaunchConfig_t config = cluster_config(grid, threads, smem, cluster, stream, &attr);
     void *params[] = {args};
     return CUDA_CHECK(cudaLaunchKernelExC(&config, k, params));
 }

@@ -325,6 +325,13 @@ template <typename T> const void *kernel_of(const conv_tc_geom &g)
     return g.cluster ? kernel_bn<T, true>(g.bn) : kernel_bn<T, false>(g.bn);
 }
 
+/* blocks along positions × channels × slices */
+dim3 grid_of(const conv_tc_geom &g)
+{
+    return dim3(static_cast<unsigned>(g.ntiles), static_cast<unsigned>(g.mtiles),
+                static_cast<unsigned>(g.splits));
+}
+
 const void *kernel_for(spf_dtype dtype, const conv_tc_geom &g)
 {
     return dtype == SPF_DTYPE_F16    ? kernel_of<__half>(g)
@@ -355,17 +362,8 @@ extern "C" spf_status conv_tc_cluster_check(const conv_tc_geom *g, spf_dtype dty
     if (status == SPF_OK)
         status = smem_allow(k, smem);
     cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 1;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = static_cast<unsigned>(g->splits);
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(static_cast<unsigned>(g->ntiles), static_cast<unsigned>(g->mtiles),
-                          static_cast<unsigned>(g->splits));
-    config.blockDim = dim3(kThreads);
-    config.dynamicSmemBytes = smem;
-    config.attrs = &attr;
-    config.numAttrs = 1;
+    const cudaLaunchConfig_t config =
+        cluster_config(grid_of(*g), kThreads, smem, g->splits, nullptr, &attr);
     int fit = 0;
     if (status == SPF_OK)
         status = CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, k, &config));
@@ -385,8 +383,6 @@ extern "C" spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out
                     g.bn);
     args a = {g, x->entry, in, out, bias, residual, x->workspace, x->counter, x->relu,
               reinterpret_cast<uintptr_t>(in) % 16 == 0};
-    const dim3 grid(static_cast<unsigned>(g.ntiles), static_cast<unsigned>(g.mtiles),
-                    static_cast<unsigned>(g.splits));
-    return smem_launch_clustered(k, grid, kThreads, conv_tc_smem(&g), &a,
+    return smem_launch_clustered(k, grid_of(g), kThreads, conv_tc_smem(&g), &a,
                                  g.cluster ? g.splits : 1, stream);
 }
