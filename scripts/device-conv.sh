@@ -52,33 +52,34 @@ print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib', 'libcudnn.so.9'))" 2>/
 fi
 echo "cuDNN: ${SPF_CUDNN:-not found}" | tee -a "$out/summary.txt"
 
+# sanitize TOOL TEST LIMIT: compute-sanitizer's TOOL on tests/TEST --quick.
+# cuDNN left out under the sanitizer (SPF_CUDNN names no file): its
+# algorithm search there takes minutes, and it is not our code; the dense
+# path's own epilogue kernel is the residual one test_conv exercises.
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+sanitize() {
+  step "$1-$2" "$out/sanitizer-$1-$2.log" "$3" env SPF_CUDNN=/nonexistent/libcudnn.so.9 \
+    "$sanitizer" --tool "$1" --error-exitcode 1 --target-processes application-only \
+    "$build/tests/$2" --quick
+}
+
 e2e_sparsity=0.9
 if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   e2e_sparsity=0.8,0.9
   echo "tests and sanitizers left out but test_conv_tc_gpu (SPF_CONV_BENCH_ONLY=1)" |
     tee -a "$out/summary.txt"
   step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
-  [ "${SPF_CONV_RACECHECK_TC:-0}" = 1 ] &&
-    step racecheck-test_conv_tc_gpu "$out/sanitizer-racecheck-test_conv_tc_gpu.log" 150 \
-      "$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)" \
-      --tool racecheck --error-exitcode 1 --target-processes application-only \
-      "$build/tests/test_conv_tc_gpu" --quick
+  [ "${SPF_CONV_RACECHECK_TC:-0}" = 1 ] && sanitize racecheck test_conv_tc_gpu 150
 else
   step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
   step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
   step test-window "$out/test-window.log" 90 "$build/tests/test_conv_window_gpu"
   step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
   step test-plan "$out/test-plan.log" 60 "$build/tests/test_plan" quick
-  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  # cuDNN left out under the sanitizer (SPF_CUDNN names no file): its
-  # algorithm search there takes minutes, and it is not our code; the dense
-  # path's own epilogue kernel is the residual one test_conv exercises.
   for run in "memcheck test_conv_window_gpu" "racecheck test_conv_window_gpu" \
     "memcheck test_conv_tc_gpu" "racecheck test_conv_tc_gpu" "memcheck test_conv"; do
-    set -- $run
-    step "$1-$2" "$out/sanitizer-$1-$2.log" 90 env SPF_CUDNN=/nonexistent/libcudnn.so.9 \
-      "$sanitizer" --tool "$1" --error-exitcode 1 --target-processes application-only \
-      "$build/tests/$2" --quick
+    # shellcheck disable=SC2086
+    sanitize $run 90
   done
 fi
 # shellcheck disable=SC2086
