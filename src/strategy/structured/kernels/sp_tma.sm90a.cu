@@ -98,28 +98,6 @@ struct tma_args {
     const int32_t *row_map; /* always NULL: the epilogue's argument */
 };
 
-/* B's copy into shared memory: box at (c0, c1) of the map (c0 the
- * contiguous dimension), completing on bar. */
-__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int c0, int c1,
-                                         uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(smem_addr(dst)),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar))
-                 : "memory");
-}
-
-/* The stage and epilogue arithmetic of a block of MI · 128 rows by BN. */
-__device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, int c0, int c1,
-                                            int c2, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2),
-                 "r"(smem_addr(bar))
-                 : "memory");
-}
-
 /* Split K over a cluster: the blocks of a cluster take consecutive
  * ranges of K's stages; each block other than the first (rank 0) writes
  * its fp32 sums into the first block's shared memory (distributed shared
@@ -204,7 +182,7 @@ __global__ void __launch_bounds__(384, 1) sp_tma_kernel(const __grid_constant__ 
             bar_init(&full[s], 1);
             bar_init(&empty[s], 8); /* lane 0 of each consumer warp */
         }
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        bar_init_fence();
     }
     if constexpr (SPLIT)
         cluster_sync();

@@ -1,8 +1,9 @@
 /* The warpgroup MMA of the structured Hopper kernels (sp_wgmma.sm90a.cu,
  * sp_tma.sm90a.cu): wgmma.mma_async.sp m64nNk32 with A from registers in
  * the format's fragment order (sp_format.h) and B through a shared-memory
- * matrix descriptor; and the mbarrier steps their stages pass on (PTX ISA
- * "Asynchronous warpgroup level matrix multiply-accumulate", "mbarrier").
+ * matrix descriptor (PTX ISA "Asynchronous warpgroup level matrix
+ * multiply-accumulate"); the mbarrier steps their stages pass on are
+ * gpu/bulk_copy.cuh's.
  * Device code for sm_90a only. */
 #ifndef SPF_STRATEGY_STRUCTURED_SP_WGMMA_CUH
 #define SPF_STRATEGY_STRUCTURED_SP_WGMMA_CUH
@@ -12,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "gpu/bulk_copy.cuh"
 #include "gpu/mma_ptx.cuh"
 
 #define SP_D8(i)                                                                                   \
@@ -114,33 +116,6 @@ __device__ __forceinline__ void wgmma_commit()
 template <int N> __device__ __forceinline__ void wgmma_wait()
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-/* The mbarrier of a stage, phases counted by parity. */
-__device__ __forceinline__ void bar_init(uint64_t *b, int count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(b)), "r"(count));
-}
-/* a plain arrival, releasing this thread's earlier accesses */
-__device__ __forceinline__ void bar_arrive(uint64_t *b)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(b)) : "memory");
-}
-/* an arrival that also announces `bytes` of copies to complete on b */
-__device__ __forceinline__ void bar_arrive_expect(uint64_t *b, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(b)),
-                 "r"(bytes)
-                 : "memory");
-}
-/* until the phase of this parity has completed */
-__device__ __forceinline__ void bar_wait(uint64_t *b, int parity)
-{
-    asm volatile("{\n.reg .pred done;\nwait:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra wait;\n}\n" ::"r"(smem_addr(b)),
-                 "r"(parity)
-                 : "memory");
 }
 
 #endif
