@@ -1,8 +1,9 @@
 /* What the tensor-core conv kernel's two tests share (unit/test_conv_tc.c
  * replays its arithmetic on the CPU, gpu/test_conv_tc.c runs it): shapes
  * whose channels it takes (C a multiple of 8) with position counts of 1,
- * 3, 49 and 127 and output channels past a block's 64, the configs to run
- * for a shape, and a case's format. */
+ * 3, 49 and 127 and output channels past a block's 64, those whose B the
+ * copy engine takes (C a multiple of 64: padding 0 to 2, stride 2, H ≠ W,
+ * batch 3), the configs to run for a shape, and a case's format. */
 #ifndef SPF_TESTS_CONV_TC_CASE_H
 #define SPF_TESTS_CONV_TC_CASE_H
 
@@ -20,27 +21,34 @@ static const conv_dims conv_tc_dims[] = {
     {"7x7 stride 2 padding 3, C = 16", 2, 16, 13, 11, 24, 7, 7, 2, 3},
     {"1x1 on 40 positions, K = 70", 1, 24, 5, 8, 70, 1, 1, 1, 0},
     {"3x3, C = 16 (conv_case.h's)", 2, 16, 6, 5, 11, 3, 3, 1, 1},
+    {"3x3 on one position, C = 64", 1, 64, 1, 1, 17, 3, 3, 1, 1},
+    {"3x3 on 7x7, C = 64, K = 70", 1, 64, 7, 7, 70, 3, 3, 1, 1},
+    {"3x3 stride 2 on 10x13, C = 128, batch 2", 2, 128, 10, 13, 20, 3, 3, 2, 1},
+    {"3x3 padding 0 on 6x5, C = 64, batch 3", 3, 64, 6, 5, 64, 3, 3, 1, 0},
 };
 #define CONV_TC_DIMS ((int)(sizeof conv_tc_dims / sizeof conv_tc_dims[0]))
 
 /* The configs a test runs for d: each block width with one slice, two,
  * three and slices of 16 columns meeting in the workspace, two, three,
- * eight and sixteen meeting in a cluster, and what conv_tc_configs lists for a
- * device of 132 SMs with clusters (duplicates and configs the geometry
+ * eight and sixteen meeting in a cluster; one, three and the most slices
+ * in the workspace and two and sixteen in a cluster with B by the copy
+ * engine; and what conv_tc_configs lists for a device of 132 SMs with
+ * clusters and the copy engine (duplicates and configs the geometry
  * refuses are harmless); their count. */
-enum { CONV_TC_TEST_CONFIGS = 3 * 8 + CONV_TC_MAX_CONFIGS };
+enum { CONV_TC_TEST_TRIES = 13, CONV_TC_TEST_CONFIGS = 3 * CONV_TC_TEST_TRIES + CONV_TC_MAX_CONFIGS };
 static inline int conv_tc_test_configs(const conv_dims *d, conv_tc_config *out)
 {
     static const int widths[] = {16, 32, 64};
     const conv_gather g = conv_dims_gather(d);
-    const int most = (int)((d->c * d->r * d->s + 15) / 16);
+    const int most = (int)((d->c * d->r * d->s + 15) / 16), chunks = most / 4;
     int n = 0;
     for (int i = 0; i < 3; i++) {
-        const conv_tc_config tries[] = {{widths[i], 1, 0}, {widths[i], 2, 0}, {widths[i], 3, 0},
-                                        {widths[i], most, 0}, {widths[i], 2, 1},
-                                        {widths[i], 3, 1}, {widths[i], 8, 1},
-                                        {widths[i], 16, 1}};
-        for (int j = 0; j < 8; j++)
+        const int w = widths[i];
+        const conv_tc_config tries[CONV_TC_TEST_TRIES] = {
+            {w, 1, 0, 0}, {w, 2, 0, 0},  {w, 3, 0, 0}, {w, most, 0, 0},   {w, 2, 1, 0},
+            {w, 3, 1, 0}, {w, 8, 1, 0},  {w, 16, 1, 0}, {w, 1, 0, 1},     {w, 3, 0, 1},
+            {w, 2, 1, 1}, {w, 16, 1, 1}, {w, chunks > 1 ? chunks : 1, 0, 1}};
+        for (int j = 0; j < CONV_TC_TEST_TRIES; j++)
             out[n++] = tries[j];
     }
     char reason[200];

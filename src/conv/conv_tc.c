@@ -24,18 +24,26 @@ static const int block_widths[] = {16, 32, 64};
 /* The widest slice a block of bn positions holds within CONV_TC_SMEM:
  * tiles of (BM + bn) rows of ks + PAD 2-byte elements, the places (16
  * bytes a position), the taps (8 bytes a run of 8 columns: 1 a column) and
- * the entry stage. */
-static int32_t widest_slice(int32_t bn)
+ * the entry stage; with B by the copy engine (tma), the slack to align
+ * the boxes too, and whole chunks. */
+static int32_t widest_slice(int32_t bn, int tma)
 {
-    const int64_t rows = CONV_TC_BM + bn, fixed = 16LL * bn + 4LL * CONV_TC_STAGE;
-    const int64_t ks = (CONV_TC_SMEM - fixed - 2 * rows * CONV_TC_PAD) / (2 * rows + 1);
-    return (int32_t)(ks / 16 * 16 < CONV_TC_MAX_KS ? ks / 16 * 16 : CONV_TC_MAX_KS);
+    const int64_t rows = CONV_TC_BM + bn,
+                  fixed = 16LL * bn + 4LL * CONV_TC_STAGE + (tma ? CONV_TC_ALIGN : 0);
+    const int64_t unit = tma ? CONV_TC_CHUNK : 16;
+    int64_t ks = (CONV_TC_SMEM - fixed - 2 * rows * CONV_TC_PAD) / (2 * rows + 1);
+    ks = ks < CONV_TC_MAX_KS ? ks : CONV_TC_MAX_KS;
+    return (int32_t)(ks / unit * unit);
 }
 
+/* The copy engine's kernel finds the boxes' alignment in the first
+ * CONV_TC_ALIGN bytes, puts B's boxes and the A tile there, then the
+ * stage; the gather's kernel (which takes the copy engine's configs too,
+ * for an input the engine cannot read) has the tables after the tiles. */
 size_t conv_tc_smem(const conv_tc_geom *g)
 {
     return conv_tc_tile_bytes(g) + (size_t)g->bn * 16 + (size_t)g->ks / 8 * 8 +
-           (size_t)CONV_TC_STAGE * 4;
+           (size_t)CONV_TC_STAGE * 4 + (g->tma ? CONV_TC_ALIGN : 0);
 }
 
 size_t conv_tc_workspace(const conv_tc_geom *g)
@@ -54,6 +62,33 @@ conv_fastdiv conv_fastdiv_make(uint32_t d)
         l++;
     const uint64_t p = 1ull << (31 + l);
     return (conv_fastdiv){.d = d, .m = (uint32_t)((p + d - 1) / d), .s = l - 1};
+}
+
+/* Whether the copy engine's im2col boxes take g: 64 channels a box, so C
+ * a multiple of 64; a stride of at most 8; the box's corners (a 4-D map's:
+ * -128 to 127). */
+static int tma_takes(const conv_gather *g, char *reason, size_t cap)
+{
+    if (g->c % CONV_TC_CHUNK != 0) {
+        snprintf(reason, cap, "C = %d: the copy engine's boxes take 64 channels, C must be a "
+                 "multiple of 64", g->c);
+        return 0;
+    }
+    const conv_tc_geom box = {.h = g->h, .w = g->w, .stride = g->stride, .pad = g->pad,
+                              .p = g->p, .q = g->q};
+    int32_t lower[2], upper[2];
+    conv_tc_box(&box, lower, upper);
+    for (int i = 0; i < 2; i++)
+        if (lower[i] < -128 || upper[i] < -128 || upper[i] > 127) {
+            snprintf(reason, cap, "padding %d, stride %d: the copy engine's im2col box corners "
+                     "(%d, %d) pass -128 to 127", g->pad, g->stride, lower[i], upper[i]);
+            return 0;
+        }
+    if (g->stride > 8) {
+        snprintf(reason, cap, "stride %d: the copy engine steps at most 8", g->stride);
+        return 0;
+    }
+    return 1;
 }
 
 int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_tc_geom *out,
@@ -77,11 +112,15 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
     int width = 0;
     for (int i = 0; i < 3; i++)
         width |= cfg.bn == block_widths[i];
-    if (!width || cfg.splits < 1 || (cfg.cluster != 0 && cfg.cluster != 1)) {
-        snprintf(reason, cap, "config bn %d, %d slices, cluster %d: bn is 16, 32 or 64, slices "
-                 "at least 1, cluster 0 or 1", cfg.bn, cfg.splits, cfg.cluster);
+    if (!width || cfg.splits < 1 || (cfg.cluster != 0 && cfg.cluster != 1) ||
+        (cfg.tma != 0 && cfg.tma != 1)) {
+        snprintf(reason, cap, "config bn %d, %d slices, cluster %d, tma %d: bn is 16, 32 or 64, "
+                 "slices at least 1, cluster and tma 0 or 1", cfg.bn, cfg.splits, cfg.cluster,
+                 cfg.tma);
         return 0;
     }
+    if (cfg.tma && !tma_takes(g, reason, cap))
+        return 0;
     /* a corner's offset may lie a window outside the input: within int32 */
     const int64_t input = (int64_t)g->cols / ((int64_t)g->p * g->q) * g->h * g->w * g->c;
     if (input + ((int64_t)g->r + g->pad + g->stride) * (g->w + g->s + g->pad) * g->c > INT32_MAX) {
@@ -90,9 +129,10 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
         return 0;
     }
     const int64_t kred = (int64_t)g->c * g->r * g->s;
+    const int64_t unit = cfg.tma ? CONV_TC_CHUNK : 16;
     int64_t ks = (kred + cfg.splits - 1) / cfg.splits;
-    ks = (ks + 15) / 16 * 16;
-    const int32_t widest = widest_slice(cfg.bn);
+    ks = (ks + unit - 1) / unit * unit;
+    const int32_t widest = widest_slice(cfg.bn, cfg.tma);
     if (ks > widest) {
         snprintf(reason, cap, "%d slices of %lld filter columns: a block of %d positions holds "
                  "at most %d in shared memory", cfg.splits, (long long)ks, cfg.bn, widest);
@@ -126,7 +166,8 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
                           .stride = g->stride, .pad = g->pad, .p = g->p, .q = g->q, .k = k,
                           .cols = g->cols, .kred = (int32_t)kred, .bn = cfg.bn,
                           .ks = (int32_t)ks, .splits = (int32_t)splits,
-                          .cluster = splits > 1 && cfg.cluster, .ntiles = (int32_t)ntiles,
+                          .cluster = splits > 1 && cfg.cluster, .tma = cfg.tma,
+                          .ntiles = (int32_t)ntiles,
                           .mtiles = (int32_t)mtiles,
                           .by_pq = conv_fastdiv_make((uint32_t)(g->p * g->q)),
                           .by_q = conv_fastdiv_make((uint32_t)g->q),
@@ -140,14 +181,17 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
 static int listed(const conv_tc_config *out, int n, conv_tc_config c)
 {
     for (int i = 0; i < n; i++)
-        if (out[i].bn == c.bn && out[i].splits == c.splits && out[i].cluster == c.cluster)
+        if (out[i].bn == c.bn && out[i].splits == c.splits && out[i].cluster == c.cluster &&
+            out[i].tma == c.tma)
             return 1;
     return 0;
 }
 
-int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int clusters, conv_tc_config *out,
+int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int sm90, conv_tc_config *out,
                     char *reason, size_t cap)
 {
+    char why_tma[160] = "";
+    const int tma = sm90 && tma_takes(g, why_tma, sizeof why_tma);
     const int64_t kred = (int64_t)g->c * g->r * g->s;
     int n = 0;
     for (int i = 0; i < 3; i++) {
@@ -155,29 +199,34 @@ int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int clusters, conv
         /* a wider block only where the narrower one leaves positions */
         if (i > 0 && block_widths[i - 1] >= g->cols)
             break;
-        const int64_t widest = widest_slice(bn), fewest = (kred + widest - 1) / widest;
         const int64_t blocks =
             ((int64_t)g->cols + bn - 1) / bn * ((k + CONV_TC_BM - 1) / CONV_TC_BM);
-        const int64_t most = (kred + 15) / 16; /* slices of 16 columns */
-        /* the fewest slices, those that give every SM one block or two,
-         * and the most a cluster takes where two blocks an SM need more
-         * (H200, layer4: 16 slices of 64 positions in a cluster beside 32
-         * in the workspace) */
-        const int64_t fill2 = (2LL * sms + blocks - 1) / blocks;
-        int64_t tries[4] = {fewest, (sms + blocks - 1) / blocks, fill2,
-                            clusters && fill2 > CONV_TC_MAX_CLUSTER ? CONV_TC_MAX_CLUSTER : fewest};
-        for (int t = 1; t < 4; t++)
-            tries[t] = tries[t] < fewest ? fewest : tries[t] > most ? most : tries[t];
-        for (int t = 0; t < 4; t++) {
-            conv_tc_geom geom;
-            if (!conv_tc_geometry(g, k, (conv_tc_config){bn, (int)tries[t], 0}, &geom, reason,
-                                  cap))
-                continue;
-            const conv_tc_config c = {bn, geom.splits,
-                                      clusters && geom.splits > 1 &&
-                                          geom.splits <= CONV_TC_MAX_CLUSTER};
-            if (!listed(out, n, c))
-                out[n++] = c;
+        /* B by the gather, and by the copy engine where it takes g (its
+         * slices whole chunks: fewer columns fit, and the counts move) */
+        for (int by_tma = 0; by_tma <= tma; by_tma++) {
+            const int64_t widest = widest_slice(bn, by_tma), fewest = (kred + widest - 1) / widest;
+            const int64_t unit = by_tma ? CONV_TC_CHUNK : 16, most = (kred + unit - 1) / unit;
+            /* the fewest slices, those that give every SM one block or
+             * two, and the most a cluster takes where two blocks an SM
+             * need more (H200, layer4: 16 slices of 64 positions in a
+             * cluster beside 32 in the workspace) */
+            const int64_t fill2 = (2LL * sms + blocks - 1) / blocks;
+            int64_t tries[4] = {fewest, (sms + blocks - 1) / blocks, fill2,
+                                sm90 && fill2 > CONV_TC_MAX_CLUSTER ? CONV_TC_MAX_CLUSTER
+                                                                    : fewest};
+            for (int t = 1; t < 4; t++)
+                tries[t] = tries[t] < fewest ? fewest : tries[t] > most ? most : tries[t];
+            for (int t = 0; t < 4; t++) {
+                conv_tc_geom geom;
+                if (!conv_tc_geometry(g, k, (conv_tc_config){bn, (int)tries[t], 0, by_tma}, &geom,
+                                      reason, cap))
+                    continue;
+                const conv_tc_config c = {
+                    bn, geom.splits,
+                    sm90 && geom.splits > 1 && geom.splits <= CONV_TC_MAX_CLUSTER, by_tma};
+                if (!listed(out, n, c))
+                    out[n++] = c;
+            }
         }
     }
     if (n == 0 && reason[0] == '\0')
@@ -245,8 +294,8 @@ void conv_tc_format_free(conv_tc_format *f)
 
 void conv_tc_name(const conv_tc_geom *g, spf_dtype dtype, char *buf, size_t size)
 {
-    snprintf(buf, size, "convtc_%s_bn%d_ks%d_z%d%s", dtype_name(dtype), g->bn, g->ks, g->splits,
-             g->cluster ? "c" : "");
+    snprintf(buf, size, "convtc_%s_bn%d_ks%d_z%d%s%s", dtype_name(dtype), g->bn, g->ks,
+             g->splits, g->cluster ? "c" : "", g->tma ? "t" : "");
 }
 
 #ifdef SPF_HAVE_CUDA
@@ -262,6 +311,14 @@ spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, co
     x->dtype = dtype;
     x->relu = relu;
     spf_status status = SPF_OK;
+    if (g->tma) {
+        int device = 0, major = 0;
+        TRY(CUDA_CHECK(cudaGetDevice(&device)));
+        TRY(CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)));
+        if (major < 9)
+            FAIL_GOTO(SPF_ERR_UNSUPPORTED, "conv tc: B by the copy engine on a device of compute "
+                      "capability %d (9.0 or newer)", major);
+    }
     if (g->cluster)
         TRY(conv_tc_cluster_check(g, dtype));
     TRY(device_upload((void **)&x->entry, f->entry, (int64_t)g->mtiles * g->splits * g->cap,

@@ -33,6 +33,16 @@
  *      threads whatever its width (kw = 2 at 16 and 32 positions, 1 at
  *      64): the copies, the expansion and the epilogue are shared by all,
  *      and at batch 1 the few blocks need warps to hide latency with.
+ * On sm_90, where C is a multiple of 64, step 1 may go by the copy engine
+ * instead (config `tma`): thread 0 issues one im2col box a tap and 64
+ * channels (cp.async.bulk.tensor's im2col mode: the hardware walks the
+ * block's positions through the input, steps by the stride, and fills the
+ * padding with zeros), into [chunk][pos][64 channels] rows of 128 bytes
+ * with the 128-byte swizzle, completing on an mbarrier. The gather's
+ * tables and its index arithmetic (half of a block's instructions at
+ * batch 1: bench/results/conv/ncu-tc-b1-h200-89c4034.txt) are gone; a
+ * slice is then whole chunks (ks a multiple of 64). An input not 16-byte
+ * aligned, which the copy engine cannot take, goes by the gather.
  * At batch 1 the work is small and latency bound (a ResNet-50 3×3 layer
  * is 12 M multiply-adds at 0.9): what wins is filling the GPU, and a short
  * chain of dependent steps in each block. The split of the reduction
@@ -74,18 +84,23 @@ enum {
                                       the H100 and H200 take but CUDA does not
                                       promise (conv_tc_create asks)          */
     CONV_TC_STAGE = 4096,          /* entries a block stages at a time: 16 KB    */
+    CONV_TC_CHUNK = 64,            /* channels of a copy-engine box: 128 bytes,
+                                      the 128-byte swizzle's row             */
+    CONV_TC_ALIGN = 1024,          /* the swizzle's alignment of the boxes       */
     CONV_TC_SMEM = 110 * 1024,     /* shared memory a block: two an SM           */
-    CONV_TC_MAX_CONFIGS = 12,
+    CONV_TC_MAX_CONFIGS = 24,
     CONV_TC_WORKSPACE_CAP = 64 << 20 /* bytes of fp32 partial sums a split may use */
 };
 
 /* A configuration: positions a block (16, 32 or 64), the reduction's
- * slices (grid z), and whether they meet in a cluster (1) or in the
- * workspace (0). */
+ * slices (grid z), whether they meet in a cluster (1) or in the
+ * workspace (0), and whether B's slice comes by the copy engine (1) or by
+ * the gather (0). */
 typedef struct conv_tc_config {
     int bn;
     int splits;
     int cluster;
+    int tma;
 } conv_tc_config;
 
 /* x / d for 0 ≤ x < 2^31 by a multiply and a shift (the kernel divides by
@@ -110,6 +125,7 @@ typedef struct conv_tc_geom {
     int32_t ks, splits;                          /* a slice's columns (a multiple of
                                                     16) and the slices                 */
     int32_t cluster;                             /* 1: the slices meet in a cluster     */
+    int32_t tma;                                 /* 1: B by the copy engine (sm_90)     */
     int32_t ntiles, mtiles;                      /* blocks along positions, channels    */
     int32_t cap;                                 /* entries a block (set by the format) */
     conv_fastdiv by_pq, by_q, by_c, by_s;        /* divisions of conv_tc_place, _tap    */
@@ -148,6 +164,31 @@ CONV_HD int conv_tc_inside(const conv_tc_geom *g, int32_t y0, int32_t x0, uint32
            (uint32_t)(x0 + (int32_t)(dydx & 0xffff)) < (uint32_t)g->w;
 }
 
+/* The im2col box's bounds (cuTensorMapEncodeIm2col's pixel box corners,
+ * W first): the window corners (y0, x0) of the output positions, from
+ * (-pad, -pad) to ((p - 1)·stride - pad, (q - 1)·stride - pad), as
+ * offsets from the input's (0, 0) and (h - 1, w - 1). The copy engine
+ * walks a box's pixels from the first position's corner by the stride
+ * along W, then H, then to the next image, inside these bounds: output
+ * positions n0, n0 + 1, ... in order. */
+CONV_HD void conv_tc_box(const conv_tc_geom *g, int32_t lower[2], int32_t upper[2])
+{
+    lower[0] = lower[1] = -g->pad;
+    upper[0] = (g->q - 1) * g->stride - g->pad - (g->w - 1);
+    upper[1] = (g->p - 1) * g->stride - g->pad - (g->h - 1);
+}
+
+/* Element j (0 ≤ j < ks) of position n's row of B's slice in the copy
+ * engine's layout: chunk j / 64 holds bn rows of 64 elements (128 bytes);
+ * in row n the 16-byte pieces are swizzled, piece u at u ^ (n mod 8): the
+ * 128-byte swizzle of the boxes (each at a multiple of 1024 bytes), which
+ * also keeps ldmatrix's 8 rows of one piece on distinct banks. */
+CONV_HD uint32_t conv_tc_swizzled(uint32_t bn, uint32_t n, uint32_t j)
+{
+    return (j / CONV_TC_CHUNK * bn + n) * CONV_TC_CHUNK + ((j % CONV_TC_CHUNK / 8) ^ (n % 8)) * 8 +
+           j % 8;
+}
+
 /* Bytes of a block's tiles: A (CONV_TC_BM rows) and B (bn rows) of
  * ks + CONV_TC_PAD elements, or the epilogue's fp32 bn × (CONV_TC_BM + 1)
  * sums that reuse them, whichever is larger (a multiple of 16). The
@@ -184,12 +225,13 @@ int conv_tc_geometry(const conv_gather *g, int32_t k, conv_tc_config cfg, conv_t
 
 /* The configs worth timing for g on a device of `sms` multiprocessors (at
  * most CONV_TC_MAX_CONFIGS): per block width, the fewest slices that fit
- * shared memory, and the fewest that give every SM one block, and two;
- * where the device has clusters (`clusters`), those of at most
- * CONV_TC_MAX_CLUSTER slices meet in one, and the most slices a cluster
- * takes is tried too where two blocks an SM need more. Their count, 0 with a reason when the kernel cannot
- * take g. */
-int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int clusters, conv_tc_config *out,
+ * shared memory, and the fewest that give every SM one block, and two; on
+ * sm_90 (`sm90`: thread-block clusters and the copy engine), those of at
+ * most CONV_TC_MAX_CLUSTER slices meet in one, the most slices a cluster
+ * takes is tried too where two blocks an SM need more, and where C is a
+ * multiple of 64 each is tried with B by the copy engine too. Their count,
+ * 0 with a reason when the kernel cannot take g. */
+int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int sm90, conv_tc_config *out,
                     char *reason, size_t cap);
 
 /* Bytes of dynamic shared memory of a block. */
@@ -213,7 +255,8 @@ spf_status conv_tc_format_make(const spf_matrix *w, const conv_tc_geom *g, spf_d
                                conv_tc_format *out);
 void conv_tc_format_free(conv_tc_format *f); /* accepts a zeroed one */
 
-/* "convtc_f16_bn32_ks576_z1", "convtc_f16_bn16_ks288_z2c" (c: a cluster) */
+/* "convtc_f16_bn32_ks576_z1", "convtc_f16_bn16_ks288_z2c" (c: a cluster),
+ * "convtc_f16_bn16_ks576_z1t" (t: B by the copy engine) */
 void conv_tc_name(const conv_tc_geom *g, spf_dtype dtype, char *buf, size_t size);
 
 /* The format on the current device, with its workspace. */
@@ -229,7 +272,8 @@ typedef struct conv_tc {
 } conv_tc;
 
 /* Upload f (made for dtype); *out NULL on failure (a cluster config the
- * device cannot place is refused: SPF_ERR_UNSUPPORTED). */
+ * device cannot place, and the copy engine on a device older than 9.0,
+ * are refused: SPF_ERR_UNSUPPORTED). */
 spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, conv_tc **out);
 void conv_tc_free(conv_tc *x); /* accepts NULL */
 

@@ -33,6 +33,16 @@ spf_status tensor_map_2d(CUtensorMap *out, spf_dtype dtype, const void *base, in
 spf_status tensor_map_words_3d(CUtensorMap *out, const void *base, const uint64_t dims[3],
                                const uint64_t strides[2], const uint32_t box[3]);
 
+/* The im2col map of an NHWC tensor of F16 or BF16 elements at base (n
+ * images of h × w pixels of c channels, c a multiple of 8), copied in
+ * boxes of `pixels` pixels × `channels` channels (channels · 2 ≤ 128) with
+ * the 128-byte swizzle, the pixels `stride` apart within the pixel box of
+ * corners lower and upper (W first; cuTensorMapEncodeIm2col's); pixels
+ * outside the tensor read as zeros. SPF_ERR_UNSUPPORTED as tensor_map_2d. */
+spf_status tensor_map_im2col(CUtensorMap *out, spf_dtype dtype, const void *base,
+                             const int64_t nhwc[4], const int32_t lower[2], const int32_t upper[2],
+                             int stride, int pixels, int channels);
+
 /* Whether tensor_map_2d takes a matrix at base with this pitch (no driver
  * call). */
 int tensor_map_fits(const void *base, int64_t rows, int64_t cols, int64_t pitch);

@@ -6,21 +6,70 @@
  * and ReLU), against the conv reference, for every shape of
  * conv_tc_case.h and every config a test runs, in f16 and bf16. Every
  * gathered run is also checked element by element against the explicit
- * im2col's index (conv_gather_from). Then the configs listed for ResNet-50
+ * im2col's index (conv_gather_from). With B by the copy engine, the
+ * slice is laid out as the kernel reads it (conv_tc_swizzled, checked
+ * against the 128-byte swizzle), and the copy engine's walk through the
+ * im2col box (conv_tc_box's bounds, PTX ISA "Im2col mode") must visit
+ * each block's positions in order. Then the configs listed for ResNet-50
  * shapes, the shared-memory budget, and the refusals (NCHW, C not a
- * multiple of 8, an input past 32-bit offsets, f32). */
+ * multiple of 8, an input past 32-bit offsets, f32; C not a multiple of
+ * 64 for the copy engine). */
 #include "conv_tc_case.h"
 
 #include "core/half.h"
 
 #include <math.h>
 
-static int64_t runs_checked, runs_wrong, pads, pads_wrong;
+static int64_t runs_checked, runs_wrong, pads, pads_wrong, walks_wrong, swizzles_wrong;
+
+/* The copy engine's walk of block n0's box: from position n0's window
+ * corner, bn pixels `stride` apart along W, wrapping to the box's left
+ * edge and the next row at its right, to the next image past its bottom;
+ * each pixel must be the corner of position n0 + i (where that is one). */
+static void check_walk(const conv_tc_geom *g, int32_t n0)
+{
+    int32_t lower[2], upper[2], corner, y, x;
+    conv_tc_box(g, lower, upper);
+    conv_tc_place(g, n0, &corner, &y, &x);
+    int64_t image = n0 / ((int64_t)g->p * g->q);
+    for (int32_t i = 0; i < g->bn && n0 + i < g->cols; i++) {
+        int32_t want_corner, want_y, want_x;
+        conv_tc_place(g, n0 + i, &want_corner, &want_y, &want_x);
+        walks_wrong += want_y != y || want_x != x ||
+                       (n0 + i) / ((int64_t)g->p * g->q) != image;
+        x += g->stride;
+        if (x > g->w - 1 + upper[0]) {
+            x = lower[0], y += g->stride;
+            if (y > g->h - 1 + upper[1])
+                y = lower[1], image++;
+        }
+    }
+}
+
+/* conv_tc_swizzled against the copy engine's 128-byte swizzle of a box
+ * chunk of bn rows of 128 bytes: byte address bits 4-6 exclusive-ored
+ * with bits 7-9. */
+static void check_swizzle(const conv_tc_geom *g)
+{
+    for (uint32_t n = 0; n < (uint32_t)g->bn; n++)
+        for (uint32_t j = 0; j < (uint32_t)g->ks; j++) {
+            const uint32_t plain = ((j / CONV_TC_CHUNK * g->bn + n) * CONV_TC_CHUNK +
+                                    j % CONV_TC_CHUNK) * 2;
+            swizzles_wrong += conv_tc_swizzled(g->bn, n, j) * 2 != (plain ^ ((plain >> 7 & 7) << 4));
+        }
+}
 
 static float entry_value(uint32_t e, spf_dtype dtype)
 {
     const uint16_t bits = (uint16_t)(e & 0xffff);
     return dtype == SPF_DTYPE_F16 ? f16_to_float(bits) : bf16_to_float(bits);
+}
+
+/* Where element j of position n of B's slice lies in the block's tile. */
+static int64_t at(const conv_tc_geom *g, int32_t n, int32_t j)
+{
+    return g->tma ? (int64_t)conv_tc_swizzled((uint32_t)g->bn, (uint32_t)n, (uint32_t)j)
+                  : (int64_t)n * g->ks + j;
 }
 
 /* What the kernel computes: NHWC out of cols × K. */
@@ -38,6 +87,8 @@ static void replay(const conv_tc_format *f, spf_dtype dtype, const float *in, co
         for (int32_t nt = 0; nt < g->ntiles; nt++)
             for (int32_t z = 0; z < g->splits; z++) {
                 const int32_t n0 = nt * g->bn, k0 = mt * CONV_TC_BM, kk0 = z * g->ks;
+                if (g->tma && mt == 0 && z == 0)
+                    check_walk(g, n0);
                 for (int32_t n = 0; n < g->bn; n++) {
                     int32_t corner = 0, y0 = -(1 << 28), x0 = 0;
                     if (n0 + n < g->cols)
@@ -52,7 +103,7 @@ static void replay(const conv_tc_format *f, spf_dtype dtype, const float *in, co
                                                 ? (int64_t)corner + offset
                                                 : -1;
                         for (int32_t u = 0; u < 8; u++) {
-                            b[(int64_t)n * g->ks + 8 * j + u] = src < 0 ? 0.0f : in[src + u];
+                            b[at(g, n, 8 * j + u)] = src < 0 ? 0.0f : in[src + u];
                             if (n0 + n < g->cols && kk < g->kred) {
                                 runs_checked++;
                                 const int64_t want = conv_gather_from(&eg, kk + u, n0 + n);
@@ -79,7 +130,7 @@ static void replay(const conv_tc_format *f, spf_dtype dtype, const float *in, co
                     for (int32_t m = 0; m < CONV_TC_BM && k0 + m < g->k; m++) {
                         double s = 0;
                         for (int32_t j = 0; j < g->ks; j++)
-                            s += (double)a[(int64_t)m * g->ks + j] * b[(int64_t)n * g->ks + j];
+                            s += (double)a[(int64_t)m * g->ks + j] * b[at(g, n, j)];
                         sum[(int64_t)(n0 + n) * g->k + k0 + m] += s;
                     }
             }
@@ -105,7 +156,10 @@ static int check_config(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype,
         return 0;
     }
     const conv_tc_geom *g = &f.geom;
-    CHECK(g->ks % 16 == 0 && g->ks <= CONV_TC_MAX_KS && conv_tc_smem(g) <= CONV_TC_SMEM);
+    CHECK(g->ks % (g->tma ? CONV_TC_CHUNK : 16) == 0 && g->ks <= CONV_TC_MAX_KS &&
+          conv_tc_smem(g) <= CONV_TC_SMEM && g->tma == cfg.tma);
+    if (g->tma)
+        check_swizzle(g);
     CHECK((int64_t)g->ks * g->splits >= g->kred && (int64_t)g->ks * (g->splits - 1) < g->kred);
     CHECK(g->cap % 4 == 0 && g->cap >= 4 && f.nnz == spf_matrix_nnz(t.w));
     CHECK(!g->cluster || (g->splits > 1 && g->splits <= CONV_TC_MAX_CLUSTER));
@@ -130,6 +184,7 @@ static int check_config(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype,
 static void check_configs_and_refusals(void)
 {
     conv_tc_config cfg[CONV_TC_MAX_CONFIGS];
+    conv_tc_geom geom_tma;
     char reason[200] = "";
     /* layer4 of ResNet-50 at batch 1: 49 positions, 512 channels, 4608
      * columns: block widths up to 64; slices enough for 132 SMs */
@@ -141,54 +196,85 @@ static void check_configs_and_refusals(void)
     for (int i = 0; i < n; i++) {
         conv_tc_geom geom;
         CHECK(conv_tc_geometry(&g, 512, cfg[i], &geom, reason, sizeof reason));
-        CHECK(conv_tc_smem(&geom) <= CONV_TC_SMEM && !cfg[i].cluster);
+        CHECK(conv_tc_smem(&geom) <= CONV_TC_SMEM && !cfg[i].cluster && !cfg[i].tma);
         fills += (int64_t)geom.ntiles * geom.mtiles * geom.splits >= 132;
     }
     CHECK(fills >= 3);
-    /* with clusters: splits of at most 16 meet in one (at 16 positions a
+    /* on sm_90: splits of at most 16 meet in a cluster (at 16 positions a
      * block, 8 slices of 576 columns: the fewest its shared memory takes;
-     * at 64, 16 are tried: 8 blocks fill no GPU) */
+     * at 64, 16 are tried: 8 blocks fill no GPU), and each config has its
+     * twin with B by the copy engine (C = 512), slices of whole chunks */
     n = conv_tc_configs(&g, 512, 132, 1, cfg, reason, sizeof reason);
-    CHECK_MSG(n >= 6 && n <= CONV_TC_MAX_CONFIGS, "%d configs: %s", n, reason);
-    int eights = 0, sixteens = 0;
+    CHECK_MSG(n >= 12 && n <= CONV_TC_MAX_CONFIGS, "%d configs: %s", n, reason);
+    int eights = 0, sixteens = 0, tmas = 0;
     for (int i = 0; i < n; i++) {
         CHECK(cfg[i].cluster == (cfg[i].splits > 1 && cfg[i].splits <= CONV_TC_MAX_CLUSTER));
         eights += cfg[i].bn == 16 && cfg[i].splits == 8 && cfg[i].cluster;
-        sixteens += cfg[i].bn == 64 && cfg[i].splits == 16 && cfg[i].cluster;
+        sixteens += cfg[i].bn == 64 && cfg[i].splits == 16 && cfg[i].cluster && !cfg[i].tma;
+        conv_tc_geom geom;
+        CHECK(conv_tc_geometry(&g, 512, cfg[i], &geom, reason, sizeof reason));
+        CHECK(!cfg[i].tma || geom.ks % CONV_TC_CHUNK == 0);
+        tmas += cfg[i].tma;
     }
-    CHECK_EQ_I64(eights, 1);
+    /* (the twins' slices are whole chunks: 16 of 288 columns become 15
+     * of 320) */
+    CHECK_EQ_I64(eights, 2);
     CHECK_EQ_I64(sixteens, 1);
+    CHECK_MSG(tmas >= 6 && tmas < n, "%d of %d configs by the copy engine", tmas, n);
     /* layer1 at batch 32: 100 352 positions fill the GPU without a split;
      * each block width takes the fewest slices its shared memory allows
      * (576 columns: one at 16 positions, two at 32 and 64) */
     g = (conv_gather){.c = 64, .h = 56, .w = 56, .r = 3, .s = 3, .stride = 1, .pad = 1, .p = 56,
                       .q = 56, .cols = 32 * 3136, .nhwc = 1};
     n = conv_tc_configs(&g, 64, 132, 1, cfg, reason, sizeof reason);
-    CHECK_EQ_I64(n, 3);
+    CHECK_EQ_I64(n, 6);
     for (int i = 0; i < n; i++)
         CHECK_MSG(cfg[i].splits == (cfg[i].bn == 16 ? 1 : 2) && cfg[i].cluster == (cfg[i].bn > 16),
                   "bn %d: %d slices, cluster %d", cfg[i].bn, cfg[i].splits, cfg[i].cluster);
+    /* the copy engine's boxes: 64 channels, a stride up to 8, corners
+     * within -128 to 127 */
+    g.c = 32;
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){16, 1, 0, 1}, &geom_tma, reason,
+                            sizeof reason) &&
+          strstr(reason, "multiple of 64"));
+    CHECK_EQ_I64(conv_tc_configs(&g, 64, 132, 1, cfg, reason, sizeof reason), 3);
+    g.c = 64;
+    g.stride = 9, g.p = g.q = 7;
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){16, 1, 0, 1}, &geom_tma, reason,
+                            sizeof reason) &&
+          strstr(reason, "at most 8"));
+    g.stride = 1, g.pad = 200, g.p = g.q = 454;
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){16, 1, 0, 1}, &geom_tma, reason,
+                            sizeof reason) &&
+          strstr(reason, "-128 to 127"));
+    g.pad = 1, g.p = g.q = 56;
+    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 3, 0, 1}, &geom_tma, reason,
+                           sizeof reason) &&
+          geom_tma.ks == 192 && geom_tma.splits == 3 && geom_tma.tma);
+    char tname[64];
+    conv_tc_name(&geom_tma, SPF_DTYPE_F16, tname, sizeof tname);
+    CHECK_MSG(strcmp(tname, "convtc_f16_bn16_ks192_z3t") == 0, "%s", tname);
     /* a slice wider than shared memory holds */
     conv_tc_geom geom;
-    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1, 0}, &geom, reason, sizeof reason) ||
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1, 0, 0}, &geom, reason, sizeof reason) ||
           geom.ks <= 416);
     g.c = 512;
-    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1, 0}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){64, 1, 0, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "shared memory"));
-    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){48, 4, 0}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&g, 64, (conv_tc_config){48, 4, 0, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "bn"));
     /* a split whose partial sums pass the workspace cap, and one that a
      * cluster cannot take */
-    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16, 0}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16, 0, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "partial sums"));
-    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){16, 17, 1}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){16, 17, 1, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "at most 16"));
-    CHECK(conv_tc_geometry(&g, 512, (conv_tc_config){16, 8, 1}, &geom, reason, sizeof reason) &&
+    CHECK(conv_tc_geometry(&g, 512, (conv_tc_config){16, 8, 1, 0}, &geom, reason, sizeof reason) &&
           geom.cluster && conv_tc_workspace(&geom) == 0);
     /* an input of 2^31 elements: past the 32-bit offsets */
     const conv_gather big = {.c = 512, .h = 2048, .w = 2048, .r = 3, .s = 3, .stride = 1,
                              .pad = 1, .p = 2048, .q = 2048, .cols = 2048 * 2048, .nhwc = 1};
-    CHECK(!conv_tc_geometry(&big, 64, (conv_tc_config){64, 20, 0}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&big, 64, (conv_tc_config){64, 20, 0, 0}, &geom, reason, sizeof reason) &&
           strstr(reason, "32-bit"));
     g.c = 12;
     CHECK(conv_tc_configs(&g, 64, 132, 1, cfg, reason, sizeof reason) == 0 &&
@@ -200,7 +286,7 @@ static void check_configs_and_refusals(void)
     /* f32 has no m16n8k16 */
     g.nhwc = 1;
     g.cols = 49;
-    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 2, 0}, &geom, reason, sizeof reason));
+    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 2, 0, 0}, &geom, reason, sizeof reason));
     spf_matrix *w = NULL;
     static const int64_t empty_rows[65] = {0};
     CHECK_OK(spf_matrix_create_csr(64, 576, 0, empty_rows, NULL, NULL, 1, &w));
@@ -211,7 +297,7 @@ static void check_configs_and_refusals(void)
     conv_tc_name(&geom, SPF_DTYPE_BF16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convtc_bf16_bn16_ks288_z2") == 0, "%s", name);
     conv_tc_format_free(&f);
-    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 2, 1}, &geom, reason, sizeof reason));
+    CHECK(conv_tc_geometry(&g, 64, (conv_tc_config){16, 2, 1, 0}, &geom, reason, sizeof reason));
     conv_tc_name(&geom, SPF_DTYPE_F16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convtc_f16_bn16_ks288_z2c") == 0, "%s", name);
     spf_matrix_free(w);
@@ -259,6 +345,9 @@ int main(void)
               (long long)runs_wrong, (long long)runs_checked);
     CHECK_MSG(pads_wrong == 0, "%lld of %lld padding entries not zeros into row 0's padding",
               (long long)pads_wrong, (long long)pads);
+    CHECK_MSG(walks_wrong == 0 && swizzles_wrong == 0,
+              "%lld box pixels off their positions, %lld elements off the swizzle",
+              (long long)walks_wrong, (long long)swizzles_wrong);
     CHECK_MSG(taken >= CONV_TC_DIMS * 12, "%d configs taken", taken);
     check_configs_and_refusals();
     return check_report();

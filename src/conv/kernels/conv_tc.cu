@@ -1,12 +1,14 @@
 /* The tensor-core convolution kernel (conv/conv_tc.h says how the work is
  * cut). Instantiated for fp16 and bf16 × the three block widths × the
- * slices' two ways to meet (a cluster, the workspace).
+ * slices' two ways to meet (a cluster, the workspace) × B's two ways in
+ * (the gather, the copy engine).
  *
  * A block's loads all go out before it waits on any: first its entries'
- * (at a fixed place: nothing to read before), then the gather's; the
- * tables the gather needs are computed while the entries are in flight,
- * the A tile is zeroed and the entries stored into it while B's copies
- * are, and the tensor cores start once both tiles are in. */
+ * (at a fixed place: nothing to read before), then B's (the copy engine's
+ * boxes, or the gather's copies: the tables the gather needs are computed
+ * while the entries are in flight); the A tile is zeroed and the entries
+ * stored into it while B's copies are in flight, and the tensor cores
+ * start once both tiles are in. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -14,9 +16,11 @@
 #include <stdint.h>
 
 #include "conv/conv_tc.h"
+#include "gpu/bulk_copy.cuh"
 #include "gpu/cuda_check.h"
 #include "gpu/mma_ptx.cuh"
 #include "gpu/smem_limit.cuh"
+#include "gpu/tensor_map.h"
 
 namespace {
 
@@ -24,6 +28,7 @@ constexpr int BM = CONV_TC_BM, kThreads = 256;
 constexpr uint32_t kNoTap = 0xffffffffu; /* a column past C·R·S */
 
 struct args {
+    CUtensorMap map; /* B's boxes (TM); first: 64-byte aligned in the parameters */
     conv_tc_geom g;
     const uint32_t *entry;
     const void *in;
@@ -81,24 +86,57 @@ __device__ __forceinline__ float load_from(const float *p, int rank)
     return v;
 }
 
+/* B's slice by the copy engine (TM), thread 0's: one im2col box a chunk
+ * of 64 filter columns (one tap's 64 channels) over the block's BN
+ * positions, into chunk after chunk of BN rows of 128 bytes; the boxes
+ * past the filter's columns (the last slice's) are left to the caller to
+ * zero. The boxes complete on *full. */
+template <int BN>
+__device__ __forceinline__ void boxes(const args &a, void *bs, int n0, int kk0, uint64_t *full)
+{
+    const conv_tc_geom &g = a.g;
+    bar_init(full, 1);
+    bar_init_fence();
+    const int chunks = min(g.ks, g.kred - kk0) / CONV_TC_CHUNK;
+    bar_arrive_expect(full, static_cast<uint32_t>(chunks * BN * CONV_TC_CHUNK * 2));
+    int corner, y0, x0;
+    conv_tc_place(&g, n0, &corner, &y0, &x0);
+    const int image = static_cast<int>(conv_div(static_cast<uint32_t>(n0), g.by_pq));
+    for (int q = 0; q < chunks; q++) {
+        const int kk = kk0 + q * CONV_TC_CHUNK;
+        const int tap = static_cast<int>(conv_div(static_cast<uint32_t>(kk), g.by_c));
+        const int dy = static_cast<int>(conv_div(static_cast<uint32_t>(tap), g.by_s));
+        tma_load_im2col(static_cast<unsigned char *>(bs) + q * BN * CONV_TC_CHUNK * 2, &a.map,
+                        kk - tap * g.c, x0, y0, image, tap - dy * g.s, dy, full);
+    }
+}
+
 /* Warps: 4 along the channels (wm) × WN along the positions (wn) × KW
- * along the slice (wk), 8 in all. CL: the slices meet in a cluster. */
-template <typename T, int NT, int WN, int KW, bool CL>
-__global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
+ * along the slice (wk), 8 in all. CL: the slices meet in a cluster. TM:
+ * B by the copy engine (sm_90; the host launches it only there). */
+template <typename T, int NT, int WN, int KW, bool CL, bool TM>
+__global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_constant__ args a)
 {
     static_assert(4 * WN * KW * 32 == kThreads, "8 warps a block");
     constexpr int BN = 8 * NT * WN, TP = BM + 1;
-    extern __shared__ __align__(16) unsigned char smem[];
+    extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ int last;
+    __shared__ uint64_t full; /* TM: B's boxes in */
     const conv_tc_geom &g = a.g;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int n0 = blockIdx.x * BN, k0 = blockIdx.y * BM, kk0 = blockIdx.z * g.ks;
     const int pitch = g.ks + CONV_TC_PAD, runs = g.ks / 8;
-    T *as = reinterpret_cast<T *>(smem);
-    T *bs = as + BM * pitch;
+    /* TM: the boxes first, at the swizzle's alignment, then the A tile;
+     * else the A tile, then B, then the gather's tables */
+    unsigned char *smem =
+        TM ? smem_raw + ((CONV_TC_ALIGN - smem_addr(smem_raw) % CONV_TC_ALIGN) % CONV_TC_ALIGN)
+           : smem_raw;
+    T *bs = TM ? reinterpret_cast<T *>(smem) : reinterpret_cast<T *>(smem) + BM * pitch;
+    T *as = TM ? bs + BN * g.ks : reinterpret_cast<T *>(smem);
     int4 *places = reinterpret_cast<int4 *>(smem + conv_tc_tile_bytes(&g)); /* corner, y0, x0 */
     int2 *taps = reinterpret_cast<int2 *>(places + BN);                     /* offset, dydx   */
-    uint32_t *stage = reinterpret_cast<uint32_t *>(taps + runs);
+    uint32_t *stage =
+        TM ? reinterpret_cast<uint32_t *>(places) : reinterpret_cast<uint32_t *>(taps + runs);
 
     /* the entries' first stage, 16 bytes a copy */
     const uint32_t *entry =
@@ -106,16 +144,18 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
     for (int e = 4 * tid; e < min(g.cap, static_cast<int>(CONV_TC_STAGE)); e += 4 * kThreads)
         copy16(stage + e, entry + e, 16);
     copy_commit();
+    if (TM && tid == 0)
+        boxes<BN>(a, bs, n0, kk0, &full);
 
     /* a thread a position and a run (BN and ks / 8 < kThreads) */
     static_assert(BN <= kThreads && CONV_TC_MAX_KS / 8 <= kThreads, "a table entry a thread");
-    if (tid < BN) {
+    if (!TM && tid < BN) {
         int4 pl = make_int4(0, -(1 << 28), 0, 0); /* past the positions: all padding */
         if (n0 + tid < g.cols)
             conv_tc_place(&g, n0 + tid, &pl.x, &pl.y, &pl.z);
         places[tid] = pl;
     }
-    if (tid < runs) {
+    if (!TM && tid < runs) {
         int2 t = make_int2(0, static_cast<int>(kNoTap));
         if (kk0 + 8 * tid < g.kred)
             conv_tc_tap(&g, kk0 + 8 * tid, &t.x, reinterpret_cast<uint32_t *>(&t.y));
@@ -124,6 +164,14 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
     uint4 *a4 = reinterpret_cast<uint4 *>(as);
     for (int i = tid; i < BM * pitch / 8; i += kThreads)
         a4[i] = make_uint4(0u, 0u, 0u, 0u);
+    if (TM) {
+        /* the last slice's boxes past the filter: zeros (A's columns there
+         * are zeros too, but uninitialised memory may hold NaN) */
+        const int valid = max(min(g.ks, g.kred - kk0), 0);
+        uint4 *b4 = reinterpret_cast<uint4 *>(bs);
+        for (int i = BN * valid / 8 + tid; i < BN * g.ks / 8; i += kThreads)
+            b4[i] = make_uint4(0u, 0u, 0u, 0u);
+    }
     __syncthreads();
 
     /* B: run j of position n, threads along the runs (a tap's channels
@@ -131,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
      * run in the padding is a zero-filling copy from the input's start */
     const T *in = static_cast<const T *>(a.in);
     const int dn = static_cast<int>(conv_div(kThreads, g.by_runs)), dj = kThreads - dn * runs;
-    int n = static_cast<int>(conv_div(static_cast<uint32_t>(tid), g.by_runs));
+    int n = TM ? BN : static_cast<int>(conv_div(static_cast<uint32_t>(tid), g.by_runs));
     for (int j = tid - n * runs; n < BN;) {
         const int2 t = taps[j];
         const int4 pl = places[n];
@@ -190,7 +238,9 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
             ah[v >> 16] = static_cast<uint16_t>(v);
         }
     }
-    copy_wait<0>(); /* B */
+    copy_wait<0>(); /* B's gather */
+    if (TM)
+        bar_wait(&full, 0);
     __syncthreads();
     /* warp (wm, wn, wk): channels 16·wm.., positions 8·NT·wn.., k16 steps
      * wk, wk + KW, ...; two sets of sums, alternate steps: twice the
@@ -204,8 +254,14 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
             acc[u][j][0] = acc[u][j][1] = acc[u][j][2] = acc[u][j][3] = 0.0f;
     if (k0 + 16 * wm < g.k && n0 + 8 * NT * wn < g.cols) {
         const T *arow = as + (16 * wm + (lane & 15)) * pitch + (lane >> 4) * 8;
-        const T *brow = bs + (8 * NT * wn + (lane & 7) + ((lane >> 4) << 3)) * pitch +
-                        ((lane >> 3) & 1) * 8;
+        /* ldmatrix's rows: lane's position of pair jj of n8 tiles, its
+         * 8 columns from `at` */
+        const int bpos = 8 * NT * wn + (lane & 7) + ((lane >> 4) << 3), bhalf = (lane >> 3) & 1;
+        const T *brow = bs + bpos * pitch + bhalf * 8;
+        auto bsrc = [&](int at, int jj) {
+            return TM ? bs + conv_tc_swizzled(BN, bpos + 16 * jj, at + 8 * bhalf)
+                      : brow + jj * 16 * pitch + at;
+        };
         for (int kc = 16 * wk; kc < g.ks; kc += 32 * KW) {
 #pragma unroll
             for (int u = 0; u < 2; u++) {
@@ -217,7 +273,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
 #pragma unroll
                 for (int jj = 0; jj < NT / 2; jj++) {
                     uint32_t bf[4];
-                    ldsm_x4<false>(brow + jj * 16 * pitch + at, bf);
+                    ldsm_x4<false>(bsrc(at, jj), bf);
                     mma_16816(acc[u][2 * jj], af, bf[0], bf[1], T());
                     mma_16816(acc[u][2 * jj + 1], af, bf[2], bf[3], T());
                 }
@@ -310,19 +366,21 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const args a)
         cluster_wait();
 }
 
-template <typename T, bool CL> const void *kernel_bn(int bn)
+template <typename T, bool CL, bool TM> const void *kernel_bn(int bn)
 {
     switch (bn) {
-    case 16: return reinterpret_cast<const void *>(conv_tc_kernel<T, 2, 1, 2, CL>);
-    case 32: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 1, 2, CL>);
-    case 64: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 2, 1, CL>);
+    case 16: return reinterpret_cast<const void *>(conv_tc_kernel<T, 2, 1, 2, CL, TM>);
+    case 32: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 1, 2, CL, TM>);
+    case 64: return reinterpret_cast<const void *>(conv_tc_kernel<T, 4, 2, 1, CL, TM>);
     }
     return nullptr;
 }
 
-template <typename T> const void *kernel_of(const conv_tc_geom &g)
+template <typename T> const void *kernel_of(const conv_tc_geom &g, bool tma)
 {
-    return g.cluster ? kernel_bn<T, true>(g.bn) : kernel_bn<T, false>(g.bn);
+    if (tma)
+        return g.cluster ? kernel_bn<T, true, true>(g.bn) : kernel_bn<T, false, true>(g.bn);
+    return g.cluster ? kernel_bn<T, true, false>(g.bn) : kernel_bn<T, false, false>(g.bn);
 }
 
 /* blocks along positions × channels × slices */
@@ -332,10 +390,11 @@ dim3 grid_of(const conv_tc_geom &g)
                 static_cast<unsigned>(g.splits));
 }
 
-const void *kernel_for(spf_dtype dtype, const conv_tc_geom &g)
+/* the kernel of g's config, B by the copy engine or not (tma) */
+const void *kernel_for(spf_dtype dtype, const conv_tc_geom &g, bool tma)
 {
-    return dtype == SPF_DTYPE_F16    ? kernel_of<__half>(g)
-           : dtype == SPF_DTYPE_BF16 ? kernel_of<__nv_bfloat16>(g)
+    return dtype == SPF_DTYPE_F16    ? kernel_of<__half>(g, tma)
+           : dtype == SPF_DTYPE_BF16 ? kernel_of<__nv_bfloat16>(g, tma)
                                      : nullptr;
 }
 
@@ -349,15 +408,17 @@ extern "C" spf_status conv_tc_cluster_check(const conv_tc_geom *g, spf_dtype dty
         status = CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
     if (status != SPF_OK)
         return status;
-    const void *k = kernel_for(dtype, *g);
+    const void *k = kernel_for(dtype, *g, g->tma != 0);
     if (!clusters || !k)
         return FAIL(SPF_ERR_UNSUPPORTED, "conv tc: %d slices in a cluster on a device without "
                     "thread-block clusters (compute capability 9.0 or newer)", g->splits);
-    /* past 8 blocks a cluster only where the kernel allows it, and where
-     * the device can place one (the blocks of a cluster share a GPC) */
-    if (g->splits > 8)
-        status = CUDA_CHECK(
-            cudaFuncSetAttribute(k, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    /* past 8 blocks a cluster only where the kernel allows it (both
+     * kernels of a copy-engine config: the gather's takes an input the
+     * engine cannot), and where the device can place one (the blocks of a
+     * cluster share a GPC) */
+    for (int tma = 0; tma <= g->tma && g->splits > 8 && status == SPF_OK; tma++)
+        status = CUDA_CHECK(cudaFuncSetAttribute(kernel_for(dtype, *g, tma != 0),
+                                                 cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     const size_t smem = conv_tc_smem(g);
     if (status == SPF_OK)
         status = smem_allow(k, smem);
@@ -377,12 +438,33 @@ extern "C" spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out
                                      const float *bias, const void *residual, void *stream)
 {
     const conv_tc_geom &g = x->geom;
-    const void *k = kernel_for(x->dtype, g);
+    const bool aligned = reinterpret_cast<uintptr_t>(in) % 16 == 0, tma = g.tma && aligned;
+    const void *k = kernel_for(x->dtype, g, tma);
     if (!k)
         return FAIL(SPF_ERR_INTERNAL, "conv tc: no kernel of dtype %d, bn %d", (int)x->dtype,
                     g.bn);
-    args a = {g, x->entry, in, out, bias, residual, x->workspace, x->counter, x->relu,
-              reinterpret_cast<uintptr_t>(in) % 16 == 0};
+    args a = {};
+    a.g = g;
+    a.entry = x->entry;
+    a.in = in;
+    a.out = out;
+    a.bias = bias;
+    a.residual = residual;
+    a.workspace = x->workspace;
+    a.counter = x->counter;
+    a.relu = x->relu;
+    a.aligned = aligned;
+    if (tma) {
+        /* the map holds the input's address: encoded each launch (a CUDA
+         * graph keeps the parameters it captured) */
+        const int64_t nhwc[4] = {g.cols / (g.p * g.q), g.h, g.w, g.c};
+        int32_t lower[2], upper[2];
+        conv_tc_box(&g, lower, upper);
+        spf_status status = tensor_map_im2col(&a.map, x->dtype, in, nhwc, lower, upper, g.stride,
+                                              g.bn, CONV_TC_CHUNK);
+        if (status != SPF_OK)
+            return status;
+    }
     return smem_launch_clustered(k, grid_of(g), kThreads, conv_tc_smem(&g), &a,
                                  g.cluster ? g.splits : 1, stream);
 }
