@@ -74,16 +74,20 @@ __device__ __forceinline__ void cluster_wait()
     asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
 }
-/* the float at this block's shared p, in block `rank` of the cluster */
-__device__ __forceinline__ float load_from(const float *p, int rank)
+/* The generic address of this block's shared p in block `rank` of the
+ * cluster: read through it by plain loads, which the compiler may issue
+ * several at a time (an asm load each, volatile to stay after the
+ * barrier, went one round trip at a time: 11 in a row at 11 slices), and
+ * which the barriers' memory clobbers keep in place. */
+__device__ __forceinline__ const float *in_block(const float *p, int rank)
 {
-    float v = 0.0f;
 #if __CUDA_ARCH__ >= 900
-    uint32_t at;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(at) : "r"(smem_addr(p)), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(at) : "memory");
+    uint64_t at;
+    asm("mapa.u64 %0, %1, %2;\n" : "=l"(at) : "l"(reinterpret_cast<uint64_t>(p)), "r"(rank));
+    return reinterpret_cast<const float *>(at);
+#else
+    return p;
 #endif
-    return v;
 }
 
 /* B's slice by the copy engine (TM), thread 0's: one im2col box a chunk
@@ -322,9 +326,11 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
 #pragma unroll
         for (int u = 0; u < E; u++)
             if (u % g.splits == rank) {
+                const float *mine_at = sums + (p0 + 4 * u) * TP + kl;
                 float v = 0.0f;
+#pragma unroll 4
                 for (int r = 0; r < g.splits; r++)
-                    v += load_from(sums + (p0 + 4 * u) * TP + kl, r);
+                    v += *in_block(mine_at, r);
                 y[u] = v;
             }
         cluster_arrive();
