@@ -20,8 +20,9 @@
 # (../shared/data's, which does not travel); it is unpacked into data/.
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
-# them on the same library) but test_conv_tc_gpu (and its racecheck with
-# SPF_CONV_RACECHECK_TC=1), the bench and ResNet-50 at 0.8 and 0.9 instead.
+# them on the same library) but test_conv_tc_gpu (and its memcheck and
+# racecheck with SPF_CONV_RACECHECK_TC=1), the bench and ResNet-50 at 0.8
+# and 0.9 instead.
 # SPF_CONV_BENCH_ARGS: bench_conv.py's arguments in place of
 # "--sparsity 0.9 --batch 1,32 --kinds 3x3" (e.g. "... --also unrolled");
 # SPF_CONV_SKIP_E2E=1 leaves ResNet-50 out; SPF_CONV_E2E_SPARSITY sets its
@@ -69,7 +70,10 @@ if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   echo "tests and sanitizers left out but test_conv_tc_gpu (SPF_CONV_BENCH_ONLY=1)" |
     tee -a "$out/summary.txt"
   step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
-  [ "${SPF_CONV_RACECHECK_TC:-0}" = 1 ] && sanitize racecheck test_conv_tc_gpu 150
+  if [ "${SPF_CONV_RACECHECK_TC:-0}" = 1 ]; then
+    sanitize memcheck test_conv_tc_gpu 90
+    sanitize racecheck test_conv_tc_gpu 200
+  fi
 else
   step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
   step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"

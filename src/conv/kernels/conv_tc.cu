@@ -166,6 +166,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
         taps[tid] = t;
     }
     uint4 *a4 = reinterpret_cast<uint4 *>(as);
+#pragma unroll 4
     for (int i = tid; i < BM * pitch / 8; i += kThreads)
         a4[i] = make_uint4(0u, 0u, 0u, 0u);
     if (TM) {
@@ -236,10 +237,15 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
             copy_wait<1>();
         }
         __syncthreads();
-#pragma unroll 4
-        for (int e = tid; e < count; e += kThreads) {
-            const uint32_t v = stage[e];
-            ah[v >> 16] = static_cast<uint16_t>(v);
+        /* four entries a thread at a time (count is a multiple of 4) */
+        const uint4 *stage4 = reinterpret_cast<const uint4 *>(stage);
+#pragma unroll 2
+        for (int e = tid; e < count / 4; e += kThreads) {
+            const uint4 v = stage4[e];
+            ah[v.x >> 16] = static_cast<uint16_t>(v.x);
+            ah[v.y >> 16] = static_cast<uint16_t>(v.y);
+            ah[v.z >> 16] = static_cast<uint16_t>(v.z);
+            ah[v.w >> 16] = static_cast<uint16_t>(v.w);
         }
     }
     copy_wait<0>(); /* B's gather */
@@ -258,30 +264,43 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
             acc[u][j][0] = acc[u][j][1] = acc[u][j][2] = acc[u][j][3] = 0.0f;
     if (k0 + 16 * wm < g.k && n0 + 8 * NT * wn < g.cols) {
         const T *arow = as + (16 * wm + (lane & 15)) * pitch + (lane >> 4) * 8;
-        /* ldmatrix's rows: lane's position of pair jj of n8 tiles, its
-         * 8 columns from `at` */
+        /* ldmatrix's rows of B: lane's position in each pair jj of n8
+         * tiles (16 positions apart), its 8 columns from a step's */
         const int bpos = 8 * NT * wn + (lane & 7) + ((lane >> 4) << 3), bhalf = (lane >> 3) & 1;
-        const T *brow = bs + bpos * pitch + bhalf * 8;
-        auto bsrc = [&](int at, int jj) {
-            return TM ? bs + conv_tc_swizzled(BN, bpos + 16 * jj, at + 8 * bhalf)
-                      : brow + jj * 16 * pitch + at;
-        };
-        for (int kc = 16 * wk; kc < g.ks; kc += 32 * KW) {
+        /* the k16 step at column `at` into sums u, B's rows of pair jj
+         * at brow + jj · rows */
+        auto step = [&](int u, int at, const T *brow, int rows) {
+            uint32_t af[4];
+            ldsm_x4<false>(arow + at, af);
 #pragma unroll
-            for (int u = 0; u < 2; u++) {
-                const int at = kc + 16 * KW * u;
-                if (u == 1 && at >= g.ks)
-                    break;
-                uint32_t af[4];
-                ldsm_x4<false>(arow + at, af);
-#pragma unroll
-                for (int jj = 0; jj < NT / 2; jj++) {
-                    uint32_t bf[4];
-                    ldsm_x4<false>(bsrc(at, jj), bf);
-                    mma_16816(acc[u][2 * jj], af, bf[0], bf[1], T());
-                    mma_16816(acc[u][2 * jj + 1], af, bf[2], bf[3], T());
-                }
+            for (int jj = 0; jj < NT / 2; jj++) {
+                uint32_t bf[4];
+                ldsm_x4<false>(brow + jj * rows, bf);
+                mma_16816(acc[u][2 * jj], af, bf[0], bf[1], T());
+                mma_16816(acc[u][2 * jj + 1], af, bf[2], bf[3], T());
             }
+        };
+        if (TM) {
+            /* chunk by chunk: its 4 steps' swizzled pieces are the same in
+             * every chunk (conv_tc_swizzled), so the offsets are fixed */
+            const T *brow = bs + bpos * CONV_TC_CHUNK;
+            for (int q = 0; q < g.ks / CONV_TC_CHUNK; q++, brow += BN * CONV_TC_CHUNK)
+#pragma unroll
+                for (int i = 0; i < 4 / KW; i++) {
+                    const int st = wk + KW * i; /* sums i mod 2: compile-time */
+                    step(i & 1, q * CONV_TC_CHUNK + 16 * st,
+                         brow + ((2 * st + bhalf) ^ (lane & 7)) * 8, 16 * CONV_TC_CHUNK);
+                }
+        } else {
+            const T *brow = bs + bpos * pitch + bhalf * 8;
+            for (int kc = 16 * wk; kc < g.ks; kc += 32 * KW)
+#pragma unroll
+                for (int u = 0; u < 2; u++) {
+                    const int at = kc + 16 * KW * u;
+                    if (u == 1 && at >= g.ks)
+                        break;
+                    step(u, at, brow + at, 16 * pitch);
+                }
         }
     }
 
