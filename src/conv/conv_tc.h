@@ -34,8 +34,8 @@
  *      64): the copies, the expansion and the epilogue are shared by all,
  *      and at batch 1 the few blocks need warps to hide latency with.
  * On sm_90, where C is a multiple of 64, step 1 may go by the copy engine
- * instead (config `tma`): warp 0 issues one im2col box a tap and 64
- * channels, a lane a box (cp.async.bulk.tensor's im2col mode: the hardware walks the
+ * instead (config `tma`): thread 0 issues one im2col box a tap and 64
+ * channels (cp.async.bulk.tensor's im2col mode: the hardware walks the
  * block's positions through the input, steps by the stride, and fills the
  * padding with zeros), into [chunk][pos][64 channels] rows of 128 bytes
  * with the 128-byte swizzle, completing on an mbarrier. The gather's

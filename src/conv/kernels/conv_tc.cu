@@ -90,35 +90,38 @@ __device__ __forceinline__ const float *in_block(const float *p, int rank)
 #endif
 }
 
-/* B's slice by the copy engine (TM), warp 0's: one im2col box a chunk of
- * 64 filter columns (one tap's 64 channels) over the block's BN
- * positions, into chunk after chunk of BN rows of 128 bytes, a lane a box
- * (at most CONV_TC_MAX_KS / 64 < 32) after lane 0 has set up *full and
- * announced their bytes; the boxes past the filter's columns (the last
- * slice's) are left to the caller to zero. */
+/* B's slice by the copy engine (TM), thread 0's: one im2col box a chunk
+ * of 64 filter columns (one tap's 64 channels) over the block's BN
+ * positions, into chunk after chunk of BN rows of 128 bytes; the boxes
+ * past the filter's columns (the last slice's) are left to the caller to
+ * zero. The boxes complete on *full. One thread sets up the mbarrier and
+ * issues them all: at 834f671 warp 0 issued a box a lane, and ptxas ran
+ * lane 0's init on the warp's uniform path, which racecheck counted as
+ * every lane's write against lane 0's arrival (76 hazards). */
 template <int BN>
-__device__ __forceinline__ void boxes(const args &a, void *bs, int n0, int kk0, uint64_t *full,
-                                      int lane)
+__device__ __forceinline__ void boxes(const args &a, void *bs, int n0, int kk0, uint64_t *full)
 {
-    static_assert(CONV_TC_MAX_KS / CONV_TC_CHUNK < 32, "a box a lane");
     const conv_tc_geom &g = a.g;
+    bar_init(full, 1);
+    bar_init_fence();
     const int chunks = min(g.ks, g.kred - kk0) / CONV_TC_CHUNK;
-    if (lane == 0) {
-        bar_init(full, 1);
-        bar_init_fence();
-        bar_arrive_expect(full, static_cast<uint32_t>(chunks * BN * CONV_TC_CHUNK * 2));
-    }
-    __syncwarp();
-    if (lane >= chunks)
-        return;
+    bar_arrive_expect(full, static_cast<uint32_t>(chunks * BN * CONV_TC_CHUNK * 2));
     int corner, y0, x0;
     conv_tc_place(&g, n0, &corner, &y0, &x0);
     const int image = static_cast<int>(conv_div(static_cast<uint32_t>(n0), g.by_pq));
-    const int kk = kk0 + lane * CONV_TC_CHUNK;
-    const int tap = static_cast<int>(conv_div(static_cast<uint32_t>(kk), g.by_c));
-    const int dy = static_cast<int>(conv_div(static_cast<uint32_t>(tap), g.by_s));
-    tma_load_im2col(static_cast<unsigned char *>(bs) + lane * BN * CONV_TC_CHUNK * 2, &a.map,
-                    kk - tap * g.c, x0, y0, image, tap - dy * g.s, dy, full);
+    /* the first chunk's tap (dy, dx) and channel c, then stepped */
+    const int tap = static_cast<int>(conv_div(static_cast<uint32_t>(kk0), g.by_c));
+    int dy = static_cast<int>(conv_div(static_cast<uint32_t>(tap), g.by_s)), dx = tap - dy * g.s;
+    int c = kk0 - tap * g.c;
+    for (int q = 0; q < chunks; q++) {
+        tma_load_im2col(static_cast<unsigned char *>(bs) + q * BN * CONV_TC_CHUNK * 2, &a.map, c,
+                        x0, y0, image, dx, dy, full);
+        if ((c += CONV_TC_CHUNK) == g.c) {
+            c = 0;
+            if (++dx == g.s)
+                dx = 0, dy++;
+        }
+    }
 }
 
 /* Warps: 4 along the channels (wm) × WN along the positions (wn) × KW
@@ -154,8 +157,8 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
     for (int e = 4 * tid; e < min(g.cap, static_cast<int>(CONV_TC_STAGE)); e += 4 * kThreads)
         copy16(stage + e, entry + e, 16);
     copy_commit();
-    if (TM && warp == 0)
-        boxes<BN>(a, bs, n0, kk0, &full, lane);
+    if (TM && tid == 0)
+        boxes<BN>(a, bs, n0, kk0, &full);
 
     /* a thread a position and a run (BN and ks / 8 < kThreads) */
     static_assert(BN <= kThreads && CONV_TC_MAX_KS / 8 <= kThreads, "a table entry a thread");
