@@ -35,7 +35,10 @@ static const conv_dims conv_tc_dims[] = {
  * engine; and what conv_tc_configs lists for a device of 132 SMs with
  * clusters and the copy engine (duplicates and configs the geometry
  * refuses are harmless); their count. */
-enum { CONV_TC_TEST_TRIES = 13, CONV_TC_TEST_CONFIGS = 3 * CONV_TC_TEST_TRIES + CONV_TC_MAX_CONFIGS };
+enum {
+    CONV_TC_TEST_TRIES = 13,
+    CONV_TC_TEST_CONFIGS = 3 * CONV_TC_TEST_TRIES + CONV_TC_MAX_CONFIGS
+};
 static inline int conv_tc_test_configs(const conv_dims *d, conv_tc_config *out)
 {
     static const int widths[] = {16, 32, 64};

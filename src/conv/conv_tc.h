@@ -24,9 +24,10 @@
  *      bytes at a time: the copies start with the kernel, by cp.async into
  *      a shared stage, in flight with B's gather, then are stored into the
  *      tile. (Weights spread unevenly over the blocks cost every block the
- *      fullest one's count: at most a dense tile's.) Flash-LLM's "load as sparse, compute as dense" (ANCHORS.md's
- *      peers): at 0.9 unstructured a 16×16 tile of weights is hardly ever
- *      empty (0.9^256), so skipping tiles would save nothing;
+ *      fullest one's count: at most a dense tile's.) Flash-LLM's "load as
+ *      sparse, compute as dense" (ANCHORS.md's peers): at 0.9 unstructured
+ *      a 16×16 tile of weights is hardly ever empty (0.9^256), so skipping
+ *      tiles would save nothing;
  *   3. runs mma.sync m16n8k16 over the tiles, fp32 accumulation, each warp
  *      16 channels × 8·nt positions × every kw-th k16 step of the slice;
  *      the kw warps' sums are added in shared memory. A block has 256

@@ -55,7 +55,8 @@ static void check_swizzle(const conv_tc_geom *g)
         for (uint32_t j = 0; j < (uint32_t)g->ks; j++) {
             const uint32_t plain = ((j / CONV_TC_CHUNK * g->bn + n) * CONV_TC_CHUNK +
                                     j % CONV_TC_CHUNK) * 2;
-            swizzles_wrong += conv_tc_swizzled(g->bn, n, j) * 2 != (plain ^ ((plain >> 7 & 7) << 4));
+            swizzles_wrong +=
+                conv_tc_swizzled(g->bn, n, j) * 2 != (plain ^ ((plain >> 7 & 7) << 4));
         }
 }
 
@@ -265,16 +266,19 @@ static void check_configs_and_refusals(void)
           strstr(reason, "bn"));
     /* a split whose partial sums pass the workspace cap, and one that a
      * cluster cannot take */
-    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16, 0, 0}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){64, 16, 0, 0}, &geom, reason,
+                            sizeof reason) &&
           strstr(reason, "partial sums"));
-    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){16, 17, 1, 0}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&g, 512, (conv_tc_config){16, 17, 1, 0}, &geom, reason,
+                            sizeof reason) &&
           strstr(reason, "at most 16"));
     CHECK(conv_tc_geometry(&g, 512, (conv_tc_config){16, 8, 1, 0}, &geom, reason, sizeof reason) &&
           geom.cluster && conv_tc_workspace(&geom) == 0);
     /* an input of 2^31 elements: past the 32-bit offsets */
     const conv_gather big = {.c = 512, .h = 2048, .w = 2048, .r = 3, .s = 3, .stride = 1,
                              .pad = 1, .p = 2048, .q = 2048, .cols = 2048 * 2048, .nhwc = 1};
-    CHECK(!conv_tc_geometry(&big, 64, (conv_tc_config){64, 20, 0, 0}, &geom, reason, sizeof reason) &&
+    CHECK(!conv_tc_geometry(&big, 64, (conv_tc_config){64, 20, 0, 0}, &geom, reason,
+                            sizeof reason) &&
           strstr(reason, "32-bit"));
     g.c = 12;
     CHECK(conv_tc_configs(&g, 64, 132, 1, cfg, reason, sizeof reason) == 0 &&

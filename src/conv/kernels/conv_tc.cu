@@ -451,8 +451,8 @@ extern "C" spf_status conv_tc_cluster_check(const conv_tc_geom *g, spf_dtype dty
      * engine cannot), and where the device can place one (the blocks of a
      * cluster share a GPC) */
     for (int tma = 0; tma <= g->tma && g->splits > 8 && status == SPF_OK; tma++)
-        status = CUDA_CHECK(cudaFuncSetAttribute(kernel_for(dtype, *g, tma != 0),
-                                                 cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        status = CUDA_CHECK(cudaFuncSetAttribute(
+            kernel_for(dtype, *g, tma != 0), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     const size_t smem = conv_tc_smem(g);
     if (status == SPF_OK)
         status = smem_allow(k, smem);
