@@ -23,7 +23,9 @@ graph of R calls (the GPU's time alone: spforge conv --timing both times
 one plan both ways; torch.cuda.CUDAGraph). --also STRATEGY,... times a
 plan of each strategy named too, in CUDA graphs (columns <strategy>_graph_us
 and <strategy>_kernel: the unrolled kernel over the implicit im2col, say,
-beside AUTO's choice). Writes a CSV and prints the geomeans.
+beside AUTO's choice). Each plan's build time (the candidates it timed
+included) is its column plan_s (<strategy>_plan_s). Writes a CSV and
+prints the geomeans.
 
     python3 scripts/bench_conv.py --spforge build/spforge --data data \\
         --sparsity 0.9 --batch 1,32 --kinds 3x3 --out bench/results/conv/x.csv
@@ -206,12 +208,14 @@ def main():
                "dense_us": d.get("dense_us", ""),
                "implicit_us": d.get("implicit_us", ""),
                "strategy": d.get("plan", {}).get("strategy", ""),
-               "spforge_kernel": d.get("plan", {}).get("kernel", "") or stderr}
+               "spforge_kernel": d.get("plan", {}).get("kernel", "") or stderr,
+               "plan_s": d.get("plan_s", "")}
         for other in also:
             e, why = spforge_conv(a.spforge, dst, l, batch, a.dtype, other, "graph")
             row[other + "_graph_us"] = round(1e3 * e["time_ms_median"], 3) \
                 if e.get("passed") else float("nan")
             row[other + "_kernel"] = e.get("plan", {}).get("kernel", "") or why
+            row[other + "_plan_s"] = e.get("plan_s", "")
         rows_out.append(row)
         write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
         print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us  cuDNN "
