@@ -367,8 +367,7 @@ void conv_implicit_describe(const conv_implicit *x, spf_plan_info *info)
         const conv_tc_geom *g = &x->tc->geom;
         info->strategy = SPF_STRATEGY_TC;
         conv_tc_name(g, x->tc->dtype, info->kernel_name, sizeof info->kernel_name);
-        snprintf(info->config, sizeof info->config, "bn%d_ks%d_z%d%s%s", g->bn, g->ks, g->splits,
-                 g->cluster ? "c" : "", g->tma ? "t" : "");
+        conv_tc_config_name(g, info->config, sizeof info->config);
         info->dtype = x->tc->dtype;
         info->b_layout = info->c_layout = SPF_LAYOUT_N_FIRST;
         info->device_bytes = x->tc->bytes;

@@ -292,10 +292,17 @@ void conv_tc_format_free(conv_tc_format *f)
     f->entry = NULL;
 }
 
+void conv_tc_config_name(const conv_tc_geom *g, char *buf, size_t size)
+{
+    snprintf(buf, size, "bn%d_ks%d_z%d%s%s", g->bn, g->ks, g->splits, g->cluster ? "c" : "",
+             g->tma ? "t" : "");
+}
+
 void conv_tc_name(const conv_tc_geom *g, spf_dtype dtype, char *buf, size_t size)
 {
-    snprintf(buf, size, "convtc_%s_bn%d_ks%d_z%d%s%s", dtype_name(dtype), g->bn, g->ks,
-             g->splits, g->cluster ? "c" : "", g->tma ? "t" : "");
+    char config[48];
+    conv_tc_config_name(g, config, sizeof config);
+    snprintf(buf, size, "convtc_%s_%s", dtype_name(dtype), config);
 }
 
 #ifdef SPF_HAVE_CUDA

@@ -256,8 +256,11 @@ spf_status conv_tc_format_make(const spf_matrix *w, const conv_tc_geom *g, spf_d
                                conv_tc_format *out);
 void conv_tc_format_free(conv_tc_format *f); /* accepts a zeroed one */
 
-/* "convtc_f16_bn32_ks576_z1", "convtc_f16_bn16_ks288_z2c" (c: a cluster),
- * "convtc_f16_bn16_ks576_z1t" (t: B by the copy engine) */
+/* The config: "bn32_ks576_z1", "bn16_ks288_z2c" (c: a cluster),
+ * "bn16_ks576_z1t" (t: B by the copy engine). */
+void conv_tc_config_name(const conv_tc_geom *g, char *buf, size_t size);
+
+/* The kernel: "convtc_f16_" and the config's name. */
 void conv_tc_name(const conv_tc_geom *g, spf_dtype dtype, char *buf, size_t size);
 
 /* The format on the current device, with its workspace. */

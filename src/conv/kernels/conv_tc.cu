@@ -17,6 +17,7 @@
 
 #include "conv/conv_tc.h"
 #include "gpu/bulk_copy.cuh"
+#include "gpu/cluster.cuh"
 #include "gpu/cuda_check.h"
 #include "gpu/mma_ptx.cuh"
 #include "gpu/smem_limit.cuh"
@@ -51,29 +52,6 @@ __device__ __forceinline__ int arrive(int32_t *counter)
     return old;
 }
 
-/* The cluster's steps (sm_90; the cluster kernels are never launched on an
- * older device: conv_tc_create refuses them). A barrier's arrival
- * releases the block's shared stores and its wait acquires the others'. */
-__device__ __forceinline__ int cluster_rank()
-{
-    uint32_t r = 0;
-#if __CUDA_ARCH__ >= 900
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-#endif
-    return static_cast<int>(r);
-}
-__device__ __forceinline__ void cluster_arrive()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void cluster_wait()
-{
-#if __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
 /* The generic address of this block's shared p in block `rank` of the
  * cluster: read through it by plain loads, which the compiler may issue
  * several at a time (an asm load each, volatile to stay after the

@@ -72,6 +72,7 @@
 
 #include <stdint.h>
 
+#include "gpu/cluster.cuh"
 #include "gpu/cuda_check.h"
 #include "gpu/epilogue.cuh"
 #include "gpu/mma_ptx.cuh"
@@ -108,18 +109,7 @@ struct tma_args {
  * cluster also pass a cluster barrier at the start, so that none writes
  * into a block not yet running; the producers wait at the last one too.
  * No workspace, no atomics: launches of a plan on several streams stay
- * independent. */
-__device__ __forceinline__ int cluster_rank()
-{
-    uint32_t r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return static_cast<int>(r);
-}
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
+ * independent. (cluster_rank, cluster_sync: gpu/cluster.cuh.) */
 /* the address of this block's shared variable p in the first block */
 __device__ __forceinline__ uint32_t in_first(const void *p)
 {

@@ -1,0 +1,40 @@
+/* The thread-block cluster's steps (sm_90): a block's rank in its
+ * cluster, and the cluster barrier, whose arrival releases the block's
+ * shared stores and whose wait acquires the other blocks'. Shared by the
+ * structured Hopper kernels (sm_90a) and the tensor-core conv kernel,
+ * which is also built for sm_80: there a rank is 0 and the barrier does
+ * nothing, and the host never launches a cluster on a device older than
+ * 9.0. */
+#ifndef SPF_GPU_CLUSTER_CUH
+#define SPF_GPU_CLUSTER_CUH
+
+#include <stdint.h>
+
+__device__ __forceinline__ int cluster_rank()
+{
+    uint32_t r = 0;
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return static_cast<int>(r);
+}
+__device__ __forceinline__ void cluster_arrive()
+{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait()
+{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+/* every thread of the cluster, here */
+__device__ __forceinline__ void cluster_sync()
+{
+    cluster_arrive();
+    cluster_wait();
+}
+
+#endif
