@@ -23,7 +23,12 @@ graph of R calls (the GPU's time alone: spforge conv --timing both times
 one plan both ways; torch.cuda.CUDAGraph). --also STRATEGY,... times a
 plan of each strategy named too, in CUDA graphs (columns <strategy>_graph_us
 and <strategy>_kernel: the unrolled kernel over the implicit im2col, say,
-beside AUTO's choice). Each plan's build time (the candidates it timed
+beside AUTO's choice). --without-pdl times AUTO's plan again in CUDA graphs
+with SPFORGE_PDL=0 (columns nopdl_graph_us, nopdl_kernel): each launch then
+waits for the one before it to end, where by default a kernel of ours may
+start its preamble while the previous one runs (src/gpu/grid_dependency.cuh;
+in a graph of R calls of one plan, the previous kernel is its own last
+call). Each plan's build time (the candidates it timed
 included) is its column plan_s (<strategy>_plan_s). Writes a CSV and
 prints the geomeans.
 
@@ -118,14 +123,14 @@ def im2col_cusparse_us(layer, w, batch, dtype, torch):
     return float("nan"), ""
 
 
-def spforge_conv(spforge, path, layer, batch, dtype, strategy, timing):
-    """`spforge conv --json` of layer's weights at path, NHWC: (its JSON, or
-    {} and the start of its stderr)."""
+def spforge_conv(spforge, path, layer, batch, dtype, strategy, timing, env=None):
+    """`spforge conv --json` of layer's weights at path, NHWC, with env added
+    to the environment: (its JSON, or {} and the start of its stderr)."""
     cmd = [spforge, "conv", path, "--input-shape",
            "%d,%d,%d,%d" % (batch, layer.c_in, layer.in_side, layer.in_side), "--stride",
            str(layer.stride), "--padding", str(layer.padding), "--layout", "nhwc", "--dtype",
            dtype, "--strategy", strategy, "--timing", timing, "--json", "--no-progress"]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
     try:
         return json.loads(p.stdout), ""
     except ValueError:
@@ -152,6 +157,8 @@ def main():
     ap.add_argument("--strategy", default="auto")
     ap.add_argument("--also", default="",
                     help="more strategies to time, comma-separated (CUDA graphs only)")
+    ap.add_argument("--without-pdl", action="store_true",
+                    help="time AUTO's plan again without the early start (SPFORGE_PDL=0)")
     ap.add_argument("--out", required=True, help="the CSV to write")
     a = ap.parse_args()
     sparsities = a.sparsity.split(",")
@@ -216,6 +223,12 @@ def main():
                 if e.get("passed") else float("nan")
             row[other + "_kernel"] = e.get("plan", {}).get("kernel", "") or why
             row[other + "_plan_s"] = e.get("plan_s", "")
+        if a.without_pdl:
+            e, why = spforge_conv(a.spforge, dst, l, batch, a.dtype, a.strategy, "graph",
+                                  {"SPFORGE_PDL": "0"})
+            row["nopdl_graph_us"] = round(1e3 * e["time_ms_median"], 3) \
+                if e.get("passed") else float("nan")
+            row["nopdl_kernel"] = e.get("plan", {}).get("kernel", "") or why
         rows_out.append(row)
         write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
         print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us  cuDNN "
@@ -234,7 +247,10 @@ def main():
                 ("im2col_cusparse_us", "spforge_us", "im2col + cuSPARSE")) + tuple(
                     ("cudnn_channels_last_graph_us", x + "_graph_us",
                      "cuDNN %s channels_last, both in CUDA graphs, by strategy %s alone"
-                     % (a.dtype, x)) for x in also):
+                     % (a.dtype, x)) for x in also) + (
+                    (("cudnn_channels_last_graph_us", "nopdl_graph_us",
+                      "cuDNN %s channels_last, both in CUDA graphs, ours without the early "
+                      "start" % a.dtype),) if a.without_pdl else ()):
             t = [r for r in s if r[col] == r[col] and r[mine] == r[mine]]  # not NaN
             if t:
                 g = math.exp(sum(math.log(r[col] / r[mine]) for r in t) / len(t))

@@ -46,37 +46,46 @@ static inline spf_status smem_launch(const void *k, dim3 grid, int threads, size
 }
 
 /* The launch of grid × threads blocks with smem bytes, in clusters of
- * `cluster` blocks along z (grid.z a multiple of it); *attr, the caller's,
- * holds the cluster's size. */
-static inline cudaLaunchConfig_t cluster_config(dim3 grid, int threads, size_t smem, int cluster,
-                                                void *stream, cudaLaunchAttribute *attr)
+ * `cluster` blocks along z (grid.z a multiple of it; 1: no clusters), and
+ * allowed to start before the stream's previous kernel ends where `early`
+ * (gpu/grid_dependency.cuh: the kernel waits for it itself). attrs, the
+ * caller's, holds the two attributes. */
+static inline cudaLaunchConfig_t launch_config(dim3 grid, int threads, size_t smem, int cluster,
+                                               int early, void *stream, cudaLaunchAttribute attrs[2])
 {
-    attr->id = cudaLaunchAttributeClusterDimension;
-    attr->val.clusterDim.x = 1;
-    attr->val.clusterDim.y = 1;
-    attr->val.clusterDim.z = static_cast<unsigned>(cluster);
     cudaLaunchConfig_t config = {};
     config.gridDim = grid;
     config.blockDim = dim3(threads);
     config.dynamicSmemBytes = smem;
     config.stream = static_cast<cudaStream_t>(stream);
-    config.attrs = attr;
-    config.numAttrs = 1;
+    config.attrs = attrs;
+    if (cluster > 1) {
+        cudaLaunchAttribute &a = attrs[config.numAttrs++];
+        a.id = cudaLaunchAttributeClusterDimension;
+        a.val.clusterDim.x = 1;
+        a.val.clusterDim.y = 1;
+        a.val.clusterDim.z = static_cast<unsigned>(cluster);
+    }
+    if (early) {
+        cudaLaunchAttribute &a = attrs[config.numAttrs++];
+        a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        a.val.programmaticStreamSerializationAllowed = 1;
+    }
     return config;
 }
 
-/* smem_launch with the grid's blocks in clusters of `cluster` along z
- * (grid.z a multiple of it; 1: no clusters). */
-static inline spf_status smem_launch_clustered(const void *k, dim3 grid, int threads, size_t smem,
-                                               void *args, int cluster, void *stream)
+/* smem_launch with launch_config's clusters and early start. */
+static inline spf_status smem_launch_ex(const void *k, dim3 grid, int threads, size_t smem,
+                                        void *args, int cluster, int early, void *stream)
 {
-    if (cluster <= 1)
+    if (cluster <= 1 && !early)
         return smem_launch(k, grid, threads, smem, args, stream);
     spf_status status = smem_allow(k, smem);
     if (status != SPF_OK)
         return status;
-    cudaLaunchAttribute attr;
-    const cudaLaunchConfig_t config = cluster_config(grid, threads, smem, cluster, stream, &attr);
+    cudaLaunchAttribute attrs[2];
+    const cudaLaunchConfig_t config =
+        launch_config(grid, threads, smem, cluster, early, stream, attrs);
     void *params[] = {args};
     return CUDA_CHECK(cudaLaunchKernelExC(&config, k, params));
 }

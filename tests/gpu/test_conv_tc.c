@@ -11,10 +11,16 @@
  * checks the conv plans that time these configs and keep one.) Skips
  * visibly (exit 77) without a device.
  *
+ * Then chains: launches back to back where each reads the last one's
+ * output (run_chain), for the kernel's early start; with --quick only
+ * configs of up to 3 slices.
+ *
  * `test_conv_tc --quick`: f16 only, clusters of 2 and 3 (the
  * compute-sanitizer run). */
 #include "conv_tc_case.h"
 #include "conv_kernel_test.h"
+
+#include <math.h>
 
 static int runs;
 
@@ -63,6 +69,107 @@ static void run_one(const conv_dims *d, conv_tc_config cfg, spf_dtype dtype, int
     conv_case_free(&t);
 }
 
+/* Convolutions chained on one stream (C = K, the shape kept), each
+ * reading the last one's output and writing over the input of the one
+ * before: on sm_90 a launch may start before the previous kernel ends
+ * (gpu/grid_dependency.cuh), and must wait for it before it reads its
+ * input or writes its output. CHAIN launches back to back on a stream,
+ * and as a CUDA graph's replay, against the same launches one at a time
+ * with the stream synchronised between: the same bits where the slices'
+ * sums meet in a fixed order (one slice, a cluster), within the dtype's
+ * tolerance where they meet in the workspace (atomic adds). */
+static void run_chain(conv_tc_config cfg, uint64_t seed)
+{
+    enum { CHAIN = 4 }; /* even: the last output lands in the first input's place */
+    static const conv_dims d = {"3x3 on 28x28, C = K = 64 (a chain)", 1, 64, 28, 28, 64, 3, 3, 1,
+                                1};
+    const spf_dtype dtype = SPF_DTYPE_F16;
+    conv_case t;
+    conv_case_make(&t, &d, SPF_CONV_NHWC, 1, 1, 1, dtype, seed);
+    conv_tc_format f;
+    conv_tc *x = NULL;
+    if (!conv_tc_case_format(&t, &d, cfg, dtype, &f)) {
+        conv_case_free(&t);
+        return;
+    }
+    if (conv_tc_create(&f, dtype, 1, &x) != SPF_OK) {
+        CHECK(f.geom.cluster && f.geom.splits > 8); /* a size the device cannot place */
+        conv_tc_format_free(&f);
+        conv_case_free(&t);
+        return;
+    }
+    conv_io io;
+    conv_io_stage(&t, dtype, 1, 0, &io);
+    void *first = NULL;
+    cudaStream_t stream = NULL;
+    CUDA_OK(cudaMalloc(&first, io.out_bytes));
+    CUDA_OK(cudaMemcpy(first, io.in, io.out_bytes, cudaMemcpyDeviceToDevice));
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    float *want = malloc((size_t)t.out_count * sizeof *want);
+    for (int mode = 0; mode < 3; mode++) { /* one at a time, back to back, a graph */
+        CUDA_OK(cudaMemcpyAsync(io.in, first, io.out_bytes, cudaMemcpyDeviceToDevice, stream));
+        CUDA_OK(cudaMemsetAsync(io.out, 0xff, io.out_bytes, stream));
+        if (mode == 2)
+            CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+        for (int i = 0; i < CHAIN; i++) {
+            CHECK_OK(conv_tc_launch(x, i % 2 ? io.out : io.in, i % 2 ? io.in : io.out, io.bias,
+                                    io.residual, stream));
+            if (mode == 0)
+                CUDA_OK(cudaStreamSynchronize(stream));
+        }
+        if (mode == 2) {
+            cudaGraph_t graph = NULL;
+            cudaGraphExec_t exec = NULL;
+            CUDA_OK(cudaStreamEndCapture(stream, &graph));
+            CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+            CUDA_OK(cudaGraphLaunch(exec, stream));
+            CUDA_OK(cudaStreamSynchronize(stream));
+            cudaGraphExecDestroy(exec);
+            cudaGraphDestroy(graph);
+        }
+        CUDA_OK(cudaStreamSynchronize(stream));
+        CUDA_OK(cudaMemcpy(io.raw, io.in, io.out_bytes, cudaMemcpyDeviceToHost));
+        dtype_to_float(dtype, io.raw, t.out, t.out_count);
+        if (mode == 0) {
+            memcpy(want, t.out, (size_t)t.out_count * sizeof *want);
+            continue;
+        }
+        double worst = 0.0; /* relative to the largest output */
+        double top = 0.0;
+        for (int64_t i = 0; i < t.out_count; i++) {
+            top = fmax(top, fabs((double)want[i]));
+            worst = fmax(worst, fabs((double)t.out[i] - (double)want[i]));
+        }
+        const int fixed = f.geom.cluster || f.geom.splits == 1;
+        const double tol = fixed ? 0.0 : dtype_tolerance(dtype, SPF_MATH_DEFAULT) * top;
+        CHECK_MSG(worst <= tol && top > 0.0 && top == top,
+                  "chain of %d, bn%d ks%d z%d%s%s, %s: off by %.3g of %.3g", CHAIN, f.geom.bn,
+                  f.geom.ks, f.geom.splits, f.geom.cluster ? "c" : "", f.geom.tma ? "t" : "",
+                  mode == 1 ? "back to back" : "a graph", worst, top);
+        runs++;
+    }
+    free(want);
+    cudaStreamDestroy(stream);
+    cudaFree(first);
+    conv_io_free(&io);
+    conv_tc_free(x);
+    conv_tc_format_free(&f);
+    conv_case_free(&t);
+}
+
+static void run_chains(int quick)
+{
+    static const conv_dims d = {"", 1, 64, 28, 28, 64, 3, 3, 1, 1};
+    const conv_gather g = conv_dims_gather(&d);
+    conv_tc_config cfg[CONV_TC_MAX_CONFIGS + 1] = {{16, 1, 0, 0}};
+    char reason[200];
+    const int n = 1 + conv_tc_configs(&g, (int32_t)d.k, 132, 1, cfg + 1, reason, sizeof reason);
+    CHECK_MSG(n > 1, "no configs for the chain: %s", reason);
+    for (int c = 0; c < n; c++)
+        if (!quick || cfg[c].splits <= 3) /* the sanitizers' set: as in run_all */
+            run_chain(cfg[c], 0xc4000 + 8 * (uint64_t)c);
+}
+
 static void run_all(int quick)
 {
     static const spf_dtype dtypes[] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
@@ -83,6 +190,7 @@ static void run_all(int quick)
             }
     }
     printf("%d cluster configs refused by the device\n", refused);
+    run_chains(quick);
 }
 #else
 static void run_all(int quick)

@@ -210,8 +210,7 @@ inline spf_status block_launch(const void *k, const sp_device *d, const sp_confi
     const int split = c->split_k > 1 ? c->split_k : 1;
     dim3 grid(static_cast<unsigned>(row_blocks), static_cast<unsigned>(col_blocks),
               static_cast<unsigned>(split));
-    return smem_launch_clustered(k, grid, sp_config_threads(c), sp_config_smem(c), &a, split,
-                                 stream);
+    return smem_launch_ex(k, grid, sp_config_threads(c), sp_config_smem(c), &a, split, 0, stream);
 }
 
 /* Launch k, the kernel of config c (NULL when there is none), over format
