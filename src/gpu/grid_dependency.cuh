@@ -5,7 +5,7 @@
  * before waiting for it. At batch 1 a convolution's kernel is a few µs,
  * of which the start and such a preamble are a large share
  * (bench/results/conv/ncu-tc-b1-h200-3d345d7.txt: 19 % of the stall
- * samples at the start, 28 % zeroing and expanding the weights' tile).
+ * samples at the start, 15 % zeroing the weights' tile).
  *
  * The device side: grid_dependency_wait() before the first read of
  * anything a previous kernel may write (the input, the bias, the

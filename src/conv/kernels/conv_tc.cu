@@ -103,16 +103,6 @@ __device__ __forceinline__ void boxes(const args &a, void *bs, int n0, int kk0, 
     }
 }
 
-/* The barrier of the threads that expand the weights: with TM every warp
- * but the first (named barrier 1), else the whole block. */
-template <bool TM> __device__ __forceinline__ void workers_sync()
-{
-    if (TM)
-        asm volatile("bar.sync 1, %0;\n" ::"n"(kThreads - 32) : "memory");
-    else
-        __syncthreads();
-}
-
 /* Warps: 4 along the channels (wm) × WN along the positions (wn) × KW
  * along the slice (wk), 8 in all. CL: the slices meet in a cluster. TM:
  * B by the copy engine (sm_90; the host launches it only there). */
@@ -120,7 +110,7 @@ template <typename T, int NT, int WN, int KW, bool CL, bool TM>
 __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_constant__ args a)
 {
     static_assert(4 * WN * KW * 32 == kThreads, "8 warps a block");
-    constexpr int BN = 8 * NT * WN, TP = BM + 1, kWorkers = TM ? kThreads - 32 : kThreads;
+    constexpr int BN = 8 * NT * WN, TP = BM + 1;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     __shared__ int last;
     __shared__ uint64_t full; /* TM: B's boxes in */
@@ -140,114 +130,82 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
     uint32_t *stage =
         TM ? reinterpret_cast<uint32_t *>(places) : reinterpret_cast<uint32_t *>(taps + runs);
 
+    /* the entries' first stage, 16 bytes a copy */
     const uint32_t *entry =
         a.entry + static_cast<size_t>(blockIdx.y * g.splits + blockIdx.z) * g.cap;
-
+    for (int e = 4 * tid; e < min(g.cap, static_cast<int>(CONV_TC_STAGE)); e += 4 * kThreads)
+        copy16(stage + e, entry + e, 16);
+    copy_commit();
     /* the stream's next kernel may start its preamble once every block
-     * of this one has begun (gpu/grid_dependency.cuh) */
+     * of this one has begun; this one waits for the previous kernel
+     * (which may write the input) only where it first reads the input:
+     * thread 0 before B's boxes, while the others copy the entries and
+     * zero the A tile (gpu/grid_dependency.cuh) */
     grid_dependents_launch();
-    if (TM && warp == 0) {
-        /* TM: warp 0 waits for the stream's previous kernel (which may
-         * write the input) and issues B's boxes, while the other 7 warps,
-         * the workers, copy and expand the weights, which no kernel
-         * writes: that preamble overlaps the previous kernel's end */
-        if (lane == 0) {
-            grid_dependency_wait();
-            boxes<BN>(a, bs, n0, kk0, &full);
-        }
-    } else {
-        const int worker = TM ? tid - 32 : tid;
-        /* the entries' first stage, 16 bytes a copy */
-        for (int e = 4 * worker; e < min(g.cap, static_cast<int>(CONV_TC_STAGE)); e += 4 * kWorkers)
-            copy16(stage + e, entry + e, 16);
-        copy_commit();
-
-        /* a thread a position and a run (BN and ks / 8 < kThreads) */
-        static_assert(BN <= kThreads && CONV_TC_MAX_KS / 8 <= kThreads, "a table entry a thread");
-        if (!TM && tid < BN) {
-            int4 pl = make_int4(0, -(1 << 28), 0, 0); /* past the positions: all padding */
-            if (n0 + tid < g.cols)
-                conv_tc_place(&g, n0 + tid, &pl.x, &pl.y, &pl.z);
-            places[tid] = pl;
-        }
-        if (!TM && tid < runs) {
-            int2 t = make_int2(0, static_cast<int>(kNoTap));
-            if (kk0 + 8 * tid < g.kred)
-                conv_tc_tap(&g, kk0 + 8 * tid, &t.x, reinterpret_cast<uint32_t *>(&t.y));
-            taps[tid] = t;
-        }
-        uint4 *a4 = reinterpret_cast<uint4 *>(as);
-#pragma unroll 4
-        for (int i = worker; i < BM * pitch / 8; i += kWorkers)
-            a4[i] = make_uint4(0u, 0u, 0u, 0u);
-        if (TM) {
-            /* the last slice's boxes past the filter: zeros (A's columns
-             * there are zeros too, but uninitialised memory may hold NaN) */
-            const int valid = max(min(g.ks, g.kred - kk0), 0);
-            uint4 *b4 = reinterpret_cast<uint4 *>(bs);
-            for (int i = BN * valid / 8 + worker; i < BN * g.ks / 8; i += kWorkers)
-                b4[i] = make_uint4(0u, 0u, 0u, 0u);
-        }
-        workers_sync<TM>();
-
-        /* B: run j of position n, threads along the runs (a tap's channels
-         * are consecutive in memory); (n, j) stepped without a division; a
-         * run in the padding is a zero-filling copy from the input's start */
-        if (!TM)
-            grid_dependency_wait();
-        const T *in = static_cast<const T *>(a.in);
-        const int dn = static_cast<int>(conv_div(kThreads, g.by_runs)), dj = kThreads - dn * runs;
-        int n = TM ? BN : static_cast<int>(conv_div(static_cast<uint32_t>(tid), g.by_runs));
-        for (int j = tid - n * runs; n < BN;) {
-            const int2 t = taps[j];
-            const int4 pl = places[n];
-            const bool inside = static_cast<uint32_t>(t.y) != kNoTap &&
-                                conv_tc_inside(&g, pl.y, pl.z, static_cast<uint32_t>(t.y));
-            const T *src = in + (inside ? pl.x + t.x : 0);
-            T *dst = bs + n * pitch + 8 * j;
-            if (a.aligned)
-                copy16_or_zero(dst, src, inside ? 16 : 0);
-            else
-                copy16_plain(dst, src, inside ? 16 : 0);
-            n += dn, j += dj;
-            if (j >= runs)
-                j -= runs, n++;
-        }
-        copy_commit(); /* (TM: an empty group, so that the entries are group 1 of 2) */
-
-        /* A: the entries stored into the zeroed tile, a stage at a time;
-         * the first while B's copies are in flight */
-        uint16_t *ah = reinterpret_cast<uint16_t *>(as);
-        for (int s0 = 0; s0 < g.cap; s0 += CONV_TC_STAGE) {
-            const int count = min(static_cast<int>(CONV_TC_STAGE), g.cap - s0);
-            if (s0 > 0) {
-                workers_sync<TM>(); /* the last stage stored */
-                for (int e = 4 * worker; e < count; e += 4 * kWorkers)
-                    copy16(stage + e, entry + s0 + e, 16);
-                copy_commit();
-                copy_wait<0>();
-            } else {
-                copy_wait<1>();
-            }
-            workers_sync<TM>();
-            /* four entries a thread at a time (count is a multiple of 4) */
-            const uint4 *stage4 = reinterpret_cast<const uint4 *>(stage);
-#pragma unroll 2
-            for (int e = worker; e < count / 4; e += kWorkers) {
-                const uint4 v = stage4[e];
-                ah[v.x >> 16] = static_cast<uint16_t>(v.x);
-                ah[v.y >> 16] = static_cast<uint16_t>(v.y);
-                ah[v.z >> 16] = static_cast<uint16_t>(v.z);
-                ah[v.w >> 16] = static_cast<uint16_t>(v.w);
-            }
-        }
+    if (TM && tid == 0) {
+        grid_dependency_wait();
+        boxes<BN>(a, bs, n0, kk0, &full);
     }
+
+    /* a thread a position and a run (BN and ks / 8 < kThreads) */
+    static_assert(BN <= kThreads && CONV_TC_MAX_KS / 8 <= kThreads, "a table entry a thread");
+    if (!TM && tid < BN) {
+        int4 pl = make_int4(0, -(1 << 28), 0, 0); /* past the positions: all padding */
+        if (n0 + tid < g.cols)
+            conv_tc_place(&g, n0 + tid, &pl.x, &pl.y, &pl.z);
+        places[tid] = pl;
+    }
+    if (!TM && tid < runs) {
+        int2 t = make_int2(0, static_cast<int>(kNoTap));
+        if (kk0 + 8 * tid < g.kred)
+            conv_tc_tap(&g, kk0 + 8 * tid, &t.x, reinterpret_cast<uint32_t *>(&t.y));
+        taps[tid] = t;
+    }
+    uint4 *a4 = reinterpret_cast<uint4 *>(as);
+#pragma unroll 4
+    for (int i = tid; i < BM * pitch / 8; i += kThreads)
+        a4[i] = make_uint4(0u, 0u, 0u, 0u);
+    if (TM) {
+        /* the last slice's boxes past the filter: zeros (A's columns there
+         * are zeros too, but uninitialised memory may hold NaN) */
+        const int valid = max(min(g.ks, g.kred - kk0), 0);
+        uint4 *b4 = reinterpret_cast<uint4 *>(bs);
+        for (int i = BN * valid / 8 + tid; i < BN * g.ks / 8; i += kThreads)
+            b4[i] = make_uint4(0u, 0u, 0u, 0u);
+    }
+    __syncthreads();
+
+    /* B: run j of position n, threads along the runs (a tap's channels
+     * are consecutive in memory); (n, j) stepped without a division; a
+     * run in the padding is a zero-filling copy from the input's start */
+    if (!TM)
+        grid_dependency_wait();
+    const T *in = static_cast<const T *>(a.in);
+    const int dn = static_cast<int>(conv_div(kThreads, g.by_runs)), dj = kThreads - dn * runs;
+    int n = TM ? BN : static_cast<int>(conv_div(static_cast<uint32_t>(tid), g.by_runs));
+    for (int j = tid - n * runs; n < BN;) {
+        const int2 t = taps[j];
+        const int4 pl = places[n];
+        const bool inside = static_cast<uint32_t>(t.y) != kNoTap &&
+                            conv_tc_inside(&g, pl.y, pl.z, static_cast<uint32_t>(t.y));
+        const T *src = in + (inside ? pl.x + t.x : 0);
+        T *dst = bs + n * pitch + 8 * j;
+        if (a.aligned)
+            copy16_or_zero(dst, src, inside ? 16 : 0);
+        else
+            copy16_plain(dst, src, inside ? 16 : 0);
+        n += dn, j += dj;
+        if (j >= runs)
+            j -= runs, n++;
+    }
+    copy_commit();
 
     /* the epilogue's positions of this block: those of every u < E but in
      * a cluster, where block r finishes u ≡ r (mod slices); its bias and
      * residual loaded now (after the previous kernel, which may write
      * them), but where a split's last block is not known yet */
-    grid_dependency_wait();
+    if (TM)
+        grid_dependency_wait();
     constexpr int E = BN * BM / kThreads;
     static_assert(kThreads == 4 * BM, "a thread's channel fixed");
     const int kl = tid % BM, p0 = tid / BM, npos = min(BN, g.cols - n0);
@@ -263,10 +221,37 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
 #pragma unroll
     for (int u = 0; u < E; u++)
         res[u] = a.residual && channel && !workspace && mine(u) ? residual(u) : 0.0f;
+
+    /* A: the entries stored into the zeroed tile, a stage at a time; the
+     * first while B's copies are in flight */
+    uint16_t *ah = reinterpret_cast<uint16_t *>(as);
+    for (int s0 = 0; s0 < g.cap; s0 += CONV_TC_STAGE) {
+        const int count = min(static_cast<int>(CONV_TC_STAGE), g.cap - s0);
+        if (s0 > 0) {
+            __syncthreads(); /* the last stage stored */
+            for (int e = 4 * tid; e < count; e += 4 * kThreads)
+                copy16(stage + e, entry + s0 + e, 16);
+            copy_commit();
+            copy_wait<0>();
+        } else {
+            copy_wait<1>();
+        }
+        __syncthreads();
+        /* four entries a thread at a time (count is a multiple of 4) */
+        const uint4 *stage4 = reinterpret_cast<const uint4 *>(stage);
+#pragma unroll 2
+        for (int e = tid; e < count / 4; e += kThreads) {
+            const uint4 v = stage4[e];
+            ah[v.x >> 16] = static_cast<uint16_t>(v.x);
+            ah[v.y >> 16] = static_cast<uint16_t>(v.y);
+            ah[v.z >> 16] = static_cast<uint16_t>(v.z);
+            ah[v.w >> 16] = static_cast<uint16_t>(v.w);
+        }
+    }
     copy_wait<0>(); /* B's gather */
-    __syncthreads();
     if (TM)
-        bar_wait(&full, 0); /* after the barrier: warp 0 has set it up */
+        bar_wait(&full, 0);
+    __syncthreads();
     /* warp (wm, wn, wk): channels 16·wm.., positions 8·NT·wn.., k16 steps
      * wk, wk + KW, ...; two sets of sums, alternate steps: twice the
      * independent mma chains */
