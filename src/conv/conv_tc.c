@@ -24,12 +24,12 @@ static const int block_widths[] = {16, 32, 64};
 /* The widest slice a block of bn positions holds within CONV_TC_SMEM:
  * tiles of (BM + bn) rows of ks + PAD 2-byte elements, the places (16
  * bytes a position), the taps (8 bytes a run of 8 columns: 1 a column) and
- * the entry stage; with B by the copy engine (tma), the slack to align
- * the boxes too, and whole chunks. */
+ * the padding entries' slots; with B by the copy engine (tma), the slack
+ * to align the boxes too, and whole chunks. */
 static int32_t widest_slice(int32_t bn, int tma)
 {
     const int64_t rows = CONV_TC_BM + bn,
-                  fixed = 16LL * bn + 4LL * CONV_TC_STAGE + (tma ? CONV_TC_ALIGN : 0);
+                  fixed = 16LL * bn + 2LL * CONV_TC_THREADS + (tma ? CONV_TC_ALIGN : 0);
     const int64_t unit = tma ? CONV_TC_CHUNK : 16;
     int64_t ks = (CONV_TC_SMEM - fixed - 2 * rows * CONV_TC_PAD) / (2 * rows + 1);
     ks = ks < CONV_TC_MAX_KS ? ks : CONV_TC_MAX_KS;
@@ -37,13 +37,13 @@ static int32_t widest_slice(int32_t bn, int tma)
 }
 
 /* The copy engine's kernel finds the boxes' alignment in the first
- * CONV_TC_ALIGN bytes, puts B's boxes and the A tile there, then the
- * stage; the gather's kernel (which takes the copy engine's configs too,
- * for an input the engine cannot read) has the tables after the tiles. */
+ * CONV_TC_ALIGN bytes and puts B's boxes and the A tile there; the
+ * gather's kernel (which takes the copy engine's configs too, for an
+ * input the engine cannot read) has the tables after the tiles. */
 size_t conv_tc_smem(const conv_tc_geom *g)
 {
     return conv_tc_tile_bytes(g) + (size_t)g->bn * 16 + (size_t)g->ks / 8 * 8 +
-           (size_t)CONV_TC_STAGE * 4 + (g->tma ? CONV_TC_ALIGN : 0);
+           (g->tma ? CONV_TC_ALIGN : 0);
 }
 
 size_t conv_tc_workspace(const conv_tc_geom *g)
@@ -234,6 +234,18 @@ int conv_tc_configs(const conv_gather *g, int32_t k, int sms, int sm90, conv_tc_
     return n;
 }
 
+enum { WARPS = CONV_TC_THREADS / 32 };
+
+/* Weight (row, col)'s entry with its value bits left 0, and the index of
+ * the warp that stores it: block (channel tile, slice) · WARPS + the
+ * warp's in the block (conv_tc_owner). */
+static int64_t entry_place(const conv_tc_geom *g, int64_t row, int32_t col, uint32_t *entry)
+{
+    const int64_t block = row / CONV_TC_BM * g->splits + col / g->ks;
+    *entry = conv_tc_entry(g, (int32_t)(row % CONV_TC_BM), col % g->ks, 0);
+    return block * WARPS + conv_tc_owner(*entry >> 16);
+}
+
 spf_status conv_tc_format_make(const spf_matrix *w, const conv_tc_geom *g, spf_dtype dtype,
                                conv_tc_format *out)
 {
@@ -247,38 +259,43 @@ spf_status conv_tc_format_make(const spf_matrix *w, const conv_tc_geom *g, spf_d
                     "channels of %d columns (at most 2^31 - 1 nonzeros)", (long long)w->rows,
                     (long long)w->cols, (long long)w->nnz, g->k, g->kred);
     const int64_t slots = (int64_t)g->mtiles * g->splits;
-    int32_t *fill = mem_calloc((size_t)slots, sizeof *fill);
+    int32_t *fill = mem_calloc((size_t)(slots * WARPS), sizeof *fill);
     if (!fill)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv tc: the format's %lld blocks", (long long)slots);
-    /* counts by block (channel tile, slice): the largest, rounded up to
-     * whole 16-byte copies, is every block's */
+    /* counts by block and warp: the fullest warp's, over its 32 lanes in
+     * whole pieces of 4, is every thread's */
     int64_t most = 0;
     for (int64_t row = 0; row < g->k; row++)
         for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++) {
-            const int64_t at = row / CONV_TC_BM * g->splits + w->col_idx[e] / g->ks;
-            most = ++fill[at] > most ? fill[at] : most;
+            uint32_t entry;
+            const int64_t warp = entry_place(g, row, w->col_idx[e], &entry);
+            most = ++fill[warp] > most ? fill[warp] : most;
         }
-    const int64_t cap = most < 4 ? 4 : (most + 3) / 4 * 4;
+    const int64_t per_lane = (most + 31) / 32, pieces = per_lane > 0 ? (per_lane + 3) / 4 : 1;
+    const int64_t cap = pieces * 4 * CONV_TC_THREADS;
     out->entry = mem_alloc_array((size_t)(slots * cap), sizeof *out->entry);
     if (!out->entry) {
         mem_free(fill);
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv tc: the format of %lld blocks of %lld entries",
                     (long long)slots, (long long)cap);
     }
-    /* a block's entries in row order, each row's by column; the rest zeros
-     * into row 0's first padding column, which no mma reads */
-    const uint32_t pad = conv_tc_entry(g, 0, g->ks, 0);
-    for (int64_t i = 0; i < slots * cap; i++)
-        out->entry[i] = pad;
-    memset(fill, 0, (size_t)slots * sizeof *fill);
+    /* every slot first a zero into its thread's own place past the tile */
+    for (int64_t b = 0; b < slots; b++)
+        for (int32_t t = 0; t < CONV_TC_THREADS; t++)
+            for (int64_t j = 0; j < cap / CONV_TC_THREADS; j++)
+                out->entry[b * cap + conv_tc_slot(t, j)] = conv_tc_dump(g, t);
+    /* a warp's j-th entry (in row order, each row's by column) to its lane
+     * j mod 32 */
+    memset(fill, 0, (size_t)(slots * WARPS) * sizeof *fill);
     for (int64_t row = 0; row < g->k; row++)
         for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++) {
-            const int32_t col = w->col_idx[e], slice = col / g->ks;
-            const int64_t at = row / CONV_TC_BM * g->splits + slice;
+            uint32_t entry;
+            const int64_t warp = entry_place(g, row, w->col_idx[e], &entry);
             const uint16_t bits = dtype == SPF_DTYPE_F16 ? f16_from_float(w->values[e])
                                                          : bf16_from_float(w->values[e]);
-            out->entry[at * cap + fill[at]++] =
-                conv_tc_entry(g, (int32_t)(row % CONV_TC_BM), col - slice * g->ks, bits);
+            const int32_t j = fill[warp]++, lane = j % 32;
+            const int32_t t = (int32_t)(warp % WARPS) * 32 + lane;
+            out->entry[warp / WARPS * cap + conv_tc_slot(t, j / 32)] = entry | bits;
         }
     mem_free(fill);
     out->geom.cap = (int32_t)cap;

@@ -17,17 +17,23 @@
  *      memory. The slice's nonzeros are stored as 32-bit entries (the
  *      element's offset in the tile, row · pitch + column, and the 16-bit
  *      value): 4 bytes a nonzero, against dense fp16's 2 bytes a weight
- *      (5× fewer at 0.9 sparsity). Every block holds the same number of
- *      entries (`cap`, the largest block's count, a multiple of 4; the
- *      rest are zeros aimed at a padding column), so that a block finds
- *      its entries without reading a pointer first and copies them 16
- *      bytes at a time: the copies start with the kernel, by cp.async into
- *      a shared stage, in flight with B's gather, then are stored into the
- *      tile. (Weights spread unevenly over the blocks cost every block the
- *      fullest one's count: at most a dense tile's.) Flash-LLM's "load as
- *      sparse, compute as dense" (ANCHORS.md's peers): at 0.9 unstructured
- *      a 16×16 tile of weights is hardly ever empty (0.9^256), so skipping
- *      tiles would save nothing;
+ *      (5× fewer at 0.9 sparsity). Each warp zeroes its own 16-byte units
+ *      of the tile (unit u is warp u / 32 mod 8's) and stores the entries
+ *      that fall in them, so a warp needs no other warp's steps before
+ *      its stores (a __syncwarp, not a block barrier: the expansion runs
+ *      while thread 0 waits for the stream's previous kernel, at 834f671
+ *      0.7 µs of layer1's 4.9). Each thread loads its entries itself, 16
+ *      bytes at a time: the block's entries are pieces of 4, piece p of
+ *      thread t at p · CONV_TC_THREADS + t (conv_tc_slot), coalesced.
+ *      Every block holds the same number (`cap`: the fullest warp's,
+ *      over 32 lanes, in whole pieces, for every warp and block), so
+ *      that a block finds its entries without reading a pointer first;
+ *      the rest are zeros aimed at the thread's own slot past the tile
+ *      (conv_tc_dump). (Weights spread unevenly over the blocks cost
+ *      every block the fullest one's count: at most a dense tile's.)
+ *      Flash-LLM's "load as sparse, compute as dense" (ANCHORS.md's
+ *      peers): at 0.9 unstructured a 16×16 tile of weights is hardly ever
+ *      empty (0.9^256), so skipping tiles would save nothing;
  *   3. runs mma.sync m16n8k16 over the tiles, fp32 accumulation, each warp
  *      16 channels × 8·nt positions × every kw-th k16 step of the slice;
  *      the kw warps' sums are added in shared memory. A block has 256
@@ -80,11 +86,12 @@ enum {
                                       2·ks + 16 bytes, an odd multiple of 16,
                                       keeps ldmatrix's 8 rows on distinct banks */
     CONV_TC_MAX_KS = 1008,         /* a slice's columns: an entry's 16-bit offset
-                                      holds CONV_TC_BM rows of ks + CONV_TC_PAD */
+                                      holds CONV_TC_BM rows of ks + CONV_TC_PAD
+                                      and CONV_TC_THREADS slots past them    */
     CONV_TC_MAX_CLUSTER = 16,      /* slices a cluster reduces: past 8, a size
                                       the H100 and H200 take but CUDA does not
                                       promise (conv_tc_create asks)          */
-    CONV_TC_STAGE = 4096,          /* entries a block stages at a time: 16 KB    */
+    CONV_TC_THREADS = 256,         /* a block's threads: 8 warps                 */
     CONV_TC_CHUNK = 64,            /* channels of a copy-engine box: 128 bytes,
                                       the 128-byte swizzle's row             */
     CONV_TC_ALIGN = 1024,          /* the swizzle's alignment of the boxes       */
@@ -128,7 +135,8 @@ typedef struct conv_tc_geom {
     int32_t cluster;                             /* 1: the slices meet in a cluster     */
     int32_t tma;                                 /* 1: B by the copy engine (sm_90)     */
     int32_t ntiles, mtiles;                      /* blocks along positions, channels    */
-    int32_t cap;                                 /* entries a block (set by the format) */
+    int32_t cap;                                 /* entries a block (set by the format:
+                                                    a multiple of 4 · CONV_TC_THREADS) */
     conv_fastdiv by_pq, by_q, by_c, by_s;        /* divisions of conv_tc_place, _tap    */
     conv_fastdiv by_runs;                        /* by ks / 8: the gather's runs        */
 } conv_tc_geom;
@@ -191,13 +199,15 @@ CONV_HD uint32_t conv_tc_swizzled(uint32_t bn, uint32_t n, uint32_t j)
 }
 
 /* Bytes of a block's tiles: A (CONV_TC_BM rows) and B (bn rows) of
- * ks + CONV_TC_PAD elements, or the epilogue's fp32 bn × (CONV_TC_BM + 1)
- * sums that reuse them, whichever is larger (a multiple of 16). The
- * tables of places (16 bytes a position) and taps (8 bytes a run of 8
- * columns) follow, then the stage of CONV_TC_STAGE entries. */
+ * ks + CONV_TC_PAD elements and the padding entries' slots past A
+ * (conv_tc_dump), or the epilogue's fp32 bn × (CONV_TC_BM + 1) sums that
+ * reuse them, whichever is larger (a multiple of 16). The tables of
+ * places (16 bytes a position) and taps (8 bytes a run of 8 columns)
+ * follow. */
 CONV_HD size_t conv_tc_tile_bytes(const conv_tc_geom *g)
 {
-    const size_t ab = (size_t)(CONV_TC_BM + g->bn) * (size_t)(g->ks + CONV_TC_PAD) * 2;
+    const size_t ab = ((size_t)(CONV_TC_BM + g->bn) * (size_t)(g->ks + CONV_TC_PAD) +
+                       CONV_TC_THREADS) * 2;
     const size_t sums = (size_t)g->bn * (CONV_TC_BM + 1) * 4;
     return ab > sums ? ab : sums;
 }
@@ -208,6 +218,29 @@ CONV_HD size_t conv_tc_tile_bytes(const conv_tc_geom *g)
 CONV_HD uint32_t conv_tc_entry(const conv_tc_geom *g, int32_t row, int32_t col, uint16_t bits)
 {
     return (uint32_t)(row * (g->ks + CONV_TC_PAD) + col) << 16 | bits;
+}
+
+/* The warp that zeroes the 16-byte unit of A's element `at` and stores the
+ * entries that fall in it: units go 32 to a warp in turn (the zeroing's
+ * unit u is thread u mod CONV_TC_THREADS's). */
+CONV_HD int32_t conv_tc_owner(uint32_t at)
+{
+    return (int32_t)(at / 8 / 32 % (CONV_TC_THREADS / 32));
+}
+
+/* Where thread t's padding entries store their zeros: its own element
+ * past the A tile, which nothing reads (offsets stay within 16 bits:
+ * CONV_TC_MAX_KS). */
+CONV_HD uint32_t conv_tc_dump(const conv_tc_geom *g, int32_t t)
+{
+    return (uint32_t)(CONV_TC_BM * (g->ks + CONV_TC_PAD) + t) << 16;
+}
+
+/* The index in a block's entries of thread t's j-th entry: in piece j / 4
+ * of the thread's, pieces of all threads in turn. */
+CONV_HD int64_t conv_tc_slot(int32_t t, int64_t j)
+{
+    return (j / 4 * CONV_TC_THREADS + t) * 4 + j % 4;
 }
 
 #ifdef __cplusplus
@@ -242,7 +275,9 @@ size_t conv_tc_smem(const conv_tc_geom *g);
 size_t conv_tc_workspace(const conv_tc_geom *g);
 
 /* The format: geom.cap entries a block, block (mt, z)'s from entry
- * (mt·splits + z)·cap; nnz of them are weights. */
+ * (mt·splits + z)·cap, thread t's j-th at conv_tc_slot(t, j): the entries
+ * of warp w's units (conv_tc_owner) dealt over its lanes in turn; nnz of
+ * them are weights, the rest conv_tc_dump's. */
 typedef struct conv_tc_format {
     conv_tc_geom geom;
     uint32_t *entry;

@@ -7,8 +7,9 @@
  * (at a fixed place: nothing to read before), then B's (the copy engine's
  * boxes, or the gather's copies: the tables the gather needs are computed
  * while the entries are in flight); the A tile is zeroed and the entries
- * stored into it while B's copies are in flight, and the tensor cores
- * start once both tiles are in. */
+ * stored into it, each by the warp that zeroed their units, while B's
+ * copies are in flight (or the previous kernel still runs), and the
+ * tensor cores start once both tiles are in. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -123,24 +124,31 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
     unsigned char *smem =
         TM ? smem_raw + ((CONV_TC_ALIGN - smem_addr(smem_raw) % CONV_TC_ALIGN) % CONV_TC_ALIGN)
            : smem_raw;
-    T *bs = TM ? reinterpret_cast<T *>(smem) : reinterpret_cast<T *>(smem) + BM * pitch;
+    /* A's tile: BM rows of pitch elements, then a slot a thread for its
+     * padding entries (conv_tc_dump) */
+    T *bs = TM ? reinterpret_cast<T *>(smem)
+               : reinterpret_cast<T *>(smem) + BM * pitch + CONV_TC_THREADS;
     T *as = TM ? bs + BN * g.ks : reinterpret_cast<T *>(smem);
     int4 *places = reinterpret_cast<int4 *>(smem + conv_tc_tile_bytes(&g)); /* corner, y0, x0 */
     int2 *taps = reinterpret_cast<int2 *>(places + BN);                     /* offset, dydx   */
-    uint32_t *stage =
-        TM ? reinterpret_cast<uint32_t *>(places) : reinterpret_cast<uint32_t *>(taps + runs);
 
-    /* the entries' first stage, 16 bytes a copy */
-    const uint32_t *entry =
-        a.entry + static_cast<size_t>(blockIdx.y * g.splits + blockIdx.z) * g.cap;
-    for (int e = 4 * tid; e < min(g.cap, static_cast<int>(CONV_TC_STAGE)); e += 4 * kThreads)
-        copy16(stage + e, entry + e, 16);
-    copy_commit();
+    /* this thread's entries (conv_tc_slot): the first kHead pieces loaded
+     * now, in flight while the tile is zeroed */
+    static_assert(kThreads == CONV_TC_THREADS, "the format's threads");
+    constexpr int kHead = 4;
+    const uint4 *entry = reinterpret_cast<const uint4 *>(a.entry) +
+                         static_cast<size_t>(blockIdx.y * g.splits + blockIdx.z) * g.cap / 4 + tid;
+    const int pieces = g.cap / (4 * kThreads);
+    uint4 head[kHead];
+#pragma unroll
+    for (int p = 0; p < kHead; p++)
+        if (p < pieces)
+            head[p] = __ldg(entry + p * kThreads);
     /* the stream's next kernel may start its preamble once every block
      * of this one has begun; this one waits for the previous kernel
      * (which may write the input) only where it first reads the input:
-     * thread 0 before B's boxes, while the others copy the entries and
-     * zero the A tile (gpu/grid_dependency.cuh) */
+     * thread 0 before B's boxes, while the others expand the weights
+     * (gpu/grid_dependency.cuh) */
     grid_dependents_launch();
     if (TM && tid == 0) {
         grid_dependency_wait();
@@ -161,6 +169,8 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
             conv_tc_tap(&g, kk0 + 8 * tid, &t.x, reinterpret_cast<uint32_t *>(&t.y));
         taps[tid] = t;
     }
+    /* the A tile zeroed, unit u by thread u mod kThreads: warp w's units
+     * are the ones its entries fall in (conv_tc_owner) */
     uint4 *a4 = reinterpret_cast<uint4 *>(as);
 #pragma unroll 4
     for (int i = tid; i < BM * pitch / 8; i += kThreads)
@@ -173,32 +183,57 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
         for (int i = BN * valid / 8 + tid; i < BN * g.ks / 8; i += kThreads)
             b4[i] = make_uint4(0u, 0u, 0u, 0u);
     }
-    __syncthreads();
 
-    /* B: run j of position n, threads along the runs (a tap's channels
-     * are consecutive in memory); (n, j) stepped without a division; a
-     * run in the padding is a zero-filling copy from the input's start */
-    if (!TM)
+    /* A: this thread's entries stored into its warp's zeroed units (with
+     * the copy engine at once, its warp's zeroing being all they wait
+     * for; with the gather after its copies are issued) */
+    uint16_t *ah = reinterpret_cast<uint16_t *>(as);
+    auto store = [&](const uint4 v) {
+        ah[v.x >> 16] = static_cast<uint16_t>(v.x);
+        ah[v.y >> 16] = static_cast<uint16_t>(v.y);
+        ah[v.z >> 16] = static_cast<uint16_t>(v.z);
+        ah[v.w >> 16] = static_cast<uint16_t>(v.w);
+    };
+    auto expand = [&] {
+#pragma unroll
+        for (int p = 0; p < kHead; p++)
+            if (p < pieces)
+                store(head[p]);
+#pragma unroll 4
+        for (int p = kHead; p < pieces; p++)
+            store(__ldg(entry + p * kThreads));
+    };
+    if (TM) {
+        __syncwarp();
+        expand();
+    } else {
+        __syncthreads(); /* the tables */
+        /* B: run j of position n, threads along the runs (a tap's channels
+         * are consecutive in memory); (n, j) stepped without a division;
+         * a run in the padding is a zero-filling copy from the input's
+         * start */
         grid_dependency_wait();
-    const T *in = static_cast<const T *>(a.in);
-    const int dn = static_cast<int>(conv_div(kThreads, g.by_runs)), dj = kThreads - dn * runs;
-    int n = TM ? BN : static_cast<int>(conv_div(static_cast<uint32_t>(tid), g.by_runs));
-    for (int j = tid - n * runs; n < BN;) {
-        const int2 t = taps[j];
-        const int4 pl = places[n];
-        const bool inside = static_cast<uint32_t>(t.y) != kNoTap &&
-                            conv_tc_inside(&g, pl.y, pl.z, static_cast<uint32_t>(t.y));
-        const T *src = in + (inside ? pl.x + t.x : 0);
-        T *dst = bs + n * pitch + 8 * j;
-        if (a.aligned)
-            copy16_or_zero(dst, src, inside ? 16 : 0);
-        else
-            copy16_plain(dst, src, inside ? 16 : 0);
-        n += dn, j += dj;
-        if (j >= runs)
-            j -= runs, n++;
+        const T *in = static_cast<const T *>(a.in);
+        const int dn = static_cast<int>(conv_div(kThreads, g.by_runs)), dj = kThreads - dn * runs;
+        int n = static_cast<int>(conv_div(static_cast<uint32_t>(tid), g.by_runs));
+        for (int j = tid - n * runs; n < BN;) {
+            const int2 t = taps[j];
+            const int4 pl = places[n];
+            const bool inside = static_cast<uint32_t>(t.y) != kNoTap &&
+                                conv_tc_inside(&g, pl.y, pl.z, static_cast<uint32_t>(t.y));
+            const T *src = in + (inside ? pl.x + t.x : 0);
+            T *dst = bs + n * pitch + 8 * j;
+            if (a.aligned)
+                copy16_or_zero(dst, src, inside ? 16 : 0);
+            else
+                copy16_plain(dst, src, inside ? 16 : 0);
+            n += dn, j += dj;
+            if (j >= runs)
+                j -= runs, n++;
+        }
+        copy_commit();
+        expand();
     }
-    copy_commit();
 
     /* the epilogue's positions of this block: those of every u < E but in
      * a cluster, where block r finishes u ≡ r (mod slices); its bias and
@@ -222,36 +257,10 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
     for (int u = 0; u < E; u++)
         res[u] = a.residual && channel && !workspace && mine(u) ? residual(u) : 0.0f;
 
-    /* A: the entries stored into the zeroed tile, a stage at a time; the
-     * first while B's copies are in flight */
-    uint16_t *ah = reinterpret_cast<uint16_t *>(as);
-    for (int s0 = 0; s0 < g.cap; s0 += CONV_TC_STAGE) {
-        const int count = min(static_cast<int>(CONV_TC_STAGE), g.cap - s0);
-        if (s0 > 0) {
-            __syncthreads(); /* the last stage stored */
-            for (int e = 4 * tid; e < count; e += 4 * kThreads)
-                copy16(stage + e, entry + s0 + e, 16);
-            copy_commit();
-            copy_wait<0>();
-        } else {
-            copy_wait<1>();
-        }
-        __syncthreads();
-        /* four entries a thread at a time (count is a multiple of 4) */
-        const uint4 *stage4 = reinterpret_cast<const uint4 *>(stage);
-#pragma unroll 2
-        for (int e = tid; e < count / 4; e += kThreads) {
-            const uint4 v = stage4[e];
-            ah[v.x >> 16] = static_cast<uint16_t>(v.x);
-            ah[v.y >> 16] = static_cast<uint16_t>(v.y);
-            ah[v.z >> 16] = static_cast<uint16_t>(v.z);
-            ah[v.w >> 16] = static_cast<uint16_t>(v.w);
-        }
-    }
     copy_wait<0>(); /* B's gather */
-    if (TM)
-        bar_wait(&full, 0);
     __syncthreads();
+    if (TM)
+        bar_wait(&full, 0); /* after the barrier: thread 0 has set it up */
     /* warp (wm, wn, wk): channels 16·wm.., positions 8·NT·wn.., k16 steps
      * wk, wk + KW, ...; two sets of sums, alternate steps: twice the
      * independent mma chains */
