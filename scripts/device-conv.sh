@@ -23,6 +23,9 @@
 # them on the same library) but test_conv_tc_gpu (and its memcheck and
 # racecheck with SPF_CONV_RACECHECK_TC=1), the bench and ResNet-50 at 0.8
 # and 0.9 instead.
+# SPF_CONV_PLAN_TESTS=1 (with SPF_CONV_BENCH_ONLY=1): test_conv and
+# test_strategies too (the conv plans and the launch helper the structured
+# kernels share), without their sanitizers.
 # SPF_CONV_BENCH_ARGS: bench_conv.py's arguments in place of
 # "--sparsity 0.9 --batch 1,32 --kinds 3x3" (e.g. "... --also unrolled");
 # SPF_CONV_SKIP_E2E=1 leaves ResNet-50 out; SPF_CONV_E2E_SPARSITY sets its
@@ -35,7 +38,10 @@ device_init device-conv
 
 device_convdata
 targets="test_conv test_strategies test_conv_window_gpu test_conv_tc_gpu test_plan"
-[ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ] && targets=test_conv_tc_gpu
+if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
+  targets=test_conv_tc_gpu
+  [ "${SPF_CONV_PLAN_TESTS:-0}" = 1 ] && targets="$targets test_conv test_strategies"
+fi
 # shellcheck disable=SC2086
 build_step 260 -j16 --target spforge spforge_cli $targets
 if [ ! -f "$build/libspforge.so" ]; then
@@ -70,6 +76,10 @@ if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   echo "tests and sanitizers left out but test_conv_tc_gpu (SPF_CONV_BENCH_ONLY=1)" |
     tee -a "$out/summary.txt"
   step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
+  if [ "${SPF_CONV_PLAN_TESTS:-0}" = 1 ]; then
+    step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
+    step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
+  fi
   if [ "${SPF_CONV_RACECHECK_TC:-0}" = 1 ]; then
     sanitize memcheck test_conv_tc_gpu 90
     sanitize racecheck test_conv_tc_gpu 200
