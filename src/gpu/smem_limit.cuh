@@ -51,7 +51,8 @@ static inline spf_status smem_launch(const void *k, dim3 grid, int threads, size
  * (gpu/grid_dependency.cuh: the kernel waits for it itself). attrs, the
  * caller's, holds the two attributes. */
 static inline cudaLaunchConfig_t launch_config(dim3 grid, int threads, size_t smem, int cluster,
-                                               int early, void *stream, cudaLaunchAttribute attrs[2])
+                                               int early, void *stream,
+                                               cudaLaunchAttribute attrs[2])
 {
     cudaLaunchConfig_t config = {};
     config.gridDim = grid;
