@@ -10,6 +10,7 @@
 #include "core/matrix.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef SPF_HAVE_CUDA
@@ -335,14 +336,16 @@ spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, co
     x->dtype = dtype;
     x->relu = relu;
     spf_status status = SPF_OK;
-    if (g->tma) {
-        int device = 0, major = 0;
-        TRY(CUDA_CHECK(cudaGetDevice(&device)));
-        TRY(CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)));
-        if (major < 9)
-            FAIL_GOTO(SPF_ERR_UNSUPPORTED, "conv tc: B by the copy engine on a device of compute "
-                      "capability %d (9.0 or newer)", major);
-    }
+    int device = 0, major = 0;
+    TRY(CUDA_CHECK(cudaGetDevice(&device)));
+    TRY(CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device)));
+    if (g->tma && major < 9)
+        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "conv tc: B by the copy engine on a device of compute "
+                  "capability %d (9.0 or newer)", major);
+    /* the early start (gpu/grid_dependency.cuh) where the device has it,
+     * unless SPFORGE_PDL=0 asks to measure without it */
+    const char *pdl = getenv("SPFORGE_PDL");
+    x->early = major >= 9 && !(pdl && strcmp(pdl, "0") == 0);
     if (g->cluster)
         TRY(conv_tc_cluster_check(g, dtype));
     TRY(device_upload((void **)&x->entry, f->entry, (int64_t)g->mtiles * g->splits * g->cap,

@@ -303,6 +303,8 @@ typedef struct conv_tc {
     conv_tc_geom geom;
     spf_dtype dtype;
     int relu;          /* after the residual                         */
+    int early;         /* launched to start before the stream's previous
+                          kernel ends (sm_90, SPFORGE_PDL not 0)     */
     uint32_t *entry;   /* device, owned                              */
     float *workspace;  /* device, owned, zeroed: splits > 1 without a
                           cluster only                               */

@@ -14,18 +14,13 @@
  * kernel, if launched with the attribute, start once every block of this
  * one has said so or exited. Both do nothing before sm_90.
  *
- * The host side: early_start_allowed() says whether launches may ask for
- * it: on a device of compute capability 9.0 or newer, unless the
- * environment sets SPFORGE_PDL=0 (to measure without it). */
+ * The host side: the launch's programmatic-serialization attribute
+ * (smem_limit.cuh's launch_config, `early`), asked for only on compute
+ * capability 9.0 or newer; the conv TC plan also leaves it off where the
+ * environment sets SPFORGE_PDL=0 (conv_tc_create), to measure without
+ * it. */
 #ifndef SPF_GPU_GRID_DEPENDENCY_CUH
 #define SPF_GPU_GRID_DEPENDENCY_CUH
-
-#include <cuda_runtime.h>
-
-#include <stdlib.h>
-#include <string.h>
-
-#include "gpu/cuda_check.h"
 
 __device__ __forceinline__ void grid_dependency_wait()
 {
@@ -39,22 +34,6 @@ __device__ __forceinline__ void grid_dependents_launch()
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
-}
-
-/* *allowed: 1 where launches on the current device may start early. */
-static inline spf_status early_start_allowed(int *allowed)
-{
-    *allowed = 0;
-    const char *env = getenv("SPFORGE_PDL");
-    if (env && strcmp(env, "0") == 0)
-        return SPF_OK;
-    int device = 0, major = 0;
-    spf_status status = CUDA_CHECK(cudaGetDevice(&device));
-    if (status == SPF_OK)
-        status = CUDA_CHECK(
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    *allowed = status == SPF_OK && major >= 9;
-    return status;
 }
 
 #endif

@@ -499,10 +499,6 @@ extern "C" spf_status conv_tc_launch(const conv_tc *x, const void *in, void *out
         if (status != SPF_OK)
             return status;
     }
-    int early = 0;
-    spf_status status = early_start_allowed(&early);
-    if (status != SPF_OK)
-        return status;
     return smem_launch_ex(k, grid_of(g), kThreads, conv_tc_smem(&g), &a, g.cluster ? g.splits : 1,
-                          early, stream);
+                          x->early, stream);
 }
