@@ -28,9 +28,12 @@
 # kernels share), without their sanitizers.
 # SPF_CONV_BENCH_ARGS: bench_conv.py's arguments in place of
 # "--sparsity 0.9 --batch 1,32 --kinds 3x3" (e.g. "... --also unrolled");
+# SPF_CONV_BENCH_LIMIT_S and SPF_CONV_E2E_LIMIT_S: the bench's and
+# ResNet-50's seconds (default 280 and 200; a sweep needs more).
 # SPF_CONV_SKIP_E2E=1 leaves ResNet-50 out; SPF_CONV_E2E_SPARSITY sets its
-# sparsities (default 0.9, and 0.8,0.9 with SPF_CONV_BENCH_ONLY=1) and
-# SPF_CONV_E2E_BATCH its batches (default 1,32).
+# sparsities (default 0.9, and 0.8,0.9 with SPF_CONV_BENCH_ONLY=1),
+# SPF_CONV_E2E_BATCH its batches (default 1,32) and SPF_CONV_E2E_DTYPE its
+# dtypes (default f16).
 set -uo pipefail
 # shellcheck source=device-steps.sh
 . "$(dirname "$0")/device-steps.sh"
@@ -99,13 +102,13 @@ else
   done
 fi
 # shellcheck disable=SC2086
-step bench-conv "$out/bench-conv.log" 280 python3 "$root/scripts/bench_conv.py" \
-  --spforge "$build/spforge" --data "$root/data" --dtype f16 \
+step bench-conv "$out/bench-conv.log" "${SPF_CONV_BENCH_LIMIT_S:-280}" \
+  python3 "$root/scripts/bench_conv.py" --spforge "$build/spforge" --data "$root/data" --dtype f16 \
   ${SPF_CONV_BENCH_ARGS:---sparsity 0.9 --batch 1,32 --kinds 3x3} --out "$out/conv.csv"
 [ "${SPF_CONV_SKIP_E2E:-0}" = 1 ] ||
-  step e2e "$out/e2e.log" 200 python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" \
-    --sparsity "${SPF_CONV_E2E_SPARSITY:-$e2e_sparsity}" --batch "${SPF_CONV_E2E_BATCH:-1,32}" \
-    --dtype f16 --out "$out/e2e.csv" --plot "$out/e2e.png"
+  step e2e "$out/e2e.log" "${SPF_CONV_E2E_LIMIT_S:-200}" \
+    python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" --sparsity "${SPF_CONV_E2E_SPARSITY:-$e2e_sparsity}" --batch "${SPF_CONV_E2E_BATCH:-1,32}" \
+    --dtype "${SPF_CONV_E2E_DTYPE:-f16}" --out "$out/e2e.csv" --plot "$out/e2e.png"
 tar -czf "$out/logs.tar.gz" -C "$out" $(cd "$out" && ls ./*.log) && rm -f "$out"/*.log
 echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
 [ -z "$failed" ]
