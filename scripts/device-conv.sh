@@ -107,7 +107,8 @@ step bench-conv "$out/bench-conv.log" "${SPF_CONV_BENCH_LIMIT_S:-280}" \
   ${SPF_CONV_BENCH_ARGS:---sparsity 0.9 --batch 1,32 --kinds 3x3} --out "$out/conv.csv"
 [ "${SPF_CONV_SKIP_E2E:-0}" = 1 ] ||
   step e2e "$out/e2e.log" "${SPF_CONV_E2E_LIMIT_S:-200}" \
-    python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" --sparsity "${SPF_CONV_E2E_SPARSITY:-$e2e_sparsity}" --batch "${SPF_CONV_E2E_BATCH:-1,32}" \
+    python3 "$root/scripts/e2e_resnet50.py" --data "$root/data" \
+    --sparsity "${SPF_CONV_E2E_SPARSITY:-$e2e_sparsity}" --batch "${SPF_CONV_E2E_BATCH:-1,32}" \
     --dtype "${SPF_CONV_E2E_DTYPE:-f16}" --out "$out/e2e.csv" --plot "$out/e2e.png"
 tar -czf "$out/logs.tar.gz" -C "$out" $(cd "$out" && ls ./*.log) && rm -f "$out"/*.log
 echo "== done in $(($(date +%s) - start))s; failed:${failed:- none}" | tee -a "$out/summary.txt"
