@@ -18,6 +18,10 @@
 #
 # .convdata/rn50.tar.xz holds the DLMC ResNet-50 files and batch sizes
 # (../shared/data's, which does not travel); it is unpacked into data/.
+# It holds every sparsity DLMC prunes ResNet-50 to by magnitude (0.8, 0.9,
+# 0.95, 0.98; DLMC has no 0.7):
+#   tar -xJf ../shared/data/dlmc-dev.tar.xz -C /tmp dlmc/rn50 dlmc/rn50_batchsizes.txt
+#   tar -cJf .convdata/rn50.tar.xz -C /tmp dlmc/rn50/magnitude_pruning dlmc/rn50_batchsizes.txt
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
 # them on the same library) but test_conv_tc_gpu (and its memcheck and
