@@ -1,0 +1,44 @@
+"""scripts/rn50_24_strays.py (how far 3x3 weights are from 2:4 along the
+implicit im2col's reduction) on hand-made rows: the groups that break 2:4,
+the strays past two nonzeros a group, the rows outside; and a .smtx file
+whose counts disagree refused. Needs neither the library nor a GPU."""
+
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import rn50_24_strays  # noqa: E402
+
+
+class StraysTests(unittest.TestCase):
+    def test_counts_by_hand(self):
+        # row 0: columns 0-3 hold 4 (2 strays), 4-7 hold 2 (2:4 holds);
+        # row 1: 8-11 hold 3 (1 stray), 12 alone; row 2 empty;
+        # row 3: 1 and 5, one a group
+        rows = [[0, 1, 2, 3, 4, 6], [8, 9, 11, 12], [], [1, 5]]
+        offsets, columns = [0], []
+        for r in rows:
+            columns += r
+            offsets.append(len(columns))
+        broken, strays, outside = rn50_24_strays.strays_of(len(rows), offsets, columns)
+        self.assertEqual((broken, strays, outside), (2, 3, 2))
+
+    def test_read_checks_counts(self):
+        with tempfile.TemporaryDirectory() as d:
+            good = os.path.join(d, "good.smtx")
+            with open(good, "w") as f:
+                f.write("2, 8, 3\n0 2 3\n0 5 7\n")
+            self.assertEqual(rn50_24_strays.read_smtx(good), (2, 8, [0, 2, 3], [0, 5, 7]))
+            bad = os.path.join(d, "bad.smtx")
+            with open(bad, "w") as f:
+                f.write("2, 8, 4\n0 2 3\n0 5 7\n")
+            with self.assertRaises(SystemExit) as e:
+                rn50_24_strays.read_smtx(bad)
+            self.assertIn("bad.smtx", str(e.exception.code))
+
+
+if __name__ == "__main__":
+    unittest.main()
