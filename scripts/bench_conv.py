@@ -50,17 +50,9 @@ from spforge._timing import graph_time_us  # noqa: E402  (src/gpu/timing.c's gra
 from bench_torch_semi import time_us  # noqa: E402  (src/gpu/timing.c's protocol)
 
 
-def read_smtx(path):
-    with open(path) as f:
-        rows, cols, nnz = (int(x) for x in f.readline().split(","))
-        row_ptr = [int(x) for x in f.readline().split()]
-        col_idx = [int(x) for x in f.readline().split()] if nnz else []
-    return rows, cols, row_ptr, col_idx
-
-
 def write_torch_order(src, dst, layer):
     """src's pattern with its columns in torch's (c, r, s) order."""
-    rows, cols, row_ptr, col_idx = read_smtx(src)
+    rows, cols, row_ptr, col_idx = resnet50.read_smtx(src)
     perm = resnet50.torch_columns(layer)
     out = []
     for i in range(rows):
@@ -121,6 +113,14 @@ def im2col_cusparse_us(layer, w, batch, dtype, torch):
         except RuntimeError:  # no CSR product in this dtype: fp32
             continue
     return float("nan"), ""
+
+
+def graph_columns(row, prefix, e, why):
+    """row's <prefix>_graph_us and <prefix>_kernel from a CUDA-graph run's
+    JSON e (NaN where it did not pass; why where it named no kernel)."""
+    row[prefix + "_graph_us"] = round(1e3 * e["time_ms_median"], 3) \
+        if e.get("passed") else float("nan")
+    row[prefix + "_kernel"] = e.get("plan", {}).get("kernel", "") or why
 
 
 def spforge_conv(spforge, path, layer, batch, dtype, strategy, timing, env=None):
@@ -219,16 +219,12 @@ def main():
                "plan_s": d.get("plan_s", "")}
         for other in also:
             e, why = spforge_conv(a.spforge, dst, l, batch, a.dtype, other, "graph")
-            row[other + "_graph_us"] = round(1e3 * e["time_ms_median"], 3) \
-                if e.get("passed") else float("nan")
-            row[other + "_kernel"] = e.get("plan", {}).get("kernel", "") or why
+            graph_columns(row, other, e, why)
             row[other + "_plan_s"] = e.get("plan_s", "")
         if a.without_pdl:
             e, why = spforge_conv(a.spforge, dst, l, batch, a.dtype, a.strategy, "graph",
                                   {"SPFORGE_PDL": "0"})
-            row["nopdl_graph_us"] = round(1e3 * e["time_ms_median"], 3) \
-                if e.get("passed") else float("nan")
-            row["nopdl_kernel"] = e.get("plan", {}).get("kernel", "") or why
+            graph_columns(row, "nopdl", e, why)
         rows_out.append(row)
         write_csv(a.out, rows_out)  # each row as it comes: a cut-off run keeps its rows
         print("%-22s batch %2d: spforge %8.1f us (%s, %s), graph %7.1f us  cuDNN "

@@ -95,10 +95,9 @@ def apply_dlmc_masks(model, folder, torch):
     for layer in resnet50.LAYERS:
         if layer.module == "fc":
             continue
-        with open(os.path.join(folder, layer.dlmc + ".smtx")) as f:
-            rows, cols, nnz = (int(x) for x in f.readline().split(","))
-            row_ptr = [int(x) for x in f.readline().split()]
-            col_idx = [int(x) for x in f.readline().split()] if nnz else []
+        rows, cols, row_ptr, col_idx = resnet50.read_smtx(
+            os.path.join(folder, layer.dlmc + ".smtx"))
+        nnz = len(col_idx)
         perm = resnet50.torch_columns(layer)
         mask = torch.zeros(rows, cols)
         for i in range(rows):

@@ -21,16 +21,17 @@ import glob
 import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from spforge import resnet50  # noqa: E402  (no numpy or torch)
+
 
 def read_smtx(path):
-    """(rows, cols, row offsets, column indices) of a DLMC .smtx file."""
-    with open(path) as f:
-        rows, cols, nnz = (int(x) for x in f.readline().split(","))
-        offsets = [int(x) for x in f.readline().split()]
-        columns = [int(x) for x in f.readline().split()]
-    if len(offsets) != rows + 1 or len(columns) != nnz or offsets[-1] != nnz:
-        sys.exit(f"{path}: expected {rows + 1} row offsets and {nnz} columns")
-    return rows, cols, offsets, columns
+    """(rows, cols, row offsets, column indices) of a DLMC .smtx file; exits
+    naming the file where its counts disagree with its header."""
+    try:
+        return resnet50.read_smtx(path)
+    except ValueError as e:
+        sys.exit(str(e))
 
 
 def strays_of(rows, offsets, columns):

@@ -90,3 +90,15 @@ def torch_columns(l):
     torch_mask[:, perm] = dlmc_mask."""
     c, k = l.c_in, l.kernel
     return [(j % c * k + j // c // k) * k + j // c % k for j in range(c * k * k)]
+
+
+def read_smtx(path):
+    """(rows, cols, row offsets, column indices) of a DLMC .smtx pattern;
+    ValueError naming the file where its counts disagree with its header."""
+    with open(path) as f:
+        rows, cols, nnz = (int(x) for x in f.readline().split(","))
+        row_ptr = [int(x) for x in f.readline().split()]
+        col_idx = [int(x) for x in f.readline().split()] if nnz else []
+    if len(row_ptr) != rows + 1 or len(col_idx) != nnz or row_ptr[-1] != nnz:
+        raise ValueError("%s: expected %d row offsets and %d columns" % (path, rows + 1, nnz))
+    return rows, cols, row_ptr, col_idx
