@@ -44,9 +44,9 @@ set -uo pipefail
 device_init device-conv
 
 device_convdata
-targets="test_conv test_strategies test_conv_window_gpu test_conv_tc_gpu test_plan"
+targets="test_conv test_strategies test_conv_window_gpu test_conv_tc_gpu test_conv_wg_gpu test_plan"
 if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
-  targets=test_conv_tc_gpu
+  targets="test_conv_tc_gpu test_conv_wg_gpu"
   [ "${SPF_CONV_PLAN_TESTS:-0}" = 1 ] && targets="$targets test_conv test_strategies"
 fi
 # shellcheck disable=SC2086
@@ -83,6 +83,7 @@ if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   echo "tests and sanitizers left out but test_conv_tc_gpu (SPF_CONV_BENCH_ONLY=1)" |
     tee -a "$out/summary.txt"
   step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
+  step test-wg "$out/test-wg.log" 90 "$build/tests/test_conv_wg_gpu"
   if [ "${SPF_CONV_PLAN_TESTS:-0}" = 1 ]; then
     step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
     step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
@@ -96,6 +97,7 @@ else
   step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
   step test-window "$out/test-window.log" 90 "$build/tests/test_conv_window_gpu"
   step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
+  step test-wg "$out/test-wg.log" 90 "$build/tests/test_conv_wg_gpu"
   step test-plan "$out/test-plan.log" 60 "$build/tests/test_plan" quick
   # racecheck of the tc kernel's quick set: 52 s at c89492c (480 launches),
   # about twice as many since the copy engine's configs

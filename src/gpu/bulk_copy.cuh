@@ -72,6 +72,18 @@ __device__ __forceinline__ void tma_load_3d(void *dst, const CUtensorMap *map, i
                   : "memory");
 }
 
+/* The box at (c0, c1, c2, c3) of a 4-D map (an NHWC tensor's tiled map:
+ * channel, pixel, row, image; a box may start outside the tensor). */
+__device__ __forceinline__ void tma_load_4d(void *dst, const CUtensorMap *map, int c0, int c1,
+                                            int c2, int c3, uint64_t *bar)
+{
+    SPF_BULK_COPY("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                  " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(smem_addr(dst)),
+                  "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
+                  "r"(smem_addr(bar))
+                  : "memory");
+}
+
 /* An im2col box of an NHWC map (PTX ISA "Im2col mode"): the map's pixels
  * per column from the pixel at (x, y) of image n (the first output
  * position's window corner, padding included), channels c.. of each, each

@@ -43,6 +43,15 @@ spf_status tensor_map_im2col(CUtensorMap *out, spf_dtype dtype, const void *base
                              const int64_t nhwc[4], const int32_t lower[2], const int32_t upper[2],
                              int stride, int pixels, int channels);
 
+/* The tiled map of an NHWC tensor of F16 or BF16 elements at base (n
+ * images of h × w pixels of c channels, c a multiple of 8), copied in
+ * boxes of `channels` channels (channels · 2 ≤ 128) × box_w pixels ×
+ * box_h rows of one image with the 128-byte swizzle; a box may start
+ * outside the tensor (negative coordinates), and what it covers outside
+ * reads as zeros. SPF_ERR_UNSUPPORTED as tensor_map_2d. */
+spf_status tensor_map_nhwc(CUtensorMap *out, spf_dtype dtype, const void *base,
+                           const int64_t nhwc[4], int channels, int box_w, int box_h);
+
 /* Whether tensor_map_2d takes a matrix at base with this pitch (no driver
  * call). */
 int tensor_map_fits(const void *base, int64_t rows, int64_t cols, int64_t pitch);

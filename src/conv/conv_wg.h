@@ -1,0 +1,142 @@
+/* The warpgroup conv kernel (kernels/conv_wg.sm90a.cu, Hopper only): an
+ * implicit GEMM over the weights expanded dense, for batches where the
+ * tensor cores' throughput, not the chain of one block's steps, sets the
+ * time (bench/results/conv/README.md: at batch 32 the IMPLICIT path's TC
+ * kernel, which expands the weights again for every few positions and
+ * issues mma.sync, runs at about 75 TFLOPS; cuDNN at 310-460).
+ *
+ * The input is read once, not once a tap. A block takes CONV_WG_BM output
+ * channels and `rows` output rows of one image. For each 64 input channels
+ * (a chunk), the copy engine brings
+ *   - B: the input rows under those output rows with their halo, the whole
+ *     padded width (`wp` = W + 2·pad pixels, outside read as zeros), as
+ *     one box: halo row y, pixel x at stage row y·wp + x, 64 channels
+ *     (128 bytes) a row, 128-byte swizzled;
+ *   - A: the weights of each tap (r, s) for these channels, a 64 × 64 box
+ *     of the dense weights (K × R·S·C, columns in (r, s, c) order), also
+ *     128-byte swizzled.
+ * Positions are counted over the padded width: position i·wp + j is
+ * output row i of the block, column j, and only j < Q are stored. Then tap
+ * (r, s) of position i·wp + j reads stage row (i + r)·wp + j + s: the
+ * same stage, rows r·wp + s later. So each tap is one wgmma operand B
+ * over the stage from a later start (CONV_WG_BN positions, K-major, the
+ * 128-byte swizzle), and the 9 taps of a 3×3 convolution share one copy
+ * of the input. Columns j ≥ Q read past their row or past the box into
+ * slack rows: their sums are never stored (2 of every wp at a 3×3
+ * convolution: 3 % on layer1, 22 % on layer4).
+ *
+ * One warpgroup of 128 threads: thread 0 issues the copies (`stages`
+ * chunks in flight, each completing on its mbarrier), all four warps
+ * issue wgmma.mma_async m64nBNk16 (fp32 accumulators in registers) over
+ * every tap and 16 channels of a chunk, and the epilogue goes through
+ * shared memory: sums plus bias, then the residual, ReLU and 16-byte
+ * stores of the valid positions.
+ *
+ * Stride 1, C and K multiples of 64, NHWC, fp16 or bf16; everything else
+ * is refused with a reason. The functions below are shared by the kernel
+ * and the host (tests/unit/test_conv_wg.c replays the stage's rows). */
+#ifndef SPF_CONV_CONV_WG_H
+#define SPF_CONV_CONV_WG_H
+
+#include "conv/conv_gather.h"
+#include "spforge.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    CONV_WG_BM = 64,         /* output channels a block: one m64 wgmma          */
+    CONV_WG_CHUNK = 64,      /* input channels a stage: 128-byte rows           */
+    CONV_WG_THREADS = 128,   /* one warpgroup                                    */
+    CONV_WG_ALIGN = 1024,    /* the 128-byte swizzle's atom: 8 rows              */
+    CONV_WG_ROW = 128,       /* bytes of a stage row: 64 two-byte elements        */
+    CONV_WG_A_TAP = CONV_WG_BM * CONV_WG_ROW, /* bytes of a tap's weights box    */
+    CONV_WG_SMEM = 227 * 1024 /* a block's shared memory at most (sm_90)          */
+};
+
+/* Everything the kernel's index arithmetic needs. */
+typedef struct conv_wg_geom {
+    int32_t n, c, h, w, r, s, pad, p, q, k; /* the convolution (stride 1)              */
+    int32_t bn;                 /* wgmma's N: positions a block (64, 128 or 256)   */
+    int32_t wp;                 /* the padded width: W + 2·pad = Q + S − 1          */
+    int32_t rows;               /* output rows a block: rows · wp ≤ bn              */
+    int32_t halo;               /* input rows a box: rows + R − 1                   */
+    int32_t stage_rows;         /* B rows a stage: the last tap's reach past bn,
+                                   in whole 8-row atoms                             */
+    int32_t stages;             /* chunks in flight: 1 or 2                         */
+    int32_t chunks;             /* C / 64                                            */
+    int32_t row_tiles;          /* ⌈P / rows⌉: blocks along an image               */
+} conv_wg_geom;
+
+/* The stage row tap (r, s) of position `pos` (counted over the padded
+ * width) reads. */
+CONV_HD int32_t conv_wg_row(const conv_wg_geom *g, int32_t pos, int32_t r, int32_t s)
+{
+    return pos + r * g->wp + s;
+}
+
+/* Bytes of one stage: B's rows and the taps' weights, each part a whole
+ * number of swizzle atoms. */
+CONV_HD size_t conv_wg_stage_bytes(const conv_wg_geom *g)
+{
+    return (size_t)g->stage_rows * CONV_WG_ROW + (size_t)g->r * g->s * CONV_WG_A_TAP;
+}
+
+/* Bytes of the epilogue's sums: bn positions of BM + 1 floats (the extra
+ * column keeps a warp's rows on distinct banks). */
+CONV_HD size_t conv_wg_sums_bytes(const conv_wg_geom *g)
+{
+    return (size_t)g->bn * (CONV_WG_BM + 1) * 4;
+}
+
+/* Bytes of dynamic shared memory of a block: the alignment slack, the
+ * stages (the sums reuse them) and the stages' mbarriers. */
+CONV_HD size_t conv_wg_smem(const conv_wg_geom *g)
+{
+    const size_t stages = (size_t)g->stages * conv_wg_stage_bytes(g), sums = conv_wg_sums_bytes(g);
+    return CONV_WG_ALIGN + (stages > sums ? stages : sums) + 2 * 8;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The geometry of a convolution g (NHWC, stride 1) with k output channels
+ * at `bn` positions a block (64, 128 or 256): the most output rows that
+ * fit, two stages where shared memory holds them. 0 with a reason when the
+ * kernel cannot take it. */
+int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *out,
+                     char *reason, size_t cap);
+
+/* The kernel's name: "convwg_f16_bn256_r4_s2" (positions, output rows and
+ * stages of a block). */
+void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size);
+
+/* The weights on the current device, dense in (r, s, c) column order, and
+ * their tensor map. */
+typedef struct conv_wg conv_wg;
+
+/* w: k × C·R·S, columns in (r, s, c) order, values rounded to dtype (f16
+ * or bf16). SPF_ERR_UNSUPPORTED on a device older than 9.0 or where the
+ * copy engine cannot take the weights; *out NULL on failure. */
+spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g, spf_dtype dtype, int relu,
+                          conv_wg **out);
+void conv_wg_free(conv_wg *x); /* accepts NULL */
+
+/* Bytes of device memory x holds. */
+int64_t conv_wg_bytes(const conv_wg *x);
+
+/* out = W ⊛ in (+ bias[k]) (+ residual) (ReLU), NHWC tensors of the dtype
+ * (bias float32 or NULL, residual NULL or output-shaped), on stream.
+ * `base_offset` sets the B descriptors' matrix base offset field from
+ * their start address (1) or leaves it 0 (0): which one the tensor cores
+ * want for a start that is not on a swizzle atom's first row is to be
+ * measured (tests/gpu/test_conv_wg.c tries both). */
+spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out, const float *bias,
+                          const void *residual, int base_offset, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,343 @@
+/* The warpgroup conv kernel (conv_wg.h): Hopper only, built for sm_90a
+ * (wgmma). */
+#include "conv/conv_wg.h"
+
+extern "C" {
+#include "core/alloc.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "core/matrix.h"
+}
+#include "gpu/bulk_copy.cuh"
+#include "gpu/cuda_check.h"
+#include "gpu/mma_ptx.cuh"
+#include "gpu/smem_limit.cuh"
+#include "gpu/tensor_map.h"
+#include "strategy/structured/kernels/sp_wgmma.cuh"
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <stdint.h>
+
+/* d = A·B + d, A (64 × 16) and B (16 × N) both K-major through their
+ * shared-memory descriptors da and db (PTX ISA "wgmma.mma_async"); scale_d
+ * 0 ignores d. */
+/* m64n64k16: 32 accumulators a thread. */
+#define WG_MMA_64(TYPE)                                                                            \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " {"                  \
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                          \
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31"                 \
+                 "}, %32, %33, p, 1, 1, 0, 0;\n}\n"                                                \
+                 : SP_D32(0)                                                                       \
+                 : "l"(da), "l"(db), "r"(scale_d))
+
+/* m64n128k16: 64 accumulators a thread. */
+#define WG_MMA_128(TYPE)                                                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                      \
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " {"                 \
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                          \
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                \
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                \
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"                 \
+                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"                                                \
+                 : SP_D64(0)                                                                       \
+                 : "l"(da), "l"(db), "r"(scale_d))
+
+/* m64n256k16: 128 accumulators a thread. */
+#define WG_MMA_256(TYPE)                                                                           \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"                                     \
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." TYPE "." TYPE " {"                 \
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                          \
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                \
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                \
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"                \
+                 "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"                \
+                 "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"                \
+                 "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"    \
+                 "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127" \
+                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n"                                              \
+                 : SP_D128(0)                                                                      \
+                 : "l"(da), "l"(db), "r"(scale_d))
+
+template <int BN>
+__device__ __forceinline__ void wg_mma(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d,
+                                       __half)
+{
+    if constexpr (BN == 64)
+        WG_MMA_64("f16");
+    else if constexpr (BN == 128)
+        WG_MMA_128("f16");
+    else
+        WG_MMA_256("f16");
+}
+template <int BN>
+__device__ __forceinline__ void wg_mma(float (&d)[BN / 2], uint64_t da, uint64_t db, int scale_d,
+                                       __nv_bfloat16)
+{
+    if constexpr (BN == 64)
+        WG_MMA_64("bf16");
+    else if constexpr (BN == 128)
+        WG_MMA_128("bf16");
+    else
+        WG_MMA_256("bf16");
+}
+
+struct conv_wg {
+    conv_wg_geom geom;
+    spf_dtype dtype;
+    int relu;
+    void *weights;      /* device, owned: K × R·S·C of the dtype */
+    CUtensorMap w_map;  /* its 64 × 64 boxes                      */
+    int64_t bytes;
+};
+
+extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g, spf_dtype dtype,
+                                     int relu, conv_wg **out)
+{
+    CHECK_ARG(w != NULL && g != NULL && out != NULL);
+    CHECK_ARG(dtype == SPF_DTYPE_F16 || dtype == SPF_DTYPE_BF16);
+    CHECK_ARG(w->rows == g->k && w->cols == (int64_t)g->c * g->r * g->s);
+    *out = NULL;
+    int device = 0, major = 0;
+    spf_status status = CUDA_CHECK(cudaGetDevice(&device));
+    if (status == SPF_OK)
+        status = CUDA_CHECK(
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (status != SPF_OK)
+        return status;
+    if (major < 9)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: wgmma on a device of compute capability %d "
+                    "(9.0 or newer)", major);
+    conv_wg *x = static_cast<conv_wg *>(mem_calloc(1, sizeof *x));
+    const size_t count = (size_t)w->rows * (size_t)w->cols;
+    uint16_t *dense = static_cast<uint16_t *>(mem_calloc(count, sizeof *dense));
+    if (!x || !dense) {
+        status = FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: the weights expanded dense (%zu elements)",
+                      count);
+        goto fail;
+    }
+    x->geom = *g;
+    x->dtype = dtype;
+    x->relu = relu;
+    for (int64_t row = 0; row < w->rows; row++)
+        for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++)
+            dense[row * w->cols + w->col_idx[e]] = dtype == SPF_DTYPE_F16
+                                                       ? f16_from_float(w->values[e])
+                                                       : bf16_from_float(w->values[e]);
+    status = CUDA_CHECK(cudaMalloc(&x->weights, count * sizeof *dense));
+    if (status == SPF_OK)
+        status = CUDA_CHECK(
+            cudaMemcpy(x->weights, dense, count * sizeof *dense, cudaMemcpyHostToDevice));
+    if (status == SPF_OK)
+        status = tensor_map_2d(&x->w_map, dtype, x->weights, w->rows, w->cols, w->cols,
+                               CONV_WG_BM, CONV_WG_CHUNK);
+    if (status != SPF_OK)
+        goto fail;
+    x->bytes = (int64_t)(count * sizeof *dense);
+    mem_free(dense);
+    *out = x;
+    return SPF_OK;
+fail:
+    mem_free(dense);
+    conv_wg_free(x);
+    return status;
+}
+
+extern "C" void conv_wg_free(conv_wg *x)
+{
+    if (!x)
+        return;
+    (void)cudaFree(x->weights);
+    mem_free(x);
+}
+
+extern "C" int64_t conv_wg_bytes(const conv_wg *x)
+{
+    return x ? x->bytes : 0;
+}
+
+struct wg_args {
+    conv_wg_geom g;
+    const float *bias;
+    const void *residual;
+    void *out;
+    int relu;
+};
+
+/* A K-major operand at p (rows of 128 bytes, 8-row atoms 1024 bytes apart,
+ * the 128-byte swizzle); with BASE_OFFSET the matrix base offset field
+ * (bits 49-51) holds the start's row within its atom. */
+template <int BASE_OFFSET> __device__ __forceinline__ uint64_t wg_desc(const uint8_t *p)
+{
+    uint64_t d = descriptor(p, 16, 1024, true);
+    if (BASE_OFFSET)
+        d |= static_cast<uint64_t>((smem_addr(p) >> 7) & 7) << 49;
+    return d;
+}
+
+template <typename T, int BN, int BASE_OFFSET>
+__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
+    conv_wg_kernel(const __grid_constant__ CUtensorMap in_map,
+                   const __grid_constant__ CUtensorMap w_map, const wg_args a)
+{
+    extern __shared__ uint8_t raw[];
+    const conv_wg_geom &g = a.g;
+    uint8_t *smem = raw + ((CONV_WG_ALIGN - smem_addr(raw) % CONV_WG_ALIGN) % CONV_WG_ALIGN);
+    const size_t stage_bytes = conv_wg_stage_bytes(&g), sums_bytes = conv_wg_sums_bytes(&g);
+    const size_t all_stages = (size_t)g.stages * stage_bytes;
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + (all_stages > sums_bytes ? all_stages
+                                                                                   : sums_bytes));
+    const int tid = threadIdx.x, taps = g.r * g.s;
+    const int image = blockIdx.x / g.row_tiles;
+    const int oh0 = (blockIdx.x - image * g.row_tiles) * g.rows, m0 = blockIdx.y * CONV_WG_BM;
+    const int box_rows = g.halo * g.wp;
+
+    if (tid == 0) {
+        for (int st = 0; st < g.stages; st++)
+            bar_init(&full[st], 1);
+        bar_init_fence();
+    }
+    /* the slack past each stage's box: read by the taps of positions that
+     * are never stored, zeroed once so that they read numbers */
+    for (int st = 0; st < g.stages; st++) {
+        uint4 *slack = reinterpret_cast<uint4 *>(smem + st * stage_bytes + box_rows * CONV_WG_ROW);
+        for (int u = tid; u < (g.stage_rows - box_rows) * (CONV_WG_ROW / 16); u += CONV_WG_THREADS)
+            slack[u] = make_uint4(0, 0, 0, 0);
+    }
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+
+    /* chunk ch's input box and its taps' weights into stage st */
+    auto issue = [&](int ch, int st) {
+        uint8_t *b = smem + st * stage_bytes, *w = b + (size_t)g.stage_rows * CONV_WG_ROW;
+        bar_arrive_expect(&full[st], box_rows * CONV_WG_ROW + taps * CONV_WG_A_TAP);
+        tma_load_4d(b, &in_map, ch * CONV_WG_CHUNK, -g.pad, oh0 - g.pad, image, &full[st]);
+        for (int t = 0; t < taps; t++)
+            tma_load(w + t * CONV_WG_A_TAP, &w_map, t * g.c + ch * CONV_WG_CHUNK, m0, &full[st]);
+    };
+    if (tid == 0)
+        for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
+            issue(ch, ch);
+
+    float d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        d[i] = 0.0f;
+    for (int ch = 0; ch < g.chunks; ch++) {
+        const int st = ch % g.stages;
+        bar_wait(&full[st], (ch / g.stages) & 1);
+        const uint8_t *b = smem + st * stage_bytes, *w = b + (size_t)g.stage_rows * CONV_WG_ROW;
+        wgmma_fence();
+        for (int t = 0; t < taps; t++) {
+            const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
+#pragma unroll
+            for (int kk = 0; kk < CONV_WG_CHUNK / 16; kk++)
+                wg_mma<BN>(d, wg_desc<0>(w + t * CONV_WG_A_TAP + kk * 32),
+                           wg_desc<BASE_OFFSET>(b + shift * CONV_WG_ROW + kk * 32), 1, T());
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        if (ch + g.stages < g.chunks) {
+            __syncthreads(); /* every warp is done with stage st */
+            if (tid == 0)
+                issue(ch + g.stages, st);
+        }
+    }
+
+    /* the epilogue: the sums (plus bias) by position into shared memory
+     * (the accumulators of m64nN: row 16·warp + lane / 4 (+ 8), column
+     * 8·(i / 4) + 2·(lane % 4) (+ 1)), then each thread 8 channels of a
+     * position at a time: residual, ReLU, one 16-byte store */
+    __syncthreads();
+    float *sums = reinterpret_cast<float *>(smem);
+    const int warp = tid / 32, lane = tid % 32;
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+        const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+        const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+        sums[col * (CONV_WG_BM + 1) + row] = d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
+    }
+    __syncthreads();
+    for (int u = tid; u < BN * (CONV_WG_BM / 8); u += CONV_WG_THREADS) {
+        const int pos = u / (CONV_WG_BM / 8), group = u % (CONV_WG_BM / 8);
+        const int i = pos / g.wp, j = pos - i * g.wp, oh = oh0 + i;
+        if (i >= g.rows || j >= g.q || oh >= g.p)
+            continue;
+        const int64_t at = (((int64_t)image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
+        float v[8];
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            v[e] = sums[pos * (CONV_WG_BM + 1) + group * 8 + e];
+        if (a.residual) {
+            const uint4 raw16 =
+                *reinterpret_cast<const uint4 *>(static_cast<const T *>(a.residual) + at);
+            const T *r = reinterpret_cast<const T *>(&raw16);
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                v[e] += elem<T>::to_float(r[e]);
+        }
+        uint4 packed;
+        T *o = reinterpret_cast<T *>(&packed);
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            o[e] = elem<T>::from_float(a.relu ? fmaxf(v[e], 0.0f) : v[e]);
+        *reinterpret_cast<uint4 *>(static_cast<T *>(a.out) + at) = packed;
+    }
+}
+
+template <typename T, int BN, int BASE_OFFSET>
+static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const wg_args &a,
+                            cudaStream_t stream)
+{
+    const conv_wg_geom &g = x->geom;
+    auto kernel = conv_wg_kernel<T, BN, BASE_OFFSET>;
+    const size_t smem = conv_wg_smem(&g);
+    const spf_status status = smem_allow(reinterpret_cast<const void *>(kernel), smem);
+    if (status != SPF_OK)
+        return status;
+    const dim3 grid((unsigned)(g.n * g.row_tiles), (unsigned)(g.k / CONV_WG_BM));
+    kernel<<<grid, CONV_WG_THREADS, smem, stream>>>(in_map, x->w_map, a);
+    return CUDA_CHECK(cudaGetLastError());
+}
+
+template <typename T, int BASE_OFFSET>
+static spf_status wg_launch_bn(const conv_wg *x, const CUtensorMap &in_map, const wg_args &a,
+                               cudaStream_t stream)
+{
+    switch (x->geom.bn) {
+    case 64:
+        return wg_launch<T, 64, BASE_OFFSET>(x, in_map, a, stream);
+    case 128:
+        return wg_launch<T, 128, BASE_OFFSET>(x, in_map, a, stream);
+    default:
+        return wg_launch<T, 256, BASE_OFFSET>(x, in_map, a, stream);
+    }
+}
+
+extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out,
+                                     const float *bias, const void *residual, int base_offset,
+                                     void *stream)
+{
+    CHECK_ARG(x != NULL && in != NULL && out != NULL);
+    const conv_wg_geom &g = x->geom;
+    if ((uintptr_t)out % 16 != 0 || (residual && (uintptr_t)residual % 16 != 0))
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: the output and residual must be 16-byte "
+                    "aligned (16-byte stores)");
+    CUtensorMap in_map;
+    const int64_t nhwc[4] = {g.n, g.h, g.w, g.c};
+    const spf_status status =
+        tensor_map_nhwc(&in_map, x->dtype, in, nhwc, CONV_WG_CHUNK, g.wp, g.halo);
+    if (status != SPF_OK)
+        return status;
+    const wg_args a = {g, bias, residual, out, x->relu};
+    cudaStream_t s = static_cast<cudaStream_t>(stream);
+    if (x->dtype == SPF_DTYPE_F16)
+        return base_offset ? wg_launch_bn<__half, 1>(x, in_map, a, s)
+                           : wg_launch_bn<__half, 0>(x, in_map, a, s);
+    return base_offset ? wg_launch_bn<__nv_bfloat16, 1>(x, in_map, a, s)
+                       : wg_launch_bn<__nv_bfloat16, 0>(x, in_map, a, s);
+}

@@ -1,0 +1,28 @@
+/* What the warpgroup conv kernel's two tests share (unit/test_conv_wg.c
+ * replays its stage rows on the CPU, gpu/test_conv_wg.c runs it): shapes it
+ * takes (NHWC, stride 1, C and K multiples of 64) with padded rows from 3
+ * to 58 pixels, a last block of rows cut short, padding 0 to 2, 1×1 and
+ * 3×3, batch 3. */
+#ifndef SPF_TESTS_CONV_WG_CASE_H
+#define SPF_TESTS_CONV_WG_CASE_H
+
+#include "conv_case.h"
+
+#include "conv/conv_wg.h"
+
+static const conv_dims conv_wg_dims[] = {
+    {"3x3 on one position, C = 64", 1, 64, 1, 1, 64, 3, 3, 1, 1},
+    {"3x3 on 7x7 (layer4's rows), K = 128", 1, 64, 7, 7, 128, 3, 3, 1, 1},
+    {"3x3 padding 0 on 6x5, batch 3", 3, 64, 6, 5, 64, 3, 3, 1, 0},
+    {"3x3 on 13x11, C = 128, batch 2", 2, 128, 13, 11, 64, 3, 3, 1, 1},
+    {"3x3 on 28x28 (layer2's rows), C = 192", 1, 192, 28, 28, 64, 3, 3, 1, 1},
+    {"3x3 on 56x56 (layer1's rows)", 1, 64, 56, 56, 64, 3, 3, 1, 1},
+    {"1x1 on 9x10, C = 128, K = 192", 1, 128, 9, 10, 192, 1, 1, 1, 0},
+    {"3x3 padding 2 on 5x4", 2, 64, 5, 4, 64, 3, 3, 1, 2},
+};
+#define CONV_WG_DIMS ((int)(sizeof conv_wg_dims / sizeof conv_wg_dims[0]))
+
+static const int conv_wg_widths[] = {64, 128, 256};
+#define CONV_WG_WIDTHS 3
+
+#endif

@@ -1,0 +1,82 @@
+/* The warpgroup conv kernel (conv/conv_wg.h) on the GPU: every shape of
+ * conv_wg_case.h × 64, 128 and 256 positions a block (where the padded
+ * row fits) × f16 and bf16, bias, residual and ReLU varied per case, the
+ * output poisoned with NaN first and each kernel run twice, against the
+ * CPU reference within the dtype's tolerance.
+ *
+ * The B operand of a tap starts on any row of a 128-byte swizzle atom;
+ * whether the tensor cores want the descriptor's matrix base offset set
+ * for that is not documented plainly, so every launch runs both ways and
+ * the test passes when one way is right on every launch (it says which).
+ * Needs a device of compute capability 9.0: skips visibly (exit 77)
+ * without one. */
+#include "conv_wg_case.h"
+#include "conv_kernel_test.h"
+
+static int runs;
+
+#ifdef SPF_HAVE_CUDA
+static int wrong[2]; /* launches past the tolerance, by base offset mode */
+
+static void run_one(const conv_dims *d, int bn, spf_dtype dtype, int variant, uint64_t seed)
+{
+    const int bias = variant & 1, residual = (variant >> 1) & 1, relu = (variant >> 2) & 1;
+    const conv_gather g = conv_dims_gather(d);
+    conv_wg_geom geom;
+    char reason[200];
+    if (!conv_wg_geometry(&g, (int32_t)d->k, bn, &geom, reason, sizeof reason))
+        return;
+    conv_case t;
+    conv_case_make(&t, d, SPF_CONV_NHWC, bias, residual, relu, dtype, seed);
+    spf_matrix *tap_major = NULL;
+    CHECK_OK(conv_weights_tap_major(t.w, (int32_t)d->c, (int32_t)(d->r * d->s), &tap_major));
+    conv_wg *x = NULL;
+    CHECK_OK(conv_wg_create(tap_major, &geom, dtype, relu, &x));
+    conv_io io;
+    conv_io_stage(&t, dtype, bias, 0, &io);
+    for (int mode = 0; mode < 2 && x; mode++)
+        for (int launch = 0; launch < 2; launch++) {
+            conv_io_poison(&io);
+            CHECK_OK(conv_wg_launch(x, io.input, io.out, io.bias, io.residual, mode, NULL));
+            conv_io_read(&io, dtype, &t);
+            const double err = spf_relative_error(t.out, t.want, t.out_count);
+            if (!(err <= dtype_tolerance(dtype, SPF_MATH_DEFAULT))) {
+                wrong[mode]++;
+                printf("  base offset %d: %s bn%d %s variant %d launch %d: relative error %.3g\n",
+                       mode, d->label, bn, dtype_name(dtype), variant, launch, err);
+            }
+            runs++;
+        }
+    conv_io_free(&io);
+    conv_wg_free(x);
+    spf_matrix_free(tap_major);
+    conv_case_free(&t);
+}
+
+static void run_all(int quick)
+{
+    spf_device_info info;
+    CHECK_OK(spf_device_query(0, &info));
+    if (info.cc_major < 9)
+        SKIP("compute capability %d.%d: the warpgroup kernel needs 9.0, not run", info.cc_major,
+             info.cc_minor);
+    const spf_dtype dtypes[2] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
+    for (int i = 0; i < CONV_WG_DIMS; i++)
+        for (int b = 0; b < CONV_WG_WIDTHS; b++)
+            for (int t = 0; t < (quick ? 1 : 2); t++)
+                run_one(&conv_wg_dims[i], conv_wg_widths[b], dtypes[t], (i + b + t) % 8,
+                        900 + (uint64_t)(i * 16 + b * 2 + t));
+    printf("wrong launches: %d with the base offset 0, %d with it set\n", wrong[0], wrong[1]);
+    CHECK_MSG(wrong[0] == 0 || wrong[1] == 0, "neither base offset mode is right on every launch");
+}
+#else
+static void run_all(int quick)
+{
+    (void)quick;
+}
+#endif
+
+int main(int argc, char **argv)
+{
+    return conv_kernel_main(argc, argv, "warpgroup conv launches", run_all, &runs);
+}

@@ -1,0 +1,158 @@
+/* The warpgroup conv kernel's host side (conv/conv_wg.h) without a GPU:
+ * for every shape of conv_wg_case.h and every block width the geometry
+ * takes, each block's stage replayed as the copy engine fills it (halo row
+ * y, pixel x at row y·wp + x, zeros outside the input) and every stored
+ * position's every tap read through conv_wg_row, as the kernel's B
+ * descriptors do: the row must lie in the box and hold the input pixel
+ * the reference reads (conv_gather_from), and every output position must
+ * be stored by exactly one block. The taps of the positions never stored
+ * must stay within the stage's rows. The accumulators' layout (row
+ * 16·warp + lane / 4 (+ 8), column 8·(i / 4) + 2·(lane % 4) (+ 1)) must
+ * cover the 64 × bn tile once. Then ResNet-50's shapes (stages, rows,
+ * shared memory) and the refusals. */
+#include "conv_wg_case.h"
+
+static int64_t taps_checked, taps_wrong, stored_wrong, reach_wrong;
+
+static void replay(const conv_dims *d, const conv_wg_geom *g)
+{
+    const conv_gather cg = conv_dims_gather(d);
+    int32_t *stores = calloc((size_t)cg.cols, sizeof *stores);
+    for (int32_t image = 0; image < g->n; image++)
+        for (int32_t tile = 0; tile < g->row_tiles; tile++) {
+            const int32_t oh0 = tile * g->rows;
+            for (int32_t pos = 0; pos < g->bn; pos++) {
+                const int32_t i = pos / g->wp, j = pos % g->wp;
+                const int stored = i < g->rows && j < g->q && oh0 + i < g->p;
+                for (int32_t r = 0; r < g->r; r++)
+                    for (int32_t s = 0; s < g->s; s++) {
+                        const int32_t row = conv_wg_row(g, pos, r, s);
+                        if (row >= g->stage_rows)
+                            reach_wrong++;
+                        if (!stored)
+                            continue;
+                        /* the pixel the stage holds at row, as the box fills it */
+                        const int32_t y = oh0 - g->pad + row / g->wp, x = row % g->wp - g->pad;
+                        const int inside = row < g->halo * g->wp && y >= 0 && y < g->h &&
+                                           x >= 0 && x < g->w;
+                        const int64_t holds =
+                            inside ? (((int64_t)image * g->h + y) * g->w + x) * g->c : -1;
+                        const int32_t col = (image * g->p + oh0 + i) * g->q + j;
+                        const int32_t kk = (r * g->s + s) * g->c; /* channel 0 of the tap */
+                        const int64_t want = conv_gather_from(&cg, kk, col);
+                        taps_checked++;
+                        if (holds != want || row >= g->halo * g->wp) {
+                            if (taps_wrong++ < 5)
+                                printf("  %s bn%d: image %d rows %d.. position %d tap (%d, %d): "
+                                       "stage row %d holds %lld, the reference reads %lld\n",
+                                       d->label, g->bn, image, oh0, pos, r, s, row,
+                                       (long long)holds, (long long)want);
+                        }
+                    }
+                if (stored)
+                    stores[(image * g->p + oh0 + i) * g->q + j]++;
+            }
+        }
+    for (int32_t col = 0; col < cg.cols; col++)
+        stored_wrong += stores[col] != 1;
+    free(stores);
+}
+
+static void check_accumulators(int bn)
+{
+    int *seen = calloc((size_t)(64 * bn), sizeof *seen);
+    for (int t = 0; t < CONV_WG_THREADS; t++)
+        for (int i = 0; i < bn / 2; i++) {
+            const int warp = t / 32, lane = t % 32;
+            const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+            const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+            seen[row * bn + col]++;
+        }
+    int wrong = 0;
+    for (int e = 0; e < 64 * bn; e++)
+        wrong += seen[e] != 1;
+    CHECK_MSG(wrong == 0, "bn %d: %d accumulator elements not held exactly once", bn, wrong);
+    free(seen);
+}
+
+static conv_wg_geom geometry_of(const conv_dims *d, int bn)
+{
+    const conv_gather g = conv_dims_gather(d);
+    conv_wg_geom geom;
+    char reason[200];
+    memset(&geom, 0, sizeof geom);
+    CHECK_MSG(conv_wg_geometry(&g, (int32_t)d->k, bn, &geom, reason, sizeof reason),
+              "%s bn%d refused: %s", d->label, bn, reason);
+    return geom;
+}
+
+static void refused(const conv_dims *d, int bn, spf_conv_layout layout, const char *why)
+{
+    conv_gather g = conv_dims_gather(d);
+    g.nhwc = layout == SPF_CONV_NHWC;
+    conv_wg_geom geom;
+    char reason[200] = "";
+    CHECK_MSG(!conv_wg_geometry(&g, (int32_t)d->k, bn, &geom, reason, sizeof reason),
+              "%s bn%d: taken", d->label, bn);
+    CHECK_MSG(strstr(reason, why) != NULL, "%s bn%d: the reason \"%s\" does not say \"%s\"",
+              d->label, bn, reason, why);
+}
+
+int main(void)
+{
+    int geometries = 0;
+    for (int i = 0; i < CONV_WG_DIMS; i++)
+        for (int b = 0; b < CONV_WG_WIDTHS; b++) {
+            const conv_gather g = conv_dims_gather(&conv_wg_dims[i]);
+            conv_wg_geom geom;
+            char reason[200];
+            if (!conv_wg_geometry(&g, (int32_t)conv_wg_dims[i].k, conv_wg_widths[b], &geom,
+                                  reason, sizeof reason)) {
+                /* only a padded row wider than the block */
+                CHECK_MSG(g.w + 2 * g.pad > conv_wg_widths[b], "%s bn%d refused: %s",
+                          conv_wg_dims[i].label, conv_wg_widths[b], reason);
+                continue;
+            }
+            CHECK(geom.rows * geom.wp <= geom.bn && geom.rows >= 1);
+            CHECK(conv_wg_smem(&geom) <= CONV_WG_SMEM);
+            replay(&conv_wg_dims[i], &geom);
+            geometries++;
+        }
+    printf("%d geometries, %lld taps replayed\n", geometries, (long long)taps_checked);
+    CHECK(geometries >= CONV_WG_DIMS);
+    CHECK_MSG(taps_wrong == 0, "%lld taps read the wrong stage row", (long long)taps_wrong);
+    CHECK_MSG(stored_wrong == 0, "%lld output positions not stored exactly once",
+              (long long)stored_wrong);
+    CHECK_MSG(reach_wrong == 0, "%lld taps past the stage's rows", (long long)reach_wrong);
+    for (int b = 0; b < CONV_WG_WIDTHS; b++)
+        check_accumulators(conv_wg_widths[b]);
+
+    /* ResNet-50's 3x3 layers at batch 32 */
+    const conv_dims layer1 = {"layer1", 32, 64, 56, 56, 64, 3, 3, 1, 1};
+    conv_wg_geom g1 = geometry_of(&layer1, 256);
+    CHECK(g1.wp == 58 && g1.rows == 4 && g1.halo == 6 && g1.stage_rows == 376 && g1.stages == 1 &&
+          g1.row_tiles == 14);
+    CHECK(conv_wg_smem(&g1) == 1024 + 376 * 128 + 9 * 8192 + 16);
+    const conv_dims layer4 = {"layer4", 32, 512, 7, 7, 512, 3, 3, 1, 1};
+    conv_wg_geom g4 = geometry_of(&layer4, 64);
+    CHECK(g4.wp == 9 && g4.rows == 7 && g4.stage_rows == 88 && g4.chunks == 8 && g4.stages == 2 &&
+          g4.row_tiles == 1);
+    char name[64];
+    conv_wg_name(&g4, SPF_DTYPE_F16, name, sizeof name);
+    CHECK_MSG(strcmp(name, "convwg_f16_bn64_r7_s2") == 0, "name %s", name);
+
+    /* refusals, each with its reason */
+    const conv_dims strided = {"stride 2", 1, 64, 8, 8, 64, 3, 3, 2, 1};
+    refused(&strided, 128, SPF_CONV_NHWC, "stride 1");
+    const conv_dims narrow = {"C = 32", 1, 32, 8, 8, 64, 3, 3, 1, 1};
+    refused(&narrow, 128, SPF_CONV_NHWC, "multiples of 64");
+    const conv_dims odd_k = {"K = 70", 1, 64, 8, 8, 70, 3, 3, 1, 1};
+    refused(&odd_k, 128, SPF_CONV_NHWC, "multiples of 64");
+    refused(&layer4, 64, SPF_CONV_NCHW, "NHWC");
+    refused(&layer4, 32, SPF_CONV_NHWC, "64, 128 or 256");
+    const conv_dims wide = {"W = 100", 1, 64, 4, 100, 64, 3, 3, 1, 1};
+    refused(&wide, 64, SPF_CONV_NHWC, "wider than");
+    const conv_dims seven = {"7x7", 1, 64, 9, 9, 64, 7, 7, 1, 3};
+    refused(&seven, 64, SPF_CONV_NHWC, "past shared memory");
+    return check_report();
+}
