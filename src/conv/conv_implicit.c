@@ -29,6 +29,7 @@ struct conv_implicit {
     conv_implicit_kind kind;
     conv_window *window;   /* WINDOW                                        */
     conv_tc *tc;           /* TC                                            */
+    conv_wg *wg;           /* WG                                            */
     jit_module unrolled;   /* UNROLLED: the generated kernel, loaded        */
     char unrolled_name[128], unrolled_config[64];
     spf_dtype dtype;
@@ -147,9 +148,18 @@ static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o
         return 0;
     }
     conv_tc_config cfg[CONV_TC_MAX_CONFIGS];
-    const int n = conv_tc_configs(g, k, dev->sm_count, dev->cc_major >= 9, cfg, reason, cap);
+    int n = conv_tc_configs(g, k, dev->sm_count, dev->cc_major >= 9, cfg, reason, cap);
     for (int i = 0; i < n; i++)
         out[i] = (conv_implicit_choice){.kind = CONV_IMPLICIT_TC, .tc = cfg[i]};
+    /* the warpgroup kernel on Hopper, at each block width its geometry
+     * takes */
+    static const int32_t widths[3] = {64, 128, 256};
+    char why_wg[200] = "";
+    for (int i = 0; i < 3 && dev->cc_major >= 9; i++) {
+        conv_wg_geom geom;
+        if (conv_wg_geometry(g, k, widths[i], &geom, why_wg, sizeof why_wg))
+            out[n++] = (conv_implicit_choice){.kind = CONV_IMPLICIT_WG, .wg_bn = widths[i]};
+    }
     return n;
 }
 
@@ -250,6 +260,16 @@ static spf_status window_create(const spf_matrix *w, const conv_gather *g, spf_d
     return status;
 }
 
+static spf_status wg_create(const spf_matrix *w, const conv_gather *g, spf_dtype dtype, int relu,
+                            int32_t bn, conv_wg **out)
+{
+    conv_wg_geom geom;
+    char reason[200];
+    if (!conv_wg_geometry(g, (int32_t)w->rows, bn, &geom, reason, sizeof reason))
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: %s", reason);
+    return conv_wg_create(w, &geom, dtype, relu, out);
+}
+
 static spf_status tc_create(const spf_matrix *w, const conv_gather *g, spf_dtype dtype, int relu,
                             conv_tc_config cfg, conv_tc **out)
 {
@@ -311,6 +331,11 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
         *out = x;
         return SPF_OK;
     }
+    if (c->kind == CONV_IMPLICIT_WG) {
+        TRY(wg_create(w, g, o->dtype, relu, c->wg_bn, &x->wg));
+        *out = x;
+        return SPF_OK;
+    }
     if (c->kind == CONV_IMPLICIT_UNROLLED) {
         TRY(unrolled_create(w, g, o, relu && !residual, &c->unrolled, x));
         *out = x;
@@ -334,7 +359,8 @@ fail:
 
 int conv_implicit_fuses_residual(const conv_implicit *x)
 {
-    return x->kind == CONV_IMPLICIT_WINDOW || x->kind == CONV_IMPLICIT_TC;
+    return x->kind == CONV_IMPLICIT_WINDOW || x->kind == CONV_IMPLICIT_TC ||
+           x->kind == CONV_IMPLICIT_WG;
 }
 
 spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
@@ -344,6 +370,8 @@ spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *ou
         return conv_window_launch(x->window, in, out, bias, residual, stream);
     if (x->kind == CONV_IMPLICIT_TC)
         return conv_tc_launch(x->tc, in, out, bias, residual, stream);
+    if (x->kind == CONV_IMPLICIT_WG)
+        return conv_wg_launch(x->wg, in, out, bias, residual, CONV_WG_BASE_OFFSET, stream);
     if (x->kind == CONV_IMPLICIT_UNROLLED)
         return jit_launch(&x->unrolled, in, out, bias, stream);
     return generic_csr_im2col_dispatch(&x->csr, &x->launch, &x->im2col, in, out, bias, x->relu,
@@ -373,6 +401,16 @@ void conv_implicit_describe(const conv_implicit *x, spf_plan_info *info)
         info->device_bytes = x->tc->bytes;
         return;
     }
+    if (x->wg) {
+        info->strategy = SPF_STRATEGY_TC;
+        const conv_wg_geom *g = conv_wg_geometry_of(x->wg);
+        conv_wg_name(g, x->dtype, info->kernel_name, sizeof info->kernel_name);
+        conv_wg_config_name(g, info->config, sizeof info->config);
+        info->dtype = x->dtype;
+        info->b_layout = info->c_layout = SPF_LAYOUT_N_FIRST;
+        info->device_bytes = conv_wg_bytes(x->wg);
+        return;
+    }
     if (x->window) {
         const conv_window_geom *g = &x->window->geom;
         conv_window_name(g, x->window->dtype, info->kernel_name, sizeof info->kernel_name);
@@ -396,6 +434,7 @@ void conv_implicit_free(conv_implicit *x)
         return;
     conv_window_free(x->window);
     conv_tc_free(x->tc);
+    conv_wg_free(x->wg);
     jit_module_release(&x->unrolled);
     generic_csr_release(&x->csr);
     (void)cudaFree(x->taps);

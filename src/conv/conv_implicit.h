@@ -17,10 +17,14 @@
  *   - the tensor-core kernel (conv_tc.h): NHWC with C a multiple of 8,
  *     f16 and bf16; the weights expanded into a shared-memory tile, B
  *     gathered into the shared-memory stage, mma.sync; adds the residual
- *     in its epilogue.
+ *     in its epilogue;
+ *   - the warpgroup kernel (conv_wg.h): Hopper, NHWC at stride 1, C and K
+ *     multiples of 64, f16 and bf16; the weights dense, the input rows
+ *     under a block read once for every tap, wgmma; adds the residual in
+ *     its epilogue.
  * conv_implicit_choices lists the kernels (and configs) that take a
  * convolution for the plan's strategy (GENERIC: the first two, UNROLLED:
- * the third, TC: the fourth, AUTO: all); conv_select times them and keeps
+ * the third, TC: the last two, AUTO: all); conv_select times them and keeps
  * the fastest. The
  * weights come with their columns in B's order (conv_gather.h: (r, s, c)
  * for NHWC). Device plans only. */
@@ -29,6 +33,7 @@
 
 #include "conv/conv_gather.h"
 #include "conv/conv_tc.h"
+#include "conv/conv_wg.h"
 #include "conv/conv_window.h"
 #include "spforge.h"
 
@@ -40,7 +45,8 @@ typedef enum conv_implicit_kind {
     CONV_IMPLICIT_WINDOW,
     CONV_IMPLICIT_GENERIC,
     CONV_IMPLICIT_UNROLLED,
-    CONV_IMPLICIT_TC
+    CONV_IMPLICIT_TC,
+    CONV_IMPLICIT_WG
 } conv_implicit_kind;
 
 /* One candidate: a kernel, and its config where it has one. */
@@ -49,12 +55,13 @@ typedef struct conv_implicit_choice {
     conv_window_config cfg;    /* WINDOW only   */
     spf_kernel_config unrolled; /* UNROLLED only */
     conv_tc_config tc;          /* TC only       */
+    int32_t wg_bn;              /* WG only: positions a block */
 } conv_implicit_choice;
 
 enum {
     CONV_UNROLLED_CONFIGS = 2,
     CONV_IMPLICIT_MAX_CHOICES =
-        CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS + CONV_TC_MAX_CONFIGS,
+        CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS + CONV_TC_MAX_CONFIGS + 3,
     /* AUTO's limit for the unrolled kernel: compiled per plan and config,
      * and ptxas's time grows with the code (a ResNet-50 3×3 layer of 64
      * channels at 0.9 has 3 686 nonzeros, of 256 channels 58 982) */

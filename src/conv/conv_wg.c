@@ -61,9 +61,16 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *
     return 1;
 }
 
+void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size)
+{
+    snprintf(buf, size, "bn%d_r%d_s%d", g->bn, g->rows, g->stages);
+}
+
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size)
 {
-    snprintf(buf, size, "convwg_%s_bn%d_r%d_s%d", dtype_name(dtype), g->bn, g->rows, g->stages);
+    char config[32];
+    conv_wg_config_name(g, config, sizeof config);
+    snprintf(buf, size, "convwg_%s_%s", dtype_name(dtype), config);
 }
 
 #ifndef SPF_HAVE_CUDA
@@ -85,6 +92,12 @@ int64_t conv_wg_bytes(const conv_wg *x)
 {
     (void)x;
     return 0;
+}
+
+const conv_wg_geom *conv_wg_geometry_of(const conv_wg *x)
+{
+    (void)x;
+    return NULL;
 }
 
 spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out, const float *bias,

@@ -51,7 +51,10 @@ enum {
     CONV_WG_ALIGN = 1024,    /* the 128-byte swizzle's atom: 8 rows              */
     CONV_WG_ROW = 128,       /* bytes of a stage row: 64 two-byte elements        */
     CONV_WG_A_TAP = CONV_WG_BM * CONV_WG_ROW, /* bytes of a tap's weights box    */
-    CONV_WG_SMEM = 227 * 1024 /* a block's shared memory at most (sm_90)          */
+    CONV_WG_SMEM = 227 * 1024, /* a block's shared memory at most (sm_90)         */
+    /* the B descriptors' base offset mode a plan launches with
+     * (conv_wg_launch): 0, not yet measured on a GPU */
+    CONV_WG_BASE_OFFSET = 0
 };
 
 /* Everything the kernel's index arithmetic needs. */
@@ -108,8 +111,9 @@ extern "C" {
 int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *out,
                      char *reason, size_t cap);
 
-/* The kernel's name: "convwg_f16_bn256_r4_s2" (positions, output rows and
- * stages of a block). */
+/* The config: "bn256_r4_s2" (positions, output rows and stages of a
+ * block); the kernel: "convwg_f16_" and the config's name. */
+void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size);
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size);
 
 /* The weights on the current device, dense in (r, s, c) column order, and
@@ -123,8 +127,9 @@ spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g, spf_dtype 
                           conv_wg **out);
 void conv_wg_free(conv_wg *x); /* accepts NULL */
 
-/* Bytes of device memory x holds. */
+/* Bytes of device memory x holds, and its geometry. */
 int64_t conv_wg_bytes(const conv_wg *x);
+const conv_wg_geom *conv_wg_geometry_of(const conv_wg *x);
 
 /* out = W ⊛ in (+ bias[k]) (+ residual) (ReLU), NHWC tensors of the dtype
  * (bias float32 or NULL, residual NULL or output-shaped), on stream.

@@ -160,6 +160,11 @@ extern "C" int64_t conv_wg_bytes(const conv_wg *x)
     return x ? x->bytes : 0;
 }
 
+extern "C" const conv_wg_geom *conv_wg_geometry_of(const conv_wg *x)
+{
+    return &x->geom;
+}
+
 struct wg_args {
     conv_wg_geom g;
     const float *bias;
