@@ -24,9 +24,9 @@
 #   tar -cJf .convdata/rn50.tar.xz -C /tmp dlmc/rn50/magnitude_pruning dlmc/rn50_batchsizes.txt
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
-# them on the same library) but test_conv_tc_gpu (and its memcheck and
-# racecheck with SPF_CONV_RACECHECK_TC=1), the bench and ResNet-50 at 0.8
-# and 0.9 instead.
+# them on the same library) but test_conv_tc_gpu and test_conv_wg_gpu (and
+# their memcheck and racecheck with SPF_CONV_RACECHECK_TC=1), the bench and
+# ResNet-50 at 0.8 and 0.9 instead.
 # SPF_CONV_PLAN_TESTS=1 (with SPF_CONV_BENCH_ONLY=1): test_conv and
 # test_strategies too (the conv plans and the launch helper the structured
 # kernels share), without their sanitizers.
@@ -44,7 +44,8 @@ set -uo pipefail
 device_init device-conv
 
 device_convdata
-targets="test_conv test_strategies test_conv_window_gpu test_conv_tc_gpu test_conv_wg_gpu test_plan"
+targets="test_conv test_strategies test_conv_window_gpu test_conv_tc_gpu test_conv_wg_gpu"
+targets="$targets test_plan"
 if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   targets="test_conv_tc_gpu test_conv_wg_gpu"
   [ "${SPF_CONV_PLAN_TESTS:-0}" = 1 ] && targets="$targets test_conv test_strategies"
@@ -91,6 +92,8 @@ if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   if [ "${SPF_CONV_RACECHECK_TC:-0}" = 1 ]; then
     sanitize memcheck test_conv_tc_gpu 90
     sanitize racecheck test_conv_tc_gpu 200
+    sanitize memcheck test_conv_wg_gpu 90
+    sanitize racecheck test_conv_wg_gpu 120
   fi
 else
   step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
@@ -102,7 +105,8 @@ else
   # racecheck of the tc kernel's quick set: 52 s at c89492c (480 launches),
   # about twice as many since the copy engine's configs
   for run in "memcheck test_conv_window_gpu 90" "racecheck test_conv_window_gpu 90" \
-    "memcheck test_conv_tc_gpu 90" "racecheck test_conv_tc_gpu 200" "memcheck test_conv 90"; do
+    "memcheck test_conv_tc_gpu 90" "racecheck test_conv_tc_gpu 200" "memcheck test_conv_wg_gpu 90" \
+    "racecheck test_conv_wg_gpu 120" "memcheck test_conv 90"; do
     # shellcheck disable=SC2086
     sanitize $run
   done
