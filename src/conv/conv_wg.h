@@ -53,7 +53,12 @@ enum {
     CONV_WG_A_TAP = CONV_WG_BM * CONV_WG_ROW, /* bytes of a tap's weights box    */
     CONV_WG_SMEM = 227 * 1024, /* a block's shared memory at most (sm_90)         */
     /* the B descriptors' base offset mode a plan launches with
-     * (conv_wg_launch): 0, not yet measured on a GPU */
+     * (conv_wg_launch). The PTX ISA ("Matrix Descriptor Format") asks for
+     * a base offset only where the swizzle's repeating pattern does not
+     * start on a 1024-byte boundary; here the copy engine wrote it from
+     * the stage's 1024-byte aligned start, and a tap's later start row is
+     * an address inside it. So 0; test_conv_wg_gpu runs both ways until a
+     * GPU has said which is right */
     CONV_WG_BASE_OFFSET = 0
 };
 
