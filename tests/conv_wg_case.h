@@ -2,7 +2,8 @@
  * replays its stage rows on the CPU, gpu/test_conv_wg.c runs it): shapes it
  * takes (NHWC, stride 1, C and K multiples of 64) with padded rows from 3
  * to 58 pixels, a last block of rows cut short, padding 0 to 2, 1×1 and
- * 3×3, batch 3. */
+ * 3×3, batch 3, and small images several to a block, the last block's
+ * cut short by the batch. */
 #ifndef SPF_TESTS_CONV_WG_CASE_H
 #define SPF_TESTS_CONV_WG_CASE_H
 
@@ -19,6 +20,8 @@ static const conv_dims conv_wg_dims[] = {
     {"3x3 on 56x56 (layer1's rows)", 1, 64, 56, 56, 64, 3, 3, 1, 1},
     {"1x1 on 9x10, C = 128, K = 192", 1, 128, 9, 10, 192, 1, 1, 1, 0},
     {"3x3 padding 2 on 5x4", 2, 64, 5, 4, 64, 3, 3, 1, 2},
+    {"3x3 on 3x4, batch 7 (images a block)", 7, 64, 3, 4, 64, 3, 3, 1, 1},
+    {"1x1 on 2x3, batch 5", 5, 128, 2, 3, 64, 1, 1, 1, 0},
 };
 #define CONV_WG_DIMS ((int)(sizeof conv_wg_dims / sizeof conv_wg_dims[0]))
 

@@ -44,9 +44,19 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *
     x.stage_rows = (bn + (g->r - 1) * wp + g->s - 1 + 7) / 8 * 8;
     x.chunks = g->c / CONV_WG_CHUNK;
     x.row_tiles = (g->p + x.rows - 1) / x.rows;
-    if ((int64_t)x.n * x.row_tiles > INT32_MAX || k / CONV_WG_BM > 65535) {
+    /* whole images where one leaves room: the weights' boxes, which every
+     * block loads, then serve more positions (ResNet-50's 7×7: 3 images
+     * at 256 positions) */
+    x.images = 1;
+    if (x.rows == g->p) {
+        x.images += (bn - x.rows * wp) / (x.halo * wp);
+        x.images = x.images < x.n ? x.images : x.n;
+        x.images = x.images < 256 ? x.images : 256;
+    }
+    const int64_t blocks = (int64_t)(x.n + x.images - 1) / x.images * x.row_tiles;
+    if (blocks > INT32_MAX || k / CONV_WG_BM > 65535) {
         snprintf(reason, cap, "%lld blocks along the positions, %d along the channels: past the "
-                 "grid", (long long)x.n * x.row_tiles, k / CONV_WG_BM);
+                 "grid", (long long)blocks, k / CONV_WG_BM);
         return 0;
     }
     x.stages = x.chunks > 1 ? 2 : 1;
@@ -63,7 +73,7 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *
 
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size)
 {
-    snprintf(buf, size, "bn%d_r%d_s%d", g->bn, g->rows, g->stages);
+    snprintf(buf, size, "bn%d_r%d_i%d_s%d", g->bn, g->rows, g->images, g->stages);
 }
 
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size)

@@ -6,19 +6,22 @@
  * issues mma.sync, runs at about 75 TFLOPS; cuDNN at 310-460).
  *
  * The input is read once, not once a tap. A block takes CONV_WG_BM output
- * channels and `rows` output rows of one image. For each 64 input channels
- * (a chunk), the copy engine brings
+ * channels and `rows` output rows of one image, or, where a whole image
+ * leaves room, `images` whole images. For each 64 input channels (a
+ * chunk), the copy engine brings
  *   - B: the input rows under those output rows with their halo, the whole
  *     padded width (`wp` = W + 2·pad pixels, outside read as zeros), as
- *     one box: halo row y, pixel x at stage row y·wp + x, 64 channels
- *     (128 bytes) a row, 128-byte swizzled;
+ *     one box: image m's halo row y, pixel x at stage row
+ *     (m·halo + y)·wp + x, 64 channels (128 bytes) a row, 128-byte
+ *     swizzled;
  *   - A: the weights of each tap (r, s) for these channels, a 64 × 64 box
  *     of the dense weights (K × R·S·C, columns in (r, s, c) order), also
  *     128-byte swizzled.
- * Positions are counted over the padded width: position i·wp + j is
- * output row i of the block, column j, and only j < Q are stored. Then tap
- * (r, s) of position i·wp + j reads stage row (i + r)·wp + j + s: the
- * same stage, rows r·wp + s later. So each tap is one wgmma operand B
+ * Positions are counted over the padded width (and height, between
+ * images): position (m·halo + i)·wp + j is output row i of the block's
+ * image m, column j, and only i < rows, j < Q are stored. Then tap (r, s)
+ * of it reads stage row (m·halo + i + r)·wp + j + s: the same stage, rows
+ * r·wp + s later. So each tap is one wgmma operand B
  * over the stage from a later start (CONV_WG_BN positions, K-major, the
  * 128-byte swizzle), and the 9 taps of a 3×3 convolution share one copy
  * of the input. Columns j ≥ Q read past their row or past the box into
@@ -67,17 +70,20 @@ typedef struct conv_wg_geom {
     int32_t n, c, h, w, r, s, pad, p, q, k; /* the convolution (stride 1)              */
     int32_t bn;                 /* wgmma's N: positions a block (64, 128 or 256)   */
     int32_t wp;                 /* the padded width: W + 2·pad = Q + S − 1          */
-    int32_t rows;               /* output rows a block: rows · wp ≤ bn              */
-    int32_t halo;               /* input rows a box: rows + R − 1                   */
+    int32_t rows;               /* output rows of an image a block                  */
+    int32_t halo;               /* input rows of an image a box: rows + R − 1       */
+    int32_t images;             /* images a block: 1, or more where rows = P and
+                                   ((images − 1)·halo + rows)·wp ≤ bn              */
     int32_t stage_rows;         /* B rows a stage: the last tap's reach past bn,
                                    in whole 8-row atoms                             */
     int32_t stages;             /* chunks in flight: 1 or 2                         */
     int32_t chunks;             /* C / 64                                            */
-    int32_t row_tiles;          /* ⌈P / rows⌉: blocks along an image               */
+    int32_t row_tiles;          /* ⌈P / rows⌉: blocks along an image (1 where
+                                   images > 1)                                     */
 } conv_wg_geom;
 
 /* The stage row tap (r, s) of position `pos` (counted over the padded
- * width) reads. */
+ * width and height) reads. */
 CONV_HD int32_t conv_wg_row(const conv_wg_geom *g, int32_t pos, int32_t r, int32_t s)
 {
     return pos + r * g->wp + s;
@@ -111,13 +117,13 @@ extern "C" {
 
 /* The geometry of a convolution g (NHWC, stride 1) with k output channels
  * at `bn` positions a block (64, 128 or 256): the most output rows that
- * fit, two stages where shared memory holds them. 0 with a reason when the
- * kernel cannot take it. */
+ * fit, and the most whole images where one fits; two stages where shared
+ * memory holds them. 0 with a reason when the kernel cannot take it. */
 int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *out,
                      char *reason, size_t cap);
 
-/* The config: "bn256_r4_s2" (positions, output rows and stages of a
- * block); the kernel: "convwg_f16_" and the config's name. */
+/* The config: "bn256_r7_i3_s2" (positions, output rows, images and stages
+ * of a block); the kernel: "convwg_f16_" and the config's name. */
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size);
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size);
 

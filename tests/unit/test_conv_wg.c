@@ -1,7 +1,8 @@
 /* The warpgroup conv kernel's host side (conv/conv_wg.h) without a GPU:
  * for every shape of conv_wg_case.h and every block width the geometry
- * takes, each block's stage replayed as the copy engine fills it (halo row
- * y, pixel x at row y·wp + x, zeros outside the input) and every stored
+ * takes, each block's stage replayed as the copy engine fills it (image m's
+ * halo row y, pixel x at row (m·halo + y)·wp + x, zeros outside the input
+ * and past the batch) and every stored
  * position's every tap read through conv_wg_row, as the kernel's B
  * descriptors do: the row must lie in the box and hold the input pixel
  * the reference reads (conv_gather_from), and every output position must
@@ -17,13 +18,19 @@ static int64_t taps_checked, taps_wrong, stored_wrong, reach_wrong;
 static void replay(const conv_dims *d, const conv_wg_geom *g)
 {
     const conv_gather cg = conv_dims_gather(d);
+    const int32_t per_image = g->halo * g->wp, box_rows = g->images * per_image;
+    if (box_rows > g->stage_rows)
+        reach_wrong++;
     int32_t *stores = calloc((size_t)cg.cols, sizeof *stores);
-    for (int32_t image = 0; image < g->n; image++)
-        for (int32_t tile = 0; tile < g->row_tiles; tile++) {
-            const int32_t oh0 = tile * g->rows;
+    const int32_t tiles = (g->n + g->images - 1) / g->images;
+    for (int32_t tile = 0; tile < tiles; tile++)
+        for (int32_t rt = 0; rt < g->row_tiles; rt++) {
+            const int32_t image0 = tile * g->images, oh0 = rt * g->rows;
             for (int32_t pos = 0; pos < g->bn; pos++) {
-                const int32_t i = pos / g->wp, j = pos % g->wp;
-                const int stored = i < g->rows && j < g->q && oh0 + i < g->p;
+                const int32_t m = pos / per_image, at = pos % per_image;
+                const int32_t i = at / g->wp, j = at % g->wp, image = image0 + m;
+                const int stored = m < g->images && image < g->n && i < g->rows && j < g->q &&
+                                   oh0 + i < g->p;
                 for (int32_t r = 0; r < g->r; r++)
                     for (int32_t s = 0; s < g->s; s++) {
                         const int32_t row = conv_wg_row(g, pos, r, s);
@@ -31,21 +38,24 @@ static void replay(const conv_dims *d, const conv_wg_geom *g)
                             reach_wrong++;
                         if (!stored)
                             continue;
-                        /* the pixel the stage holds at row, as the box fills it */
-                        const int32_t y = oh0 - g->pad + row / g->wp, x = row % g->wp - g->pad;
-                        const int inside = row < g->halo * g->wp && y >= 0 && y < g->h &&
-                                           x >= 0 && x < g->w;
+                        /* the pixel the stage holds at row, as the box fills it:
+                         * image, then input row, then pixel */
+                        const int32_t bm = row / per_image, brow = row % per_image;
+                        const int32_t y = oh0 - g->pad + brow / g->wp, x = brow % g->wp - g->pad;
+                        const int32_t bimage = image0 + bm;
+                        const int inside = row < box_rows && bimage < g->n && y >= 0 &&
+                                           y < g->h && x >= 0 && x < g->w;
                         const int64_t holds =
-                            inside ? (((int64_t)image * g->h + y) * g->w + x) * g->c : -1;
+                            inside ? (((int64_t)bimage * g->h + y) * g->w + x) * g->c : -1;
                         const int32_t col = (image * g->p + oh0 + i) * g->q + j;
                         const int32_t kk = (r * g->s + s) * g->c; /* channel 0 of the tap */
                         const int64_t want = conv_gather_from(&cg, kk, col);
                         taps_checked++;
-                        if (holds != want || row >= g->halo * g->wp) {
+                        if (holds != want || row >= box_rows) {
                             if (taps_wrong++ < 5)
-                                printf("  %s bn%d: image %d rows %d.. position %d tap (%d, %d): "
-                                       "stage row %d holds %lld, the reference reads %lld\n",
-                                       d->label, g->bn, image, oh0, pos, r, s, row,
+                                printf("  %s bn%d: images %d.. rows %d.. position %d tap (%d, "
+                                       "%d): stage row %d holds %lld, the reference reads %lld\n",
+                                       d->label, g->bn, image0, oh0, pos, r, s, row,
                                        (long long)holds, (long long)want);
                         }
                     }
@@ -100,7 +110,7 @@ static void refused(const conv_dims *d, int bn, spf_conv_layout layout, const ch
 
 int main(void)
 {
-    int geometries = 0;
+    int geometries = 0, several = 0; /* several: blocks of more than one image */
     for (int i = 0; i < CONV_WG_DIMS; i++)
         for (int b = 0; b < CONV_WG_WIDTHS; b++) {
             const conv_gather g = conv_dims_gather(&conv_wg_dims[i]);
@@ -117,9 +127,11 @@ int main(void)
             CHECK(conv_wg_smem(&geom) <= CONV_WG_SMEM);
             replay(&conv_wg_dims[i], &geom);
             geometries++;
+            several += geom.images > 1 && geom.n % geom.images != 0;
         }
     printf("%d geometries, %lld taps replayed\n", geometries, (long long)taps_checked);
     CHECK(geometries >= CONV_WG_DIMS);
+    CHECK_MSG(several >= 2, "%d geometries of several images a block, the last cut short", several);
     CHECK_MSG(taps_wrong == 0, "%lld taps read the wrong stage row", (long long)taps_wrong);
     CHECK_MSG(stored_wrong == 0, "%lld output positions not stored exactly once",
               (long long)stored_wrong);
@@ -135,11 +147,16 @@ int main(void)
     CHECK(conv_wg_smem(&g1) == 1024 + 376 * 128 + 9 * 8192 + 16);
     const conv_dims layer4 = {"layer4", 32, 512, 7, 7, 512, 3, 3, 1, 1};
     conv_wg_geom g4 = geometry_of(&layer4, 64);
-    CHECK(g4.wp == 9 && g4.rows == 7 && g4.stage_rows == 88 && g4.chunks == 8 && g4.stages == 2 &&
-          g4.row_tiles == 1);
+    CHECK(g4.wp == 9 && g4.rows == 7 && g4.images == 1 && g4.stage_rows == 88 && g4.chunks == 8 &&
+          g4.stages == 2 && g4.row_tiles == 1);
+    /* three 9×9 padded images in 256 positions: 2·81 + 7·9 = 225 */
+    conv_wg_geom g4w = geometry_of(&layer4, 256);
+    CHECK(g4w.images == 3 && g4w.rows == 7 && g4w.halo == 9);
     char name[64];
-    conv_wg_name(&g4, SPF_DTYPE_F16, name, sizeof name);
-    CHECK_MSG(strcmp(name, "convwg_f16_bn64_r7_s2") == 0, "name %s", name);
+    conv_wg_name(&g4w, SPF_DTYPE_F16, name, sizeof name);
+    CHECK_MSG(strcmp(name, "convwg_f16_bn256_r7_i3_s1") == 0 ||
+                  strcmp(name, "convwg_f16_bn256_r7_i3_s2") == 0,
+              "name %s", name);
 
     /* refusals, each with its reason */
     const conv_dims strided = {"stride 2", 1, 64, 8, 8, 64, 3, 3, 2, 1};

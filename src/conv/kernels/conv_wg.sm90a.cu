@@ -197,9 +197,9 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(smem + (all_stages > sums_bytes ? all_stages
                                                                                    : sums_bytes));
     const int tid = threadIdx.x, taps = g.r * g.s;
-    const int image = blockIdx.x / g.row_tiles;
-    const int oh0 = (blockIdx.x - image * g.row_tiles) * g.rows, m0 = blockIdx.y * CONV_WG_BM;
-    const int box_rows = g.halo * g.wp;
+    const int tile = blockIdx.x / g.row_tiles, image0 = tile * g.images;
+    const int oh0 = (blockIdx.x - tile * g.row_tiles) * g.rows, m0 = blockIdx.y * CONV_WG_BM;
+    const int box_rows = g.images * g.halo * g.wp;
 
     if (tid == 0) {
         for (int st = 0; st < g.stages; st++)
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     auto issue = [&](int ch, int st) {
         uint8_t *b = smem + st * stage_bytes, *w = b + (size_t)g.stage_rows * CONV_WG_ROW;
         bar_arrive_expect(&full[st], box_rows * CONV_WG_ROW + taps * CONV_WG_A_TAP);
-        tma_load_4d(b, &in_map, ch * CONV_WG_CHUNK, -g.pad, oh0 - g.pad, image, &full[st]);
+        tma_load_4d(b, &in_map, ch * CONV_WG_CHUNK, -g.pad, oh0 - g.pad, image0, &full[st]);
         for (int t = 0; t < taps; t++)
             tma_load(w + t * CONV_WG_A_TAP, &w_map, t * g.c + ch * CONV_WG_CHUNK, m0, &full[st]);
     };
@@ -269,8 +269,9 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     __syncthreads();
     for (int u = tid; u < BN * (CONV_WG_BM / 8); u += CONV_WG_THREADS) {
         const int pos = u / (CONV_WG_BM / 8), group = u % (CONV_WG_BM / 8);
-        const int i = pos / g.wp, j = pos - i * g.wp, oh = oh0 + i;
-        if (i >= g.rows || j >= g.q || oh >= g.p)
+        const int m = pos / (g.halo * g.wp), at_m = pos - m * g.halo * g.wp;
+        const int i = at_m / g.wp, j = at_m - i * g.wp, oh = oh0 + i, image = image0 + m;
+        if (m >= g.images || image >= g.n || i >= g.rows || j >= g.q || oh >= g.p)
             continue;
         const int64_t at = (((int64_t)image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
         float v[8];
@@ -304,7 +305,8 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
     const spf_status status = smem_allow(reinterpret_cast<const void *>(kernel), smem);
     if (status != SPF_OK)
         return status;
-    const dim3 grid((unsigned)(g.n * g.row_tiles), (unsigned)(g.k / CONV_WG_BM));
+    const dim3 grid((unsigned)((g.n + g.images - 1) / g.images * g.row_tiles),
+                    (unsigned)(g.k / CONV_WG_BM));
     kernel<<<grid, CONV_WG_THREADS, smem, stream>>>(in_map, x->w_map, a);
     return CUDA_CHECK(cudaGetLastError());
 }
@@ -335,7 +337,7 @@ extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out
     CUtensorMap in_map;
     const int64_t nhwc[4] = {g.n, g.h, g.w, g.c};
     const spf_status status =
-        tensor_map_nhwc(&in_map, x->dtype, in, nhwc, CONV_WG_CHUNK, g.wp, g.halo);
+        tensor_map_nhwc(&in_map, x->dtype, in, nhwc, CONV_WG_CHUNK, g.wp, g.halo, g.images);
     if (status != SPF_OK)
         return status;
     const wg_args a = {g, bias, residual, out, x->relu};
