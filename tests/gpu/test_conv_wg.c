@@ -13,10 +13,36 @@
 #include "conv_wg_case.h"
 #include "conv_kernel_test.h"
 
+#include <math.h>
+
 static int runs;
 
 #ifdef SPF_HAVE_CUDA
 static int wrong[2]; /* launches past the tolerance, by base offset mode */
+
+/* Where a wrong launch first differs, for a first look at what broke: the
+ * first element past the tolerance (image, row, column, channel of the
+ * NHWC output), and how many are. */
+static void first_wrong(const conv_case *t, const conv_dims *d, double tol)
+{
+    const int64_t p = (d->h + 2 * d->pad - d->r) + 1, q = (d->w + 2 * d->pad - d->s) + 1;
+    int64_t bad = 0, first = -1;
+    for (int64_t e = 0; e < t->out_count; e++) {
+        const double want = t->want[e], diff = fabs((double)t->out[e] - want);
+        if (!(diff <= tol * (1.0 + fabs(want)))) {
+            bad++;
+            first = first < 0 ? e : first;
+        }
+    }
+    if (first < 0)
+        return;
+    const int64_t k = first % d->k, pos = first / d->k;
+    printf("    %lld of %lld outputs off; the first: image %lld, row %lld, column %lld, channel "
+           "%lld: %g, want %g\n",
+           (long long)bad, (long long)t->out_count, (long long)(pos / (p * q)),
+           (long long)(pos % (p * q) / q), (long long)(pos % q), (long long)k,
+           (double)t->out[first], t->want[first]);
+}
 
 static void run_one(const conv_dims *d, int bn, spf_dtype dtype, int variant, uint64_t seed)
 {
@@ -42,8 +68,11 @@ static void run_one(const conv_dims *d, int bn, spf_dtype dtype, int variant, ui
             const double err = spf_relative_error(t.out, t.want, t.out_count);
             if (!(err <= dtype_tolerance(dtype, SPF_MATH_DEFAULT))) {
                 wrong[mode]++;
-                printf("  base offset %d: %s bn%d %s variant %d launch %d: relative error %.3g\n",
-                       mode, d->label, bn, dtype_name(dtype), variant, launch, err);
+                char name[64];
+                conv_wg_name(&geom, dtype, name, sizeof name);
+                printf("  base offset %d: %s, %s, variant %d launch %d: relative error %.3g\n",
+                       mode, d->label, name, variant, launch, err);
+                first_wrong(&t, d, dtype_tolerance(dtype, SPF_MATH_DEFAULT));
             }
             runs++;
         }
