@@ -56,12 +56,13 @@ typedef struct conv_implicit_choice {
     spf_kernel_config unrolled; /* UNROLLED only */
     conv_tc_config tc;          /* TC only       */
     int32_t wg_bn;              /* WG only: positions a block */
+    int wg_resident;            /* WG only: the weights resident */
 } conv_implicit_choice;
 
 enum {
     CONV_UNROLLED_CONFIGS = 2,
     CONV_IMPLICIT_MAX_CHOICES =
-        CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS + CONV_TC_MAX_CONFIGS + 3,
+        CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS + CONV_TC_MAX_CONFIGS + 6,
     /* AUTO's limit for the unrolled kernel: compiled per plan and config,
      * and ptxas's time grows with the code (a ResNet-50 3×3 layer of 64
      * channels at 0.9 has 3 686 nonzeros, of 256 channels 58 982) */

@@ -7,8 +7,8 @@
 
 #include <stdio.h>
 
-int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *out,
-                     char *reason, size_t cap)
+int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, int resident,
+                     conv_wg_geom *out, char *reason, size_t cap)
 {
     if (!g->nhwc || g->stride != 1) {
         snprintf(reason, cap, "the warpgroup kernel takes NHWC at stride 1 (here %s, stride %d)",
@@ -53,11 +53,24 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *
         x.images = x.images < x.n ? x.images : x.n;
         x.images = x.images < 256 ? x.images : 256;
     }
-    const int64_t blocks = (int64_t)(x.n + x.images - 1) / x.images * x.row_tiles;
-    if (blocks > INT32_MAX || k / CONV_WG_BM > 65535) {
+    const int64_t tiles = (int64_t)(x.n + x.images - 1) / x.images * x.row_tiles;
+    if (tiles > INT32_MAX || k / CONV_WG_BM > 65535) {
         snprintf(reason, cap, "%lld blocks along the positions, %d along the channels: past the "
-                 "grid", (long long)blocks, k / CONV_WG_BM);
+                 "grid", (long long)tiles, k / CONV_WG_BM);
         return 0;
+    }
+    x.tiles = (int32_t)tiles;
+    x.resident = resident != 0;
+    if (x.resident) {
+        x.stages = 2;
+        if (conv_wg_smem(&x) > CONV_WG_SMEM) {
+            snprintf(reason, cap, "the weights of every chunk (%zu bytes), two input stages and "
+                     "the sums are past shared memory",
+                     (size_t)x.chunks * conv_wg_chunk_weights(&x));
+            return 0;
+        }
+        *out = x;
+        return 1;
     }
     x.stages = x.chunks > 1 ? 2 : 1;
     if (x.stages == 2 && conv_wg_smem(&x) > CONV_WG_SMEM)
@@ -73,7 +86,8 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *
 
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size)
 {
-    snprintf(buf, size, "bn%d_r%d_i%d_s%d", g->bn, g->rows, g->images, g->stages);
+    snprintf(buf, size, "bn%d_r%d_i%d_s%d%s", g->bn, g->rows, g->images, g->stages,
+             g->resident ? "_w" : "");
 }
 
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size)

@@ -35,6 +35,14 @@
  * shared memory: sums plus bias, then the residual, ReLU and 16-byte
  * stores of the valid positions.
  *
+ * Every block loads its channels' weights for all taps: at batch 32 that
+ * is most of the bytes a block reads (ResNet-50's layer1 at 256 positions
+ * a block: 33 MB of weights against 20 MB of input). Where the weights of
+ * every chunk fit beside two input stages (`resident`: layer1 at 128
+ * positions, 72 KB), a block loads them once and walks position tiles
+ * (grid.x at most the blocks the GPU holds at once), the next tile's input
+ * coming while this one's is multiplied and stored.
+ *
  * Stride 1, C and K multiples of 64, NHWC, fp16 or bf16; everything else
  * is refused with a reason. The functions below are shared by the kernel
  * and the host (tests/unit/test_conv_wg.c replays the stage's rows). */
@@ -76,10 +84,13 @@ typedef struct conv_wg_geom {
                                    ((images − 1)·halo + rows)·wp ≤ bn              */
     int32_t stage_rows;         /* B rows a stage: the last tap's reach past bn,
                                    in whole 8-row atoms                             */
-    int32_t stages;             /* chunks in flight: 1 or 2                         */
+    int32_t stages;             /* chunks in flight: 1 or 2 (resident: 2)           */
     int32_t chunks;             /* C / 64                                            */
-    int32_t row_tiles;          /* ⌈P / rows⌉: blocks along an image (1 where
+    int32_t row_tiles;          /* ⌈P / rows⌉: tiles along an image (1 where
                                    images > 1)                                     */
+    int32_t tiles;              /* position tiles: ⌈n / images⌉ · row_tiles          */
+    int32_t resident;           /* 1: the weights of every chunk stay in shared
+                                   memory, a block walks position tiles            */
 } conv_wg_geom;
 
 /* The stage row tap (r, s) of position `pos` (counted over the padded
@@ -89,11 +100,17 @@ CONV_HD int32_t conv_wg_row(const conv_wg_geom *g, int32_t pos, int32_t r, int32
     return pos + r * g->wp + s;
 }
 
-/* Bytes of one stage: B's rows and the taps' weights, each part a whole
- * number of swizzle atoms. */
+/* Bytes of the weights' boxes of one chunk (all taps). */
+CONV_HD size_t conv_wg_chunk_weights(const conv_wg_geom *g)
+{
+    return (size_t)g->r * g->s * CONV_WG_A_TAP;
+}
+
+/* Bytes of one stage: B's rows, and the chunk's weights unless they are
+ * resident; each part a whole number of swizzle atoms. */
 CONV_HD size_t conv_wg_stage_bytes(const conv_wg_geom *g)
 {
-    return (size_t)g->stage_rows * CONV_WG_ROW + (size_t)g->r * g->s * CONV_WG_A_TAP;
+    return (size_t)g->stage_rows * CONV_WG_ROW + (g->resident ? 0 : conv_wg_chunk_weights(g));
 }
 
 /* Bytes of the epilogue's sums: bn positions of BM + 1 floats (the extra
@@ -103,12 +120,22 @@ CONV_HD size_t conv_wg_sums_bytes(const conv_wg_geom *g)
     return (size_t)g->bn * (CONV_WG_BM + 1) * 4;
 }
 
-/* Bytes of dynamic shared memory of a block: the alignment slack, the
- * stages (the sums reuse them) and the stages' mbarriers. */
-CONV_HD size_t conv_wg_smem(const conv_wg_geom *g)
+/* Bytes before the mbarriers: the stages, which the sums reuse; resident,
+ * every chunk's weights, then the stages, then the sums (the next tile's
+ * input arrives while they are stored). */
+CONV_HD size_t conv_wg_body_bytes(const conv_wg_geom *g)
 {
     const size_t stages = (size_t)g->stages * conv_wg_stage_bytes(g), sums = conv_wg_sums_bytes(g);
-    return CONV_WG_ALIGN + (stages > sums ? stages : sums) + 2 * 8;
+    if (g->resident)
+        return (size_t)g->chunks * conv_wg_chunk_weights(g) + stages + sums;
+    return stages > sums ? stages : sums;
+}
+
+/* Bytes of dynamic shared memory of a block: the alignment slack, the
+ * body and three mbarriers (two stages' and the resident weights'). */
+CONV_HD size_t conv_wg_smem(const conv_wg_geom *g)
+{
+    return CONV_WG_ALIGN + conv_wg_body_bytes(g) + 3 * 8;
 }
 
 #ifdef __cplusplus
@@ -116,14 +143,16 @@ extern "C" {
 #endif
 
 /* The geometry of a convolution g (NHWC, stride 1) with k output channels
- * at `bn` positions a block (64, 128 or 256): the most output rows that
- * fit, and the most whole images where one fits; two stages where shared
- * memory holds them. 0 with a reason when the kernel cannot take it. */
-int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_geom *out,
-                     char *reason, size_t cap);
+ * at `bn` positions a block (64, 128 or 256), the weights resident or not:
+ * the most output rows that fit, and the most whole images where one
+ * fits; two stages where shared memory holds them. 0 with a reason when
+ * the kernel cannot take it. */
+int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, int resident,
+                     conv_wg_geom *out, char *reason, size_t cap);
 
 /* The config: "bn256_r7_i3_s2" (positions, output rows, images and stages
- * of a block); the kernel: "convwg_f16_" and the config's name. */
+ * of a block; "_w" where the weights are resident); the kernel:
+ * "convwg_f16_" and the config's name. */
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size);
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size);
 

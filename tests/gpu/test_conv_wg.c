@@ -1,6 +1,7 @@
 /* The warpgroup conv kernel (conv/conv_wg.h) on the GPU: every shape of
  * conv_wg_case.h × 64, 128 and 256 positions a block (where the padded
- * row fits) × f16 and bf16, bias, residual and ReLU varied per case, the
+ * row fits) × the weights brought with each stage or resident (where they
+ * fit) × f16 and bf16, bias, residual and ReLU varied per case, the
  * output poisoned with NaN first and each kernel run twice, against the
  * CPU reference within the dtype's tolerance.
  *
@@ -44,13 +45,14 @@ static void first_wrong(const conv_case *t, const conv_dims *d, double tol)
            (double)t->out[first], t->want[first]);
 }
 
-static void run_one(const conv_dims *d, int bn, spf_dtype dtype, int variant, uint64_t seed)
+static void run_one(const conv_dims *d, int bn, int resident, spf_dtype dtype, int variant,
+                    uint64_t seed)
 {
     const int bias = variant & 1, residual = (variant >> 1) & 1, relu = (variant >> 2) & 1;
     const conv_gather g = conv_dims_gather(d);
     conv_wg_geom geom;
     char reason[200];
-    if (!conv_wg_geometry(&g, (int32_t)d->k, bn, &geom, reason, sizeof reason))
+    if (!conv_wg_geometry(&g, (int32_t)d->k, bn, resident, &geom, reason, sizeof reason))
         return;
     conv_case t;
     conv_case_make(&t, d, SPF_CONV_NHWC, bias, residual, relu, dtype, seed);
@@ -92,9 +94,11 @@ static void run_all(int quick)
     const spf_dtype dtypes[2] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
     for (int i = 0; i < CONV_WG_DIMS; i++)
         for (int b = 0; b < CONV_WG_WIDTHS; b++)
-            for (int t = 0; t < (quick ? 1 : 2); t++)
-                run_one(&conv_wg_dims[i], conv_wg_widths[b], dtypes[t], (i + b + t) % 8,
-                        900 + (uint64_t)(i * 16 + b * 2 + t));
+            for (int resident = 0; resident <= 1; resident++)
+                for (int t = 0; t < (quick ? 1 : 2); t++)
+                    run_one(&conv_wg_dims[i], conv_wg_widths[b], resident, dtypes[t],
+                            (i + b + t + resident) % 8,
+                            900 + (uint64_t)(i * 32 + b * 4 + resident * 2 + t));
     printf("wrong launches: %d with the base offset 0, %d with it set\n", wrong[0], wrong[1]);
     CHECK_MSG(wrong[0] == 0 || wrong[1] == 0, "neither base offset mode is right on every launch");
 }

@@ -9,8 +9,9 @@
  * be stored by exactly one block. The taps of the positions never stored
  * must stay within the stage's rows. The accumulators' layout (row
  * 16·warp + lane / 4 (+ 8), column 8·(i / 4) + 2·(lane % 4) (+ 1)) must
- * cover the 64 × bn tile once. Then ResNet-50's shapes (stages, rows,
- * shared memory) and the refusals. */
+ * cover the 64 × bn tile once. Every geometry is replayed with the weights
+ * brought by each stage and resident (the positions are the same). Then
+ * ResNet-50's shapes (stages, rows, shared memory) and the refusals. */
 #include "conv_wg_case.h"
 
 static int64_t taps_checked, taps_wrong, stored_wrong, reach_wrong;
@@ -85,24 +86,25 @@ static void check_accumulators(int bn)
     free(seen);
 }
 
-static conv_wg_geom geometry_of(const conv_dims *d, int bn)
+static conv_wg_geom geometry_of(const conv_dims *d, int bn, int resident)
 {
     const conv_gather g = conv_dims_gather(d);
     conv_wg_geom geom;
     char reason[200];
     memset(&geom, 0, sizeof geom);
-    CHECK_MSG(conv_wg_geometry(&g, (int32_t)d->k, bn, &geom, reason, sizeof reason),
+    CHECK_MSG(conv_wg_geometry(&g, (int32_t)d->k, bn, resident, &geom, reason, sizeof reason),
               "%s bn%d refused: %s", d->label, bn, reason);
     return geom;
 }
 
-static void refused(const conv_dims *d, int bn, spf_conv_layout layout, const char *why)
+static void refused(const conv_dims *d, int bn, int resident, spf_conv_layout layout,
+                    const char *why)
 {
     conv_gather g = conv_dims_gather(d);
     g.nhwc = layout == SPF_CONV_NHWC;
     conv_wg_geom geom;
     char reason[200] = "";
-    CHECK_MSG(!conv_wg_geometry(&g, (int32_t)d->k, bn, &geom, reason, sizeof reason),
+    CHECK_MSG(!conv_wg_geometry(&g, (int32_t)d->k, bn, resident, &geom, reason, sizeof reason),
               "%s bn%d: taken", d->label, bn);
     CHECK_MSG(strstr(reason, why) != NULL, "%s bn%d: the reason \"%s\" does not say \"%s\"",
               d->label, bn, reason, why);
@@ -112,25 +114,29 @@ int main(void)
 {
     int geometries = 0, several = 0; /* several: blocks of more than one image */
     for (int i = 0; i < CONV_WG_DIMS; i++)
-        for (int b = 0; b < CONV_WG_WIDTHS; b++) {
-            const conv_gather g = conv_dims_gather(&conv_wg_dims[i]);
-            conv_wg_geom geom;
-            char reason[200];
-            if (!conv_wg_geometry(&g, (int32_t)conv_wg_dims[i].k, conv_wg_widths[b], &geom,
-                                  reason, sizeof reason)) {
-                /* only a padded row wider than the block */
-                CHECK_MSG(g.w + 2 * g.pad > conv_wg_widths[b], "%s bn%d refused: %s",
-                          conv_wg_dims[i].label, conv_wg_widths[b], reason);
-                continue;
+        for (int b = 0; b < CONV_WG_WIDTHS; b++)
+            for (int resident = 0; resident <= 1; resident++) {
+                const conv_gather g = conv_dims_gather(&conv_wg_dims[i]);
+                conv_wg_geom geom;
+                char reason[200];
+                if (!conv_wg_geometry(&g, (int32_t)conv_wg_dims[i].k, conv_wg_widths[b], resident,
+                                      &geom, reason, sizeof reason)) {
+                    /* only a padded row wider than the block, or resident
+                     * weights past shared memory */
+                    CHECK_MSG(g.w + 2 * g.pad > conv_wg_widths[b] ||
+                                  (resident && strstr(reason, "past shared memory")),
+                              "%s bn%d refused: %s", conv_wg_dims[i].label, conv_wg_widths[b],
+                              reason);
+                    continue;
+                }
+                CHECK(geom.rows * geom.wp <= geom.bn && geom.rows >= 1);
+                CHECK(conv_wg_smem(&geom) <= CONV_WG_SMEM && geom.resident == resident);
+                replay(&conv_wg_dims[i], &geom);
+                geometries++;
+                several += geom.images > 1 && geom.n % geom.images != 0;
             }
-            CHECK(geom.rows * geom.wp <= geom.bn && geom.rows >= 1);
-            CHECK(conv_wg_smem(&geom) <= CONV_WG_SMEM);
-            replay(&conv_wg_dims[i], &geom);
-            geometries++;
-            several += geom.images > 1 && geom.n % geom.images != 0;
-        }
     printf("%d geometries, %lld taps replayed\n", geometries, (long long)taps_checked);
-    CHECK(geometries >= CONV_WG_DIMS);
+    CHECK(geometries >= 2 * CONV_WG_DIMS);
     CHECK_MSG(several >= 2, "%d geometries of several images a block, the last cut short", several);
     CHECK_MSG(taps_wrong == 0, "%lld taps read the wrong stage row", (long long)taps_wrong);
     CHECK_MSG(stored_wrong == 0, "%lld output positions not stored exactly once",
@@ -141,16 +147,22 @@ int main(void)
 
     /* ResNet-50's 3x3 layers at batch 32 */
     const conv_dims layer1 = {"layer1", 32, 64, 56, 56, 64, 3, 3, 1, 1};
-    conv_wg_geom g1 = geometry_of(&layer1, 256);
+    conv_wg_geom g1 = geometry_of(&layer1, 256, 0);
     CHECK(g1.wp == 58 && g1.rows == 4 && g1.halo == 6 && g1.stage_rows == 376 && g1.stages == 1 &&
-          g1.row_tiles == 14);
-    CHECK(conv_wg_smem(&g1) == 1024 + 376 * 128 + 9 * 8192 + 16);
+          g1.row_tiles == 14 && g1.tiles == 32 * 14);
+    CHECK(conv_wg_smem(&g1) == 1024 + 376 * 128 + 9 * 8192 + 24);
+    /* resident at 128 positions: 72 KB of weights, two stages of 248 rows
+     * and the sums; at 256 the sums no longer fit */
+    conv_wg_geom g1w = geometry_of(&layer1, 128, 1);
+    CHECK(g1w.stage_rows == 248 && g1w.stages == 2 && g1w.resident == 1);
+    CHECK(conv_wg_smem(&g1w) == 1024 + 9 * 8192 + 2 * 248 * 128 + 128 * 65 * 4 + 24);
+    refused(&layer1, 256, 1, SPF_CONV_NHWC, "past shared memory");
     const conv_dims layer4 = {"layer4", 32, 512, 7, 7, 512, 3, 3, 1, 1};
-    conv_wg_geom g4 = geometry_of(&layer4, 64);
+    conv_wg_geom g4 = geometry_of(&layer4, 64, 0);
     CHECK(g4.wp == 9 && g4.rows == 7 && g4.images == 1 && g4.stage_rows == 88 && g4.chunks == 8 &&
           g4.stages == 2 && g4.row_tiles == 1);
     /* three 9×9 padded images in 256 positions: 2·81 + 7·9 = 225 */
-    conv_wg_geom g4w = geometry_of(&layer4, 256);
+    conv_wg_geom g4w = geometry_of(&layer4, 256, 0);
     CHECK(g4w.images == 3 && g4w.rows == 7 && g4w.halo == 9);
     char name[64];
     conv_wg_name(&g4w, SPF_DTYPE_F16, name, sizeof name);
@@ -160,16 +172,17 @@ int main(void)
 
     /* refusals, each with its reason */
     const conv_dims strided = {"stride 2", 1, 64, 8, 8, 64, 3, 3, 2, 1};
-    refused(&strided, 128, SPF_CONV_NHWC, "stride 1");
+    refused(&strided, 128, 0, SPF_CONV_NHWC, "stride 1");
     const conv_dims narrow = {"C = 32", 1, 32, 8, 8, 64, 3, 3, 1, 1};
-    refused(&narrow, 128, SPF_CONV_NHWC, "multiples of 64");
+    refused(&narrow, 128, 0, SPF_CONV_NHWC, "multiples of 64");
     const conv_dims odd_k = {"K = 70", 1, 64, 8, 8, 70, 3, 3, 1, 1};
-    refused(&odd_k, 128, SPF_CONV_NHWC, "multiples of 64");
-    refused(&layer4, 64, SPF_CONV_NCHW, "NHWC");
-    refused(&layer4, 32, SPF_CONV_NHWC, "64, 128 or 256");
+    refused(&odd_k, 128, 0, SPF_CONV_NHWC, "multiples of 64");
+    refused(&layer4, 64, 0, SPF_CONV_NCHW, "NHWC");
+    refused(&layer4, 32, 0, SPF_CONV_NHWC, "64, 128 or 256");
+    refused(&layer4, 64, 1, SPF_CONV_NHWC, "past shared memory");
     const conv_dims wide = {"W = 100", 1, 64, 4, 100, 64, 3, 3, 1, 1};
-    refused(&wide, 64, SPF_CONV_NHWC, "wider than");
+    refused(&wide, 64, 0, SPF_CONV_NHWC, "wider than");
     const conv_dims seven = {"7x7", 1, 64, 9, 9, 64, 7, 7, 1, 3};
-    refused(&seven, 64, SPF_CONV_NHWC, "past shared memory");
+    refused(&seven, 64, 0, SPF_CONV_NHWC, "past shared memory");
     return check_report();
 }

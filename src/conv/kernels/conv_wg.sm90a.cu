@@ -184,82 +184,78 @@ template <int BASE_OFFSET> __device__ __forceinline__ uint64_t wg_desc(const uin
     return d;
 }
 
-template <typename T, int BN, int BASE_OFFSET>
-__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
-    conv_wg_kernel(const __grid_constant__ CUtensorMap in_map,
-                   const __grid_constant__ CUtensorMap w_map, const wg_args a)
+/* The block's tile `tile` of positions: its first image and first output
+ * row. */
+__device__ __forceinline__ void wg_tile(const conv_wg_geom &g, int tile, int *image0, int *oh0)
 {
-    extern __shared__ uint8_t raw[];
-    const conv_wg_geom &g = a.g;
-    uint8_t *smem = raw + ((CONV_WG_ALIGN - smem_addr(raw) % CONV_WG_ALIGN) % CONV_WG_ALIGN);
-    const size_t stage_bytes = conv_wg_stage_bytes(&g), sums_bytes = conv_wg_sums_bytes(&g);
-    const size_t all_stages = (size_t)g.stages * stage_bytes;
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem + (all_stages > sums_bytes ? all_stages
-                                                                                   : sums_bytes));
-    const int tid = threadIdx.x, taps = g.r * g.s;
-    const int tile = blockIdx.x / g.row_tiles, image0 = tile * g.images;
-    const int oh0 = (blockIdx.x - tile * g.row_tiles) * g.rows, m0 = blockIdx.y * CONV_WG_BM;
+    const int along = tile / g.row_tiles;
+    *image0 = along * g.images;
+    *oh0 = (tile - along * g.row_tiles) * g.rows;
+}
+
+/* Zeros over the slack past a stage's box (b: the stage's input rows):
+ * read by the taps of positions that are never stored, zeroed once so that
+ * they read numbers. Every thread; a proxy fence and a barrier to follow. */
+__device__ __forceinline__ void wg_zero_slack(uint8_t *b, const conv_wg_geom &g)
+{
     const int box_rows = g.images * g.halo * g.wp;
+    uint4 *slack = reinterpret_cast<uint4 *>(b + box_rows * CONV_WG_ROW);
+    for (int u = threadIdx.x; u < (g.stage_rows - box_rows) * (CONV_WG_ROW / 16);
+         u += CONV_WG_THREADS)
+        slack[u] = make_uint4(0, 0, 0, 0);
+}
 
-    if (tid == 0) {
-        for (int st = 0; st < g.stages; st++)
-            bar_init(&full[st], 1);
-        bar_init_fence();
-    }
-    /* the slack past each stage's box: read by the taps of positions that
-     * are never stored, zeroed once so that they read numbers */
-    for (int st = 0; st < g.stages; st++) {
-        uint4 *slack = reinterpret_cast<uint4 *>(smem + st * stage_bytes + box_rows * CONV_WG_ROW);
-        for (int u = tid; u < (g.stage_rows - box_rows) * (CONV_WG_ROW / 16); u += CONV_WG_THREADS)
-            slack[u] = make_uint4(0, 0, 0, 0);
-    }
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
+/* Tile (image0, oh0)'s box of chunk ch into b, completing on bar, which
+ * expects its bytes (and `extra` more: the chunk's weights where they come
+ * with it). Thread 0. */
+__device__ __forceinline__ void wg_load_input(uint8_t *b, const CUtensorMap *in_map,
+                                              const conv_wg_geom &g, int ch, int image0, int oh0,
+                                              uint32_t extra, uint64_t *bar)
+{
+    bar_arrive_expect(bar, g.images * g.halo * g.wp * CONV_WG_ROW + extra);
+    tma_load_4d(b, in_map, ch * CONV_WG_CHUNK, -g.pad, oh0 - g.pad, image0, bar);
+}
 
-    /* chunk ch's input box and its taps' weights into stage st */
-    auto issue = [&](int ch, int st) {
-        uint8_t *b = smem + st * stage_bytes, *w = b + (size_t)g.stage_rows * CONV_WG_ROW;
-        bar_arrive_expect(&full[st], box_rows * CONV_WG_ROW + taps * CONV_WG_A_TAP);
-        tma_load_4d(b, &in_map, ch * CONV_WG_CHUNK, -g.pad, oh0 - g.pad, image0, &full[st]);
-        for (int t = 0; t < taps; t++)
-            tma_load(w + t * CONV_WG_A_TAP, &w_map, t * g.c + ch * CONV_WG_CHUNK, m0, &full[st]);
-    };
-    if (tid == 0)
-        for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
-            issue(ch, ch);
+/* Chunk ch's weights of every tap (output channels m0..) into w, on bar.
+ * Thread 0. */
+__device__ __forceinline__ void wg_load_weights(uint8_t *w, const CUtensorMap *w_map,
+                                                const conv_wg_geom &g, int ch, int m0,
+                                                uint64_t *bar)
+{
+    for (int t = 0; t < g.r * g.s; t++)
+        tma_load(w + t * CONV_WG_A_TAP, w_map, t * g.c + ch * CONV_WG_CHUNK, m0, bar);
+}
 
-    float d[BN / 2];
+/* d += one chunk: every tap's weights (w) by the stage's input rows (b)
+ * from the tap's later start, 16 channels a wgmma; waits for them all. */
+template <typename T, int BN, int BASE_OFFSET>
+__device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, const uint8_t *b,
+                                         const conv_wg_geom &g)
+{
+    wgmma_fence();
+    for (int t = 0; t < g.r * g.s; t++) {
+        const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++)
-        d[i] = 0.0f;
-    for (int ch = 0; ch < g.chunks; ch++) {
-        const int st = ch % g.stages;
-        bar_wait(&full[st], (ch / g.stages) & 1);
-        const uint8_t *b = smem + st * stage_bytes, *w = b + (size_t)g.stage_rows * CONV_WG_ROW;
-        wgmma_fence();
-        for (int t = 0; t < taps; t++) {
-            const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
-#pragma unroll
-            for (int kk = 0; kk < CONV_WG_CHUNK / 16; kk++)
-                wg_mma<BN>(d, wg_desc<0>(w + t * CONV_WG_A_TAP + kk * 32),
-                           wg_desc<BASE_OFFSET>(b + shift * CONV_WG_ROW + kk * 32), 1, T());
-        }
-        wgmma_commit();
-        wgmma_wait<0>();
-        if (ch + g.stages < g.chunks) {
-            __syncthreads(); /* every warp is done with stage st */
-            if (tid == 0)
-                issue(ch + g.stages, st);
-        }
+        for (int kk = 0; kk < CONV_WG_CHUNK / 16; kk++)
+            wg_mma<BN>(d, wg_desc<0>(w + t * CONV_WG_A_TAP + kk * 32),
+                       wg_desc<BASE_OFFSET>(b + shift * CONV_WG_ROW + kk * 32), 1, T());
     }
+    wgmma_commit();
+    wgmma_wait<0>();
+}
 
-    /* the epilogue: the sums (plus bias) by position into shared memory
-     * (the accumulators of m64nN: row 16·warp + lane / 4 (+ 8), column
-     * 8·(i / 4) + 2·(lane % 4) (+ 1)), then each thread 8 channels of a
-     * position at a time: residual, ReLU, one 16-byte store */
+/* The epilogue of a tile: the sums (plus bias) by position into shared
+ * memory (the accumulators of m64nN: row 16·warp + lane / 4 (+ 8), column
+ * 8·(i / 4) + 2·(lane % 4) (+ 1)), then each thread 8 channels of a
+ * position at a time: residual, ReLU, one 16-byte store. Barriers before
+ * (the sums may reuse a stage) and after (the next tile's sums). */
+template <typename T, int BN>
+__device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
+                                            const wg_args &a, int image0, int oh0, int m0)
+{
+    const conv_wg_geom &g = a.g;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     __syncthreads();
-    float *sums = reinterpret_cast<float *>(smem);
-    const int warp = tid / 32, lane = tid % 32;
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
         const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
@@ -293,6 +289,138 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
             o[e] = elem<T>::from_float(a.relu ? fmaxf(v[e], 0.0f) : v[e]);
         *reinterpret_cast<uint4 *>(static_cast<T *>(a.out) + at) = packed;
     }
+    __syncthreads();
+}
+
+/* The 1024-byte aligned start of the dynamic shared memory. */
+__device__ __forceinline__ uint8_t *wg_smem(uint8_t *raw)
+{
+    return raw + ((CONV_WG_ALIGN - smem_addr(raw) % CONV_WG_ALIGN) % CONV_WG_ALIGN);
+}
+
+/* One tile a block, each stage bringing its chunk's input and weights. */
+template <typename T, int BN, int BASE_OFFSET>
+__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
+    conv_wg_kernel(const __grid_constant__ CUtensorMap in_map,
+                   const __grid_constant__ CUtensorMap w_map, const wg_args a)
+{
+    extern __shared__ uint8_t raw[];
+    const conv_wg_geom &g = a.g;
+    uint8_t *smem = wg_smem(raw);
+    const size_t stage_bytes = conv_wg_stage_bytes(&g);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + conv_wg_body_bytes(&g));
+    const int tid = threadIdx.x, m0 = blockIdx.y * CONV_WG_BM;
+    const uint32_t weights = (uint32_t)conv_wg_chunk_weights(&g);
+    int image0, oh0;
+    wg_tile(g, blockIdx.x, &image0, &oh0);
+
+    if (tid == 0) {
+        for (int st = 0; st < g.stages; st++)
+            bar_init(&full[st], 1);
+        bar_init_fence();
+    }
+    for (int st = 0; st < g.stages; st++)
+        wg_zero_slack(smem + st * stage_bytes, g);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+
+    /* chunk ch's input box and its taps' weights into stage st */
+    auto issue = [&](int ch, int st) {
+        uint8_t *b = smem + st * stage_bytes;
+        wg_load_input(b, &in_map, g, ch, image0, oh0, weights, &full[st]);
+        wg_load_weights(b + (size_t)g.stage_rows * CONV_WG_ROW, &w_map, g, ch, m0, &full[st]);
+    };
+    if (tid == 0)
+        for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
+            issue(ch, ch);
+
+    float d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        d[i] = 0.0f;
+    for (int ch = 0; ch < g.chunks; ch++) {
+        const int st = ch % g.stages;
+        bar_wait(&full[st], (ch / g.stages) & 1);
+        const uint8_t *b = smem + st * stage_bytes;
+        wg_chunk<T, BN, BASE_OFFSET>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
+        if (ch + g.stages < g.chunks) {
+            __syncthreads(); /* every warp is done with stage st */
+            if (tid == 0)
+                issue(ch + g.stages, st);
+        }
+    }
+    wg_epilogue<T, BN>(d, reinterpret_cast<float *>(smem), a, image0, oh0, m0);
+}
+
+/* The weights resident: a block loads every chunk's once, then walks the
+ * tiles blockIdx.x, + gridDim.x, ...; its steps (tile, chunk) cycle
+ * through two input stages, the step two ahead loading while one is
+ * multiplied. */
+template <typename T, int BN, int BASE_OFFSET>
+__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
+    conv_wg_resident_kernel(const __grid_constant__ CUtensorMap in_map,
+                            const __grid_constant__ CUtensorMap w_map, const wg_args a)
+{
+    extern __shared__ uint8_t raw[];
+    const conv_wg_geom &g = a.g;
+    uint8_t *smem = wg_smem(raw);
+    const size_t weights = (size_t)g.chunks * conv_wg_chunk_weights(&g);
+    const size_t stage_bytes = conv_wg_stage_bytes(&g);
+    uint8_t *stage = smem + weights;
+    float *sums = reinterpret_cast<float *>(stage + 2 * stage_bytes);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + conv_wg_body_bytes(&g));
+    uint64_t *weights_in = full + 2;
+    const int tid = threadIdx.x, m0 = blockIdx.y * CONV_WG_BM;
+    const int mine = (g.tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;
+    const int steps = mine * g.chunks;
+
+    if (tid == 0) {
+        bar_init(&full[0], 1);
+        bar_init(&full[1], 1);
+        bar_init(weights_in, 1);
+        bar_init_fence();
+    }
+    wg_zero_slack(stage, g);
+    wg_zero_slack(stage + stage_bytes, g);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+
+    /* step s's input (tile blockIdx.x + (s / chunks)·gridDim.x, chunk
+     * s mod chunks) into stage s mod 2 */
+    auto issue = [&](int step) {
+        int image0, oh0;
+        wg_tile(g, (int)blockIdx.x + step / g.chunks * (int)gridDim.x, &image0, &oh0);
+        wg_load_input(stage + (step % 2) * stage_bytes, &in_map, g, step % g.chunks, image0, oh0,
+                      0, &full[step % 2]);
+    };
+    if (tid == 0) {
+        bar_arrive_expect(weights_in, (uint32_t)weights);
+        for (int ch = 0; ch < g.chunks; ch++)
+            wg_load_weights(smem + ch * conv_wg_chunk_weights(&g), &w_map, g, ch, m0,
+                            weights_in);
+        for (int step = 0; step < 2 && step < steps; step++)
+            issue(step);
+    }
+    bar_wait(weights_in, 0);
+
+    float d[BN / 2];
+    for (int it = 0; it < mine; it++) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            d[i] = 0.0f;
+        for (int ch = 0; ch < g.chunks; ch++) {
+            const int step = it * g.chunks + ch;
+            bar_wait(&full[step % 2], (step / 2) & 1);
+            wg_chunk<T, BN, BASE_OFFSET>(d, smem + ch * conv_wg_chunk_weights(&g),
+                                         stage + (step % 2) * stage_bytes, g);
+            __syncthreads(); /* every warp is done with the stage */
+            if (tid == 0 && step + 2 < steps)
+                issue(step + 2);
+        }
+        int image0, oh0;
+        wg_tile(g, (int)blockIdx.x + it * (int)gridDim.x, &image0, &oh0);
+        wg_epilogue<T, BN>(d, sums, a, image0, oh0, m0);
+    }
 }
 
 template <typename T, int BN, int BASE_OFFSET>
@@ -300,13 +428,29 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
                             cudaStream_t stream)
 {
     const conv_wg_geom &g = x->geom;
-    auto kernel = conv_wg_kernel<T, BN, BASE_OFFSET>;
+    auto kernel = g.resident ? conv_wg_resident_kernel<T, BN, BASE_OFFSET>
+                             : conv_wg_kernel<T, BN, BASE_OFFSET>;
     const size_t smem = conv_wg_smem(&g);
-    const spf_status status = smem_allow(reinterpret_cast<const void *>(kernel), smem);
+    const void *k = reinterpret_cast<const void *>(kernel);
+    int blocks = 1, device = 0, sms = 1;
+    spf_status status = smem_occupancy(k, CONV_WG_THREADS, smem, &blocks);
+    if (status == SPF_OK)
+        status = CUDA_CHECK(cudaGetDevice(&device));
+    if (status == SPF_OK)
+        status = CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     if (status != SPF_OK)
         return status;
-    const dim3 grid((unsigned)((g.n + g.images - 1) / g.images * g.row_tiles),
-                    (unsigned)(g.k / CONV_WG_BM));
+    if (blocks < 1)
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: no block of %zu bytes of shared memory fits "
+                    "an SM", smem);
+    const int channel_tiles = g.k / CONV_WG_BM;
+    /* resident: as many blocks as the GPU holds at once, each walking tiles */
+    int along = g.tiles;
+    if (g.resident) {
+        const int held = (sms * blocks + channel_tiles - 1) / channel_tiles;
+        along = held < along ? held : along;
+    }
+    const dim3 grid((unsigned)along, (unsigned)channel_tiles);
     kernel<<<grid, CONV_WG_THREADS, smem, stream>>>(in_map, x->w_map, a);
     return CUDA_CHECK(cudaGetLastError());
 }
