@@ -25,8 +25,8 @@
 # SPF_CHECK_BUDGET_S: seconds the whole script may take (default 570).
 # SPF_CONV_BENCH_ONLY=1: no tests and sanitizers (a call after one that ran
 # them on the same library) but test_conv_tc_gpu and test_conv_wg_gpu (and
-# their memcheck and racecheck with SPF_CONV_RACECHECK_TC=1), the bench and
-# ResNet-50 at 0.8 and 0.9 instead.
+# the memcheck and racecheck of those SPF_CONV_SANITIZE names: tc, wg or
+# tc,wg), the bench and ResNet-50 at 0.8 and 0.9 instead.
 # SPF_CONV_PLAN_TESTS=1 (with SPF_CONV_BENCH_ONLY=1): test_conv and
 # test_strategies too (the conv plans and the launch helper the structured
 # kernels share), without their sanitizers.
@@ -89,12 +89,16 @@ if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
     step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
     step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
   fi
-  if [ "${SPF_CONV_RACECHECK_TC:-0}" = 1 ]; then
+  case ",${SPF_CONV_SANITIZE:-}," in *,tc,*)
     sanitize memcheck test_conv_tc_gpu 90
     sanitize racecheck test_conv_tc_gpu 200
+    ;;
+  esac
+  case ",${SPF_CONV_SANITIZE:-}," in *,wg,*)
     sanitize memcheck test_conv_wg_gpu 90
     sanitize racecheck test_conv_wg_gpu 120
-  fi
+    ;;
+  esac
 else
   step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
   step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
