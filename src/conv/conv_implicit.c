@@ -373,7 +373,7 @@ spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *ou
     if (x->kind == CONV_IMPLICIT_TC)
         return conv_tc_launch(x->tc, in, out, bias, residual, stream);
     if (x->kind == CONV_IMPLICIT_WG)
-        return conv_wg_launch(x->wg, in, out, bias, residual, CONV_WG_BASE_OFFSET, stream);
+        return conv_wg_launch(x->wg, in, out, bias, residual, stream);
     if (x->kind == CONV_IMPLICIT_UNROLLED)
         return jit_launch(&x->unrolled, in, out, bias, stream);
     return generic_csr_im2col_dispatch(&x->csr, &x->launch, &x->im2col, in, out, bias, x->relu,

@@ -125,9 +125,9 @@ const conv_wg_geom *conv_wg_geometry_of(const conv_wg *x)
 }
 
 spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out, const float *bias,
-                          const void *residual, int base_offset, void *stream)
+                          const void *residual, void *stream)
 {
-    (void)x, (void)in, (void)out, (void)bias, (void)residual, (void)base_offset, (void)stream;
+    (void)x, (void)in, (void)out, (void)bias, (void)residual, (void)stream;
     return FAIL(SPF_ERR_NO_DEVICE, "conv: built without CUDA");
 }
 

@@ -62,15 +62,7 @@ enum {
     CONV_WG_ALIGN = 1024,    /* the 128-byte swizzle's atom: 8 rows              */
     CONV_WG_ROW = 128,       /* bytes of a stage row: 64 two-byte elements        */
     CONV_WG_A_TAP = CONV_WG_BM * CONV_WG_ROW, /* bytes of a tap's weights box    */
-    CONV_WG_SMEM = 227 * 1024, /* a block's shared memory at most (sm_90)         */
-    /* the B descriptors' base offset mode a plan launches with
-     * (conv_wg_launch). The PTX ISA ("Matrix Descriptor Format") asks for
-     * a base offset only where the swizzle's repeating pattern does not
-     * start on a 1024-byte boundary; here the copy engine wrote it from
-     * the stage's 1024-byte aligned start, and a tap's later start row is
-     * an address inside it. So 0; test_conv_wg_gpu runs both ways until a
-     * GPU has said which is right */
-    CONV_WG_BASE_OFFSET = 0
+    CONV_WG_SMEM = 227 * 1024  /* a block's shared memory at most (sm_90)         */
 };
 
 /* Everything the kernel's index arithmetic needs. */
@@ -173,12 +165,14 @@ const conv_wg_geom *conv_wg_geometry_of(const conv_wg *x);
 
 /* out = W ⊛ in (+ bias[k]) (+ residual) (ReLU), NHWC tensors of the dtype
  * (bias float32 or NULL, residual NULL or output-shaped), on stream.
- * `base_offset` sets the B descriptors' matrix base offset field from
- * their start address (1) or leaves it 0 (0): which one the tensor cores
- * want for a start that is not on a swizzle atom's first row is to be
- * measured (tests/gpu/test_conv_wg.c tries both). */
+ * A tap's B descriptor starts inside a swizzle atom with the matrix base
+ * offset field 0: the PTX ISA ("Matrix Descriptor Format") asks for one
+ * only where the swizzle's pattern does not start on a 1024-byte boundary,
+ * and the copy engine wrote it from the stage's aligned start (on the H200
+ * at 79548a6 the field set from the start's row was wrong on 172 of 440
+ * launches, 0 left it right on all). */
 spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out, const float *bias,
-                          const void *residual, int base_offset, void *stream);
+                          const void *residual, void *stream);
 
 #ifdef __cplusplus
 }

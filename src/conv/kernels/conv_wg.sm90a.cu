@@ -174,14 +174,10 @@ struct wg_args {
 };
 
 /* A K-major operand at p (rows of 128 bytes, 8-row atoms 1024 bytes apart,
- * the 128-byte swizzle); with BASE_OFFSET the matrix base offset field
- * (bits 49-51) holds the start's row within its atom. */
-template <int BASE_OFFSET> __device__ __forceinline__ uint64_t wg_desc(const uint8_t *p)
+ * the 128-byte swizzle), from any row of an atom (conv_wg_launch). */
+__device__ __forceinline__ uint64_t wg_desc(const uint8_t *p)
 {
-    uint64_t d = descriptor(p, 16, 1024, true);
-    if (BASE_OFFSET)
-        d |= static_cast<uint64_t>((smem_addr(p) >> 7) & 7) << 49;
-    return d;
+    return descriptor(p, 16, 1024, true);
 }
 
 /* The block's tile `tile` of positions: its first image and first output
@@ -228,7 +224,7 @@ __device__ __forceinline__ void wg_load_weights(uint8_t *w, const CUtensorMap *w
 
 /* d += one chunk: every tap's weights (w) by the stage's input rows (b)
  * from the tap's later start, 16 channels a wgmma; waits for them all. */
-template <typename T, int BN, int BASE_OFFSET>
+template <typename T, int BN>
 __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, const uint8_t *b,
                                          const conv_wg_geom &g)
 {
@@ -237,8 +233,8 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
         const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
 #pragma unroll
         for (int kk = 0; kk < CONV_WG_CHUNK / 16; kk++)
-            wg_mma<BN>(d, wg_desc<0>(w + t * CONV_WG_A_TAP + kk * 32),
-                       wg_desc<BASE_OFFSET>(b + shift * CONV_WG_ROW + kk * 32), 1, T());
+            wg_mma<BN>(d, wg_desc(w + t * CONV_WG_A_TAP + kk * 32),
+                       wg_desc(b + shift * CONV_WG_ROW + kk * 32), 1, T());
     }
     wgmma_commit();
     wgmma_wait<0>();
@@ -299,7 +295,7 @@ __device__ __forceinline__ uint8_t *wg_smem(uint8_t *raw)
 }
 
 /* One tile a block, each stage bringing its chunk's input and weights. */
-template <typename T, int BN, int BASE_OFFSET>
+template <typename T, int BN>
 __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     conv_wg_kernel(const __grid_constant__ CUtensorMap in_map,
                    const __grid_constant__ CUtensorMap w_map, const wg_args a)
@@ -342,7 +338,7 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
         const int st = ch % g.stages;
         bar_wait(&full[st], (ch / g.stages) & 1);
         const uint8_t *b = smem + st * stage_bytes;
-        wg_chunk<T, BN, BASE_OFFSET>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
+        wg_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
         if (ch + g.stages < g.chunks) {
             __syncthreads(); /* every warp is done with stage st */
             if (tid == 0)
@@ -356,7 +352,7 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
  * tiles blockIdx.x, + gridDim.x, ...; its steps (tile, chunk) cycle
  * through two input stages, the step two ahead loading while one is
  * multiplied. */
-template <typename T, int BN, int BASE_OFFSET>
+template <typename T, int BN>
 __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     conv_wg_resident_kernel(const __grid_constant__ CUtensorMap in_map,
                             const __grid_constant__ CUtensorMap w_map, const wg_args a)
@@ -411,7 +407,7 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
         for (int ch = 0; ch < g.chunks; ch++) {
             const int step = it * g.chunks + ch;
             bar_wait(&full[step % 2], (step / 2) & 1);
-            wg_chunk<T, BN, BASE_OFFSET>(d, smem + ch * conv_wg_chunk_weights(&g),
+            wg_chunk<T, BN>(d, smem + ch * conv_wg_chunk_weights(&g),
                                          stage + (step % 2) * stage_bytes, g);
             __syncthreads(); /* every warp is done with the stage */
             if (tid == 0 && step + 2 < steps)
@@ -423,13 +419,13 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     }
 }
 
-template <typename T, int BN, int BASE_OFFSET>
+template <typename T, int BN>
 static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const wg_args &a,
                             cudaStream_t stream)
 {
     const conv_wg_geom &g = x->geom;
-    auto kernel = g.resident ? conv_wg_resident_kernel<T, BN, BASE_OFFSET>
-                             : conv_wg_kernel<T, BN, BASE_OFFSET>;
+    auto kernel = g.resident ? conv_wg_resident_kernel<T, BN>
+                             : conv_wg_kernel<T, BN>;
     const size_t smem = conv_wg_smem(&g);
     const void *k = reinterpret_cast<const void *>(kernel);
     int blocks = 1, device = 0, sms = 1;
@@ -455,23 +451,22 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
     return CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T, int BASE_OFFSET>
+template <typename T>
 static spf_status wg_launch_bn(const conv_wg *x, const CUtensorMap &in_map, const wg_args &a,
                                cudaStream_t stream)
 {
     switch (x->geom.bn) {
     case 64:
-        return wg_launch<T, 64, BASE_OFFSET>(x, in_map, a, stream);
+        return wg_launch<T, 64>(x, in_map, a, stream);
     case 128:
-        return wg_launch<T, 128, BASE_OFFSET>(x, in_map, a, stream);
+        return wg_launch<T, 128>(x, in_map, a, stream);
     default:
-        return wg_launch<T, 256, BASE_OFFSET>(x, in_map, a, stream);
+        return wg_launch<T, 256>(x, in_map, a, stream);
     }
 }
 
 extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out,
-                                     const float *bias, const void *residual, int base_offset,
-                                     void *stream)
+                                     const float *bias, const void *residual, void *stream)
 {
     CHECK_ARG(x != NULL && in != NULL && out != NULL);
     const conv_wg_geom &g = x->geom;
@@ -487,8 +482,6 @@ extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out
     const wg_args a = {g, bias, residual, out, x->relu};
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (x->dtype == SPF_DTYPE_F16)
-        return base_offset ? wg_launch_bn<__half, 1>(x, in_map, a, s)
-                           : wg_launch_bn<__half, 0>(x, in_map, a, s);
-    return base_offset ? wg_launch_bn<__nv_bfloat16, 1>(x, in_map, a, s)
-                       : wg_launch_bn<__nv_bfloat16, 0>(x, in_map, a, s);
+        return wg_launch_bn<__half>(x, in_map, a, s);
+    return wg_launch_bn<__nv_bfloat16>(x, in_map, a, s);
 }
