@@ -253,3 +253,25 @@ spf_status spf_matrix_validate(const spf_matrix *a)
     CHECK_ARG(a);
     return csr_check(a->rows, a->cols, a->nnz, a->row_ptr, a->col_idx, a->values);
 }
+
+spf_status matrix_part(const spf_matrix *a, const uint8_t *mask, uint8_t keep, spf_matrix **out)
+{
+    int64_t nnz = 0;
+    for (int64_t i = 0; i < a->row_ptr[a->rows]; i++)
+        nnz += mask[i] == keep;
+    spf_status status = matrix_alloc(a->rows, a->cols, nnz, out);
+    if (status != SPF_OK)
+        return status;
+    spf_matrix *m = *out;
+    int64_t at = 0;
+    m->row_ptr[0] = 0;
+    for (int64_t r = 0; r < a->rows; r++) {
+        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
+            if (mask[i] == keep) {
+                m->col_idx[at] = a->col_idx[i];
+                m->values[at++] = a->values ? a->values[i] : 1.0f;
+            }
+        m->row_ptr[r + 1] = at;
+    }
+    return SPF_OK;
+}

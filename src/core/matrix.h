@@ -4,6 +4,8 @@
 
 #include "spforge.h"
 
+#include <stdint.h>
+
 struct spf_matrix {
     int64_t rows, cols, nnz;
     int64_t *row_ptr; /* rows + 1 */
@@ -15,6 +17,11 @@ struct spf_matrix {
  * col_idx and values allocated, contents undefined). Checks the shape
  * limits (rows, cols <= INT32_MAX, nnz <= rows * cols). */
 spf_status matrix_alloc(int64_t rows, int64_t cols, int64_t nnz, spf_matrix **out);
+
+/* The nonzeros i of a with mask[i] == keep (a->nnz entries), in a's
+ * shape: a matrix split by a per-nonzero mask (the 2:4 part of a matrix
+ * and its strays). */
+spf_status matrix_part(const spf_matrix *a, const uint8_t *mask, uint8_t keep, spf_matrix **out);
 
 /* Check the CSR invariants of raw arrays, and that every value is finite
  * (values may be NULL: pattern only); the message names the first

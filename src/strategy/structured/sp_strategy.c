@@ -179,30 +179,6 @@ static void sp_release(void *state)
     mem_free(s);
 }
 
-/* The nonzeros i of a with mask[i] == keep, in a's shape. */
-static spf_status part_of(const spf_matrix *a, const uint8_t *mask, uint8_t keep,
-                          spf_matrix **out)
-{
-    int64_t nnz = 0;
-    for (int64_t i = 0; i < a->row_ptr[a->rows]; i++)
-        nnz += mask[i] == keep;
-    spf_status status = matrix_alloc(a->rows, a->cols, nnz, out);
-    if (status != SPF_OK)
-        return status;
-    spf_matrix *m = *out;
-    int64_t at = 0;
-    m->row_ptr[0] = 0;
-    for (int64_t r = 0; r < a->rows; r++) {
-        for (int64_t i = a->row_ptr[r]; i < a->row_ptr[r + 1]; i++)
-            if (mask[i] == keep) {
-                m->col_idx[at] = a->col_idx[i];
-                m->values[at++] = a->values ? a->values[i] : 1.0f;
-            }
-        m->row_ptr[r + 1] = at;
-    }
-    return SPF_OK;
-}
-
 /* Split p's matrix into the part that has pattern pat (*inside) and what
  * goes apart: without ReLU its strays (sp_pattern_strays), with ReLU the
  * whole rows outside the pattern (sp_pattern_outside). */
@@ -227,12 +203,12 @@ static spf_status split(const problem *p, const sp_pattern *pat, spf_matrix **in
         for (int64_t r = 0; r < a->rows; r++)
             memset(mask + a->row_ptr[r], row_mask[r], (size_t)(a->row_ptr[r + 1] - a->row_ptr[r]));
     }
-    TRY(part_of(a, mask, 1, &out));
+    TRY(matrix_part(a, mask, 1, &out));
     if (!p->relu)
         TRY(sp_strays_upload(out, &apart->strays));
     else
         TRY(generic_csr_upload_nonempty(out, &apart->outside));
-    TRY(part_of(a, mask, 0, inside));
+    TRY(matrix_part(a, mask, 0, inside));
 fail:
     if (status != SPF_OK)
         apart_release(apart);
