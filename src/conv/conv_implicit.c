@@ -152,15 +152,16 @@ static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o
     for (int i = 0; i < n; i++)
         out[i] = (conv_implicit_choice){.kind = CONV_IMPLICIT_TC, .tc = cfg[i]};
     /* the warpgroup kernel on Hopper, at each block width its geometry
-     * takes, with the weights resident where they fit too */
+     * takes, the weights dense in each stage, resident, or sparse */
     static const int32_t widths[3] = {64, 128, 256};
     char why_wg[200] = "";
     for (int i = 0; i < 3 && dev->cc_major >= 9; i++)
-        for (int resident = 0; resident <= 1; resident++) {
+        for (int weights = CONV_WG_STAGED; weights <= CONV_WG_SPARSE; weights++) {
             conv_wg_geom geom;
-            if (conv_wg_geometry(g, k, widths[i], resident, &geom, why_wg, sizeof why_wg))
+            if (conv_wg_geometry(g, k, widths[i], (conv_wg_weights)weights, &geom, why_wg,
+                                 sizeof why_wg))
                 out[n++] = (conv_implicit_choice){.kind = CONV_IMPLICIT_WG, .wg_bn = widths[i],
-                                                  .wg_resident = resident};
+                                                  .wg_weights = (conv_wg_weights)weights};
         }
     return n;
 }
@@ -263,11 +264,11 @@ static spf_status window_create(const spf_matrix *w, const conv_gather *g, spf_d
 }
 
 static spf_status wg_create(const spf_matrix *w, const conv_gather *g, spf_dtype dtype, int relu,
-                            int32_t bn, int resident, conv_wg **out)
+                            int32_t bn, conv_wg_weights weights, conv_wg **out)
 {
     conv_wg_geom geom;
     char reason[200];
-    if (!conv_wg_geometry(g, (int32_t)w->rows, bn, resident, &geom, reason, sizeof reason))
+    if (!conv_wg_geometry(g, (int32_t)w->rows, bn, weights, &geom, reason, sizeof reason))
         return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: %s", reason);
     return conv_wg_create(w, &geom, dtype, relu, out);
 }
@@ -334,7 +335,7 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
         return SPF_OK;
     }
     if (c->kind == CONV_IMPLICIT_WG) {
-        TRY(wg_create(w, g, o->dtype, relu, c->wg_bn, c->wg_resident, &x->wg));
+        TRY(wg_create(w, g, o->dtype, relu, c->wg_bn, c->wg_weights, &x->wg));
         *out = x;
         return SPF_OK;
     }

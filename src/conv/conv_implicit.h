@@ -19,8 +19,9 @@
  *     gathered into the shared-memory stage, mma.sync; adds the residual
  *     in its epilogue;
  *   - the warpgroup kernel (conv_wg.h): Hopper, NHWC at stride 1, C and K
- *     multiples of 64, f16 and bf16; the weights dense, the input rows
- *     under a block read once for every tap, wgmma; adds the residual in
+ *     multiples of 64, f16 and bf16; the input rows under a block read
+ *     once for every tap; the weights dense (wgmma) or their 2:4 part
+ *     (wgmma.sp) with the strays on the CUDA cores; adds the residual in
  *     its epilogue.
  * conv_implicit_choices lists the kernels (and configs) that take a
  * convolution for the plan's strategy (GENERIC: the first two, UNROLLED:
@@ -56,13 +57,14 @@ typedef struct conv_implicit_choice {
     spf_kernel_config unrolled; /* UNROLLED only */
     conv_tc_config tc;          /* TC only       */
     int32_t wg_bn;              /* WG only: positions a block */
-    int wg_resident;            /* WG only: the weights resident */
+    conv_wg_weights wg_weights; /* WG only: how a block has the weights */
 } conv_implicit_choice;
 
 enum {
     CONV_UNROLLED_CONFIGS = 2,
     CONV_IMPLICIT_MAX_CHOICES =
-        CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS + CONV_TC_MAX_CONFIGS + 6,
+        CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS + CONV_TC_MAX_CONFIGS +
+        3 * 3, /* the warpgroup kernel: 3 widths × 3 ways with the weights */
     /* AUTO's limit for the unrolled kernel: compiled per plan and config,
      * and ptxas's time grows with the code (a ResNet-50 3×3 layer of 64
      * channels at 0.9 has 3 686 nonzeros, of 256 channels 58 982) */

@@ -2,12 +2,16 @@
  * weights on the device, are in kernels/conv_wg.sm90a.cu. */
 #include "conv/conv_wg.h"
 
+#include "core/alloc.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/matrix.h"
+#include "strategy/structured/sp_format.h"
 
 #include <stdio.h>
+#include <string.h>
 
-int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, int resident,
+int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weights weights,
                      conv_wg_geom *out, char *reason, size_t cap)
 {
     if (!g->nhwc || g->stride != 1) {
@@ -23,6 +27,11 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, int resident,
     if (bn != 64 && bn != 128 && bn != 256) {
         snprintf(reason, cap, "the warpgroup kernel's positions a block are 64, 128 or 256 (%d)",
                  bn);
+        return 0;
+    }
+    if (weights == CONV_WG_SPARSE && g->r * g->s >= CONV_WG_SP_TAPS) {
+        snprintf(reason, cap, "the sparse warpgroup kernel takes fewer than %d taps (%d)",
+                 CONV_WG_SP_TAPS, g->r * g->s);
         return 0;
     }
     const int32_t wp = g->w + 2 * g->pad;
@@ -60,8 +69,8 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, int resident,
         return 0;
     }
     x.tiles = (int32_t)tiles;
-    x.resident = resident != 0;
-    if (x.resident) {
+    x.weights = weights;
+    if (weights == CONV_WG_RESIDENT) {
         x.stages = 2;
         if (conv_wg_smem(&x) > CONV_WG_SMEM) {
             snprintf(reason, cap, "the weights of every chunk (%zu bytes), two input stages and "
@@ -76,8 +85,9 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, int resident,
     if (x.stages == 2 && conv_wg_smem(&x) > CONV_WG_SMEM)
         x.stages = 1;
     if (conv_wg_smem(&x) > CONV_WG_SMEM) {
-        snprintf(reason, cap, "a stage of %zu bytes (%d taps of weights and %d input rows) is past "
-                 "shared memory", conv_wg_stage_bytes(&x), g->r * g->s, x.stage_rows);
+        snprintf(reason, cap, "a stage of %zu bytes (%d taps of %s weights and %d input rows) "
+                 "is past shared memory", conv_wg_stage_bytes(&x), g->r * g->s,
+                 weights == CONV_WG_SPARSE ? "sparse" : "dense", x.stage_rows);
         return 0;
     }
     *out = x;
@@ -86,8 +96,9 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, int resident,
 
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size)
 {
+    static const char *suffix[3] = {"", "_w", "_sp"};
     snprintf(buf, size, "bn%d_r%d_i%d_s%d%s", g->bn, g->rows, g->images, g->stages,
-             g->resident ? "_w" : "");
+             suffix[g->weights]);
 }
 
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size)
@@ -95,6 +106,108 @@ void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size
     char config[32];
     conv_wg_config_name(g, config, sizeof config);
     snprintf(buf, size, "convwg_%s_%s", dtype_name(dtype), config);
+}
+
+/* The 2:4 part's format (sp_format.h: tile T of 16 rows, pair P of 64
+ * columns) block by block: block (mb, ch) takes tiles 4·mb.. and, of tap
+ * t, the pair of columns t·C + 64·ch.., which is P = t·chunks + ch. */
+static void pack_blocks(const sp_format *f, const conv_wg_geom *g, uint8_t *blocks)
+{
+    const int32_t taps = g->r * g->s;
+    const size_t block = conv_wg_sparse_block(g);
+    for (int32_t mb = 0; mb < g->k / CONV_WG_BM; mb++)
+        for (int32_t ch = 0; ch < g->chunks; ch++) {
+            uint8_t *dst = blocks + ((size_t)mb * g->chunks + ch) * block;
+            for (int32_t t = 0; t < taps; t++)
+                for (int32_t w = 0; w < 4; w++) {
+                    const int64_t tp = (int64_t)(4 * mb + w) * f->pairs + t * g->chunks + ch;
+                    const int at = t * 4 + w;
+                    memcpy(dst + (size_t)at * (CONV_WG_SP_VALUES / 4), f->values + tp * 2 * 32 * 4,
+                           CONV_WG_SP_VALUES / 4);
+                    memcpy(dst + (size_t)taps * CONV_WG_SP_VALUES + (size_t)at * (CONV_WG_SP_META / 4),
+                           f->meta + tp * 32, CONV_WG_SP_META / 4);
+                }
+        }
+}
+
+/* The strays (columns in (r, s, c) order) by block, keyed, their values
+ * rounded to dtype. */
+static spf_status pack_strays(const spf_matrix *strays, const conv_wg_geom *g, spf_dtype dtype,
+                              conv_wg_sparse *out)
+{
+    out->stray_ptr = mem_calloc((size_t)out->block_count + 1, sizeof *out->stray_ptr);
+    out->strays = mem_alloc_array((size_t)strays->nnz * 2 + 1, sizeof *out->strays);
+    if (!out->stray_ptr || !out->strays)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: %lld strays", (long long)strays->nnz);
+    out->stray_count = strays->nnz;
+    /* counted by block, then placed */
+    for (int64_t r = 0; r < strays->rows; r++)
+        for (int64_t e = strays->row_ptr[r]; e < strays->row_ptr[r + 1]; e++) {
+            const int32_t ch = strays->col_idx[e] % g->c / CONV_WG_CHUNK;
+            out->stray_ptr[r / CONV_WG_BM * g->chunks + ch + 1]++;
+        }
+    for (int64_t b = 0; b < out->block_count; b++)
+        out->stray_ptr[b + 1] += out->stray_ptr[b];
+    int32_t *next = mem_alloc_array((size_t)out->block_count + 1, sizeof *next);
+    if (!next)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: %lld blocks' strays",
+                    (long long)out->block_count);
+    memcpy(next, out->stray_ptr, (size_t)out->block_count * sizeof *next);
+    for (int64_t r = 0; r < strays->rows; r++)
+        for (int64_t e = strays->row_ptr[r]; e < strays->row_ptr[r + 1]; e++) {
+            const int32_t col = strays->col_idx[e], t = col / g->c, c = col % g->c;
+            const int32_t at = next[r / CONV_WG_BM * g->chunks + c / CONV_WG_CHUNK]++;
+            float v = strays->values[e];
+            dtype_round(dtype, &v, 1);
+            out->strays[2 * at] =
+                conv_wg_stray_key((int32_t)(r % CONV_WG_BM), t, c % CONV_WG_CHUNK);
+            memcpy(&out->strays[2 * at + 1], &v, sizeof v);
+        }
+    mem_free(next);
+    return SPF_OK;
+}
+
+spf_status conv_wg_sparse_pack(const spf_matrix *w, const conv_wg_geom *g, spf_dtype dtype,
+                               conv_wg_sparse *out)
+{
+    CHECK_ARG(w != NULL && g != NULL && out != NULL && g->weights == CONV_WG_SPARSE);
+    CHECK_ARG(w->rows == g->k && w->cols == (int64_t)g->c * g->r * g->s);
+    memset(out, 0, sizeof *out);
+    const sp_pattern p24 = {.group = 4};
+    spf_status status = SPF_OK;
+    spf_matrix *inside = NULL, *strays = NULL;
+    sp_format f;
+    memset(&f, 0, sizeof f);
+    uint8_t *mask = mem_alloc((size_t)w->nnz + 1); /* a nonzero's: 1 a stray */
+    if (!mask || sp_pattern_strays(w, &p24, mask) < 0)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "conv wg: the strays of %lld nonzeros",
+                  (long long)w->nnz);
+    TRY(matrix_part(w, mask, 0, &inside));
+    TRY(matrix_part(w, mask, 1, &strays));
+    TRY(sp_format_build(inside, &p24, dtype, 0, &f));
+    out->block_count = (int64_t)(g->k / CONV_WG_BM) * g->chunks;
+    out->blocks = mem_alloc_array((size_t)out->block_count, conv_wg_sparse_block(g));
+    if (!out->blocks)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "conv wg: %lld sparse blocks of %zu bytes",
+                  (long long)out->block_count, conv_wg_sparse_block(g));
+    pack_blocks(&f, g, out->blocks);
+    TRY(pack_strays(strays, g, dtype, out));
+fail:
+    if (status != SPF_OK)
+        conv_wg_sparse_free(out);
+    sp_format_free(&f);
+    spf_matrix_free(inside);
+    spf_matrix_free(strays);
+    mem_free(mask);
+    return status;
+}
+
+void conv_wg_sparse_free(conv_wg_sparse *s)
+{
+    mem_free(s->blocks);
+    mem_free(s->stray_ptr);
+    mem_free(s->strays);
+    memset(s, 0, sizeof *s);
 }
 
 #ifndef SPF_HAVE_CUDA

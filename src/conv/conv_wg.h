@@ -43,6 +43,27 @@
  * (grid.x at most the blocks the GPU holds at once), the next tile's input
  * coming while this one's is multiplied and stored.
  *
+ * Sparse (CONV_WG_SPARSE): the weights' 2:4 part multiplied by the sparse
+ * tensor cores (wgmma.mma_async.sp m64nBNk32: half the instructions' work
+ * and 0.56 of the dense weights' bytes, the metadata included), the rest,
+ * the strays, on the CUDA cores. Each stage brings the chunk's 2:4 part
+ * in the register order of the sparse operand (strategy/structured/
+ * sp_format.h, one 16-byte load a lane a k32 step), rearranged so that a
+ * chunk's taps are one contiguous block of one bulk copy:
+ *   block (mb, ch) = K-rows 64·mb.., channels 64·ch.. of every tap:
+ *     values: tap t, warp w (rows 16·w..), step h (channels 32·h..),
+ *             lane: 16 bytes at ((t·4 + w)·2 + h)·512 + 16·lane;
+ *     meta:   tap t, warp w, lane: 4 bytes at taps·4096 + (t·4 + w)·128
+ *             + 4·lane.
+ * A stray of output channel 64·mb + m, tap t, channel 64·ch + c adds
+ * v · B[position + shift(t)][c] to the block's sums for every position,
+ * read from the same stage while the chunk's wgmma run (each thread its
+ * own positions, so no two write one sum), into the epilogue's sums
+ * buffer, which the epilogue then adds to. At 0.9 the strays of
+ * ResNet-50's 3×3 weights are 1.3 % of the nonzeros
+ * (bench/results/conv/rn50-24-strays-cpu.txt): about 47 a chunk of a
+ * block.
+ *
  * Stride 1, C and K multiples of 64, NHWC, fp16 or bf16; everything else
  * is refused with a reason. The functions below are shared by the kernel
  * and the host (tests/unit/test_conv_wg.c replays the stage's rows). */
@@ -62,8 +83,17 @@ enum {
     CONV_WG_ALIGN = 1024,    /* the 128-byte swizzle's atom: 8 rows              */
     CONV_WG_ROW = 128,       /* bytes of a stage row: 64 two-byte elements        */
     CONV_WG_A_TAP = CONV_WG_BM * CONV_WG_ROW, /* bytes of a tap's weights box    */
+    CONV_WG_SP_VALUES = 4 * 2 * 32 * 16, /* sparse: a tap's values, 4 warps     */
+    CONV_WG_SP_META = 4 * 32 * 4,        /* sparse: a tap's metadata words      */
     CONV_WG_SMEM = 227 * 1024  /* a block's shared memory at most (sm_90)         */
 };
+
+/* How a block has the weights. */
+typedef enum conv_wg_weights {
+    CONV_WG_STAGED = 0,   /* dense, each chunk's with its input stage           */
+    CONV_WG_RESIDENT = 1, /* dense, every chunk's in shared memory at once       */
+    CONV_WG_SPARSE = 2    /* 2:4 with each input stage (wgmma.sp), strays apart  */
+} conv_wg_weights;
 
 /* Everything the kernel's index arithmetic needs. */
 typedef struct conv_wg_geom {
@@ -81,8 +111,8 @@ typedef struct conv_wg_geom {
     int32_t row_tiles;          /* ⌈P / rows⌉: tiles along an image (1 where
                                    images > 1)                                     */
     int32_t tiles;              /* position tiles: ⌈n / images⌉ · row_tiles          */
-    int32_t resident;           /* 1: the weights of every chunk stay in shared
-                                   memory, a block walks position tiles            */
+    int32_t weights;            /* conv_wg_weights; RESIDENT: a block walks
+                                   position tiles                                  */
 } conv_wg_geom;
 
 /* The stage row tap (r, s) of position `pos` (counted over the padded
@@ -92,17 +122,29 @@ CONV_HD int32_t conv_wg_row(const conv_wg_geom *g, int32_t pos, int32_t r, int32
     return pos + r * g->wp + s;
 }
 
-/* Bytes of the weights' boxes of one chunk (all taps). */
+/* Bytes of one chunk's weights (all taps) as a stage holds them: dense
+ * boxes, or the sparse block (values, then metadata; a whole number of
+ * swizzle atoms, so that the next stage's input rows start on one). */
 CONV_HD size_t conv_wg_chunk_weights(const conv_wg_geom *g)
 {
-    return (size_t)g->r * g->s * CONV_WG_A_TAP;
+    const size_t taps = (size_t)g->r * g->s;
+    if (g->weights == CONV_WG_SPARSE)
+        return (taps * (CONV_WG_SP_VALUES + CONV_WG_SP_META) + CONV_WG_ALIGN - 1) /
+               CONV_WG_ALIGN * CONV_WG_ALIGN;
+    return taps * CONV_WG_A_TAP;
+}
+
+/* Bytes of a sparse block's data (its bulk copy). */
+CONV_HD size_t conv_wg_sparse_block(const conv_wg_geom *g)
+{
+    return (size_t)g->r * g->s * (CONV_WG_SP_VALUES + CONV_WG_SP_META);
 }
 
 /* Bytes of one stage: B's rows, and the chunk's weights unless they are
  * resident; each part a whole number of swizzle atoms. */
 CONV_HD size_t conv_wg_stage_bytes(const conv_wg_geom *g)
 {
-    return (size_t)g->stage_rows * CONV_WG_ROW + (g->resident ? 0 : conv_wg_chunk_weights(g));
+    return (size_t)g->stage_rows * CONV_WG_ROW + (g->weights == CONV_WG_RESIDENT ? 0 : conv_wg_chunk_weights(g));
 }
 
 /* Bytes of the epilogue's sums: bn positions of BM + 1 floats (the extra
@@ -114,12 +156,15 @@ CONV_HD size_t conv_wg_sums_bytes(const conv_wg_geom *g)
 
 /* Bytes before the mbarriers: the stages, which the sums reuse; resident,
  * every chunk's weights, then the stages, then the sums (the next tile's
- * input arrives while they are stored). */
+ * input arrives while they are stored); sparse, the stages, then the sums
+ * (the strays add to them while the stages turn). */
 CONV_HD size_t conv_wg_body_bytes(const conv_wg_geom *g)
 {
     const size_t stages = (size_t)g->stages * conv_wg_stage_bytes(g), sums = conv_wg_sums_bytes(g);
-    if (g->resident)
+    if (g->weights == CONV_WG_RESIDENT)
         return (size_t)g->chunks * conv_wg_chunk_weights(g) + stages + sums;
+    if (g->weights == CONV_WG_SPARSE)
+        return stages + sums;
     return stages > sums ? stages : sums;
 }
 
@@ -135,21 +180,51 @@ extern "C" {
 #endif
 
 /* The geometry of a convolution g (NHWC, stride 1) with k output channels
- * at `bn` positions a block (64, 128 or 256), the weights resident or not:
- * the most output rows that fit, and the most whole images where one
- * fits; two stages where shared memory holds them. 0 with a reason when
- * the kernel cannot take it. */
-int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, int resident,
+ * at `bn` positions a block (64, 128 or 256), the weights as `weights`
+ * (conv_wg_weights) says: the most output rows that fit, and the most
+ * whole images where one fits; two stages where shared memory holds them.
+ * 0 with a reason when the kernel cannot take it. */
+int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weights weights,
                      conv_wg_geom *out, char *reason, size_t cap);
 
 /* The config: "bn256_r7_i3_s2" (positions, output rows, images and stages
- * of a block; "_w" where the weights are resident); the kernel:
- * "convwg_f16_" and the config's name. */
+ * of a block; "_w" where the weights are resident, "_sp" sparse); the
+ * kernel: "convwg_f16_" and the config's name. */
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size);
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size);
 
-/* The weights on the current device, dense in (r, s, c) column order, and
- * their tensor map. */
+/* A stray of the sparse weights (CONV_WG_SPARSE): its place in its block
+ * (output channel m < 64, tap t < CONV_WG_SP_TAPS, channel c < 64) and its
+ * value's float bits. */
+enum { CONV_WG_SP_TAPS = 256 };
+CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t t, int32_t c)
+{
+    return (uint32_t)m | (uint32_t)t << 6 | (uint32_t)c << 14;
+}
+
+/* The sparse weights as the kernel reads them, built on the host:
+ * blocks[b · conv_wg_sparse_block] the block (mb, ch) of b = mb · chunks +
+ * ch (the layout above), and its strays strays[2i] (key) and
+ * strays[2i + 1] (value's bits) for i from stray_ptr[b] to
+ * stray_ptr[b + 1]. */
+typedef struct conv_wg_sparse {
+    uint8_t *blocks;
+    int64_t block_count;
+    int32_t *stray_ptr; /* block_count + 1 */
+    uint32_t *strays;   /* 2 · stray_count */
+    int64_t stray_count;
+} conv_wg_sparse;
+
+/* w (k × C·R·S, columns in (r, s, c) order) as g's sparse blocks and
+ * strays, the values rounded to dtype (f16 or bf16): in each run of four
+ * columns the two largest in magnitude to the 2:4 part, the rest strays
+ * (sp_pattern_strays). *out zeroed first, owns its arrays. */
+spf_status conv_wg_sparse_pack(const spf_matrix *w, const conv_wg_geom *g, spf_dtype dtype,
+                               conv_wg_sparse *out);
+void conv_wg_sparse_free(conv_wg_sparse *s); /* accepts a zeroed one */
+
+/* The weights on the current device (dense in (r, s, c) column order and
+ * their tensor map, or the sparse blocks and strays). */
 typedef struct conv_wg conv_wg;
 
 /* w: k × C·R·S, columns in (r, s, c) order, values rounded to dtype (f16

@@ -50,6 +50,16 @@ __device__ __forceinline__ void bar_wait(uint64_t *b, int parity)
                   : "memory");
 }
 
+/* bytes (a multiple of 16) from global src into dst, both 16-byte
+ * aligned, completing on bar: a copy of contiguous bytes, no tensor map. */
+__device__ __forceinline__ void bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+    SPF_BULK_COPY("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                  " [%0], [%1], %2, [%3];\n" ::"r"(smem_addr(dst)),
+                  "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_addr(bar))
+                  : "memory");
+}
+
 /* The box at (c0, c1) of a 2-D map (c0 the contiguous dimension) into
  * dst, completing on bar. */
 __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int c0, int c1,

@@ -10,9 +10,16 @@
  * must stay within the stage's rows. The accumulators' layout (row
  * 16·warp + lane / 4 (+ 8), column 8·(i / 4) + 2·(lane % 4) (+ 1)) must
  * cover the 64 × bn tile once. Every geometry is replayed with the weights
- * brought by each stage and resident (the positions are the same). Then
- * ResNet-50's shapes (stages, rows, shared memory) and the refusals. */
+ * brought by each stage, resident and sparse (the positions are the
+ * same). The sparse blocks and strays (conv_wg_sparse_pack) are read back
+ * through the structured format's decoder into every weight exactly once.
+ * Then ResNet-50's shapes (stages, rows, shared memory) and the
+ * refusals. */
 #include "conv_wg_case.h"
+
+#include "core/matrix.h"
+#include "core/rng.h"
+#include "strategy/structured/sp_format.h"
 
 static int64_t taps_checked, taps_wrong, stored_wrong, reach_wrong;
 
@@ -86,28 +93,115 @@ static void check_accumulators(int bn)
     free(seen);
 }
 
-static conv_wg_geom geometry_of(const conv_dims *d, int bn, int resident)
+static conv_wg_geom geometry_of(const conv_dims *d, int bn, conv_wg_weights weights)
 {
     const conv_gather g = conv_dims_gather(d);
     conv_wg_geom geom;
     char reason[200];
     memset(&geom, 0, sizeof geom);
-    CHECK_MSG(conv_wg_geometry(&g, (int32_t)d->k, bn, resident, &geom, reason, sizeof reason),
+    CHECK_MSG(conv_wg_geometry(&g, (int32_t)d->k, bn, weights, &geom, reason, sizeof reason),
               "%s bn%d refused: %s", d->label, bn, reason);
     return geom;
 }
 
-static void refused(const conv_dims *d, int bn, int resident, spf_conv_layout layout,
+static void refused(const conv_dims *d, int bn, conv_wg_weights weights, spf_conv_layout layout,
                     const char *why)
 {
     conv_gather g = conv_dims_gather(d);
     g.nhwc = layout == SPF_CONV_NHWC;
     conv_wg_geom geom;
     char reason[200] = "";
-    CHECK_MSG(!conv_wg_geometry(&g, (int32_t)d->k, bn, resident, &geom, reason, sizeof reason),
+    CHECK_MSG(!conv_wg_geometry(&g, (int32_t)d->k, bn, weights, &geom, reason, sizeof reason),
               "%s bn%d: taken", d->label, bn);
     CHECK_MSG(strstr(reason, why) != NULL, "%s bn%d: the reason \"%s\" does not say \"%s\"",
               d->label, bn, reason, why);
+}
+
+/* Random weights of d (K × taps·C, columns in (r, s, c) order) at
+ * `density`, packed sparse, read back: the 2:4 part through the
+ * structured format's decoder (the blocks put back in its order), each
+ * stray added where that part holds nothing; every weight, rounded to f16,
+ * must come back, and the strays must be those past two in a run of
+ * four. */
+static void check_sparse_pack(const conv_dims *d, double density, uint64_t seed)
+{
+    const conv_wg_geom g = geometry_of(d, 128, CONV_WG_SPARSE);
+    const int64_t rows = d->k, cols = d->c * d->r * d->s, taps = d->r * d->s;
+    float *want = calloc((size_t)(rows * cols), sizeof *want);
+    float *got = calloc((size_t)(rows * cols), sizeof *got);
+    rng r;
+    rng_seed(&r, seed);
+    int64_t nnz = 0, strays = 0;
+    for (int64_t e = 0; e < rows * cols; e++)
+        if (rng_uniform(&r) < density) {
+            want[e] = (float)(2.0 * rng_uniform(&r) - 1.0);
+            nnz += want[e] != 0.0f;
+        }
+    dtype_round(SPF_DTYPE_F16, want, rows * cols);
+    for (int64_t e = 0; e < rows * cols; e += 4) {
+        int run = 0;
+        for (int j = 0; j < 4; j++)
+            run += want[e + j] != 0.0f;
+        strays += run > 2 ? run - 2 : 0;
+    }
+    spf_matrix *w = NULL;
+    CHECK_OK(matrix_alloc(rows, cols, nnz, &w));
+    int64_t at = 0;
+    for (int64_t i = 0; i < rows; i++) {
+        w->row_ptr[i] = at;
+        for (int64_t j = 0; j < cols; j++)
+            if (want[i * cols + j] != 0.0f) {
+                w->col_idx[at] = (int32_t)j;
+                w->values[at++] = want[i * cols + j];
+            }
+    }
+    w->row_ptr[rows] = at;
+    conv_wg_sparse sp;
+    CHECK_OK(conv_wg_sparse_pack(w, &g, SPF_DTYPE_F16, &sp));
+    CHECK_MSG(sp.stray_count == strays, "%s: %lld strays, want %lld", d->label,
+              (long long)sp.stray_count, (long long)strays);
+    /* the blocks back in the format's order: tile 4·mb + w, pair t·chunks + ch */
+    sp_format f;
+    memset(&f, 0, sizeof f);
+    f.rows = rows, f.cols = cols, f.dtype = SPF_DTYPE_F16, f.pattern.group = 4;
+    f.tiles = rows / 16, f.pairs = cols / 64;
+    f.values = calloc((size_t)(f.tiles * f.pairs * 256), sizeof *f.values);
+    f.meta = calloc((size_t)(f.tiles * f.pairs * 32), sizeof *f.meta);
+    const size_t block = conv_wg_sparse_block(&g);
+    for (int64_t b = 0; b < sp.block_count; b++)
+        for (int64_t t = 0; t < taps; t++)
+            for (int w4 = 0; w4 < 4; w4++) {
+                const int64_t mb = b / g.chunks, ch = b % g.chunks;
+                const int64_t tp = (4 * mb + w4) * f.pairs + t * g.chunks + ch;
+                const uint8_t *src = sp.blocks + (size_t)b * block;
+                memcpy(f.values + tp * 256, src + (t * 4 + w4) * 1024, 1024);
+                memcpy(f.meta + tp * 32, src + taps * CONV_WG_SP_VALUES + (t * 4 + w4) * 128, 128);
+            }
+    CHECK_OK(sp_format_to_dense(&f, got));
+    int64_t misplaced = 0;
+    for (int64_t b = 0; b < sp.block_count; b++)
+        for (int32_t i = sp.stray_ptr[b]; i < sp.stray_ptr[b + 1]; i++) {
+            const uint32_t key = sp.strays[2 * i];
+            const int64_t m = key & 63, t = key >> 6 & (CONV_WG_SP_TAPS - 1), c = key >> 14;
+            const int64_t row = b / g.chunks * 64 + m, col = t * d->c + b % g.chunks * 64 + c;
+            float v;
+            memcpy(&v, &sp.strays[2 * i + 1], sizeof v);
+            misplaced += got[row * cols + col] != 0.0f;
+            got[row * cols + col] += v;
+        }
+    int64_t wrong = 0;
+    for (int64_t e = 0; e < rows * cols; e++)
+        wrong += got[e] != want[e];
+    CHECK_MSG(misplaced == 0 && wrong == 0, "%s at %.2f: %lld strays on a 2:4 value, %lld weights "
+              "wrong", d->label, density, (long long)misplaced, (long long)wrong);
+    printf("%s at density %.2f: %lld nonzeros, %lld strays, read back\n", d->label, density,
+           (long long)nnz, (long long)strays);
+    free(f.values);
+    free(f.meta);
+    conv_wg_sparse_free(&sp);
+    spf_matrix_free(w);
+    free(want);
+    free(got);
 }
 
 int main(void)
@@ -115,28 +209,29 @@ int main(void)
     int geometries = 0, several = 0; /* several: blocks of more than one image */
     for (int i = 0; i < CONV_WG_DIMS; i++)
         for (int b = 0; b < CONV_WG_WIDTHS; b++)
-            for (int resident = 0; resident <= 1; resident++) {
+            for (int weights = CONV_WG_STAGED; weights <= CONV_WG_SPARSE; weights++) {
                 const conv_gather g = conv_dims_gather(&conv_wg_dims[i]);
                 conv_wg_geom geom;
                 char reason[200];
-                if (!conv_wg_geometry(&g, (int32_t)conv_wg_dims[i].k, conv_wg_widths[b], resident,
-                                      &geom, reason, sizeof reason)) {
+                if (!conv_wg_geometry(&g, (int32_t)conv_wg_dims[i].k, conv_wg_widths[b],
+                                      (conv_wg_weights)weights, &geom, reason, sizeof reason)) {
                     /* only a padded row wider than the block, or resident
                      * weights past shared memory */
                     CHECK_MSG(g.w + 2 * g.pad > conv_wg_widths[b] ||
-                                  (resident && strstr(reason, "past shared memory")),
+                                  (weights == CONV_WG_RESIDENT &&
+                                   strstr(reason, "past shared memory")),
                               "%s bn%d refused: %s", conv_wg_dims[i].label, conv_wg_widths[b],
                               reason);
                     continue;
                 }
                 CHECK(geom.rows * geom.wp <= geom.bn && geom.rows >= 1);
-                CHECK(conv_wg_smem(&geom) <= CONV_WG_SMEM && geom.resident == resident);
+                CHECK(conv_wg_smem(&geom) <= CONV_WG_SMEM && geom.weights == weights);
                 replay(&conv_wg_dims[i], &geom);
                 geometries++;
                 several += geom.images > 1 && geom.n % geom.images != 0;
             }
     printf("%d geometries, %lld taps replayed\n", geometries, (long long)taps_checked);
-    CHECK(geometries >= 2 * CONV_WG_DIMS);
+    CHECK(geometries >= 3 * CONV_WG_DIMS);
     CHECK_MSG(several >= 2, "%d geometries of several images a block, the last cut short", several);
     CHECK_MSG(taps_wrong == 0, "%lld taps read the wrong stage row", (long long)taps_wrong);
     CHECK_MSG(stored_wrong == 0, "%lld output positions not stored exactly once",
@@ -147,42 +242,54 @@ int main(void)
 
     /* ResNet-50's 3x3 layers at batch 32 */
     const conv_dims layer1 = {"layer1", 32, 64, 56, 56, 64, 3, 3, 1, 1};
-    conv_wg_geom g1 = geometry_of(&layer1, 256, 0);
+    conv_wg_geom g1 = geometry_of(&layer1, 256, CONV_WG_STAGED);
     CHECK(g1.wp == 58 && g1.rows == 4 && g1.halo == 6 && g1.stage_rows == 376 && g1.stages == 1 &&
           g1.row_tiles == 14 && g1.tiles == 32 * 14);
     CHECK(conv_wg_smem(&g1) == 1024 + 376 * 128 + 9 * 8192 + 24);
     /* resident at 128 positions: 72 KB of weights, two stages of 248 rows
      * and the sums; at 256 the sums no longer fit */
-    conv_wg_geom g1w = geometry_of(&layer1, 128, 1);
-    CHECK(g1w.stage_rows == 248 && g1w.stages == 2 && g1w.resident == 1);
+    conv_wg_geom g1w = geometry_of(&layer1, 128, CONV_WG_RESIDENT);
+    CHECK(g1w.stage_rows == 248 && g1w.stages == 2 && g1w.weights == CONV_WG_RESIDENT);
     CHECK(conv_wg_smem(&g1w) == 1024 + 9 * 8192 + 2 * 248 * 128 + 128 * 65 * 4 + 24);
-    refused(&layer1, 256, 1, SPF_CONV_NHWC, "past shared memory");
+    refused(&layer1, 256, CONV_WG_RESIDENT, SPF_CONV_NHWC, "past shared memory");
     const conv_dims layer4 = {"layer4", 32, 512, 7, 7, 512, 3, 3, 1, 1};
-    conv_wg_geom g4 = geometry_of(&layer4, 64, 0);
+    conv_wg_geom g4 = geometry_of(&layer4, 64, CONV_WG_STAGED);
     CHECK(g4.wp == 9 && g4.rows == 7 && g4.images == 1 && g4.stage_rows == 88 && g4.chunks == 8 &&
           g4.stages == 2 && g4.row_tiles == 1);
     /* three 9×9 padded images in 256 positions: 2·81 + 7·9 = 225 */
-    conv_wg_geom g4w = geometry_of(&layer4, 256, 0);
+    conv_wg_geom g4w = geometry_of(&layer4, 256, CONV_WG_STAGED);
     CHECK(g4w.images == 3 && g4w.rows == 7 && g4w.halo == 9);
     char name[64];
     conv_wg_name(&g4w, SPF_DTYPE_F16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convwg_f16_bn256_r7_i3_s1") == 0 ||
                   strcmp(name, "convwg_f16_bn256_r7_i3_s2") == 0,
               "name %s", name);
+    /* sparse on layer3 at 256 positions: 296 input rows and 9 taps' 2:4
+     * blocks (41 472 bytes, to 41 984) a stage, two stages beside the sums */
+    const conv_dims layer3 = {"layer3", 32, 256, 14, 14, 256, 3, 3, 1, 1};
+    conv_wg_geom g3s = geometry_of(&layer3, 256, CONV_WG_SPARSE);
+    CHECK(g3s.stage_rows == 296 && g3s.stages == 2 && conv_wg_sparse_block(&g3s) == 41472);
+    CHECK(conv_wg_smem(&g3s) == 1024 + 2 * (296 * 128 + 41984) + 256 * 65 * 4 + 24);
+    conv_wg_name(&g3s, SPF_DTYPE_BF16, name, sizeof name);
+    CHECK_MSG(strcmp(name, "convwg_bf16_bn256_r14_i1_s2_sp") == 0, "name %s", name);
+    check_sparse_pack(&layer3, 0.1, 31);
+    check_sparse_pack(&conv_wg_dims[3], 0.5, 32); /* many strays */
+    const conv_dims one = {"1x1, K = 128", 1, 128, 4, 4, 128, 1, 1, 1, 0};
+    check_sparse_pack(&one, 0.3, 33);
 
     /* refusals, each with its reason */
     const conv_dims strided = {"stride 2", 1, 64, 8, 8, 64, 3, 3, 2, 1};
-    refused(&strided, 128, 0, SPF_CONV_NHWC, "stride 1");
+    refused(&strided, 128, CONV_WG_STAGED, SPF_CONV_NHWC, "stride 1");
     const conv_dims narrow = {"C = 32", 1, 32, 8, 8, 64, 3, 3, 1, 1};
-    refused(&narrow, 128, 0, SPF_CONV_NHWC, "multiples of 64");
+    refused(&narrow, 128, CONV_WG_STAGED, SPF_CONV_NHWC, "multiples of 64");
     const conv_dims odd_k = {"K = 70", 1, 64, 8, 8, 70, 3, 3, 1, 1};
-    refused(&odd_k, 128, 0, SPF_CONV_NHWC, "multiples of 64");
-    refused(&layer4, 64, 0, SPF_CONV_NCHW, "NHWC");
-    refused(&layer4, 32, 0, SPF_CONV_NHWC, "64, 128 or 256");
-    refused(&layer4, 64, 1, SPF_CONV_NHWC, "past shared memory");
+    refused(&odd_k, 128, CONV_WG_STAGED, SPF_CONV_NHWC, "multiples of 64");
+    refused(&layer4, 64, CONV_WG_STAGED, SPF_CONV_NCHW, "NHWC");
+    refused(&layer4, 32, CONV_WG_STAGED, SPF_CONV_NHWC, "64, 128 or 256");
+    refused(&layer4, 64, CONV_WG_RESIDENT, SPF_CONV_NHWC, "past shared memory");
     const conv_dims wide = {"W = 100", 1, 64, 4, 100, 64, 3, 3, 1, 1};
-    refused(&wide, 64, 0, SPF_CONV_NHWC, "wider than");
+    refused(&wide, 64, CONV_WG_STAGED, SPF_CONV_NHWC, "wider than");
     const conv_dims seven = {"7x7", 1, 64, 9, 9, 64, 7, 7, 1, 3};
-    refused(&seven, 64, 0, SPF_CONV_NHWC, "past shared memory");
+    refused(&seven, 64, CONV_WG_STAGED, SPF_CONV_NHWC, "past shared memory");
     return check_report();
 }

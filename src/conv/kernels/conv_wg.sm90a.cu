@@ -90,10 +90,42 @@ struct conv_wg {
     conv_wg_geom geom;
     spf_dtype dtype;
     int relu;
-    void *weights;      /* device, owned: K × R·S·C of the dtype */
-    CUtensorMap w_map;  /* its 64 × 64 boxes                      */
+    void *weights;      /* device, owned: K × R·S·C of the dtype, dense, or
+                           the sparse blocks (conv_wg_sparse)               */
+    CUtensorMap w_map;  /* dense: its 64 × 64 boxes                        */
+    int32_t *stray_ptr; /* sparse: device, owned                           */
+    uint32_t *strays;
     int64_t bytes;
 };
+
+/* dst (device, owned) = count bytes of src; status on failure */
+static spf_status upload(void **dst, const void *src, size_t count, int64_t *bytes)
+{
+    spf_status status = CUDA_CHECK(cudaMalloc(dst, count ? count : 1));
+    if (status == SPF_OK && count)
+        status = CUDA_CHECK(cudaMemcpy(*dst, src, count, cudaMemcpyHostToDevice));
+    *bytes += (int64_t)count;
+    return status;
+}
+
+/* The sparse weights packed on the host (conv_wg_sparse_pack), uploaded. */
+static spf_status create_sparse(conv_wg *x, const spf_matrix *w)
+{
+    conv_wg_sparse sp;
+    spf_status status = conv_wg_sparse_pack(w, &x->geom, x->dtype, &sp);
+    if (status != SPF_OK)
+        return status;
+    status = upload(&x->weights, sp.blocks,
+                    (size_t)sp.block_count * conv_wg_sparse_block(&x->geom), &x->bytes);
+    if (status == SPF_OK)
+        status = upload(reinterpret_cast<void **>(&x->stray_ptr), sp.stray_ptr,
+                        ((size_t)sp.block_count + 1) * sizeof *sp.stray_ptr, &x->bytes);
+    if (status == SPF_OK)
+        status = upload(reinterpret_cast<void **>(&x->strays), sp.strays,
+                        (size_t)sp.stray_count * 2 * sizeof *sp.strays, &x->bytes);
+    conv_wg_sparse_free(&sp);
+    return status;
+}
 
 extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g, spf_dtype dtype,
                                      int relu, conv_wg **out)
@@ -114,15 +146,25 @@ extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g,
                     "(9.0 or newer)", major);
     conv_wg *x = static_cast<conv_wg *>(mem_calloc(1, sizeof *x));
     const size_t count = (size_t)w->rows * (size_t)w->cols;
-    uint16_t *dense = static_cast<uint16_t *>(mem_calloc(count, sizeof *dense));
-    if (!x || !dense) {
+    uint16_t *dense = NULL;
+    if (!x)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: a kernel");
+    x->geom = *g;
+    x->dtype = dtype;
+    x->relu = relu;
+    if (g->weights == CONV_WG_SPARSE) {
+        status = create_sparse(x, w);
+        if (status != SPF_OK)
+            goto fail;
+        *out = x;
+        return SPF_OK;
+    }
+    dense = static_cast<uint16_t *>(mem_calloc(count, sizeof *dense));
+    if (!dense) {
         status = FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: the weights expanded dense (%zu elements)",
                       count);
         goto fail;
     }
-    x->geom = *g;
-    x->dtype = dtype;
-    x->relu = relu;
     for (int64_t row = 0; row < w->rows; row++)
         for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++)
             dense[row * w->cols + w->col_idx[e]] = dtype == SPF_DTYPE_F16
@@ -152,6 +194,8 @@ extern "C" void conv_wg_free(conv_wg *x)
     if (!x)
         return;
     (void)cudaFree(x->weights);
+    (void)cudaFree(x->stray_ptr);
+    (void)cudaFree(x->strays);
     mem_free(x);
 }
 
@@ -171,6 +215,9 @@ struct wg_args {
     const void *residual;
     void *out;
     int relu;
+    const uint8_t *sparse;      /* sparse: the blocks (conv_wg.h)  */
+    const int32_t *stray_ptr;   /* sparse: their strays             */
+    const uint2 *strays;
 };
 
 /* A K-major operand at p (rows of 128 bytes, 8-row atoms 1024 bytes apart,
@@ -228,9 +275,11 @@ template <typename T, int BN>
 __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, const uint8_t *b,
                                          const conv_wg_geom &g)
 {
-    wgmma_fence();
     for (int t = 0; t < g.r * g.s; t++) {
         const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
+        /* a fence a tap: with one before the loop alone ptxas (12.x)
+         * inserts its own in the loop and serializes the wgmma (C7520) */
+        wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < CONV_WG_CHUNK / 16; kk++)
             wg_mma<BN>(d, wg_desc(w + t * CONV_WG_A_TAP + kk * 32),
@@ -242,10 +291,11 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
 
 /* The epilogue of a tile: the sums (plus bias) by position into shared
  * memory (the accumulators of m64nN: row 16·warp + lane / 4 (+ 8), column
- * 8·(i / 4) + 2·(lane % 4) (+ 1)), then each thread 8 channels of a
- * position at a time: residual, ReLU, one 16-byte store. Barriers before
- * (the sums may reuse a stage) and after (the next tile's sums). */
-template <typename T, int BN>
+ * 8·(i / 4) + 2·(lane % 4) (+ 1)), added to what is there with ADD (the
+ * strays' products), then each thread 8 channels of a position at a time:
+ * residual, ReLU, one 16-byte store. Barriers before (the sums may reuse
+ * a stage) and after (the next tile's sums). */
+template <typename T, int BN, bool ADD = false>
 __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
                                             const wg_args &a, int image0, int oh0, int m0)
 {
@@ -256,7 +306,8 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
     for (int i = 0; i < BN / 2; i++) {
         const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
         const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-        sums[col * (CONV_WG_BM + 1) + row] = d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
+        float &sum = sums[col * (CONV_WG_BM + 1) + row];
+        sum = (ADD ? sum : 0.0f) + d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
     }
     __syncthreads();
     for (int u = tid; u < BN * (CONV_WG_BM / 8); u += CONV_WG_THREADS) {
@@ -419,13 +470,123 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     }
 }
 
+/* d += one chunk of the sparse weights (w: its block, conv_wg.h) by the
+ * stage's input rows (b), every tap's two k32 steps by wgmma.sp, the A
+ * fragments and metadata from w; committed, not waited for. */
+template <typename T, int BN>
+__device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_t *w,
+                                                const uint8_t *b, const conv_wg_geom &g)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, taps = g.r * g.s;
+    const uint32_t *meta = reinterpret_cast<const uint32_t *>(w + taps * CONV_WG_SP_VALUES);
+    for (int t = 0; t < taps; t++) {
+        const uint4 *v = reinterpret_cast<const uint4 *>(w + (t * 4 + warp) * (CONV_WG_SP_VALUES / 4));
+        const uint4 a0 = v[lane], a1 = v[32 + lane];
+        const uint32_t e = meta[(t * 4 + warp) * 32 + lane];
+        const uint8_t *bt = b + conv_wg_row(&g, 0, t / g.s, t % g.s) * CONV_WG_ROW;
+        wgmma_fence(); /* the fragments just loaded, before the wgmma that read them */
+        wgmma_sp<BN, 0, 0>(d, a0, wg_desc(bt), e, 1, T());
+        wgmma_sp<BN, 1, 0>(d, a1, wg_desc(bt + 64), e, 1, T());
+    }
+    wgmma_commit();
+}
+
+/* The strays of block `at` (output channel m, tap t, channel c, value v)
+ * into the sums: sums[p][m] += v · B[p + shift(t)][c] for the positions p
+ * of this thread (p ≡ thread mod 128, so no two threads write one sum),
+ * B read from the stage through its 128-byte swizzle (the 16-byte piece
+ * of a row XOR the row mod 8). */
+template <typename T, int BN>
+__device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const conv_wg_geom &g,
+                                          const wg_args &a, int at)
+{
+    const int end = a.stray_ptr[at + 1];
+    for (int i = a.stray_ptr[at]; i < end; i++) {
+        const uint2 e = a.strays[i];
+        const int m = e.x & 63, t = (e.x >> 6) & (CONV_WG_SP_TAPS - 1), c = e.x >> 14;
+        const float v = __uint_as_float(e.y);
+        const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
+#pragma unroll
+        for (int p = threadIdx.x; p < BN; p += CONV_WG_THREADS) {
+            const int q = p + shift;
+            const T x = *reinterpret_cast<const T *>(b + q * CONV_WG_ROW +
+                                                     (((2 * c / 16) ^ (q % 8)) * 16) + 2 * c % 16);
+            sums[p * (CONV_WG_BM + 1) + m] += v * elem<T>::to_float(x);
+        }
+    }
+}
+
+/* The sparse weights (CONV_WG_SPARSE): one tile a block, each stage
+ * bringing its chunk's input box and sparse block; the chunk's strays on
+ * the CUDA cores while its wgmma.sp run. */
+template <typename T, int BN>
+__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
+    conv_wg_sparse_kernel(const __grid_constant__ CUtensorMap in_map,
+                          const __grid_constant__ CUtensorMap w_map, const wg_args a)
+{
+    (void)w_map;
+    extern __shared__ uint8_t raw[];
+    const conv_wg_geom &g = a.g;
+    uint8_t *smem = wg_smem(raw);
+    const size_t stage_bytes = conv_wg_stage_bytes(&g);
+    const uint32_t block = (uint32_t)conv_wg_sparse_block(&g);
+    float *sums = reinterpret_cast<float *>(smem + g.stages * stage_bytes);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + conv_wg_body_bytes(&g));
+    const int tid = threadIdx.x, mb = blockIdx.y;
+    int image0, oh0;
+    wg_tile(g, blockIdx.x, &image0, &oh0);
+
+    if (tid == 0) {
+        for (int st = 0; st < g.stages; st++)
+            bar_init(&full[st], 1);
+        bar_init_fence();
+    }
+    for (int st = 0; st < g.stages; st++)
+        wg_zero_slack(smem + st * stage_bytes, g);
+    for (int u = tid; u < BN * (CONV_WG_BM + 1); u += CONV_WG_THREADS)
+        sums[u] = 0.0f;
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+
+    /* chunk ch's input box and sparse block into stage st */
+    auto issue = [&](int ch, int st) {
+        uint8_t *b = smem + st * stage_bytes;
+        wg_load_input(b, &in_map, g, ch, image0, oh0, block, &full[st]);
+        bulk_load(b + (size_t)g.stage_rows * CONV_WG_ROW,
+                  a.sparse + ((size_t)mb * g.chunks + ch) * block, block, &full[st]);
+    };
+    if (tid == 0)
+        for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
+            issue(ch, ch);
+
+    float d[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        d[i] = 0.0f;
+    for (int ch = 0; ch < g.chunks; ch++) {
+        const int st = ch % g.stages;
+        bar_wait(&full[st], (ch / g.stages) & 1);
+        const uint8_t *b = smem + st * stage_bytes;
+        wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
+        wg_strays<T, BN>(sums, b, g, a, mb * g.chunks + ch);
+        wgmma_wait<0>();
+        if (ch + g.stages < g.chunks) {
+            __syncthreads(); /* every warp is done with stage st */
+            if (tid == 0)
+                issue(ch + g.stages, st);
+        }
+    }
+    wg_epilogue<T, BN, true>(d, sums, a, image0, oh0, mb * CONV_WG_BM);
+}
+
 template <typename T, int BN>
 static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const wg_args &a,
                             cudaStream_t stream)
 {
     const conv_wg_geom &g = x->geom;
-    auto kernel = g.resident ? conv_wg_resident_kernel<T, BN>
-                             : conv_wg_kernel<T, BN>;
+    auto kernel = g.weights == CONV_WG_RESIDENT ? conv_wg_resident_kernel<T, BN>
+                  : g.weights == CONV_WG_SPARSE ? conv_wg_sparse_kernel<T, BN>
+                                                : conv_wg_kernel<T, BN>;
     const size_t smem = conv_wg_smem(&g);
     const void *k = reinterpret_cast<const void *>(kernel);
     int blocks = 1, device = 0, sms = 1;
@@ -442,7 +603,7 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
     const int channel_tiles = g.k / CONV_WG_BM;
     /* resident: as many blocks as the GPU holds at once, each walking tiles */
     int along = g.tiles;
-    if (g.resident) {
+    if (g.weights == CONV_WG_RESIDENT) {
         const int held = (sms * blocks + channel_tiles - 1) / channel_tiles;
         along = held < along ? held : along;
     }
@@ -479,7 +640,14 @@ extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out
         tensor_map_nhwc(&in_map, x->dtype, in, nhwc, CONV_WG_CHUNK, g.wp, g.halo, g.images);
     if (status != SPF_OK)
         return status;
-    const wg_args a = {g, bias, residual, out, x->relu};
+    const wg_args a = {g,
+                       bias,
+                       residual,
+                       out,
+                       x->relu,
+                       static_cast<const uint8_t *>(x->weights),
+                       x->stray_ptr,
+                       reinterpret_cast<const uint2 *>(x->strays)};
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (x->dtype == SPF_DTYPE_F16)
         return wg_launch_bn<__half>(x, in_map, a, s);
