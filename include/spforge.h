@@ -733,10 +733,13 @@ typedef struct spf_conv_info {
                                  a CUDA graph; the residual add included; 0:
                                  not timed)                                    */
     spf_plan_info spmm;       /* the SpMM plan's info (its size is set here); for
-                                 IMPLICIT the kernel's name ("window_..." or
-                                 "generic_...") and shape, strategy GENERIC;
-                                 for DENSE "cudnn_<algorithm>_<dtype>",
-                                 strategy DENSE                                */
+                                 IMPLICIT the kernel's name ("window_...",
+                                 "convtc_...", "convwg_...") and shape; for
+                                 DENSE "cudnn_<algorithm>_<dtype>", strategy
+                                 DENSE. For both, candidates lists the
+                                 fastest config of each implicit kernel kind
+                                 timed (the warpgroup kernel's dense and
+                                 sparse weights apart), CHOSEN the one kept */
     double dense_us;          /* AUTO's time of one execute by the dense path
                                  (as im2col_us; 0: not timed)                  */
 } spf_conv_info;

@@ -20,7 +20,10 @@ spforge and cuDNN in the dtype (channels_last) are timed twice: in a loop
 of calls (the host's cost per call included: on the H200's host it bounds
 every convolution of batch 1 at 10-30 µs) and as the replays of a CUDA
 graph of R calls (the GPU's time alone: spforge conv --timing both times
-one plan both ways; torch.cuda.CUDAGraph). --also STRATEGY,... times a
+one plan both ways; torch.cuda.CUDAGraph). Column implicit_kinds: the
+fastest config of each implicit kernel kind AUTO's plan timed and its µs
+(the warpgroup kernel's dense and sparse weights apart). --also
+STRATEGY,... times a
 plan of each strategy named too, in CUDA graphs (columns <strategy>_graph_us
 and <strategy>_kernel: the unrolled kernel over the implicit im2col, say,
 beside AUTO's choice). --without-pdl times AUTO's plan again in CUDA graphs
@@ -123,6 +126,15 @@ def graph_columns(row, prefix, e, why):
     row[prefix + "_kernel"] = e.get("plan", {}).get("kernel", "") or why
 
 
+def implicit_kinds(e):
+    """The fastest config of each implicit kernel kind the plan timed, from
+    `spforge conv --json` e: "kernel=us" joined by spaces, the kept one
+    marked with a *."""
+    return " ".join("%s=%.1f%s" % (c["detail"], c["kernel_us"],
+                                   "*" if c["outcome"] == "chosen" else "")
+                    for c in e.get("plan", {}).get("candidates", []) if c.get("kernel_us"))
+
+
 def spforge_conv(spforge, path, layer, batch, dtype, strategy, timing, env=None):
     """`spforge conv --json` of layer's weights at path, NHWC, with env added
     to the environment: (its JSON, or {} and the start of its stderr)."""
@@ -216,6 +228,7 @@ def main():
                "implicit_us": d.get("implicit_us", ""),
                "strategy": d.get("plan", {}).get("strategy", ""),
                "spforge_kernel": d.get("plan", {}).get("kernel", "") or stderr,
+               "implicit_kinds": implicit_kinds(d),
                "plan_s": d.get("plan_s", "")}
         for other in also:
             e, why = spforge_conv(a.spforge, dst, l, batch, a.dtype, other, "graph")

@@ -29,7 +29,7 @@
 # tc,wg), the bench and ResNet-50 at 0.8 and 0.9 instead.
 # SPF_CONV_PLAN_TESTS=1 (with SPF_CONV_BENCH_ONLY=1): test_conv and
 # test_strategies too (the conv plans and the launch helper the structured
-# kernels share), without their sanitizers.
+# kernels share), without their sanitizers; =conv: test_conv alone.
 # SPF_CONV_BENCH_ARGS: bench_conv.py's arguments in place of
 # "--sparsity 0.9 --batch 1,32 --kinds 3x3" (e.g. "... --also unrolled");
 # SPF_CONV_BENCH_LIMIT_S and SPF_CONV_E2E_LIMIT_S: the bench's and
@@ -48,7 +48,10 @@ targets="test_conv test_strategies test_conv_window_gpu test_conv_tc_gpu test_co
 targets="$targets test_plan"
 if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
   targets="test_conv_tc_gpu test_conv_wg_gpu"
-  [ "${SPF_CONV_PLAN_TESTS:-0}" = 1 ] && targets="$targets test_conv test_strategies"
+  case "${SPF_CONV_PLAN_TESTS:-0}" in
+  1) targets="$targets test_conv test_strategies" ;;
+  conv) targets="$targets test_conv" ;;
+  esac
 fi
 # shellcheck disable=SC2086
 build_step 260 -j16 --target spforge spforge_cli $targets
@@ -85,9 +88,10 @@ if [ "${SPF_CONV_BENCH_ONLY:-0}" = 1 ]; then
     tee -a "$out/summary.txt"
   step test-tc "$out/test-tc.log" 90 "$build/tests/test_conv_tc_gpu"
   step test-wg "$out/test-wg.log" 90 "$build/tests/test_conv_wg_gpu"
-  if [ "${SPF_CONV_PLAN_TESTS:-0}" = 1 ]; then
+  if [ "${SPF_CONV_PLAN_TESTS:-0}" != 0 ]; then
     step test-conv "$out/test-conv.log" 120 "$build/tests/test_conv"
-    step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
+    [ "${SPF_CONV_PLAN_TESTS}" = 1 ] &&
+      step test-strategies "$out/test-strategies.log" 150 "$build/tests/test_strategies"
   fi
   case ",${SPF_CONV_SANITIZE:-}," in *,tc,*)
     sanitize memcheck test_conv_tc_gpu 90

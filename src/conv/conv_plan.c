@@ -255,6 +255,7 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
     spf_conv_plan *p = mem_calloc(1, sizeof *p);
     if (!p)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "a conv plan");
+    p->implicit_chosen = -1;
     p->gather = (conv_gather){.c = (int32_t)s.c, .h = (int32_t)s.h, .w = (int32_t)s.w,
                               .r = (int32_t)s.r, .s = (int32_t)s.s, .stride = (int32_t)s.stride,
                               .pad = (int32_t)s.pad, .p = (int32_t)p_out, .q = (int32_t)q_out,
@@ -395,6 +396,13 @@ spf_status spf_conv_plan_get_info(const spf_conv_plan *plan, spf_conv_info *out)
     out->spmm.size = sizeof out->spmm;
     if (plan->spmm)
         return spf_plan_get_info(plan->spmm, &out->spmm);
+    /* the implicit kernels AUTO timed, beside the dense or implicit one kept */
+    out->spmm.candidate_count = plan->implicit_kind_count;
+    for (int c = 0; c < plan->implicit_kind_count; c++) {
+        out->spmm.candidates[c] = plan->implicit_kinds[c];
+        if (c == plan->implicit_chosen)
+            out->spmm.candidates[c].outcome = SPF_CANDIDATE_CHOSEN;
+    }
     if (plan->dense) {
         snprintf(out->spmm.kernel_name, sizeof out->spmm.kernel_name, "%s",
                  conv_dense_name(plan->dense));

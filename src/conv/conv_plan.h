@@ -23,6 +23,12 @@ struct spf_conv_plan {
     int64_t in_count, out_count; /* elements of the input and of the output           */
     int64_t bias_count;      /* K_out with bias, else 0                             */
     void *workspace;
+    /* the fastest config of each implicit kernel kind conv_select timed
+     * (the window, generic, unrolled and tc kernels, the warpgroup kernel
+     * dense and sparse), by kind, in the order first timed; which was kept
+     * is implicit_chosen (-1: none, the plan runs another path) */
+    spf_candidate implicit_kinds[SPF_MAX_CANDIDATES];
+    int implicit_kind_count, implicit_chosen;
 };
 
 /* The launches of one execute on path: the gather and the SpMM (or the

@@ -14,6 +14,8 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #ifdef SPF_HAVE_CUDA
 #include "gpu/cuda_check.h"
@@ -104,15 +106,49 @@ static void drop_path(spf_conv_plan *p, spf_conv_path path)
     }
 }
 
+/* The kind of an implicit choice as the plan's info lists them: its
+ * kernel, the warpgroup kernel's sparse weights apart from its dense. */
+static int kind_of(const conv_implicit_choice *c)
+{
+    return c->kind == CONV_IMPLICIT_WG && c->wg_weights == CONV_WG_SPARSE ? CONV_IMPLICIT_WG + 1
+                                                                          : (int)c->kind;
+}
+
+/* Choice c of kind `kind` took us: p->implicit_kinds keeps the fastest of
+ * each kind (its kernel's name and time). */
+static void note_kind(spf_conv_plan *p, const conv_implicit *x, int kind, int *kinds, double us)
+{
+    int at = 0;
+    while (at < p->implicit_kind_count && kinds[at] != kind)
+        at++;
+    if (at == SPF_MAX_CANDIDATES)
+        return;
+    spf_candidate *c = &p->implicit_kinds[at];
+    if (at == p->implicit_kind_count) {
+        p->implicit_kind_count++;
+        kinds[at] = kind;
+    } else if (c->kernel_us <= us) {
+        return;
+    }
+    spf_plan_info info;
+    memset(&info, 0, sizeof info);
+    conv_implicit_describe(x, &info);
+    *c = (spf_candidate){.strategy = info.strategy, .outcome = SPF_CANDIDATE_SLOWER,
+                         .kernel_us = us};
+    snprintf(c->detail, sizeof c->detail, "%s", info.kernel_name);
+}
+
 /* Build, time and keep the fastest of the implicit choices (p->implicit,
- * its time in p->info.implicit_us); a choice its kernel turns down at build
- * is passed over. */
+ * its time in p->info.implicit_us, its kind's entry in p->implicit_kinds
+ * p->implicit_chosen); a choice its kernel turns down at build is passed
+ * over. */
 static spf_status fastest_implicit(spf_conv_plan *p, path_run *r, const spf_matrix *w,
                                    const spf_plan_options *o, const conv_implicit_choice *choices,
                                    int count)
 {
     spf_status status = SPF_OK;
     conv_implicit *best = NULL;
+    int kinds[SPF_MAX_CANDIDATES], best_kind = -1;
     for (int i = 0; i < count; i++) {
         conv_implicit *x = NULL;
         status = conv_implicit_create(w, &p->gather, o, p->relu, p->residual, &choices[i], &x);
@@ -127,10 +163,13 @@ static spf_status fastest_implicit(spf_conv_plan *p, path_run *r, const spf_matr
         p->implicit = x;
         status = time_path(r, SPF_CONV_IMPLICIT, &us);
         p->implicit = NULL;
+        if (status == SPF_OK)
+            note_kind(p, x, kind_of(&choices[i]), kinds, us);
         if (status == SPF_OK && (!best || us < p->info.implicit_us)) {
             conv_implicit_free(best);
             best = x, x = NULL;
             p->info.implicit_us = us;
+            best_kind = kind_of(&choices[i]);
         }
         conv_implicit_free(x);
         if (status != SPF_OK)
@@ -143,6 +182,9 @@ static spf_status fastest_implicit(spf_conv_plan *p, path_run *r, const spf_matr
         return status;
     }
     p->implicit = best;
+    for (int k = 0; k < p->implicit_kind_count; k++)
+        if (kinds[k] == best_kind)
+            p->implicit_chosen = k;
     return SPF_OK;
 }
 
@@ -192,8 +234,10 @@ static spf_status select_on_device(spf_conv_plan *p, const spf_matrix *w,
         if (p->info.dense_us < best_us)
             best = SPF_CONV_DENSE, best_us = p->info.dense_us;
     }
-    if (best != SPF_CONV_IMPLICIT && p->implicit)
+    if (best != SPF_CONV_IMPLICIT && p->implicit) {
         drop_path(p, SPF_CONV_IMPLICIT);
+        p->implicit_chosen = -1;
+    }
     if (best != SPF_CONV_DENSE && p->dense)
         drop_path(p, SPF_CONV_DENSE);
     if (best != explicit_path && p->spmm)

@@ -29,9 +29,9 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
                  bn);
         return 0;
     }
-    if (weights == CONV_WG_SPARSE && g->r * g->s >= CONV_WG_SP_TAPS) {
-        snprintf(reason, cap, "the sparse warpgroup kernel takes fewer than %d taps (%d)",
-                 CONV_WG_SP_TAPS, g->r * g->s);
+    if (weights == CONV_WG_SPARSE && g->r * g->s > CONV_WG_SP_MAX_TAPS) {
+        snprintf(reason, cap, "the sparse warpgroup kernel takes at most %d taps (%d)",
+                 CONV_WG_SP_MAX_TAPS, g->r * g->s);
         return 0;
     }
     const int32_t wp = g->w + 2 * g->pad;

@@ -197,6 +197,10 @@ void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size
  * (output channel m < 64, tap t < CONV_WG_SP_TAPS, channel c < 64) and its
  * value's float bits. */
 enum { CONV_WG_SP_TAPS = 256 };
+
+/* Taps the sparse kernel takes: a chunk's A fragments of every tap are in
+ * registers at once (3×3 at most). */
+enum { CONV_WG_SP_MAX_TAPS = 9 };
 CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t t, int32_t c)
 {
     return (uint32_t)m | (uint32_t)t << 6 | (uint32_t)c << 14;

@@ -106,6 +106,29 @@ static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy s
                       d->label, spf_conv_path_name(info.path), info.im2col_us, info.implicit_us,
                       info.dense_us);
         }
+        /* the implicit kinds timed: the kept one CHOSEN (its time the
+         * implicit path's), none where another path runs, the fastest
+         * kind's time implicit_us */
+        if (info.path == SPF_CONV_IMPLICIT || info.path == SPF_CONV_DENSE) {
+            int chosen = -1;
+            double fastest = 0;
+            for (int c = 0; c < info.spmm.candidate_count; c++) {
+                const spf_candidate *k = &info.spmm.candidates[c];
+                if (k->outcome == SPF_CANDIDATE_CHOSEN)
+                    chosen = chosen < 0 ? c : -2;
+                if (fastest == 0 || k->kernel_us < fastest)
+                    fastest = k->kernel_us;
+            }
+            const int want_chosen = info.path == SPF_CONV_IMPLICIT;
+            CHECK_MSG((want_chosen ? chosen >= 0 &&
+                                         strcmp(info.spmm.candidates[chosen].detail,
+                                                info.spmm.kernel_name) == 0
+                                   : chosen == -1) &&
+                          fastest == info.implicit_us,
+                      "%s %s: %d implicit kinds, chosen %d, fastest %.2f us, implicit %.2f us",
+                      d->label, spf_conv_path_name(info.path), info.spmm.candidate_count, chosen,
+                      fastest, info.implicit_us);
+        }
         /* DENSE is cuDNN's where it loads: the whole batch in one launch */
         if (strategy == SPF_STRATEGY_DENSE && info.path == SPF_CONV_DENSE)
             CHECK_MSG(info.launches == 1 && strncmp(info.spmm.kernel_name, "cudnn_", 6) == 0 &&

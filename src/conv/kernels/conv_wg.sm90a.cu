@@ -275,11 +275,13 @@ template <typename T, int BN>
 __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, const uint8_t *b,
                                          const conv_wg_geom &g)
 {
+    /* one fence: ptxas (12.x) says it serializes these wgmma (C7520, its
+     * own fence in the loop), but a fence a tap, which silences it, made
+     * the kernel 10-15 % slower on the H200 (4238d9c: layer3 at batch 32
+     * 22.1 µs against 20.0) */
+    wgmma_fence();
     for (int t = 0; t < g.r * g.s; t++) {
         const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
-        /* a fence a tap: with one before the loop alone ptxas (12.x)
-         * inserts its own in the loop and serializes the wgmma (C7520) */
-        wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < CONV_WG_CHUNK / 16; kk++)
             wg_mma<BN>(d, wg_desc(w + t * CONV_WG_A_TAP + kk * 32),
@@ -472,22 +474,35 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
 
 /* d += one chunk of the sparse weights (w: its block, conv_wg.h) by the
  * stage's input rows (b), every tap's two k32 steps by wgmma.sp, the A
- * fragments and metadata from w; committed, not waited for. */
+ * fragments and metadata from w; committed, not waited for. Every tap's
+ * fragments are loaded first, then one fence (the PTX ISA asks for one
+ * between registers written and a wgmma reading them): a fence a tap
+ * drains the tensor cores' queue each time (4238d9c). */
 template <typename T, int BN>
 __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_t *w,
                                                 const uint8_t *b, const conv_wg_geom &g)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, taps = g.r * g.s;
     const uint32_t *meta = reinterpret_cast<const uint32_t *>(w + taps * CONV_WG_SP_VALUES);
-    for (int t = 0; t < taps; t++) {
-        const uint4 *v = reinterpret_cast<const uint4 *>(w + (t * 4 + warp) * (CONV_WG_SP_VALUES / 4));
-        const uint4 a0 = v[lane], a1 = v[32 + lane];
-        const uint32_t e = meta[(t * 4 + warp) * 32 + lane];
-        const uint8_t *bt = b + conv_wg_row(&g, 0, t / g.s, t % g.s) * CONV_WG_ROW;
-        wgmma_fence(); /* the fragments just loaded, before the wgmma that read them */
-        wgmma_sp<BN, 0, 0>(d, a0, wg_desc(bt), e, 1, T());
-        wgmma_sp<BN, 1, 0>(d, a1, wg_desc(bt + 64), e, 1, T());
-    }
+    uint4 a0[CONV_WG_SP_MAX_TAPS], a1[CONV_WG_SP_MAX_TAPS];
+    uint32_t e[CONV_WG_SP_MAX_TAPS];
+#pragma unroll
+    for (int t = 0; t < CONV_WG_SP_MAX_TAPS; t++)
+        if (t < taps) {
+            const uint4 *v =
+                reinterpret_cast<const uint4 *>(w + (t * 4 + warp) * (CONV_WG_SP_VALUES / 4));
+            a0[t] = v[lane];
+            a1[t] = v[32 + lane];
+            e[t] = meta[(t * 4 + warp) * 32 + lane];
+        }
+    wgmma_fence();
+#pragma unroll
+    for (int t = 0; t < CONV_WG_SP_MAX_TAPS; t++)
+        if (t < taps) {
+            const uint8_t *bt = b + conv_wg_row(&g, 0, t / g.s, t % g.s) * CONV_WG_ROW;
+            wgmma_sp<BN, 0, 0>(d, a0[t], wg_desc(bt), e[t], 1, T());
+            wgmma_sp<BN, 1, 0>(d, a1[t], wg_desc(bt + 64), e[t], 1, T());
+        }
     wgmma_commit();
 }
 
