@@ -510,23 +510,38 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
  * into the sums: sums[p][m] += v · B[p + shift(t)][c] for the positions p
  * of this thread (p ≡ thread mod 128, so no two threads write one sum),
  * B read from the stage through its 128-byte swizzle (the 16-byte piece
- * of a row XOR the row mod 8). */
+ * of a row XOR the row mod 8). The entries come from global memory
+ * CONV_WG_STRAY_BATCH at a time, their loads issued together: one at a
+ * time, each waited for, cost about 0.44 µs a stray of a block on the
+ * H200 (fd19ffa: the sparse kernel's time followed the layers' strays). */
+enum { CONV_WG_STRAY_BATCH = 8 }; /* stray entries loaded at once */
+
 template <typename T, int BN>
 __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const conv_wg_geom &g,
                                           const wg_args &a, int at)
 {
     const int end = a.stray_ptr[at + 1];
-    for (int i = a.stray_ptr[at]; i < end; i++) {
-        const uint2 e = a.strays[i];
-        const int m = e.x & 63, t = (e.x >> 6) & (CONV_WG_SP_TAPS - 1), c = e.x >> 14;
-        const float v = __uint_as_float(e.y);
-        const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
+    for (int i0 = a.stray_ptr[at]; i0 < end; i0 += CONV_WG_STRAY_BATCH) {
+        uint2 batch[CONV_WG_STRAY_BATCH];
 #pragma unroll
-        for (int p = threadIdx.x; p < BN; p += CONV_WG_THREADS) {
-            const int q = p + shift;
-            const T x = *reinterpret_cast<const T *>(b + q * CONV_WG_ROW +
-                                                     (((2 * c / 16) ^ (q % 8)) * 16) + 2 * c % 16);
-            sums[p * (CONV_WG_BM + 1) + m] += v * elem<T>::to_float(x);
+        for (int j = 0; j < CONV_WG_STRAY_BATCH; j++)
+            if (i0 + j < end)
+                batch[j] = __ldg(a.strays + i0 + j);
+#pragma unroll
+        for (int j = 0; j < CONV_WG_STRAY_BATCH; j++) {
+            if (i0 + j >= end)
+                break;
+            const uint2 e = batch[j];
+            const int m = e.x & 63, t = (e.x >> 6) & (CONV_WG_SP_TAPS - 1), c = e.x >> 14;
+            const float v = __uint_as_float(e.y);
+            const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
+#pragma unroll
+            for (int p = threadIdx.x; p < BN; p += CONV_WG_THREADS) {
+                const int q = p + shift;
+                const T x = *reinterpret_cast<const T *>(
+                    b + q * CONV_WG_ROW + (((2 * c / 16) ^ (q % 8)) * 16) + 2 * c % 16);
+                sums[p * (CONV_WG_BM + 1) + m] += v * elem<T>::to_float(x);
+            }
         }
     }
 }
