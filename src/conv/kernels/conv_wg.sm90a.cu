@@ -347,131 +347,6 @@ __device__ __forceinline__ uint8_t *wg_smem(uint8_t *raw)
     return raw + ((CONV_WG_ALIGN - smem_addr(raw) % CONV_WG_ALIGN) % CONV_WG_ALIGN);
 }
 
-/* One tile a block, each stage bringing its chunk's input and weights. */
-template <typename T, int BN>
-__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
-    conv_wg_kernel(const __grid_constant__ CUtensorMap in_map,
-                   const __grid_constant__ CUtensorMap w_map, const wg_args a)
-{
-    extern __shared__ uint8_t raw[];
-    const conv_wg_geom &g = a.g;
-    uint8_t *smem = wg_smem(raw);
-    const size_t stage_bytes = conv_wg_stage_bytes(&g);
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem + conv_wg_body_bytes(&g));
-    const int tid = threadIdx.x, m0 = blockIdx.y * CONV_WG_BM;
-    const uint32_t weights = (uint32_t)conv_wg_chunk_weights(&g);
-    int image0, oh0;
-    wg_tile(g, blockIdx.x, &image0, &oh0);
-
-    if (tid == 0) {
-        for (int st = 0; st < g.stages; st++)
-            bar_init(&full[st], 1);
-        bar_init_fence();
-    }
-    for (int st = 0; st < g.stages; st++)
-        wg_zero_slack(smem + st * stage_bytes, g);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-
-    /* chunk ch's input box and its taps' weights into stage st */
-    auto issue = [&](int ch, int st) {
-        uint8_t *b = smem + st * stage_bytes;
-        wg_load_input(b, &in_map, g, ch, image0, oh0, weights, &full[st]);
-        wg_load_weights(b + (size_t)g.stage_rows * CONV_WG_ROW, &w_map, g, ch, m0, &full[st]);
-    };
-    if (tid == 0)
-        for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
-            issue(ch, ch);
-
-    float d[BN / 2];
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++)
-        d[i] = 0.0f;
-    for (int ch = 0; ch < g.chunks; ch++) {
-        const int st = ch % g.stages;
-        bar_wait(&full[st], (ch / g.stages) & 1);
-        const uint8_t *b = smem + st * stage_bytes;
-        wg_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
-        if (ch + g.stages < g.chunks) {
-            __syncthreads(); /* every warp is done with stage st */
-            if (tid == 0)
-                issue(ch + g.stages, st);
-        }
-    }
-    wg_epilogue<T, BN>(d, reinterpret_cast<float *>(smem), a, image0, oh0, m0);
-}
-
-/* The weights resident: a block loads every chunk's once, then walks the
- * tiles blockIdx.x, + gridDim.x, ...; its steps (tile, chunk) cycle
- * through two input stages, the step two ahead loading while one is
- * multiplied. */
-template <typename T, int BN>
-__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
-    conv_wg_resident_kernel(const __grid_constant__ CUtensorMap in_map,
-                            const __grid_constant__ CUtensorMap w_map, const wg_args a)
-{
-    extern __shared__ uint8_t raw[];
-    const conv_wg_geom &g = a.g;
-    uint8_t *smem = wg_smem(raw);
-    const size_t weights = (size_t)g.chunks * conv_wg_chunk_weights(&g);
-    const size_t stage_bytes = conv_wg_stage_bytes(&g);
-    uint8_t *stage = smem + weights;
-    float *sums = reinterpret_cast<float *>(stage + 2 * stage_bytes);
-    uint64_t *full = reinterpret_cast<uint64_t *>(smem + conv_wg_body_bytes(&g));
-    uint64_t *weights_in = full + 2;
-    const int tid = threadIdx.x, m0 = blockIdx.y * CONV_WG_BM;
-    const int mine = (g.tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;
-    const int steps = mine * g.chunks;
-
-    if (tid == 0) {
-        bar_init(&full[0], 1);
-        bar_init(&full[1], 1);
-        bar_init(weights_in, 1);
-        bar_init_fence();
-    }
-    wg_zero_slack(stage, g);
-    wg_zero_slack(stage + stage_bytes, g);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    __syncthreads();
-
-    /* step s's input (tile blockIdx.x + (s / chunks)·gridDim.x, chunk
-     * s mod chunks) into stage s mod 2 */
-    auto issue = [&](int step) {
-        int image0, oh0;
-        wg_tile(g, (int)blockIdx.x + step / g.chunks * (int)gridDim.x, &image0, &oh0);
-        wg_load_input(stage + (step % 2) * stage_bytes, &in_map, g, step % g.chunks, image0, oh0,
-                      0, &full[step % 2]);
-    };
-    if (tid == 0) {
-        bar_arrive_expect(weights_in, (uint32_t)weights);
-        for (int ch = 0; ch < g.chunks; ch++)
-            wg_load_weights(smem + ch * conv_wg_chunk_weights(&g), &w_map, g, ch, m0,
-                            weights_in);
-        for (int step = 0; step < 2 && step < steps; step++)
-            issue(step);
-    }
-    bar_wait(weights_in, 0);
-
-    float d[BN / 2];
-    for (int it = 0; it < mine; it++) {
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            d[i] = 0.0f;
-        for (int ch = 0; ch < g.chunks; ch++) {
-            const int step = it * g.chunks + ch;
-            bar_wait(&full[step % 2], (step / 2) & 1);
-            wg_chunk<T, BN>(d, smem + ch * conv_wg_chunk_weights(&g),
-                                         stage + (step % 2) * stage_bytes, g);
-            __syncthreads(); /* every warp is done with the stage */
-            if (tid == 0 && step + 2 < steps)
-                issue(step + 2);
-        }
-        int image0, oh0;
-        wg_tile(g, (int)blockIdx.x + it * (int)gridDim.x, &image0, &oh0);
-        wg_epilogue<T, BN>(d, sums, a, image0, oh0, m0);
-    }
-}
-
 /* d += one chunk of the sparse weights (w: its block, conv_wg.h) by the
  * stage's input rows (b), every tap's two k32 steps by wgmma.sp, the A
  * fragments and metadata from w; committed, not waited for. Every tap's
@@ -546,23 +421,26 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const c
     }
 }
 
-/* The sparse weights (CONV_WG_SPARSE): one tile a block, each stage
- * bringing its chunk's input box and sparse block; the chunk's strays on
- * the CUDA cores while its wgmma.sp run. */
-template <typename T, int BN>
+/* One tile a block, each stage bringing its chunk's input and weights:
+ * dense boxes, or (SPARSE) the chunk's sparse block, whose strays the
+ * CUDA cores add from the same stage while its wgmma.sp run. */
+template <typename T, int BN, bool SPARSE>
 __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
-    conv_wg_sparse_kernel(const __grid_constant__ CUtensorMap in_map,
-                          const __grid_constant__ CUtensorMap w_map, const wg_args a)
+    conv_wg_kernel(const __grid_constant__ CUtensorMap in_map,
+                   const __grid_constant__ CUtensorMap w_map, const wg_args a)
 {
-    (void)w_map;
     extern __shared__ uint8_t raw[];
     const conv_wg_geom &g = a.g;
     uint8_t *smem = wg_smem(raw);
     const size_t stage_bytes = conv_wg_stage_bytes(&g);
-    const uint32_t block = (uint32_t)conv_wg_sparse_block(&g);
-    float *sums = reinterpret_cast<float *>(smem + g.stages * stage_bytes);
     uint64_t *full = reinterpret_cast<uint64_t *>(smem + conv_wg_body_bytes(&g));
-    const int tid = threadIdx.x, mb = blockIdx.y;
+    const int tid = threadIdx.x, m0 = blockIdx.y * CONV_WG_BM;
+    /* bytes of a chunk's weights: its sparse block, or its taps' boxes */
+    const uint32_t weights =
+        (uint32_t)(SPARSE ? conv_wg_sparse_block(&g) : conv_wg_chunk_weights(&g));
+    /* the sums: past the stages where the strays add to them as the stages
+     * turn, else over the stages */
+    float *sums = reinterpret_cast<float *>(SPARSE ? smem + g.stages * stage_bytes : smem);
     int image0, oh0;
     wg_tile(g, blockIdx.x, &image0, &oh0);
 
@@ -573,17 +451,22 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     }
     for (int st = 0; st < g.stages; st++)
         wg_zero_slack(smem + st * stage_bytes, g);
-    for (int u = tid; u < BN * (CONV_WG_BM + 1); u += CONV_WG_THREADS)
-        sums[u] = 0.0f;
+    if constexpr (SPARSE)
+        for (int u = tid; u < BN * (CONV_WG_BM + 1); u += CONV_WG_THREADS)
+            sums[u] = 0.0f;
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
 
-    /* chunk ch's input box and sparse block into stage st */
+    /* chunk ch's input box and its weights into stage st */
     auto issue = [&](int ch, int st) {
         uint8_t *b = smem + st * stage_bytes;
-        wg_load_input(b, &in_map, g, ch, image0, oh0, block, &full[st]);
-        bulk_load(b + (size_t)g.stage_rows * CONV_WG_ROW,
-                  a.sparse + ((size_t)mb * g.chunks + ch) * block, block, &full[st]);
+        wg_load_input(b, &in_map, g, ch, image0, oh0, weights, &full[st]);
+        if constexpr (SPARSE)
+            bulk_load(b + (size_t)g.stage_rows * CONV_WG_ROW,
+                      a.sparse + ((size_t)blockIdx.y * g.chunks + ch) * weights, weights,
+                      &full[st]);
+        else
+            wg_load_weights(b + (size_t)g.stage_rows * CONV_WG_ROW, &w_map, g, ch, m0, &full[st]);
     };
     if (tid == 0)
         for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
@@ -597,16 +480,91 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
         const int st = ch % g.stages;
         bar_wait(&full[st], (ch / g.stages) & 1);
         const uint8_t *b = smem + st * stage_bytes;
-        wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
-        wg_strays<T, BN>(sums, b, g, a, mb * g.chunks + ch);
-        wgmma_wait<0>();
+        if constexpr (SPARSE) {
+            wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
+            wg_strays<T, BN>(sums, b, g, a, (int)blockIdx.y * g.chunks + ch);
+            wgmma_wait<0>();
+        } else {
+            wg_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
+        }
         if (ch + g.stages < g.chunks) {
             __syncthreads(); /* every warp is done with stage st */
             if (tid == 0)
                 issue(ch + g.stages, st);
         }
     }
-    wg_epilogue<T, BN, true>(d, sums, a, image0, oh0, mb * CONV_WG_BM);
+    wg_epilogue<T, BN, SPARSE>(d, sums, a, image0, oh0, m0);
+}
+
+/* The weights resident: a block loads every chunk's once, then walks the
+ * tiles blockIdx.x, + gridDim.x, ...; its steps (tile, chunk) cycle
+ * through two input stages, the step two ahead loading while one is
+ * multiplied. */
+template <typename T, int BN>
+__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
+    conv_wg_resident_kernel(const __grid_constant__ CUtensorMap in_map,
+                            const __grid_constant__ CUtensorMap w_map, const wg_args a)
+{
+    extern __shared__ uint8_t raw[];
+    const conv_wg_geom &g = a.g;
+    uint8_t *smem = wg_smem(raw);
+    const size_t weights = (size_t)g.chunks * conv_wg_chunk_weights(&g);
+    const size_t stage_bytes = conv_wg_stage_bytes(&g);
+    uint8_t *stage = smem + weights;
+    float *sums = reinterpret_cast<float *>(stage + 2 * stage_bytes);
+    uint64_t *full = reinterpret_cast<uint64_t *>(smem + conv_wg_body_bytes(&g));
+    uint64_t *weights_in = full + 2;
+    const int tid = threadIdx.x, m0 = blockIdx.y * CONV_WG_BM;
+    const int mine = (g.tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;
+    const int steps = mine * g.chunks;
+
+    if (tid == 0) {
+        bar_init(&full[0], 1);
+        bar_init(&full[1], 1);
+        bar_init(weights_in, 1);
+        bar_init_fence();
+    }
+    wg_zero_slack(stage, g);
+    wg_zero_slack(stage + stage_bytes, g);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+
+    /* step s's input (tile blockIdx.x + (s / chunks)·gridDim.x, chunk
+     * s mod chunks) into stage s mod 2 */
+    auto issue = [&](int step) {
+        int image0, oh0;
+        wg_tile(g, (int)blockIdx.x + step / g.chunks * (int)gridDim.x, &image0, &oh0);
+        wg_load_input(stage + (step % 2) * stage_bytes, &in_map, g, step % g.chunks, image0, oh0,
+                      0, &full[step % 2]);
+    };
+    if (tid == 0) {
+        bar_arrive_expect(weights_in, (uint32_t)weights);
+        for (int ch = 0; ch < g.chunks; ch++)
+            wg_load_weights(smem + ch * conv_wg_chunk_weights(&g), &w_map, g, ch, m0,
+                            weights_in);
+        for (int step = 0; step < 2 && step < steps; step++)
+            issue(step);
+    }
+    bar_wait(weights_in, 0);
+
+    float d[BN / 2];
+    for (int it = 0; it < mine; it++) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            d[i] = 0.0f;
+        for (int ch = 0; ch < g.chunks; ch++) {
+            const int step = it * g.chunks + ch;
+            bar_wait(&full[step % 2], (step / 2) & 1);
+            wg_chunk<T, BN>(d, smem + ch * conv_wg_chunk_weights(&g),
+                                         stage + (step % 2) * stage_bytes, g);
+            __syncthreads(); /* every warp is done with the stage */
+            if (tid == 0 && step + 2 < steps)
+                issue(step + 2);
+        }
+        int image0, oh0;
+        wg_tile(g, (int)blockIdx.x + it * (int)gridDim.x, &image0, &oh0);
+        wg_epilogue<T, BN>(d, sums, a, image0, oh0, m0);
+    }
 }
 
 template <typename T, int BN>
@@ -615,8 +573,8 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
 {
     const conv_wg_geom &g = x->geom;
     auto kernel = g.weights == CONV_WG_RESIDENT ? conv_wg_resident_kernel<T, BN>
-                  : g.weights == CONV_WG_SPARSE ? conv_wg_sparse_kernel<T, BN>
-                                                : conv_wg_kernel<T, BN>;
+                  : g.weights == CONV_WG_SPARSE ? conv_wg_kernel<T, BN, true>
+                                                : conv_wg_kernel<T, BN, false>;
     const size_t smem = conv_wg_smem(&g);
     const void *k = reinterpret_cast<const void *>(kernel);
     int blocks = 1, device = 0, sms = 1;
