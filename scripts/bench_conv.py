@@ -166,6 +166,9 @@ def main():
     ap.add_argument("--batch", default="1,32", help="batch sizes, comma-separated")
     ap.add_argument("--dtype", default="f16", choices=("f32", "f16", "bf16"))
     ap.add_argument("--kinds", default="3x3", help="3x3, 1x1, stem or all")
+    ap.add_argument("--layers", default="",
+                    help="only these of the kind, comma-separated module names "
+                         "(layer3.5.conv2,...): a short run")
     ap.add_argument("--strategy", default="auto")
     ap.add_argument("--also", default="",
                     help="more strategies to time, comma-separated (CUDA graphs only)")
@@ -180,11 +183,18 @@ def main():
         if not os.path.isdir(folder):
             ap.error("--sparsity %s: no folder %s (extract ../shared/data: scripts/extract-data.sh)"
                      % (sparsity, folder))
-    import torch
-    torch.backends.cudnn.benchmark = True
     kinds = {"3x3": lambda l: l.kernel == 3, "1x1": lambda l: l.kernel == 1 and l.module != "fc",
              "stem": lambda l: l.kernel == 7, "all": lambda l: l.module != "fc"}[a.kinds]
     layers = [l for l in resnet50.LAYERS if kinds(l)]
+    if a.layers:
+        wanted = a.layers.split(",")
+        unknown = sorted(set(wanted) - {l.module for l in layers})
+        if unknown:
+            ap.error("--layers: no %s layer %s (the names are torchvision's, e.g. layer3.5.conv2)"
+                     % (a.kinds, ", ".join(unknown)))
+        layers = [l for l in layers if l.module in wanted]
+    import torch
+    torch.backends.cudnn.benchmark = True
     # the floor of a graph-timed call: a kernel that does next to nothing
     one = torch.zeros(1, device="cuda")
     print("floor: a one-element add in CUDA graphs takes %.2f us a call"
