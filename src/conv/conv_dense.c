@@ -327,23 +327,6 @@ fail:
     return status;
 }
 
-/* w (K_out × C·R·S, its columns in the filter's order) as a dense host
- * array of floats. */
-static float *expand(const spf_matrix *w)
-{
-    const int64_t rows = spf_matrix_rows(w), cols = spf_matrix_cols(w);
-    float *dense = mem_calloc((size_t)(rows * cols), sizeof *dense);
-    if (!dense)
-        return NULL;
-    const int64_t *rp = spf_matrix_row_ptr(w);
-    const int32_t *ci = spf_matrix_col_idx(w);
-    const float *v = spf_matrix_values(w);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t q = rp[r]; q < rp[r + 1]; q++)
-            dense[r * cols + ci[q]] = v[q];
-    return dense;
-}
-
 /* The handle, weights, operation graph and fastest plan (its workspace)
  * of d for s. */
 static spf_status build(conv_dense *d, const spf_matrix *w, const conv_shape *s,
@@ -358,7 +341,7 @@ static spf_status build(conv_dense *d, const spf_matrix *w, const conv_shape *s,
     TRY(conv_graph(d, s, &graph));
 
     const int64_t w_count = spf_matrix_rows(w) * spf_matrix_cols(w);
-    host = expand(w);
+    host = matrix_dense(w);
     if (!host)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "conv: dense weights of %lld values",
                   (long long)w_count);

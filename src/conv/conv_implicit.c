@@ -160,8 +160,7 @@ static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o
             conv_wg_geom geom;
             if (conv_wg_geometry(g, k, widths[i], (conv_wg_weights)weights, &geom, why_wg,
                                  sizeof why_wg))
-                out[n++] = (conv_implicit_choice){.kind = CONV_IMPLICIT_WG, .wg_bn = widths[i],
-                                                  .wg_weights = (conv_wg_weights)weights};
+                out[n++] = (conv_implicit_choice){.kind = CONV_IMPLICIT_WG, .wg = geom};
         }
     return n;
 }
@@ -263,16 +262,6 @@ static spf_status window_create(const spf_matrix *w, const conv_gather *g, spf_d
     return status;
 }
 
-static spf_status wg_create(const spf_matrix *w, const conv_gather *g, spf_dtype dtype, int relu,
-                            int32_t bn, conv_wg_weights weights, conv_wg **out)
-{
-    conv_wg_geom geom;
-    char reason[200];
-    if (!conv_wg_geometry(g, (int32_t)w->rows, bn, weights, &geom, reason, sizeof reason))
-        return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: %s", reason);
-    return conv_wg_create(w, &geom, dtype, relu, out);
-}
-
 static spf_status tc_create(const spf_matrix *w, const conv_gather *g, spf_dtype dtype, int relu,
                             conv_tc_config cfg, conv_tc **out)
 {
@@ -335,7 +324,7 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
         return SPF_OK;
     }
     if (c->kind == CONV_IMPLICIT_WG) {
-        TRY(wg_create(w, g, o->dtype, relu, c->wg_bn, c->wg_weights, &x->wg));
+        TRY(conv_wg_create(w, &c->wg, o->dtype, relu, &x->wg));
         *out = x;
         return SPF_OK;
     }

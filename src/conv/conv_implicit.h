@@ -56,8 +56,7 @@ typedef struct conv_implicit_choice {
     conv_window_config cfg;    /* WINDOW only   */
     spf_kernel_config unrolled; /* UNROLLED only */
     conv_tc_config tc;          /* TC only       */
-    int32_t wg_bn;              /* WG only: positions a block */
-    conv_wg_weights wg_weights; /* WG only: how a block has the weights */
+    conv_wg_geom wg;            /* WG only: its geometry      */
 } conv_implicit_choice;
 
 enum {

@@ -110,7 +110,7 @@ static void drop_path(spf_conv_plan *p, spf_conv_path path)
  * kernel, the warpgroup kernel's sparse weights apart from its dense. */
 static int kind_of(const conv_implicit_choice *c)
 {
-    return c->kind == CONV_IMPLICIT_WG && c->wg_weights == CONV_WG_SPARSE ? CONV_IMPLICIT_WG + 1
+    return c->kind == CONV_IMPLICIT_WG && c->wg.weights == CONV_WG_SPARSE ? CONV_IMPLICIT_WG + 1
                                                                           : (int)c->kind;
 }
 

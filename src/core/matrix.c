@@ -275,3 +275,14 @@ spf_status matrix_part(const spf_matrix *a, const uint8_t *mask, uint8_t keep, s
     }
     return SPF_OK;
 }
+
+float *matrix_dense(const spf_matrix *a)
+{
+    float *dense = mem_calloc((size_t)(a->rows * a->cols) + 1, sizeof *dense);
+    if (!dense)
+        return NULL;
+    for (int64_t r = 0; r < a->rows; r++)
+        for (int64_t q = a->row_ptr[r]; q < a->row_ptr[r + 1]; q++)
+            dense[r * a->cols + a->col_idx[q]] = a->values ? a->values[q] : 1.0f;
+    return dense;
+}

@@ -23,6 +23,10 @@ spf_status matrix_alloc(int64_t rows, int64_t cols, int64_t nnz, spf_matrix **ou
  * and its strays). */
 spf_status matrix_part(const spf_matrix *a, const uint8_t *mask, uint8_t keep, spf_matrix **out);
 
+/* a as a dense row-major host array of rows × cols floats (mem_free it;
+ * NULL when out of memory): the weights the dense kernels take. */
+float *matrix_dense(const spf_matrix *a);
+
 /* Check the CSR invariants of raw arrays, and that every value is finite
  * (values may be NULL: pattern only); the message names the first
  * offending row and entry (row and column for a value). */

@@ -17,8 +17,6 @@
  * refusals. */
 #include "conv_wg_case.h"
 
-#include "core/matrix.h"
-#include "core/rng.h"
 #include "strategy/structured/sp_format.h"
 
 static int64_t taps_checked, taps_wrong, stored_wrong, reach_wrong;
@@ -127,35 +125,21 @@ static void check_sparse_pack(const conv_dims *d, double density, uint64_t seed)
 {
     const conv_wg_geom g = geometry_of(d, 128, CONV_WG_SPARSE);
     const int64_t rows = d->k, cols = d->c * d->r * d->s, taps = d->r * d->s;
-    float *want = calloc((size_t)(rows * cols), sizeof *want);
+    double *row_density = malloc((size_t)rows * sizeof *row_density);
+    for (int64_t i = 0; i < rows; i++)
+        row_density[i] = density;
+    spf_matrix *w = random_csr(rows, cols, row_density, seed);
+    free(row_density);
+    float *want = dense_rounded(w, SPF_DTYPE_F16);
     float *got = calloc((size_t)(rows * cols), sizeof *got);
-    rng r;
-    rng_seed(&r, seed);
-    int64_t nnz = 0, strays = 0;
-    for (int64_t e = 0; e < rows * cols; e++)
-        if (rng_uniform(&r) < density) {
-            want[e] = (float)(2.0 * rng_uniform(&r) - 1.0);
-            nnz += want[e] != 0.0f;
-        }
-    dtype_round(SPF_DTYPE_F16, want, rows * cols);
+    const int64_t nnz = spf_matrix_nnz(w);
+    int64_t strays = 0;
     for (int64_t e = 0; e < rows * cols; e += 4) {
         int run = 0;
         for (int j = 0; j < 4; j++)
             run += want[e + j] != 0.0f;
         strays += run > 2 ? run - 2 : 0;
     }
-    spf_matrix *w = NULL;
-    CHECK_OK(matrix_alloc(rows, cols, nnz, &w));
-    int64_t at = 0;
-    for (int64_t i = 0; i < rows; i++) {
-        w->row_ptr[i] = at;
-        for (int64_t j = 0; j < cols; j++)
-            if (want[i * cols + j] != 0.0f) {
-                w->col_idx[at] = (int32_t)j;
-                w->values[at++] = want[i * cols + j];
-            }
-    }
-    w->row_ptr[rows] = at;
     conv_wg_sparse sp;
     CHECK_OK(conv_wg_sparse_pack(w, &g, SPF_DTYPE_F16, &sp));
     CHECK_MSG(sp.stray_count == strays, "%s: %lld strays, want %lld", d->label,

@@ -5,8 +5,8 @@
 extern "C" {
 #include "core/alloc.h"
 #include "core/error.h"
-#include "core/half.h"
 #include "core/matrix.h"
+#include "gpu/host_run.h"
 }
 #include "gpu/bulk_copy.cuh"
 #include "gpu/cuda_check.h"
@@ -145,8 +145,7 @@ extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g,
         return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: wgmma on a device of compute capability %d "
                     "(9.0 or newer)", major);
     conv_wg *x = static_cast<conv_wg *>(mem_calloc(1, sizeof *x));
-    const size_t count = (size_t)w->rows * (size_t)w->cols;
-    uint16_t *dense = NULL;
+    float *dense = NULL;
     if (!x)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: a kernel");
     x->geom = *g;
@@ -159,27 +158,19 @@ extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g,
         *out = x;
         return SPF_OK;
     }
-    dense = static_cast<uint16_t *>(mem_calloc(count, sizeof *dense));
+    dense = matrix_dense(w);
     if (!dense) {
-        status = FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: the weights expanded dense (%zu elements)",
-                      count);
+        status = FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: the weights expanded dense (%lld values)",
+                      (long long)(w->rows * w->cols));
         goto fail;
     }
-    for (int64_t row = 0; row < w->rows; row++)
-        for (int64_t e = w->row_ptr[row]; e < w->row_ptr[row + 1]; e++)
-            dense[row * w->cols + w->col_idx[e]] = dtype == SPF_DTYPE_F16
-                                                       ? f16_from_float(w->values[e])
-                                                       : bf16_from_float(w->values[e]);
-    status = CUDA_CHECK(cudaMalloc(&x->weights, count * sizeof *dense));
-    if (status == SPF_OK)
-        status = CUDA_CHECK(
-            cudaMemcpy(x->weights, dense, count * sizeof *dense, cudaMemcpyHostToDevice));
+    status = host_stage(dtype, dense, w->rows * w->cols, &x->weights, NULL);
     if (status == SPF_OK)
         status = tensor_map_2d(&x->w_map, dtype, x->weights, w->rows, w->cols, w->cols,
                                CONV_WG_BM, CONV_WG_CHUNK);
     if (status != SPF_OK)
         goto fail;
-    x->bytes = (int64_t)(count * sizeof *dense);
+    x->bytes = w->rows * w->cols * 2;
     mem_free(dense);
     *out = x;
     return SPF_OK;
