@@ -193,17 +193,20 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size);
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size);
 
-/* A stray of the sparse weights (CONV_WG_SPARSE): its place in its block
- * (output channel m < 64, tap t < CONV_WG_SP_TAPS, channel c < 64) and its
- * value's float bits. */
-enum { CONV_WG_SP_TAPS = 256 };
-
 /* Taps the sparse kernel takes: a chunk's A fragments of every tap are in
  * registers at once (3×3 at most). */
 enum { CONV_WG_SP_MAX_TAPS = 9 };
-CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t t, int32_t c)
+
+/* A stray of the sparse weights (CONV_WG_SPARSE): its place in its block
+ * as the kernel uses it (output channel m < 64, channel c < 64, and its
+ * tap's stage row shift, conv_wg_row(g, 0, r, s), below 2^20) and its
+ * value's float bits. The shift, not the tap, so that the kernel divides
+ * nothing: with one warp a scheduler, every instruction of a stray waits
+ * for the one before, and the tap's division by S made a stray about 600
+ * cycles (fd19ffa, f29113b). */
+CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t c, int32_t shift)
 {
-    return (uint32_t)m | (uint32_t)t << 6 | (uint32_t)c << 14;
+    return (uint32_t)m | (uint32_t)c << 6 | (uint32_t)shift << 12;
 }
 
 /* The sparse weights as the kernel reads them, built on the host:

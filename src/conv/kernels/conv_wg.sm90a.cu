@@ -374,21 +374,34 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
     wgmma_commit();
 }
 
-/* The strays of block `at` (output channel m, tap t, channel c, value v)
- * into the sums: sums[p][m] += v · B[p + shift(t)][c] for the positions p
- * of this thread (p ≡ thread mod 128, so no two threads write one sum),
- * B read from the stage through its 128-byte swizzle (the 16-byte piece
- * of a row XOR the row mod 8). The entries come from global memory
- * CONV_WG_STRAY_BATCH at a time, their loads issued together: one at a
- * time, each waited for, cost about 0.44 µs a stray of a block on the
- * H200 (fd19ffa: the sparse kernel's time followed the layers' strays). */
+/* The strays of block `at` (output channel m, channel c, the tap's stage
+ * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
+ * for the positions p of this thread (p ≡ thread mod 128, so no two
+ * threads write one sum), B read from the stage through its 128-byte
+ * swizzle (the 16-byte piece of a row XOR the row mod 8). A block's
+ * strays come by output channel (conv_wg_sparse_pack), so a channel's are
+ * summed in registers and its sums written once. The entries come from
+ * global memory CONV_WG_STRAY_BATCH at a time, their loads issued
+ * together. */
 enum { CONV_WG_STRAY_BATCH = 8 }; /* stray entries loaded at once */
 
 template <typename T, int BN>
-__device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const conv_wg_geom &g,
-                                          const wg_args &a, int at)
+__device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at)
 {
+    constexpr int per = (BN + CONV_WG_THREADS - 1) / CONV_WG_THREADS; /* positions a thread */
     const int end = a.stray_ptr[at + 1];
+    float run[per];
+    int channel = -1; /* whose strays run holds */
+    auto flush = [&]() {
+#pragma unroll
+        for (int k = 0; k < per; k++) {
+            const int p = threadIdx.x + k * CONV_WG_THREADS;
+            if (channel >= 0 && p < BN)
+                sums[p * (CONV_WG_BM + 1) + channel] += run[k];
+            run[k] = 0.0f;
+        }
+    };
+    flush();
     for (int i0 = a.stray_ptr[at]; i0 < end; i0 += CONV_WG_STRAY_BATCH) {
         uint2 batch[CONV_WG_STRAY_BATCH];
 #pragma unroll
@@ -399,19 +412,27 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const c
         for (int j = 0; j < CONV_WG_STRAY_BATCH; j++) {
             if (i0 + j >= end)
                 break;
-            const uint2 e = batch[j];
-            const int m = e.x & 63, t = (e.x >> 6) & (CONV_WG_SP_TAPS - 1), c = e.x >> 14;
-            const float v = __uint_as_float(e.y);
-            const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
+            const uint32_t key = batch[j].x;
+            const int m = key & 63, piece = (key >> 9) & 7, in_piece = 2 * ((key >> 6) & 7);
+            const int shift = key >> 12;
+            const float v = __uint_as_float(batch[j].y);
+            if (m != channel) { /* the same for every thread */
+                flush();
+                channel = m;
+            }
 #pragma unroll
-            for (int p = threadIdx.x; p < BN; p += CONV_WG_THREADS) {
+            for (int k = 0; k < per; k++) {
+                const int p = threadIdx.x + k * CONV_WG_THREADS;
+                if (BN < CONV_WG_THREADS && p >= BN) /* past the stage's rows */
+                    continue;
                 const int q = p + shift;
-                const T x = *reinterpret_cast<const T *>(
-                    b + q * CONV_WG_ROW + (((2 * c / 16) ^ (q % 8)) * 16) + 2 * c % 16);
-                sums[p * (CONV_WG_BM + 1) + m] += v * elem<T>::to_float(x);
+                const T x = *reinterpret_cast<const T *>(b + q * CONV_WG_ROW +
+                                                         ((piece ^ (q & 7)) * 16) + in_piece);
+                run[k] += v * elem<T>::to_float(x);
             }
         }
     }
+    flush();
 }
 
 /* One tile a block, each stage bringing its chunk's input and weights:
@@ -475,7 +496,7 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
         const uint8_t *b = smem + st * stage_bytes;
         if constexpr (SPARSE) {
             wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
-            wg_strays<T, BN>(sums, b, g, a, (int)blockIdx.y * g.chunks + ch);
+            wg_strays<T, BN>(sums, b, a, (int)blockIdx.y * g.chunks + ch);
             wgmma_wait<0>();
         } else {
             wg_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
