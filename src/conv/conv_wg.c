@@ -203,6 +203,22 @@ fail:
     return status;
 }
 
+spf_status conv_wg_sparse_flatten(const conv_wg_sparse *sp, const conv_wg_geom *g, uint8_t **out,
+                                  size_t *bytes)
+{
+    CHECK_ARG(sp != NULL && g != NULL && out != NULL && bytes != NULL);
+    CHECK_ARG(sp->block_count == conv_wg_sparse_blocks(g));
+    *bytes = conv_wg_strays_at(g) + (size_t)sp->stray_count * 8;
+    *out = mem_calloc(*bytes, 1);
+    if (!*out)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: the sparse weights' %zu bytes", *bytes);
+    memcpy(*out, sp->blocks, conv_wg_stray_ptr_at(g));
+    memcpy(*out + conv_wg_stray_ptr_at(g), sp->stray_ptr,
+           ((size_t)sp->block_count + 1) * sizeof *sp->stray_ptr);
+    memcpy(*out + conv_wg_strays_at(g), sp->strays, (size_t)sp->stray_count * 8);
+    return SPF_OK;
+}
+
 void conv_wg_sparse_free(conv_wg_sparse *s)
 {
     mem_free(s->blocks);

@@ -230,6 +230,29 @@ spf_status conv_wg_sparse_pack(const spf_matrix *w, const conv_wg_geom *g, spf_d
                                conv_wg_sparse *out);
 void conv_wg_sparse_free(conv_wg_sparse *s); /* accepts a zeroed one */
 
+/* On the device the sparse weights are one buffer, so that the kernel's
+ * arguments gain one pointer, not three: past 128 bytes of them ptxas
+ * serializes the staged dense kernel's wgmma (C7520; its single fence
+ * alone did not, at 79548a6), which took layer3 at batch 32 from 20.0 µs
+ * to 27.6 (fd19ffa). The blocks, then stray_ptr (block count + 1 int32),
+ * then the strays (8 bytes each) from an 8-byte boundary. */
+CONV_HD int64_t conv_wg_sparse_blocks(const conv_wg_geom *g)
+{
+    return (int64_t)(g->k / CONV_WG_BM) * g->chunks;
+}
+CONV_HD size_t conv_wg_stray_ptr_at(const conv_wg_geom *g)
+{
+    return (size_t)conv_wg_sparse_blocks(g) * conv_wg_sparse_block(g);
+}
+CONV_HD size_t conv_wg_strays_at(const conv_wg_geom *g)
+{
+    return (conv_wg_stray_ptr_at(g) + 4 * ((size_t)conv_wg_sparse_blocks(g) + 1) + 7) / 8 * 8;
+}
+
+/* sp as that one buffer (*out, mem_free; *bytes long). */
+spf_status conv_wg_sparse_flatten(const conv_wg_sparse *sp, const conv_wg_geom *g, uint8_t **out,
+                                  size_t *bytes);
+
 /* The weights on the current device (dense in (r, s, c) column order and
  * their tensor map, or the sparse blocks and strays). */
 typedef struct conv_wg conv_wg;

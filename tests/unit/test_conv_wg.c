@@ -17,6 +17,7 @@
  * refusals. */
 #include "conv_wg_case.h"
 
+#include "core/alloc.h"
 #include "strategy/structured/sp_format.h"
 
 static int64_t taps_checked, taps_wrong, stored_wrong, reach_wrong;
@@ -178,6 +179,17 @@ static void check_sparse_pack(const conv_dims *d, double density, uint64_t seed)
     int64_t wrong = 0;
     for (int64_t e = 0; e < rows * cols; e++)
         wrong += got[e] != want[e];
+    /* the device's one buffer holds the three parts where the kernel looks */
+    uint8_t *flat = NULL;
+    size_t flat_bytes = 0;
+    CHECK_OK(conv_wg_sparse_flatten(&sp, &g, &flat, &flat_bytes));
+    CHECK(conv_wg_strays_at(&g) % 8 == 0 &&
+          flat_bytes == conv_wg_strays_at(&g) + (size_t)sp.stray_count * 8);
+    CHECK(memcmp(flat, sp.blocks, conv_wg_stray_ptr_at(&g)) == 0);
+    CHECK(memcmp(flat + conv_wg_stray_ptr_at(&g), sp.stray_ptr,
+                 ((size_t)sp.block_count + 1) * sizeof *sp.stray_ptr) == 0);
+    CHECK(memcmp(flat + conv_wg_strays_at(&g), sp.strays, (size_t)sp.stray_count * 8) == 0);
+    mem_free(flat);
     CHECK_MSG(misplaced == 0 && wrong == 0 && unordered == 0,
               "%s at %.2f: %lld strays on a 2:4 value, %lld out of channel order, %lld weights "
               "wrong", d->label, density, (long long)misplaced, (long long)unordered,

@@ -91,10 +91,8 @@ struct conv_wg {
     spf_dtype dtype;
     int relu;
     void *weights;      /* device, owned: K × R·S·C of the dtype, dense, or
-                           the sparse blocks (conv_wg_sparse)               */
+                           the sparse weights' one buffer (conv_wg.h)      */
     CUtensorMap w_map;  /* dense: its 64 × 64 boxes                        */
-    int32_t *stray_ptr; /* sparse: device, owned                           */
-    uint32_t *strays;
     int64_t bytes;
 };
 
@@ -108,21 +106,20 @@ static spf_status upload(void **dst, const void *src, size_t count, int64_t *byt
     return status;
 }
 
-/* The sparse weights packed on the host (conv_wg_sparse_pack), uploaded. */
+/* The sparse weights packed on the host (conv_wg_sparse_pack), uploaded
+ * as one buffer. */
 static spf_status create_sparse(conv_wg *x, const spf_matrix *w)
 {
     conv_wg_sparse sp;
+    uint8_t *flat = NULL;
+    size_t bytes = 0;
     spf_status status = conv_wg_sparse_pack(w, &x->geom, x->dtype, &sp);
     if (status != SPF_OK)
         return status;
-    status = upload(&x->weights, sp.blocks,
-                    (size_t)sp.block_count * conv_wg_sparse_block(&x->geom), &x->bytes);
+    status = conv_wg_sparse_flatten(&sp, &x->geom, &flat, &bytes);
     if (status == SPF_OK)
-        status = upload(reinterpret_cast<void **>(&x->stray_ptr), sp.stray_ptr,
-                        ((size_t)sp.block_count + 1) * sizeof *sp.stray_ptr, &x->bytes);
-    if (status == SPF_OK)
-        status = upload(reinterpret_cast<void **>(&x->strays), sp.strays,
-                        (size_t)sp.stray_count * 2 * sizeof *sp.strays, &x->bytes);
+        status = upload(&x->weights, flat, bytes, &x->bytes);
+    mem_free(flat);
     conv_wg_sparse_free(&sp);
     return status;
 }
@@ -185,8 +182,6 @@ extern "C" void conv_wg_free(conv_wg *x)
     if (!x)
         return;
     (void)cudaFree(x->weights);
-    (void)cudaFree(x->stray_ptr);
-    (void)cudaFree(x->strays);
     mem_free(x);
 }
 
@@ -206,9 +201,10 @@ struct wg_args {
     const void *residual;
     void *out;
     int relu;
-    const uint8_t *sparse;      /* sparse: the blocks (conv_wg.h)  */
-    const int32_t *stray_ptr;   /* sparse: their strays             */
-    const uint2 *strays;
+    const uint8_t *sparse; /* sparse: the weights' one buffer (conv_wg.h);
+                              with it the struct is 128 bytes, the most
+                              before ptxas serializes the staged dense
+                              kernel's wgmma (C7520)                       */
 };
 
 /* A K-major operand at p (rows of 128 bytes, 8-row atoms 1024 bytes apart,
@@ -301,8 +297,11 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
     for (int i = 0; i < BN / 2; i++) {
         const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
         const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-        float &sum = sums[col * (CONV_WG_BM + 1) + row];
-        sum = (ADD ? sum : 0.0f) + d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
+        const float v = d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
+        if constexpr (ADD)
+            sums[col * (CONV_WG_BM + 1) + row] += v;
+        else
+            sums[col * (CONV_WG_BM + 1) + row] = v;
     }
     __syncthreads();
     for (int u = tid; u < BN * (CONV_WG_BM / 8); u += CONV_WG_THREADS) {
@@ -389,7 +388,10 @@ template <typename T, int BN>
 __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at)
 {
     constexpr int per = (BN + CONV_WG_THREADS - 1) / CONV_WG_THREADS; /* positions a thread */
-    const int end = a.stray_ptr[at + 1];
+    const int32_t *stray_ptr =
+        reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
+    const uint2 *strays = reinterpret_cast<const uint2 *>(a.sparse + conv_wg_strays_at(&a.g));
+    const int end = stray_ptr[at + 1];
     float run[per];
     int channel = -1; /* whose strays run holds */
     auto flush = [&]() {
@@ -402,12 +404,12 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
         }
     };
     flush();
-    for (int i0 = a.stray_ptr[at]; i0 < end; i0 += CONV_WG_STRAY_BATCH) {
+    for (int i0 = stray_ptr[at]; i0 < end; i0 += CONV_WG_STRAY_BATCH) {
         uint2 batch[CONV_WG_STRAY_BATCH];
 #pragma unroll
         for (int j = 0; j < CONV_WG_STRAY_BATCH; j++)
             if (i0 + j < end)
-                batch[j] = __ldg(a.strays + i0 + j);
+                batch[j] = __ldg(strays + i0 + j);
 #pragma unroll
         for (int j = 0; j < CONV_WG_STRAY_BATCH; j++) {
             if (i0 + j >= end)
@@ -647,9 +649,7 @@ extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out
                        residual,
                        out,
                        x->relu,
-                       static_cast<const uint8_t *>(x->weights),
-                       x->stray_ptr,
-                       reinterpret_cast<const uint2 *>(x->strays)};
+                       static_cast<const uint8_t *>(x->weights)};
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (x->dtype == SPF_DTYPE_F16)
         return wg_launch_bn<__half>(x, in_map, a, s);
