@@ -262,12 +262,11 @@ template <typename T, int BN>
 __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, const uint8_t *b,
                                          const conv_wg_geom &g)
 {
-    /* one fence. ptxas (12.x) serializes these wgmma (C7520) in the staged
-     * kernel since wg_args grew past 128 bytes with the sparse kernel's
-     * pointers (at 79548a6, 120 bytes, it did not); a fence a tap silences
-     * it but made the kernel 10-15 % slower on the H200 (4238d9c: layer3
-     * at batch 32 22.1 µs against 20.0). The branch conv-wg-strays brings
-     * wg_args back to 128 bytes */
+    /* one fence: a fence a tap made the kernel 10-15 % slower on the H200
+     * (4238d9c: layer3 at batch 32 22.1 µs against 20.0). ptxas (12.x)
+     * serializes these wgmma (C7520) in the staged kernel where wg_args is
+     * past 128 bytes (fd19ffa: 27.6 µs), hence the sparse weights' one
+     * pointer */
     wgmma_fence();
     for (int t = 0; t < g.r * g.s; t++) {
         const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
