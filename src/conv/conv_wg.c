@@ -131,7 +131,8 @@ static void pack_blocks(const sp_format *f, const conv_wg_geom *g, uint8_t *bloc
 }
 
 /* The strays (columns in (r, s, c) order) by block, keyed, their values
- * rounded to dtype. */
+ * rounded to dtype; within a block in row order, so those of one output
+ * channel are consecutive (the kernel sums them in registers). */
 static spf_status pack_strays(const spf_matrix *strays, const conv_wg_geom *g, spf_dtype dtype,
                               conv_wg_sparse *out)
 {
@@ -159,8 +160,8 @@ static spf_status pack_strays(const spf_matrix *strays, const conv_wg_geom *g, s
             const int32_t at = next[r / CONV_WG_BM * g->chunks + c / CONV_WG_CHUNK]++;
             float v = strays->values[e];
             dtype_round(dtype, &v, 1);
-            out->strays[2 * at] =
-                conv_wg_stray_key((int32_t)(r % CONV_WG_BM), t, c % CONV_WG_CHUNK);
+            out->strays[2 * at] = conv_wg_stray_key((int32_t)(r % CONV_WG_BM), c % CONV_WG_CHUNK,
+                                                    conv_wg_row(g, 0, t / g->s, t % g->s));
             memcpy(&out->strays[2 * at + 1], &v, sizeof v);
         }
     mem_free(next);
@@ -200,6 +201,22 @@ fail:
     spf_matrix_free(strays);
     mem_free(mask);
     return status;
+}
+
+spf_status conv_wg_sparse_flatten(const conv_wg_sparse *sp, const conv_wg_geom *g, uint8_t **out,
+                                  size_t *bytes)
+{
+    CHECK_ARG(sp != NULL && g != NULL && out != NULL && bytes != NULL);
+    CHECK_ARG(sp->block_count == conv_wg_sparse_blocks(g));
+    *bytes = conv_wg_strays_at(g) + (size_t)sp->stray_count * 8;
+    *out = mem_calloc(*bytes, 1);
+    if (!*out)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: the sparse weights' %zu bytes", *bytes);
+    memcpy(*out, sp->blocks, conv_wg_stray_ptr_at(g));
+    memcpy(*out + conv_wg_stray_ptr_at(g), sp->stray_ptr,
+           ((size_t)sp->block_count + 1) * sizeof *sp->stray_ptr);
+    memcpy(*out + conv_wg_strays_at(g), sp->strays, (size_t)sp->stray_count * 8);
+    return SPF_OK;
 }
 
 void conv_wg_sparse_free(conv_wg_sparse *s)

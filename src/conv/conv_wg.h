@@ -193,17 +193,20 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size);
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size);
 
-/* A stray of the sparse weights (CONV_WG_SPARSE): its place in its block
- * (output channel m < 64, tap t < CONV_WG_SP_TAPS, channel c < 64) and its
- * value's float bits. */
-enum { CONV_WG_SP_TAPS = 256 };
-
 /* Taps the sparse kernel takes: a chunk's A fragments of every tap are in
  * registers at once (3×3 at most). */
 enum { CONV_WG_SP_MAX_TAPS = 9 };
-CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t t, int32_t c)
+
+/* A stray of the sparse weights (CONV_WG_SPARSE): its place in its block
+ * as the kernel uses it (output channel m < 64, channel c < 64, and its
+ * tap's stage row shift, conv_wg_row(g, 0, r, s), below 2^20) and its
+ * value's float bits. The shift, not the tap, so that the kernel divides
+ * nothing: with one warp a scheduler, every instruction of a stray waits
+ * for the one before, and the tap's division by S made a stray about 600
+ * cycles (fd19ffa, f29113b). */
+CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t c, int32_t shift)
 {
-    return (uint32_t)m | (uint32_t)t << 6 | (uint32_t)c << 14;
+    return (uint32_t)m | (uint32_t)c << 6 | (uint32_t)shift << 12;
 }
 
 /* The sparse weights as the kernel reads them, built on the host:
@@ -226,6 +229,29 @@ typedef struct conv_wg_sparse {
 spf_status conv_wg_sparse_pack(const spf_matrix *w, const conv_wg_geom *g, spf_dtype dtype,
                                conv_wg_sparse *out);
 void conv_wg_sparse_free(conv_wg_sparse *s); /* accepts a zeroed one */
+
+/* On the device the sparse weights are one buffer, so that the kernel's
+ * arguments gain one pointer, not three: past 128 bytes of them ptxas
+ * serializes the staged dense kernel's wgmma (C7520; its single fence
+ * alone did not, at 79548a6), which took layer3 at batch 32 from 20.0 µs
+ * to 27.6 (fd19ffa). The blocks, then stray_ptr (block count + 1 int32),
+ * then the strays (8 bytes each) from an 8-byte boundary. */
+CONV_HD int64_t conv_wg_sparse_blocks(const conv_wg_geom *g)
+{
+    return (int64_t)(g->k / CONV_WG_BM) * g->chunks;
+}
+CONV_HD size_t conv_wg_stray_ptr_at(const conv_wg_geom *g)
+{
+    return (size_t)conv_wg_sparse_blocks(g) * conv_wg_sparse_block(g);
+}
+CONV_HD size_t conv_wg_strays_at(const conv_wg_geom *g)
+{
+    return (conv_wg_stray_ptr_at(g) + 4 * ((size_t)conv_wg_sparse_blocks(g) + 1) + 7) / 8 * 8;
+}
+
+/* sp as that one buffer (*out, mem_free; *bytes long). */
+spf_status conv_wg_sparse_flatten(const conv_wg_sparse *sp, const conv_wg_geom *g, uint8_t **out,
+                                  size_t *bytes);
 
 /* The weights on the current device (dense in (r, s, c) column order and
  * their tensor map, or the sparse blocks and strays). */

@@ -17,6 +17,7 @@
  * refusals. */
 #include "conv_wg_case.h"
 
+#include "core/alloc.h"
 #include "strategy/structured/sp_format.h"
 
 static int64_t taps_checked, taps_wrong, stored_wrong, reach_wrong;
@@ -120,7 +121,7 @@ static void refused(const conv_dims *d, int bn, conv_wg_weights weights, spf_con
  * structured format's decoder (the blocks put back in its order), each
  * stray added where that part holds nothing; every weight, rounded to f16,
  * must come back, and the strays must be those past two in a run of
- * four. */
+ * four, a block's in order of output channel. */
 static void check_sparse_pack(const conv_dims *d, double density, uint64_t seed)
 {
     const conv_wg_geom g = geometry_of(d, 128, CONV_WG_SPARSE);
@@ -162,22 +163,37 @@ static void check_sparse_pack(const conv_dims *d, double density, uint64_t seed)
                 memcpy(f.meta + tp * 32, src + taps * CONV_WG_SP_VALUES + (t * 4 + w4) * 128, 128);
             }
     CHECK_OK(sp_format_to_dense(&f, got));
-    int64_t misplaced = 0;
+    int64_t misplaced = 0, unordered = 0;
     for (int64_t b = 0; b < sp.block_count; b++)
         for (int32_t i = sp.stray_ptr[b]; i < sp.stray_ptr[b + 1]; i++) {
             const uint32_t key = sp.strays[2 * i];
-            const int64_t m = key & 63, t = key >> 6 & (CONV_WG_SP_TAPS - 1), c = key >> 14;
+            const int64_t m = key & 63, c = key >> 6 & 63, shift = key >> 12;
+            const int64_t t = shift / g.wp * d->s + shift % g.wp; /* conv_wg_row's inverse */
             const int64_t row = b / g.chunks * 64 + m, col = t * d->c + b % g.chunks * 64 + c;
             float v;
             memcpy(&v, &sp.strays[2 * i + 1], sizeof v);
             misplaced += got[row * cols + col] != 0.0f;
+            unordered += i > sp.stray_ptr[b] && (sp.strays[2 * i - 2] & 63) > m;
             got[row * cols + col] += v;
         }
     int64_t wrong = 0;
     for (int64_t e = 0; e < rows * cols; e++)
         wrong += got[e] != want[e];
-    CHECK_MSG(misplaced == 0 && wrong == 0, "%s at %.2f: %lld strays on a 2:4 value, %lld weights "
-              "wrong", d->label, density, (long long)misplaced, (long long)wrong);
+    /* the device's one buffer holds the three parts where the kernel looks */
+    uint8_t *flat = NULL;
+    size_t flat_bytes = 0;
+    CHECK_OK(conv_wg_sparse_flatten(&sp, &g, &flat, &flat_bytes));
+    CHECK(conv_wg_strays_at(&g) % 8 == 0 &&
+          flat_bytes == conv_wg_strays_at(&g) + (size_t)sp.stray_count * 8);
+    CHECK(memcmp(flat, sp.blocks, conv_wg_stray_ptr_at(&g)) == 0);
+    CHECK(memcmp(flat + conv_wg_stray_ptr_at(&g), sp.stray_ptr,
+                 ((size_t)sp.block_count + 1) * sizeof *sp.stray_ptr) == 0);
+    CHECK(memcmp(flat + conv_wg_strays_at(&g), sp.strays, (size_t)sp.stray_count * 8) == 0);
+    mem_free(flat);
+    CHECK_MSG(misplaced == 0 && wrong == 0 && unordered == 0,
+              "%s at %.2f: %lld strays on a 2:4 value, %lld out of channel order, %lld weights "
+              "wrong", d->label, density, (long long)misplaced, (long long)unordered,
+              (long long)wrong);
     printf("%s at density %.2f: %lld nonzeros, %lld strays, read back\n", d->label, density,
            (long long)nnz, (long long)strays);
     free(f.values);

@@ -91,10 +91,8 @@ struct conv_wg {
     spf_dtype dtype;
     int relu;
     void *weights;      /* device, owned: K × R·S·C of the dtype, dense, or
-                           the sparse blocks (conv_wg_sparse)               */
+                           the sparse weights' one buffer (conv_wg.h)      */
     CUtensorMap w_map;  /* dense: its 64 × 64 boxes                        */
-    int32_t *stray_ptr; /* sparse: device, owned                           */
-    uint32_t *strays;
     int64_t bytes;
 };
 
@@ -108,21 +106,20 @@ static spf_status upload(void **dst, const void *src, size_t count, int64_t *byt
     return status;
 }
 
-/* The sparse weights packed on the host (conv_wg_sparse_pack), uploaded. */
+/* The sparse weights packed on the host (conv_wg_sparse_pack), uploaded
+ * as one buffer. */
 static spf_status create_sparse(conv_wg *x, const spf_matrix *w)
 {
     conv_wg_sparse sp;
+    uint8_t *flat = NULL;
+    size_t bytes = 0;
     spf_status status = conv_wg_sparse_pack(w, &x->geom, x->dtype, &sp);
     if (status != SPF_OK)
         return status;
-    status = upload(&x->weights, sp.blocks,
-                    (size_t)sp.block_count * conv_wg_sparse_block(&x->geom), &x->bytes);
+    status = conv_wg_sparse_flatten(&sp, &x->geom, &flat, &bytes);
     if (status == SPF_OK)
-        status = upload(reinterpret_cast<void **>(&x->stray_ptr), sp.stray_ptr,
-                        ((size_t)sp.block_count + 1) * sizeof *sp.stray_ptr, &x->bytes);
-    if (status == SPF_OK)
-        status = upload(reinterpret_cast<void **>(&x->strays), sp.strays,
-                        (size_t)sp.stray_count * 2 * sizeof *sp.strays, &x->bytes);
+        status = upload(&x->weights, flat, bytes, &x->bytes);
+    mem_free(flat);
     conv_wg_sparse_free(&sp);
     return status;
 }
@@ -185,8 +182,6 @@ extern "C" void conv_wg_free(conv_wg *x)
     if (!x)
         return;
     (void)cudaFree(x->weights);
-    (void)cudaFree(x->stray_ptr);
-    (void)cudaFree(x->strays);
     mem_free(x);
 }
 
@@ -206,9 +201,10 @@ struct wg_args {
     const void *residual;
     void *out;
     int relu;
-    const uint8_t *sparse;      /* sparse: the blocks (conv_wg.h)  */
-    const int32_t *stray_ptr;   /* sparse: their strays             */
-    const uint2 *strays;
+    const uint8_t *sparse; /* sparse: the weights' one buffer (conv_wg.h);
+                              with it the struct is 128 bytes, the most
+                              before ptxas serializes the staged dense
+                              kernel's wgmma (C7520)                       */
 };
 
 /* A K-major operand at p (rows of 128 bytes, 8-row atoms 1024 bytes apart,
@@ -266,12 +262,11 @@ template <typename T, int BN>
 __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, const uint8_t *b,
                                          const conv_wg_geom &g)
 {
-    /* one fence. ptxas (12.x) serializes these wgmma (C7520) in the staged
-     * kernel since wg_args grew past 128 bytes with the sparse kernel's
-     * pointers (at 79548a6, 120 bytes, it did not); a fence a tap silences
-     * it but made the kernel 10-15 % slower on the H200 (4238d9c: layer3
-     * at batch 32 22.1 µs against 20.0). The branch conv-wg-strays brings
-     * wg_args back to 128 bytes */
+    /* one fence: a fence a tap made the kernel 10-15 % slower on the H200
+     * (4238d9c: layer3 at batch 32 22.1 µs against 20.0). ptxas (12.x)
+     * serializes these wgmma (C7520) in the staged kernel where wg_args is
+     * past 128 bytes (fd19ffa: 27.6 µs), hence the sparse weights' one
+     * pointer */
     wgmma_fence();
     for (int t = 0; t < g.r * g.s; t++) {
         const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
@@ -301,8 +296,11 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
     for (int i = 0; i < BN / 2; i++) {
         const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
         const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-        float &sum = sums[col * (CONV_WG_BM + 1) + row];
-        sum = (ADD ? sum : 0.0f) + d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
+        const float v = d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
+        if constexpr (ADD)
+            sums[col * (CONV_WG_BM + 1) + row] += v;
+        else
+            sums[col * (CONV_WG_BM + 1) + row] = v;
     }
     __syncthreads();
     for (int u = tid; u < BN * (CONV_WG_BM / 8); u += CONV_WG_THREADS) {
@@ -374,44 +372,68 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
     wgmma_commit();
 }
 
-/* The strays of block `at` (output channel m, tap t, channel c, value v)
- * into the sums: sums[p][m] += v · B[p + shift(t)][c] for the positions p
- * of this thread (p ≡ thread mod 128, so no two threads write one sum),
- * B read from the stage through its 128-byte swizzle (the 16-byte piece
- * of a row XOR the row mod 8). The entries come from global memory
- * CONV_WG_STRAY_BATCH at a time, their loads issued together: one at a
- * time, each waited for, cost about 0.44 µs a stray of a block on the
- * H200 (fd19ffa: the sparse kernel's time followed the layers' strays). */
+/* The strays of block `at` (output channel m, channel c, the tap's stage
+ * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
+ * for the positions p of this thread (p ≡ thread mod 128, so no two
+ * threads write one sum), B read from the stage through its 128-byte
+ * swizzle (the 16-byte piece of a row XOR the row mod 8). A block's
+ * strays come by output channel (conv_wg_sparse_pack), so a channel's are
+ * summed in registers and its sums written once. The entries come from
+ * global memory CONV_WG_STRAY_BATCH at a time, their loads issued
+ * together. */
 enum { CONV_WG_STRAY_BATCH = 8 }; /* stray entries loaded at once */
 
 template <typename T, int BN>
-__device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const conv_wg_geom &g,
-                                          const wg_args &a, int at)
+__device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at)
 {
-    const int end = a.stray_ptr[at + 1];
-    for (int i0 = a.stray_ptr[at]; i0 < end; i0 += CONV_WG_STRAY_BATCH) {
+    constexpr int per = (BN + CONV_WG_THREADS - 1) / CONV_WG_THREADS; /* positions a thread */
+    const int32_t *stray_ptr =
+        reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
+    const uint2 *strays = reinterpret_cast<const uint2 *>(a.sparse + conv_wg_strays_at(&a.g));
+    const int end = stray_ptr[at + 1];
+    float run[per];
+    int channel = -1; /* whose strays run holds */
+    auto flush = [&]() {
+#pragma unroll
+        for (int k = 0; k < per; k++) {
+            const int p = threadIdx.x + k * CONV_WG_THREADS;
+            if (channel >= 0 && p < BN)
+                sums[p * (CONV_WG_BM + 1) + channel] += run[k];
+            run[k] = 0.0f;
+        }
+    };
+    flush();
+    for (int i0 = stray_ptr[at]; i0 < end; i0 += CONV_WG_STRAY_BATCH) {
         uint2 batch[CONV_WG_STRAY_BATCH];
 #pragma unroll
         for (int j = 0; j < CONV_WG_STRAY_BATCH; j++)
             if (i0 + j < end)
-                batch[j] = __ldg(a.strays + i0 + j);
+                batch[j] = __ldg(strays + i0 + j);
 #pragma unroll
         for (int j = 0; j < CONV_WG_STRAY_BATCH; j++) {
             if (i0 + j >= end)
                 break;
-            const uint2 e = batch[j];
-            const int m = e.x & 63, t = (e.x >> 6) & (CONV_WG_SP_TAPS - 1), c = e.x >> 14;
-            const float v = __uint_as_float(e.y);
-            const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
+            const uint32_t key = batch[j].x;
+            const int m = key & 63, piece = (key >> 9) & 7, in_piece = 2 * ((key >> 6) & 7);
+            const int shift = key >> 12;
+            const float v = __uint_as_float(batch[j].y);
+            if (m != channel) { /* the same for every thread */
+                flush();
+                channel = m;
+            }
 #pragma unroll
-            for (int p = threadIdx.x; p < BN; p += CONV_WG_THREADS) {
+            for (int k = 0; k < per; k++) {
+                const int p = threadIdx.x + k * CONV_WG_THREADS;
+                if (BN < CONV_WG_THREADS && p >= BN) /* past the stage's rows */
+                    continue;
                 const int q = p + shift;
-                const T x = *reinterpret_cast<const T *>(
-                    b + q * CONV_WG_ROW + (((2 * c / 16) ^ (q % 8)) * 16) + 2 * c % 16);
-                sums[p * (CONV_WG_BM + 1) + m] += v * elem<T>::to_float(x);
+                const T x = *reinterpret_cast<const T *>(b + q * CONV_WG_ROW +
+                                                         ((piece ^ (q & 7)) * 16) + in_piece);
+                run[k] += v * elem<T>::to_float(x);
             }
         }
     }
+    flush();
 }
 
 /* One tile a block, each stage bringing its chunk's input and weights:
@@ -475,7 +497,7 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
         const uint8_t *b = smem + st * stage_bytes;
         if constexpr (SPARSE) {
             wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
-            wg_strays<T, BN>(sums, b, g, a, (int)blockIdx.y * g.chunks + ch);
+            wg_strays<T, BN>(sums, b, a, (int)blockIdx.y * g.chunks + ch);
             wgmma_wait<0>();
         } else {
             wg_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
@@ -626,9 +648,7 @@ extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out
                        residual,
                        out,
                        x->relu,
-                       static_cast<const uint8_t *>(x->weights),
-                       x->stray_ptr,
-                       reinterpret_cast<const uint2 *>(x->strays)};
+                       static_cast<const uint8_t *>(x->weights)};
     cudaStream_t s = static_cast<cudaStream_t>(stream);
     if (x->dtype == SPF_DTYPE_F16)
         return wg_launch_bn<__half>(x, in_map, a, s);
