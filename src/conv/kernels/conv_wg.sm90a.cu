@@ -376,64 +376,71 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
  * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
  * for the positions p of this thread (p ≡ thread mod 128, so no two
  * threads write one sum), B read from the stage through its 128-byte
- * swizzle (the 16-byte piece of a row XOR the row mod 8). A block's
- * strays come by output channel (conv_wg_sparse_pack), so a channel's are
- * summed in registers and its sums written once. The entries come from
- * global memory CONV_WG_STRAY_BATCH at a time, their loads issued
- * together. */
-enum { CONV_WG_STRAY_BATCH = 8 }; /* stray entries loaded at once */
-
+ * swizzle (the 16-byte piece of a row XOR the row mod 8, the same for all
+ * of a thread's positions). A group's entries are of distinct output
+ * channels (conv_wg.h), so its inputs and sums are all read before any
+ * sum is written: two waits for shared memory a group, not two a stray. */
 template <typename T, int BN>
 __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at)
 {
     constexpr int per = (BN + CONV_WG_THREADS - 1) / CONV_WG_THREADS; /* positions a thread */
+    constexpr int G8 = CONV_WG_STRAY_GROUP;
     const int32_t *stray_ptr =
         reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
-    const uint2 *strays = reinterpret_cast<const uint2 *>(a.sparse + conv_wg_strays_at(&a.g));
-    const int end = stray_ptr[at + 1];
-    float run[per];
-    int channel = -1; /* whose strays run holds */
-    auto flush = [&]() {
+    const uint4 *halves = reinterpret_cast<const uint4 *>(a.sparse + conv_wg_strays_at(&a.g));
+    const int tid = threadIdx.x;
+    if (BN < CONV_WG_THREADS && tid >= BN) /* past the stage's rows */
+        return;
+    float *mine = sums + tid * (CONV_WG_BM + 1);
+    const int end = stray_ptr[at + 1] / 2; /* in 16-byte halves of entries */
+    for (int h = stray_ptr[at] / 2; h < end; h += G8 / 2) {
+        uint32_t key[G8];
+        float v[G8];
 #pragma unroll
-        for (int k = 0; k < per; k++) {
-            const int p = threadIdx.x + k * CONV_WG_THREADS;
-            if (channel >= 0 && p < BN)
-                sums[p * (CONV_WG_BM + 1) + channel] += run[k];
-            run[k] = 0.0f;
+        for (int j = 0; j < G8 / 2; j++) {
+            const uint4 two = __ldg(halves + h + j);
+            key[2 * j] = two.x, v[2 * j] = __uint_as_float(two.y);
+            key[2 * j + 1] = two.z, v[2 * j + 1] = __uint_as_float(two.w);
         }
-    };
-    flush();
-    for (int i0 = stray_ptr[at]; i0 < end; i0 += CONV_WG_STRAY_BATCH) {
-        uint2 batch[CONV_WG_STRAY_BATCH];
+        float x[G8][per], sum[G8][per];
 #pragma unroll
-        for (int j = 0; j < CONV_WG_STRAY_BATCH; j++)
-            if (i0 + j < end)
-                batch[j] = __ldg(strays + i0 + j);
+        for (int j = 0; j < G8; j++) {
+            const int q = tid + (int)(key[j] >> 12);
+            const uint8_t *row = b + q * CONV_WG_ROW + 2 * ((key[j] >> 6) & 7) +
+                                 ((((key[j] >> 9) ^ q) & 7) << 4);
 #pragma unroll
-        for (int j = 0; j < CONV_WG_STRAY_BATCH; j++) {
-            if (i0 + j >= end)
-                break;
-            const uint32_t key = batch[j].x;
-            const int m = key & 63, piece = (key >> 9) & 7, in_piece = 2 * ((key >> 6) & 7);
-            const int shift = key >> 12;
-            const float v = __uint_as_float(batch[j].y);
-            if (m != channel) { /* the same for every thread */
-                flush();
-                channel = m;
-            }
-#pragma unroll
-            for (int k = 0; k < per; k++) {
-                const int p = threadIdx.x + k * CONV_WG_THREADS;
-                if (BN < CONV_WG_THREADS && p >= BN) /* past the stage's rows */
-                    continue;
-                const int q = p + shift;
-                const T x = *reinterpret_cast<const T *>(b + q * CONV_WG_ROW +
-                                                         ((piece ^ (q & 7)) * 16) + in_piece);
-                run[k] += v * elem<T>::to_float(x);
-            }
+            for (int k = 0; k < per; k++)
+                x[j][k] = elem<T>::to_float(
+                    *reinterpret_cast<const T *>(row + k * CONV_WG_THREADS * CONV_WG_ROW));
         }
+#pragma unroll
+        for (int j = 0; j < G8; j++)
+#pragma unroll
+            for (int k = 0; k < per; k++)
+                sum[j][k] = mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)];
+#pragma unroll
+        for (int j = 0; j < G8; j++)
+#pragma unroll
+            for (int k = 0; k < per; k++)
+                mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)] =
+                    fmaf(v[j], x[j][k], sum[j][k]);
     }
-    flush();
+}
+
+/* Every chunk's stray entries of the block's output channels (blocks
+ * `first`.. of `count`, contiguous) into L1 at the start, a 128-byte line
+ * a thread at a time: else each group's loads, all four warps' at once,
+ * wait on L2 (a few KB a block: ~45-70 strays a chunk at 0.9). */
+__device__ __forceinline__ void wg_strays_prefetch(const wg_args &a, int first, int count)
+{
+    const int32_t *stray_ptr =
+        reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
+    const uint8_t *strays = a.sparse + conv_wg_strays_at(&a.g);
+    const uintptr_t from =
+        reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first] * 8) / 128 * 128;
+    const uintptr_t to = reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first + count] * 8);
+    for (uintptr_t at = from + threadIdx.x * 128; at < to; at += CONV_WG_THREADS * 128)
+        asm volatile("prefetch.global.L1 [%0];\n" ::"l"(at));
 }
 
 /* One tile a block, each stage bringing its chunk's input and weights:
@@ -486,6 +493,8 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     if (tid == 0)
         for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
             issue(ch, ch);
+    if constexpr (SPARSE)
+        wg_strays_prefetch(a, (int)blockIdx.y * g.chunks, g.chunks);
 
     float d[BN / 2];
 #pragma unroll
