@@ -282,41 +282,58 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
 /* The epilogue of a tile: the sums (plus bias) by position into shared
  * memory (the accumulators of m64nN: row 16·warp + lane / 4 (+ 8), column
  * 8·(i / 4) + 2·(lane % 4) (+ 1)), added to what is there with ADD (the
- * strays' products), then each thread 8 channels of a position at a time:
- * residual, ReLU, one 16-byte store. Barriers before (the sums may reuse
- * a stage) and after (the next tile's sums). */
+ * strays' products), then each thread 8 channels (tid mod 8) of positions
+ * tid / 8 + 16·k (128 threads): residual, ReLU, one 16-byte store. Barriers before (the
+ * sums may reuse a stage) and after (the next tile's sums).
+ * With one warp a scheduler nothing hides a chain of dependent
+ * instructions, so both loops are unrolled: ADD's reads 32 at a time
+ * before their writes (the compiler keeps a read after every earlier
+ * write it cannot tell apart, so one by one each waited for shared
+ * memory), and the positions' index arithmetic (divisions by the tile's
+ * shape) of all k at once. At 47494d1 the epilogue was a fifth of the
+ * sparse kernel's samples on layer3 (ncu), mostly such waits. */
 template <typename T, int BN, bool ADD = false>
 __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
                                             const wg_args &a, int image0, int oh0, int m0)
 {
     const conv_wg_geom &g = a.g;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int row0 = 16 * warp + lane / 4;
+    const float bias0 = a.bias ? a.bias[m0 + row0] : 0.0f;
+    const float bias8 = a.bias ? a.bias[m0 + row0 + 8] : 0.0f;
+    auto at = [&](int i) { /* accumulator i's place in sums */
+        return (8 * (i / 4) + 2 * (lane % 4) + i % 2) * (CONV_WG_BM + 1) + row0 + 8 * ((i / 2) % 2);
+    };
+    constexpr int RUN = ADD ? 32 : BN / 2;
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-        const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-        const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-        const float v = d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
-        if constexpr (ADD)
-            sums[col * (CONV_WG_BM + 1) + row] += v;
-        else
-            sums[col * (CONV_WG_BM + 1) + row] = v;
+    for (int i0 = 0; i0 < BN / 2; i0 += RUN) {
+        float before[RUN];
+#pragma unroll
+        for (int i = 0; i < RUN; i++)
+            before[i] = ADD ? sums[at(i0 + i)] : 0.0f;
+#pragma unroll
+        for (int i = 0; i < RUN; i++)
+            sums[at(i0 + i)] = before[i] + d[i0 + i] + ((i0 + i) / 2 % 2 ? bias8 : bias0);
     }
     __syncthreads();
-    for (int u = tid; u < BN * (CONV_WG_BM / 8); u += CONV_WG_THREADS) {
-        const int pos = u / (CONV_WG_BM / 8), group = u % (CONV_WG_BM / 8);
+    constexpr int pass = CONV_WG_THREADS / 8; /* positions the threads store at once */
+    const int group = tid % 8;
+#pragma unroll
+    for (int k = 0; k < BN / pass; k++) {
+        const int pos = tid / 8 + pass * k;
         const int m = pos / (g.halo * g.wp), at_m = pos - m * g.halo * g.wp;
         const int i = at_m / g.wp, j = at_m - i * g.wp, oh = oh0 + i, image = image0 + m;
         if (m >= g.images || image >= g.n || i >= g.rows || j >= g.q || oh >= g.p)
             continue;
-        const int64_t at = (((int64_t)image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
+        const int64_t out_at = (((int64_t)image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
         float v[8];
 #pragma unroll
         for (int e = 0; e < 8; e++)
             v[e] = sums[pos * (CONV_WG_BM + 1) + group * 8 + e];
         if (a.residual) {
             const uint4 raw16 =
-                *reinterpret_cast<const uint4 *>(static_cast<const T *>(a.residual) + at);
+                *reinterpret_cast<const uint4 *>(static_cast<const T *>(a.residual) + out_at);
             const T *r = reinterpret_cast<const T *>(&raw16);
 #pragma unroll
             for (int e = 0; e < 8; e++)
@@ -327,7 +344,7 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
 #pragma unroll
         for (int e = 0; e < 8; e++)
             o[e] = elem<T>::from_float(a.relu ? fmaxf(v[e], 0.0f) : v[e]);
-        *reinterpret_cast<uint4 *>(static_cast<T *>(a.out) + at) = packed;
+        *reinterpret_cast<uint4 *>(static_cast<T *>(a.out) + out_at) = packed;
     }
     __syncthreads();
 }
@@ -362,10 +379,13 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
             e[t] = meta[(t * 4 + warp) * 32 + lane];
         }
     wgmma_fence();
+    int r = 0, s = 0; /* tap t's (r, s), without dividing by S */
 #pragma unroll
     for (int t = 0; t < CONV_WG_SP_MAX_TAPS; t++)
         if (t < taps) {
-            const uint8_t *bt = b + conv_wg_row(&g, 0, t / g.s, t % g.s) * CONV_WG_ROW;
+            const uint8_t *bt = b + conv_wg_row(&g, 0, r, s) * CONV_WG_ROW;
+            if (++s == g.s)
+                s = 0, r++;
             wgmma_sp<BN, 0, 0>(d, a0[t], wg_desc(bt), e[t], 1, T());
             wgmma_sp<BN, 1, 0>(d, a1[t], wg_desc(bt + 64), e[t], 1, T());
         }
@@ -500,9 +520,9 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         d[i] = 0.0f;
+    int st = 0, phase = 0; /* chunk ch's stage ch mod stages, its phase */
     for (int ch = 0; ch < g.chunks; ch++) {
-        const int st = ch % g.stages;
-        bar_wait(&full[st], (ch / g.stages) & 1);
+        bar_wait(&full[st], phase);
         const uint8_t *b = smem + st * stage_bytes;
         if constexpr (SPARSE) {
             wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
@@ -516,6 +536,8 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
             if (tid == 0)
                 issue(ch + g.stages, st);
         }
+        if (++st == g.stages)
+            st = 0, phase ^= 1;
     }
     wg_epilogue<T, BN, SPARSE>(d, sums, a, image0, oh0, m0);
 }
