@@ -8,6 +8,7 @@
 #include "core/matrix.h"
 #include "strategy/structured/sp_format.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -130,41 +131,107 @@ static void pack_blocks(const sp_format *f, const conv_wg_geom *g, uint8_t *bloc
         }
 }
 
-/* The strays (columns in (r, s, c) order) by block, keyed, their values
- * rounded to dtype; within a block in row order, so those of one output
- * channel are consecutive (the kernel sums them in registers). */
+/* Block b's strays (rows 64·(b / chunks).., channels 64·(b % chunks)..
+ * of every tap) in groups of CONV_WG_STRAY_GROUP of distinct output
+ * channels (conv_wg.h), from out->stray_ptr[b]. The groups are as few as
+ * the count and the busiest channel allow, G = max(⌈n / 8⌉, most of one
+ * channel); the strays, the busiest channels' first, go round the groups,
+ * so a channel's (at most G, consecutive) land in distinct ones and no
+ * group gets more than 8. The rest of a group: zero-valued entries of
+ * channels it lacks. */
+static void pack_block_strays(const spf_matrix *strays, const conv_wg_geom *g, spf_dtype dtype,
+                              int64_t b, conv_wg_sparse *out)
+{
+    enum { G8 = CONV_WG_STRAY_GROUP };
+    const int64_t row0 = b / g->chunks * CONV_WG_BM;
+    const int32_t ch = (int32_t)(b % g->chunks);
+    int32_t count[CONV_WG_BM] = {0}, order[CONV_WG_BM];
+    for (int32_t m = 0; m < CONV_WG_BM; m++) {
+        for (int64_t e = strays->row_ptr[row0 + m]; e < strays->row_ptr[row0 + m + 1]; e++)
+            count[m] += strays->col_idx[e] % g->c / CONV_WG_CHUNK == ch;
+        int32_t i = m; /* by count, most first, then by channel */
+        for (; i > 0 && count[order[i - 1]] < count[m]; i--)
+            order[i] = order[i - 1];
+        order[i] = m;
+    }
+    const int64_t groups = (out->stray_ptr[b + 1] - out->stray_ptr[b]) / G8;
+    uint32_t *entry = out->strays + 2 * (int64_t)out->stray_ptr[b];
+    int64_t placed = 0;
+    for (int32_t i = 0; i < CONV_WG_BM; i++) {
+        const int32_t m = order[i];
+        for (int64_t e = strays->row_ptr[row0 + m]; e < strays->row_ptr[row0 + m + 1]; e++) {
+            const int32_t col = strays->col_idx[e], t = col / g->c, c = col % g->c;
+            if (c / CONV_WG_CHUNK != ch)
+                continue;
+            const int64_t at = placed % groups * G8 + placed / groups;
+            float v = strays->values[e];
+            dtype_round(dtype, &v, 1);
+            entry[2 * at] = conv_wg_stray_key(m, c % CONV_WG_CHUNK,
+                                              conv_wg_row(g, 0, t / g->s, t % g->s));
+            memcpy(&entry[2 * at + 1], &v, sizeof v);
+            placed++;
+        }
+    }
+    for (int64_t gi = 0; gi < groups; gi++) { /* the padding */
+        const int64_t filled = placed / groups + (gi < placed % groups);
+        uint64_t has = 0;
+        int32_t m = 0;
+        for (int64_t slot = 0; slot < filled; slot++)
+            has |= 1ull << (entry[2 * (gi * G8 + slot)] & 63);
+        for (int64_t slot = filled; slot < G8; slot++) {
+            while (has >> m & 1)
+                m++;
+            has |= 1ull << m;
+            entry[2 * (gi * G8 + slot)] = conv_wg_stray_key(m, 0, 0);
+            entry[2 * (gi * G8 + slot) + 1] = 0; /* +0.0f */
+        }
+    }
+}
+
+/* The strays (columns in (r, s, c) order) by block in groups, their
+ * values rounded to dtype. */
 static spf_status pack_strays(const spf_matrix *strays, const conv_wg_geom *g, spf_dtype dtype,
                               conv_wg_sparse *out)
 {
-    out->stray_ptr = mem_calloc((size_t)out->block_count + 1, sizeof *out->stray_ptr);
-    out->strays = mem_alloc_array((size_t)strays->nnz * 2 + 1, sizeof *out->strays);
-    if (!out->stray_ptr || !out->strays)
-        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: %lld strays", (long long)strays->nnz);
     out->stray_count = strays->nnz;
-    /* counted by block, then placed */
-    for (int64_t r = 0; r < strays->rows; r++)
-        for (int64_t e = strays->row_ptr[r]; e < strays->row_ptr[r + 1]; e++) {
-            const int32_t ch = strays->col_idx[e] % g->c / CONV_WG_CHUNK;
-            out->stray_ptr[r / CONV_WG_BM * g->chunks + ch + 1]++;
-        }
-    for (int64_t b = 0; b < out->block_count; b++)
-        out->stray_ptr[b + 1] += out->stray_ptr[b];
-    int32_t *next = mem_alloc_array((size_t)out->block_count + 1, sizeof *next);
-    if (!next)
+    out->stray_ptr = mem_calloc((size_t)out->block_count + 1, sizeof *out->stray_ptr);
+    int32_t *count = mem_calloc((size_t)out->block_count * CONV_WG_BM, sizeof *count);
+    if (!out->stray_ptr || !count) {
+        mem_free(count);
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: %lld blocks' strays",
                     (long long)out->block_count);
-    memcpy(next, out->stray_ptr, (size_t)out->block_count * sizeof *next);
-    for (int64_t r = 0; r < strays->rows; r++)
-        for (int64_t e = strays->row_ptr[r]; e < strays->row_ptr[r + 1]; e++) {
-            const int32_t col = strays->col_idx[e], t = col / g->c, c = col % g->c;
-            const int32_t at = next[r / CONV_WG_BM * g->chunks + c / CONV_WG_CHUNK]++;
-            float v = strays->values[e];
-            dtype_round(dtype, &v, 1);
-            out->strays[2 * at] = conv_wg_stray_key((int32_t)(r % CONV_WG_BM), c % CONV_WG_CHUNK,
-                                                    conv_wg_row(g, 0, t / g->s, t % g->s));
-            memcpy(&out->strays[2 * at + 1], &v, sizeof v);
+    }
+    for (int64_t r = 0; r < strays->rows; r++) /* by block and output channel */
+        for (int64_t e = strays->row_ptr[r]; e < strays->row_ptr[r + 1]; e++)
+            count[(r / CONV_WG_BM * g->chunks + strays->col_idx[e] % g->c / CONV_WG_CHUNK) *
+                      CONV_WG_BM +
+                  r % CONV_WG_BM]++;
+    for (int64_t b = 0; b < out->block_count; b++) {
+        int64_t n = 0, most = 0;
+        for (int32_t m = 0; m < CONV_WG_BM; m++) {
+            n += count[b * CONV_WG_BM + m];
+            most = count[b * CONV_WG_BM + m] > most ? count[b * CONV_WG_BM + m] : most;
         }
-    mem_free(next);
+        const int64_t groups = (n + CONV_WG_STRAY_GROUP - 1) / CONV_WG_STRAY_GROUP;
+        const int64_t end =
+            out->stray_ptr[b] + (groups > most ? groups : most) * CONV_WG_STRAY_GROUP;
+        if (end > INT32_MAX) {
+            mem_free(count);
+            return FAIL(SPF_ERR_UNSUPPORTED,
+                        "conv wg: more than 2^31 stray entries (%lld strays); the dense "
+                        "warpgroup kernel takes these weights",
+                        (long long)strays->nnz);
+        }
+        out->stray_ptr[b + 1] = (int32_t)end;
+    }
+    mem_free(count);
+    out->stray_entries = out->stray_ptr[out->block_count];
+    out->strays = mem_alloc_array((size_t)out->stray_entries * 2 + 1, sizeof *out->strays);
+    if (!out->strays)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: %lld stray entries",
+                    (long long)out->stray_entries);
+    for (int64_t b = 0; b < out->block_count; b++)
+        pack_block_strays(strays, g, dtype, b, out);
     return SPF_OK;
 }
 
@@ -208,14 +275,14 @@ spf_status conv_wg_sparse_flatten(const conv_wg_sparse *sp, const conv_wg_geom *
 {
     CHECK_ARG(sp != NULL && g != NULL && out != NULL && bytes != NULL);
     CHECK_ARG(sp->block_count == conv_wg_sparse_blocks(g));
-    *bytes = conv_wg_strays_at(g) + (size_t)sp->stray_count * 8;
+    *bytes = conv_wg_strays_at(g) + (size_t)sp->stray_entries * 8;
     *out = mem_calloc(*bytes, 1);
     if (!*out)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: the sparse weights' %zu bytes", *bytes);
     memcpy(*out, sp->blocks, conv_wg_stray_ptr_at(g));
     memcpy(*out + conv_wg_stray_ptr_at(g), sp->stray_ptr,
            ((size_t)sp->block_count + 1) * sizeof *sp->stray_ptr);
-    memcpy(*out + conv_wg_strays_at(g), sp->strays, (size_t)sp->stray_count * 8);
+    memcpy(*out + conv_wg_strays_at(g), sp->strays, (size_t)sp->stray_entries * 8);
     return SPF_OK;
 }
 

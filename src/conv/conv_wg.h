@@ -209,23 +209,34 @@ CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t c, int32_t shift)
     return (uint32_t)m | (uint32_t)c << 6 | (uint32_t)shift << 12;
 }
 
+/* A block's strays come in groups of this many entries of distinct
+ * output channels, zero-valued entries filling a group out: a thread
+ * reads the group's eight sums of its positions, adds and writes them
+ * back, the reads of one group independent of its writes. Summed one by
+ * one, each stray's read of its sum waited for the write of the one
+ * before (shared memory the compiler could not tell apart from the
+ * input's), ~260 cycles a stray with one warp a scheduler (612ba93). */
+enum { CONV_WG_STRAY_GROUP = 8 };
+
 /* The sparse weights as the kernel reads them, built on the host:
  * blocks[b · conv_wg_sparse_block] the block (mb, ch) of b = mb · chunks +
- * ch (the layout above), and its strays strays[2i] (key) and
+ * ch (the layout above), and its strays' groups strays[2i] (key) and
  * strays[2i + 1] (value's bits) for i from stray_ptr[b] to
- * stray_ptr[b + 1]. */
+ * stray_ptr[b + 1] (a multiple of CONV_WG_STRAY_GROUP). */
 typedef struct conv_wg_sparse {
     uint8_t *blocks;
     int64_t block_count;
-    int32_t *stray_ptr; /* block_count + 1 */
-    uint32_t *strays;   /* 2 · stray_count */
-    int64_t stray_count;
+    int32_t *stray_ptr;    /* block_count + 1 */
+    uint32_t *strays;      /* 2 · stray_entries */
+    int64_t stray_count;   /* the strays */
+    int64_t stray_entries; /* with the groups' fill */
 } conv_wg_sparse;
 
 /* w (k × C·R·S, columns in (r, s, c) order) as g's sparse blocks and
  * strays, the values rounded to dtype (f16 or bf16): in each run of four
  * columns the two largest in magnitude to the 2:4 part, the rest strays
- * (sp_pattern_strays). *out zeroed first, owns its arrays. */
+ * (sp_pattern_strays). *out zeroed first, owns its arrays.
+ * SPF_ERR_UNSUPPORTED past 2^31 stray entries. */
 spf_status conv_wg_sparse_pack(const spf_matrix *w, const conv_wg_geom *g, spf_dtype dtype,
                                conv_wg_sparse *out);
 void conv_wg_sparse_free(conv_wg_sparse *s); /* accepts a zeroed one */
@@ -235,7 +246,8 @@ void conv_wg_sparse_free(conv_wg_sparse *s); /* accepts a zeroed one */
  * serializes the staged dense kernel's wgmma (C7520; its single fence
  * alone did not, at 79548a6), which took layer3 at batch 32 from 20.0 µs
  * to 27.6 (fd19ffa). The blocks, then stray_ptr (block count + 1 int32),
- * then the strays (8 bytes each) from an 8-byte boundary. */
+ * then the strays (8 bytes each) from a 16-byte boundary (a thread loads
+ * half a group at once). */
 CONV_HD int64_t conv_wg_sparse_blocks(const conv_wg_geom *g)
 {
     return (int64_t)(g->k / CONV_WG_BM) * g->chunks;
@@ -246,7 +258,7 @@ CONV_HD size_t conv_wg_stray_ptr_at(const conv_wg_geom *g)
 }
 CONV_HD size_t conv_wg_strays_at(const conv_wg_geom *g)
 {
-    return (conv_wg_stray_ptr_at(g) + 4 * ((size_t)conv_wg_sparse_blocks(g) + 1) + 7) / 8 * 8;
+    return (conv_wg_stray_ptr_at(g) + 4 * ((size_t)conv_wg_sparse_blocks(g) + 1) + 15) / 16 * 16;
 }
 
 /* sp as that one buffer (*out, mem_free; *bytes long). */

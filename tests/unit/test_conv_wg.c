@@ -121,14 +121,16 @@ static void refused(const conv_dims *d, int bn, conv_wg_weights weights, spf_con
  * structured format's decoder (the blocks put back in its order), each
  * stray added where that part holds nothing; every weight, rounded to f16,
  * must come back, and the strays must be those past two in a run of
- * four, a block's in order of output channel. */
-static void check_sparse_pack(const conv_dims *d, double density, uint64_t seed)
+ * four, in groups of CONV_WG_STRAY_GROUP distinct output channels filled
+ * out with zeros. Row 3 at `hot`: one output channel with more strays
+ * than a block's others have groups. */
+static void check_sparse_pack(const conv_dims *d, double density, double hot, uint64_t seed)
 {
     const conv_wg_geom g = geometry_of(d, 128, CONV_WG_SPARSE);
     const int64_t rows = d->k, cols = d->c * d->r * d->s, taps = d->r * d->s;
     double *row_density = malloc((size_t)rows * sizeof *row_density);
     for (int64_t i = 0; i < rows; i++)
-        row_density[i] = density;
+        row_density[i] = i == 3 ? hot : density;
     spf_matrix *w = random_csr(rows, cols, row_density, seed);
     free(row_density);
     float *want = dense_rounded(w, SPF_DTYPE_F16);
@@ -163,19 +165,31 @@ static void check_sparse_pack(const conv_dims *d, double density, uint64_t seed)
                 memcpy(f.meta + tp * 32, src + taps * CONV_WG_SP_VALUES + (t * 4 + w4) * 128, 128);
             }
     CHECK_OK(sp_format_to_dense(&f, got));
-    int64_t misplaced = 0, unordered = 0;
-    for (int64_t b = 0; b < sp.block_count; b++)
+    int64_t misplaced = 0, clashing = 0, ragged = 0, placed = 0;
+    uint64_t group = 0; /* the output channels of the group so far */
+    for (int64_t b = 0; b < sp.block_count; b++) {
+        ragged += (sp.stray_ptr[b + 1] - sp.stray_ptr[b]) % CONV_WG_STRAY_GROUP != 0;
         for (int32_t i = sp.stray_ptr[b]; i < sp.stray_ptr[b + 1]; i++) {
             const uint32_t key = sp.strays[2 * i];
             const int64_t m = key & 63, c = key >> 6 & 63, shift = key >> 12;
             const int64_t t = shift / g.wp * d->s + shift % g.wp; /* conv_wg_row's inverse */
             const int64_t row = b / g.chunks * 64 + m, col = t * d->c + b % g.chunks * 64 + c;
+            if ((i - sp.stray_ptr[b]) % CONV_WG_STRAY_GROUP == 0)
+                group = 0;
+            clashing += group >> m & 1;
+            group |= 1ull << m;
+            if (sp.strays[2 * i + 1] == 0) /* +0.0f: a group's fill */
+                continue;
             float v;
             memcpy(&v, &sp.strays[2 * i + 1], sizeof v);
             misplaced += got[row * cols + col] != 0.0f;
-            unordered += i > sp.stray_ptr[b] && (sp.strays[2 * i - 2] & 63) > m;
             got[row * cols + col] += v;
+            placed++;
         }
+    }
+    CHECK_MSG(placed == strays && sp.stray_entries == sp.stray_ptr[sp.block_count],
+              "%s: %lld strays placed of %lld, %lld entries", d->label, (long long)placed,
+              (long long)strays, (long long)sp.stray_entries);
     int64_t wrong = 0;
     for (int64_t e = 0; e < rows * cols; e++)
         wrong += got[e] != want[e];
@@ -183,19 +197,20 @@ static void check_sparse_pack(const conv_dims *d, double density, uint64_t seed)
     uint8_t *flat = NULL;
     size_t flat_bytes = 0;
     CHECK_OK(conv_wg_sparse_flatten(&sp, &g, &flat, &flat_bytes));
-    CHECK(conv_wg_strays_at(&g) % 8 == 0 &&
-          flat_bytes == conv_wg_strays_at(&g) + (size_t)sp.stray_count * 8);
+    CHECK(conv_wg_strays_at(&g) % 16 == 0 &&
+          flat_bytes == conv_wg_strays_at(&g) + (size_t)sp.stray_entries * 8);
     CHECK(memcmp(flat, sp.blocks, conv_wg_stray_ptr_at(&g)) == 0);
     CHECK(memcmp(flat + conv_wg_stray_ptr_at(&g), sp.stray_ptr,
                  ((size_t)sp.block_count + 1) * sizeof *sp.stray_ptr) == 0);
-    CHECK(memcmp(flat + conv_wg_strays_at(&g), sp.strays, (size_t)sp.stray_count * 8) == 0);
+    CHECK(memcmp(flat + conv_wg_strays_at(&g), sp.strays, (size_t)sp.stray_entries * 8) == 0);
     mem_free(flat);
-    CHECK_MSG(misplaced == 0 && wrong == 0 && unordered == 0,
-              "%s at %.2f: %lld strays on a 2:4 value, %lld out of channel order, %lld weights "
-              "wrong", d->label, density, (long long)misplaced, (long long)unordered,
+    CHECK_MSG(misplaced == 0 && wrong == 0 && clashing == 0 && ragged == 0,
+              "%s at %.2f: %lld strays on a 2:4 value, %lld sharing an output channel with "
+              "another of their group, %lld blocks not whole groups, %lld weights wrong",
+              d->label, density, (long long)misplaced, (long long)clashing, (long long)ragged,
               (long long)wrong);
-    printf("%s at density %.2f: %lld nonzeros, %lld strays, read back\n", d->label, density,
-           (long long)nnz, (long long)strays);
+    printf("%s at density %.2f: %lld nonzeros, %lld strays in %lld entries, read back\n",
+           d->label, density, (long long)nnz, (long long)strays, (long long)sp.stray_entries);
     free(f.values);
     free(f.meta);
     conv_wg_sparse_free(&sp);
@@ -272,10 +287,11 @@ int main(void)
     CHECK(conv_wg_smem(&g3s) == 1024 + 2 * (296 * 128 + 41984) + 256 * 65 * 4 + 24);
     conv_wg_name(&g3s, SPF_DTYPE_BF16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convwg_bf16_bn256_r14_i1_s2_sp") == 0, "name %s", name);
-    check_sparse_pack(&layer3, 0.1, 31);
-    check_sparse_pack(&conv_wg_dims[3], 0.5, 32); /* many strays */
+    check_sparse_pack(&layer3, 0.1, 0.1, 31);
+    check_sparse_pack(&layer3, 0.1, 0.95, 34);            /* one busy channel */
+    check_sparse_pack(&conv_wg_dims[3], 0.5, 0.5, 32); /* many strays */
     const conv_dims one = {"1x1, K = 128", 1, 128, 4, 4, 128, 1, 1, 1, 0};
-    check_sparse_pack(&one, 0.3, 33);
+    check_sparse_pack(&one, 0.3, 0.3, 33);
 
     /* refusals, each with its reason */
     const conv_dims strided = {"stride 2", 1, 64, 8, 8, 64, 3, 3, 2, 1};

@@ -282,41 +282,58 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
 /* The epilogue of a tile: the sums (plus bias) by position into shared
  * memory (the accumulators of m64nN: row 16·warp + lane / 4 (+ 8), column
  * 8·(i / 4) + 2·(lane % 4) (+ 1)), added to what is there with ADD (the
- * strays' products), then each thread 8 channels of a position at a time:
- * residual, ReLU, one 16-byte store. Barriers before (the sums may reuse
- * a stage) and after (the next tile's sums). */
+ * strays' products), then each thread 8 channels (tid mod 8) of positions
+ * tid / 8 + 16·k (128 threads): residual, ReLU, one 16-byte store. Barriers before (the
+ * sums may reuse a stage) and after (the next tile's sums).
+ * With one warp a scheduler nothing hides a chain of dependent
+ * instructions, so both loops are unrolled: ADD's reads 32 at a time
+ * before their writes (the compiler keeps a read after every earlier
+ * write it cannot tell apart, so one by one each waited for shared
+ * memory), and the positions' index arithmetic (divisions by the tile's
+ * shape) of all k at once. At 47494d1 the epilogue was a fifth of the
+ * sparse kernel's samples on layer3 (ncu), mostly such waits. */
 template <typename T, int BN, bool ADD = false>
 __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
                                             const wg_args &a, int image0, int oh0, int m0)
 {
     const conv_wg_geom &g = a.g;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int row0 = 16 * warp + lane / 4;
+    const float bias0 = a.bias ? a.bias[m0 + row0] : 0.0f;
+    const float bias8 = a.bias ? a.bias[m0 + row0 + 8] : 0.0f;
+    auto at = [&](int i) { /* accumulator i's place in sums */
+        return (8 * (i / 4) + 2 * (lane % 4) + i % 2) * (CONV_WG_BM + 1) + row0 + 8 * ((i / 2) % 2);
+    };
+    constexpr int RUN = ADD ? 32 : BN / 2;
     __syncthreads();
 #pragma unroll
-    for (int i = 0; i < BN / 2; i++) {
-        const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
-        const int row = 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-        const float v = d[i] + (a.bias ? a.bias[m0 + row] : 0.0f);
-        if constexpr (ADD)
-            sums[col * (CONV_WG_BM + 1) + row] += v;
-        else
-            sums[col * (CONV_WG_BM + 1) + row] = v;
+    for (int i0 = 0; i0 < BN / 2; i0 += RUN) {
+        float before[RUN];
+#pragma unroll
+        for (int i = 0; i < RUN; i++)
+            before[i] = ADD ? sums[at(i0 + i)] : 0.0f;
+#pragma unroll
+        for (int i = 0; i < RUN; i++)
+            sums[at(i0 + i)] = before[i] + d[i0 + i] + ((i0 + i) / 2 % 2 ? bias8 : bias0);
     }
     __syncthreads();
-    for (int u = tid; u < BN * (CONV_WG_BM / 8); u += CONV_WG_THREADS) {
-        const int pos = u / (CONV_WG_BM / 8), group = u % (CONV_WG_BM / 8);
+    constexpr int pass = CONV_WG_THREADS / 8; /* positions the threads store at once */
+    const int group = tid % 8;
+#pragma unroll
+    for (int k = 0; k < BN / pass; k++) {
+        const int pos = tid / 8 + pass * k;
         const int m = pos / (g.halo * g.wp), at_m = pos - m * g.halo * g.wp;
         const int i = at_m / g.wp, j = at_m - i * g.wp, oh = oh0 + i, image = image0 + m;
         if (m >= g.images || image >= g.n || i >= g.rows || j >= g.q || oh >= g.p)
             continue;
-        const int64_t at = (((int64_t)image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
+        const int64_t out_at = (((int64_t)image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
         float v[8];
 #pragma unroll
         for (int e = 0; e < 8; e++)
             v[e] = sums[pos * (CONV_WG_BM + 1) + group * 8 + e];
         if (a.residual) {
             const uint4 raw16 =
-                *reinterpret_cast<const uint4 *>(static_cast<const T *>(a.residual) + at);
+                *reinterpret_cast<const uint4 *>(static_cast<const T *>(a.residual) + out_at);
             const T *r = reinterpret_cast<const T *>(&raw16);
 #pragma unroll
             for (int e = 0; e < 8; e++)
@@ -327,7 +344,7 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
 #pragma unroll
         for (int e = 0; e < 8; e++)
             o[e] = elem<T>::from_float(a.relu ? fmaxf(v[e], 0.0f) : v[e]);
-        *reinterpret_cast<uint4 *>(static_cast<T *>(a.out) + at) = packed;
+        *reinterpret_cast<uint4 *>(static_cast<T *>(a.out) + out_at) = packed;
     }
     __syncthreads();
 }
@@ -362,10 +379,13 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
             e[t] = meta[(t * 4 + warp) * 32 + lane];
         }
     wgmma_fence();
+    int r = 0, s = 0; /* tap t's (r, s), without dividing by S */
 #pragma unroll
     for (int t = 0; t < CONV_WG_SP_MAX_TAPS; t++)
         if (t < taps) {
-            const uint8_t *bt = b + conv_wg_row(&g, 0, t / g.s, t % g.s) * CONV_WG_ROW;
+            const uint8_t *bt = b + conv_wg_row(&g, 0, r, s) * CONV_WG_ROW;
+            if (++s == g.s)
+                s = 0, r++;
             wgmma_sp<BN, 0, 0>(d, a0[t], wg_desc(bt), e[t], 1, T());
             wgmma_sp<BN, 1, 0>(d, a1[t], wg_desc(bt + 64), e[t], 1, T());
         }
@@ -376,64 +396,71 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
  * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
  * for the positions p of this thread (p ≡ thread mod 128, so no two
  * threads write one sum), B read from the stage through its 128-byte
- * swizzle (the 16-byte piece of a row XOR the row mod 8). A block's
- * strays come by output channel (conv_wg_sparse_pack), so a channel's are
- * summed in registers and its sums written once. The entries come from
- * global memory CONV_WG_STRAY_BATCH at a time, their loads issued
- * together. */
-enum { CONV_WG_STRAY_BATCH = 8 }; /* stray entries loaded at once */
-
+ * swizzle (the 16-byte piece of a row XOR the row mod 8, the same for all
+ * of a thread's positions). A group's entries are of distinct output
+ * channels (conv_wg.h), so its inputs and sums are all read before any
+ * sum is written: two waits for shared memory a group, not two a stray. */
 template <typename T, int BN>
 __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at)
 {
     constexpr int per = (BN + CONV_WG_THREADS - 1) / CONV_WG_THREADS; /* positions a thread */
+    constexpr int G8 = CONV_WG_STRAY_GROUP;
     const int32_t *stray_ptr =
         reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
-    const uint2 *strays = reinterpret_cast<const uint2 *>(a.sparse + conv_wg_strays_at(&a.g));
-    const int end = stray_ptr[at + 1];
-    float run[per];
-    int channel = -1; /* whose strays run holds */
-    auto flush = [&]() {
+    const uint4 *halves = reinterpret_cast<const uint4 *>(a.sparse + conv_wg_strays_at(&a.g));
+    const int tid = threadIdx.x;
+    if (BN < CONV_WG_THREADS && tid >= BN) /* past the stage's rows */
+        return;
+    float *mine = sums + tid * (CONV_WG_BM + 1);
+    const int end = stray_ptr[at + 1] / 2; /* in 16-byte halves of entries */
+    for (int h = stray_ptr[at] / 2; h < end; h += G8 / 2) {
+        uint32_t key[G8];
+        float v[G8];
 #pragma unroll
-        for (int k = 0; k < per; k++) {
-            const int p = threadIdx.x + k * CONV_WG_THREADS;
-            if (channel >= 0 && p < BN)
-                sums[p * (CONV_WG_BM + 1) + channel] += run[k];
-            run[k] = 0.0f;
+        for (int j = 0; j < G8 / 2; j++) {
+            const uint4 two = __ldg(halves + h + j);
+            key[2 * j] = two.x, v[2 * j] = __uint_as_float(two.y);
+            key[2 * j + 1] = two.z, v[2 * j + 1] = __uint_as_float(two.w);
         }
-    };
-    flush();
-    for (int i0 = stray_ptr[at]; i0 < end; i0 += CONV_WG_STRAY_BATCH) {
-        uint2 batch[CONV_WG_STRAY_BATCH];
+        float x[G8][per], sum[G8][per];
 #pragma unroll
-        for (int j = 0; j < CONV_WG_STRAY_BATCH; j++)
-            if (i0 + j < end)
-                batch[j] = __ldg(strays + i0 + j);
+        for (int j = 0; j < G8; j++) {
+            const int q = tid + (int)(key[j] >> 12);
+            const uint8_t *row = b + q * CONV_WG_ROW + 2 * ((key[j] >> 6) & 7) +
+                                 ((((key[j] >> 9) ^ q) & 7) << 4);
 #pragma unroll
-        for (int j = 0; j < CONV_WG_STRAY_BATCH; j++) {
-            if (i0 + j >= end)
-                break;
-            const uint32_t key = batch[j].x;
-            const int m = key & 63, piece = (key >> 9) & 7, in_piece = 2 * ((key >> 6) & 7);
-            const int shift = key >> 12;
-            const float v = __uint_as_float(batch[j].y);
-            if (m != channel) { /* the same for every thread */
-                flush();
-                channel = m;
-            }
-#pragma unroll
-            for (int k = 0; k < per; k++) {
-                const int p = threadIdx.x + k * CONV_WG_THREADS;
-                if (BN < CONV_WG_THREADS && p >= BN) /* past the stage's rows */
-                    continue;
-                const int q = p + shift;
-                const T x = *reinterpret_cast<const T *>(b + q * CONV_WG_ROW +
-                                                         ((piece ^ (q & 7)) * 16) + in_piece);
-                run[k] += v * elem<T>::to_float(x);
-            }
+            for (int k = 0; k < per; k++)
+                x[j][k] = elem<T>::to_float(
+                    *reinterpret_cast<const T *>(row + k * CONV_WG_THREADS * CONV_WG_ROW));
         }
+#pragma unroll
+        for (int j = 0; j < G8; j++)
+#pragma unroll
+            for (int k = 0; k < per; k++)
+                sum[j][k] = mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)];
+#pragma unroll
+        for (int j = 0; j < G8; j++)
+#pragma unroll
+            for (int k = 0; k < per; k++)
+                mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)] =
+                    fmaf(v[j], x[j][k], sum[j][k]);
     }
-    flush();
+}
+
+/* Every chunk's stray entries of the block's output channels (blocks
+ * `first`.. of `count`, contiguous) into L1 at the start, a 128-byte line
+ * a thread at a time: else each group's loads, all four warps' at once,
+ * wait on L2 (a few KB a block: ~45-70 strays a chunk at 0.9). */
+__device__ __forceinline__ void wg_strays_prefetch(const wg_args &a, int first, int count)
+{
+    const int32_t *stray_ptr =
+        reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
+    const uint8_t *strays = a.sparse + conv_wg_strays_at(&a.g);
+    const uintptr_t from =
+        reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first] * 8) / 128 * 128;
+    const uintptr_t to = reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first + count] * 8);
+    for (uintptr_t at = from + threadIdx.x * 128; at < to; at += CONV_WG_THREADS * 128)
+        asm volatile("prefetch.global.L1 [%0];\n" ::"l"(at));
 }
 
 /* One tile a block, each stage bringing its chunk's input and weights:
@@ -486,14 +513,16 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     if (tid == 0)
         for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
             issue(ch, ch);
+    if constexpr (SPARSE)
+        wg_strays_prefetch(a, (int)blockIdx.y * g.chunks, g.chunks);
 
     float d[BN / 2];
 #pragma unroll
     for (int i = 0; i < BN / 2; i++)
         d[i] = 0.0f;
+    int st = 0, phase = 0; /* chunk ch's stage ch mod stages, its phase */
     for (int ch = 0; ch < g.chunks; ch++) {
-        const int st = ch % g.stages;
-        bar_wait(&full[st], (ch / g.stages) & 1);
+        bar_wait(&full[st], phase);
         const uint8_t *b = smem + st * stage_bytes;
         if constexpr (SPARSE) {
             wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
@@ -507,6 +536,8 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
             if (tid == 0)
                 issue(ch + g.stages, st);
         }
+        if (++st == g.stages)
+            st = 0, phase ^= 1;
     }
     wg_epilogue<T, BN, SPARSE>(d, sums, a, image0, oh0, m0);
 }
