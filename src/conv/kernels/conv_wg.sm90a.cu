@@ -231,7 +231,7 @@ __device__ __forceinline__ void wg_zero_slack(uint8_t *b, const conv_wg_geom &g)
     const int box_rows = g.images * g.halo * g.wp;
     uint4 *slack = reinterpret_cast<uint4 *>(b + box_rows * CONV_WG_ROW);
     for (int u = threadIdx.x; u < (g.stage_rows - box_rows) * (CONV_WG_ROW / 16);
-         u += CONV_WG_THREADS)
+         u += blockDim.x)
         slack[u] = make_uint4(0, 0, 0, 0);
 }
 
@@ -282,8 +282,9 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
 /* The epilogue of a tile: the sums (plus bias) by position into shared
  * memory (the accumulators of m64nN: row 16·warp + lane / 4 (+ 8), column
  * 8·(i / 4) + 2·(lane % 4) (+ 1)), added to what is there with ADD (the
- * strays' products), then each thread 8 channels (tid mod 8) of positions
- * tid / 8 + 16·k (128 threads): residual, ReLU, one 16-byte store. Barriers before (the
+ * strays' products), then each thread of the block (THREADS) 8 channels
+ * (tid mod 8) of positions tid / 8 + THREADS / 8 · k: residual, ReLU, one
+ * 16-byte store. Barriers before (the
  * sums may reuse a stage) and after (the next tile's sums).
  * With one warp a scheduler nothing hides a chain of dependent
  * instructions, so both loops are unrolled: ADD's reads 32 at a time
@@ -292,22 +293,23 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
  * memory), and the positions' index arithmetic (divisions by the tile's
  * shape) of all k at once. At 47494d1 the epilogue was a fifth of the
  * sparse kernel's samples on layer3 (ncu), mostly such waits. */
-template <typename T, int BN, bool ADD = false>
+template <typename T, int BN, bool ADD = false, int THREADS = CONV_WG_THREADS>
 __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
                                             const wg_args &a, int image0, int oh0, int m0)
 {
     const conv_wg_geom &g = a.g;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int row0 = 16 * warp + lane / 4;
-    const float bias0 = a.bias ? a.bias[m0 + row0] : 0.0f;
-    const float bias8 = a.bias ? a.bias[m0 + row0 + 8] : 0.0f;
+    const bool mma = tid < CONV_WG_THREADS; /* the warpgroup that holds d */
+    const float bias0 = a.bias && mma ? a.bias[m0 + row0] : 0.0f;
+    const float bias8 = a.bias && mma ? a.bias[m0 + row0 + 8] : 0.0f;
     auto at = [&](int i) { /* accumulator i's place in sums */
         return (8 * (i / 4) + 2 * (lane % 4) + i % 2) * (CONV_WG_BM + 1) + row0 + 8 * ((i / 2) % 2);
     };
     constexpr int RUN = ADD ? 32 : BN / 2;
     __syncthreads();
 #pragma unroll
-    for (int i0 = 0; i0 < BN / 2; i0 += RUN) {
+    for (int i0 = 0; i0 < BN / 2 && mma; i0 += RUN) {
         float before[RUN];
 #pragma unroll
         for (int i = 0; i < RUN; i++)
@@ -317,7 +319,7 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
             sums[at(i0 + i)] = before[i] + d[i0 + i] + ((i0 + i) / 2 % 2 ? bias8 : bias0);
     }
     __syncthreads();
-    constexpr int pass = CONV_WG_THREADS / 8; /* positions the threads store at once */
+    constexpr int pass = THREADS / 8; /* positions the threads store at once */
     const int group = tid % 8;
 #pragma unroll
     for (int k = 0; k < BN / pass; k++) {
@@ -394,21 +396,21 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
 
 /* The strays of block `at` (output channel m, channel c, the tap's stage
  * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
- * for the positions p of this thread (p ≡ thread mod 128, so no two
- * threads write one sum), B read from the stage through its 128-byte
+ * for the positions p of thread t of the strays' warpgroup (p ≡ t mod
+ * 128, so no two threads write one sum), B read from the stage through its 128-byte
  * swizzle (the 16-byte piece of a row XOR the row mod 8, the same for all
  * of a thread's positions). A group's entries are of distinct output
  * channels (conv_wg.h), so its inputs and sums are all read before any
  * sum is written: two waits for shared memory a group, not two a stray. */
 template <typename T, int BN>
-__device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at)
+__device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at,
+                                          int tid)
 {
     constexpr int per = (BN + CONV_WG_THREADS - 1) / CONV_WG_THREADS; /* positions a thread */
     constexpr int G8 = CONV_WG_STRAY_GROUP;
     const int32_t *stray_ptr =
         reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
     const uint4 *halves = reinterpret_cast<const uint4 *>(a.sparse + conv_wg_strays_at(&a.g));
-    const int tid = threadIdx.x;
     if (BN < CONV_WG_THREADS && tid >= BN) /* past the stage's rows */
         return;
     float *mine = sums + tid * (CONV_WG_BM + 1);
@@ -449,9 +451,10 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
 
 /* Every chunk's stray entries of the block's output channels (blocks
  * `first`.. of `count`, contiguous) into L1 at the start, a 128-byte line
- * a thread at a time: else each group's loads, all four warps' at once,
- * wait on L2 (a few KB a block: ~45-70 strays a chunk at 0.9). */
-__device__ __forceinline__ void wg_strays_prefetch(const wg_args &a, int first, int count)
+ * a thread (t of the strays' warpgroup) at a time: else each group's
+ * loads, all four warps' at once, wait on L2 (a few KB a block: ~45-70
+ * strays a chunk at 0.9). */
+__device__ __forceinline__ void wg_strays_prefetch(const wg_args &a, int first, int count, int t)
 {
     const int32_t *stray_ptr =
         reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
@@ -459,15 +462,18 @@ __device__ __forceinline__ void wg_strays_prefetch(const wg_args &a, int first, 
     const uintptr_t from =
         reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first] * 8) / 128 * 128;
     const uintptr_t to = reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first + count] * 8);
-    for (uintptr_t at = from + threadIdx.x * 128; at < to; at += CONV_WG_THREADS * 128)
+    for (uintptr_t at = from + t * 128; at < to; at += CONV_WG_THREADS * 128)
         asm volatile("prefetch.global.L1 [%0];\n" ::"l"(at));
 }
 
 /* One tile a block, each stage bringing its chunk's input and weights:
- * dense boxes, or (SPARSE) the chunk's sparse block, whose strays the
- * CUDA cores add from the same stage while its wgmma.sp run. */
+ * dense boxes, or (SPARSE) the chunk's sparse block, whose strays a second
+ * warpgroup adds from the same stage while the first issues its wgmma.sp
+ * and waits for them. One warpgroup doing both took the sum of the two
+ * (ncu at 47494d1: 39 % of the samples the strays, 27 % the chunk's
+ * fragments and wgmma.sp, one warp a scheduler). */
 template <typename T, int BN, bool SPARSE>
-__global__ void __launch_bounds__(CONV_WG_THREADS, 1)
+__global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS, 1)
     conv_wg_kernel(const __grid_constant__ CUtensorMap in_map,
                    const __grid_constant__ CUtensorMap w_map, const wg_args a)
 {
@@ -494,7 +500,7 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     for (int st = 0; st < g.stages; st++)
         wg_zero_slack(smem + st * stage_bytes, g);
     if constexpr (SPARSE)
-        for (int u = tid; u < BN * (CONV_WG_BM + 1); u += CONV_WG_THREADS)
+        for (int u = tid; u < BN * (CONV_WG_BM + 1); u += CONV_WG_SP_THREADS)
             sums[u] = 0.0f;
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
@@ -513,8 +519,9 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     if (tid == 0)
         for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
             issue(ch, ch);
-    if constexpr (SPARSE)
-        wg_strays_prefetch(a, (int)blockIdx.y * g.chunks, g.chunks);
+    const bool mma = tid < CONV_WG_THREADS; /* else (SPARSE) the strays' warpgroup */
+    if (SPARSE && !mma)
+        wg_strays_prefetch(a, (int)blockIdx.y * g.chunks, g.chunks, tid - CONV_WG_THREADS);
 
     float d[BN / 2];
 #pragma unroll
@@ -525,9 +532,13 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
         bar_wait(&full[st], phase);
         const uint8_t *b = smem + st * stage_bytes;
         if constexpr (SPARSE) {
-            wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
-            wg_strays<T, BN>(sums, b, a, (int)blockIdx.y * g.chunks + ch);
-            wgmma_wait<0>();
+            if (mma) {
+                wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
+                wgmma_wait<0>();
+            } else {
+                wg_strays<T, BN>(sums, b, a, (int)blockIdx.y * g.chunks + ch,
+                                 tid - CONV_WG_THREADS);
+            }
         } else {
             wg_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
         }
@@ -539,7 +550,8 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
         if (++st == g.stages)
             st = 0, phase ^= 1;
     }
-    wg_epilogue<T, BN, SPARSE>(d, sums, a, image0, oh0, m0);
+    wg_epilogue<T, BN, SPARSE, SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS>(d, sums, a, image0,
+                                                                             oh0, m0);
 }
 
 /* The weights resident: a block loads every chunk's once, then walks the
@@ -624,7 +636,8 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
     const size_t smem = conv_wg_smem(&g);
     const void *k = reinterpret_cast<const void *>(kernel);
     int blocks = 1, device = 0, sms = 1;
-    spf_status status = smem_occupancy(k, CONV_WG_THREADS, smem, &blocks);
+    const int threads = g.weights == CONV_WG_SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS;
+    spf_status status = smem_occupancy(k, threads, smem, &blocks);
     if (status == SPF_OK)
         status = CUDA_CHECK(cudaGetDevice(&device));
     if (status == SPF_OK)
@@ -642,7 +655,7 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
         along = held < along ? held : along;
     }
     const dim3 grid((unsigned)along, (unsigned)channel_tiles);
-    kernel<<<grid, CONV_WG_THREADS, smem, stream>>>(in_map, x->w_map, a);
+    kernel<<<grid, threads, smem, stream>>>(in_map, x->w_map, a);
     return CUDA_CHECK(cudaGetLastError());
 }
 
