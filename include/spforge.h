@@ -757,7 +757,11 @@ SPF_API spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_con
  *   residual: an output-shaped tensor of the plan's dtype (desc.residual),
  *             else NULL
  * Device buffers, or host buffers for a host plan (info.host). output must
- * not overlap input, bias or residual: SPF_ERR_INVALID_ARGUMENT. Neither
+ * not overlap input, bias or residual: SPF_ERR_INVALID_ARGUMENT. Plans on
+ * the DENSE path, and IMPLICIT plans on the warpgroup kernel
+ * (info.spmm.kernel_name "convwg_..."), take input, output and residual
+ * 16-byte aligned (cudaMalloc and torch give 256): SPF_ERR_UNSUPPORTED
+ * naming the buffer otherwise, before any launch. Neither
  * allocates nor synchronizes; an IM2COL plan's workspace is its own, so
  * one plan runs one execute at a time (launch it on one stream, or make a
  * plan per stream). */

@@ -10,8 +10,9 @@
  * a multiple of 8, f16 and bf16; else the explicit path), dense cuDNN's convolution where cuDNN loads
  * (the whole batch at once, bias, residual and ReLU after), the others the
  * explicit path; AUTO times every path it built and keeps the fastest. A
- * strategy refusing a case is counted, not failed. Skips visibly (exit 77)
- * without a device.
+ * strategy refusing a case is counted, not failed. Plans on cuDNN's path
+ * or the warpgroup kernel must refuse an input or output off a 16-byte
+ * boundary. Skips visibly (exit 77) without a device.
  *
  * `test_conv --quick`: auto, generic, unrolled and tc only (the
  * compute-sanitizer run of the device scripts). */
@@ -19,13 +20,51 @@
 
 #include "gpu/host_run.h"
 
+#ifdef SPF_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 static const spf_strategy strategies[] = {SPF_STRATEGY_AUTO,   SPF_STRATEGY_GENERIC,
                                           SPF_STRATEGY_UNROLLED, SPF_STRATEGY_TC,
                                           SPF_STRATEGY_TCFRAG, SPF_STRATEGY_PANEL,
                                           SPF_STRATEGY_DENSE};
 static const spf_dtype dtypes[] = {SPF_DTYPE_F32, SPF_DTYPE_F16, SPF_DTYPE_BF16};
 
-static int runs, refused, dense_paths;
+static int runs, refused, dense_paths, misaligned_refused;
+
+#ifdef SPF_HAVE_CUDA
+/* A plan on cuDNN's path or the warpgroup kernel given an output (then an
+ * input) one element off a 16-byte boundary: SPF_ERR_UNSUPPORTED naming
+ * it, before any launch (the buffers are never read). */
+static void check_misaligned(const spf_conv_plan *plan, const conv_case *t,
+                             const spf_conv_info *info, spf_dtype dtype, int bias)
+{
+    if (info->path != SPF_CONV_DENSE && strncmp(info->spmm.kernel_name, "convwg_", 7) != 0)
+        return;
+    const size_t es = dtype_size(dtype);
+    void *in = NULL, *out = NULL, *res = NULL;
+    float *b = NULL;
+    CUDA_OK(cudaMalloc(&in, (size_t)(t->in_count + 8) * es));
+    CUDA_OK(cudaMalloc(&out, (size_t)(t->out_count + 8) * es));
+    CUDA_OK(cudaMalloc(&res, (size_t)(t->out_count + 8) * es));
+    CUDA_OK(cudaMalloc((void **)&b, (size_t)(t->k + 1) * sizeof(float)));
+    const void *r = t->residual ? res : NULL;
+    const float *bias_arg = bias ? b : NULL;
+    CHECK_STATUS(spf_conv_plan_execute(plan, in, (char *)out + es, bias_arg, r, NULL),
+                 SPF_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(spf_last_error(), "the output is at") != NULL, "misaligned output: %s",
+              spf_last_error());
+    CHECK_STATUS(spf_conv_plan_execute(plan, (char *)in + es, out, bias_arg, r, NULL),
+                 SPF_ERR_UNSUPPORTED);
+    CHECK_MSG(strstr(spf_last_error(), "the input is at") != NULL, "misaligned input: %s",
+              spf_last_error());
+    misaligned_refused++;
+    cudaFree(in);
+    cudaFree(out);
+    cudaFree(res);
+    cudaFree(b);
+}
+#endif
 
 static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy strategy,
                       spf_dtype dtype, int variant, uint64_t seed)
@@ -136,6 +175,9 @@ static void check_one(const conv_dims *d, spf_conv_layout layout, spf_strategy s
                       "%s dense: %d launches, kernel %s", d->label, info.launches,
                       info.spmm.kernel_name);
         dense_paths += info.path == SPF_CONV_DENSE;
+#ifdef SPF_HAVE_CUDA
+        check_misaligned(plan, &t, &info, dtype, bias);
+#endif
         runs++;
     }
     spf_conv_plan_free(plan);
@@ -164,6 +206,7 @@ int main(int argc, char **argv)
                               dtypes[di], (int)(seed / 8 % 8), seed);
                 }
     printf("%d conv plans run and checked, %d refused by their strategy, %d on cuDNN's dense "
-           "path\n", runs, refused, dense_paths);
+           "path (%d refusing a misaligned input and output)\n", runs, refused, dense_paths,
+           misaligned_refused);
     return check_report();
 }

@@ -680,7 +680,7 @@ extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out
     const conv_wg_geom &g = x->geom;
     if ((uintptr_t)out % 16 != 0 || (residual && (uintptr_t)residual % 16 != 0))
         return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: the output and residual must be 16-byte "
-                    "aligned (16-byte stores)");
+                    "aligned (16-byte stores; got %p and %p)", out, residual);
     CUtensorMap in_map;
     const int64_t nhwc[4] = {g.n, g.h, g.w, g.c};
     const spf_status status =
