@@ -12,7 +12,7 @@ breaks 2:4; its nonzeros past two are strays, and a row with a stray is
 outside the pattern (src/strategy/structured/sp_pattern.h, which takes
 strays while at most a sixteenth of the rows are outside).
 
-    python3 scripts/rn50_24_strays.py --data data --sparsity 0.8,0.9,0.95
+    python3 scripts/rn50_24_strays.py --data data --sparsity 0.8,0.9,0.95 [--entries]
 
 Needs only the standard library. Prints a line a layer and a total a
 sparsity."""
@@ -48,10 +48,48 @@ def strays_of(rows, offsets, columns):
     return broken, strays, outside
 
 
+def stray_entries(rows, cols, offsets, columns, chunk=64, block_rows=64, group=8):
+    """The sparse warpgroup conv kernel's stray entries (src/conv/conv_wg.h)
+    for a 3x3 layer's weights (DLMC's (r, s, c) columns, C = cols / 9): a
+    block is 64 output by 64 input channels of every tap, its strays in
+    groups of 8. {layout: (entries, the most of one row of blocks)}, the
+    second what the slowest block walks through:
+      "distinct": groups of distinct output channels, as many as the count
+                  and the busiest channel need (47494d1-4060fd5);
+      "runs":     groups by output channel with run marks, only the last
+                  group filled out."""
+    c_in = cols // 9
+    chunks = c_in // chunk
+    count = {}  # (block, output channel in it) -> strays
+    for r in range(rows):
+        runs = {}
+        for c in columns[offsets[r]:offsets[r + 1]]:
+            runs.setdefault(c // 4, []).append(c)
+        for cs in runs.values():
+            for c in cs[2:]:  # which of a run are strays moves no count
+                key = (r // block_rows * chunks + c % c_in // chunk, r % block_rows)
+                count[key] = count.get(key, 0) + 1
+    blocks = (rows + block_rows - 1) // block_rows * chunks
+    n, most = [0] * blocks, [0] * blocks
+    for (b, _), k in count.items():
+        n[b] += k
+        most[b] = max(most[b], k)
+    out = {}
+    for layout in ("distinct", "runs"):
+        per = [group * max(-(-n[b] // group), most[b] if layout == "distinct" else 0)
+               for b in range(blocks)]
+        worst = max(sum(per[mb * chunks:(mb + 1) * chunks]) for mb in range(blocks // chunks))
+        out[layout] = (sum(per), worst)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default="data", help="the extracted data folder (data/dlmc/rn50)")
     ap.add_argument("--sparsity", default="0.8,0.9,0.95", help="comma-separated")
+    ap.add_argument("--entries", action="store_true",
+                    help="also the sparse warpgroup kernel's stray entries a layer "
+                         "(C and K multiples of 64)")
     a = ap.parse_args()
     for sparsity in a.sparsity.split(","):
         folder = os.path.join(a.data, "dlmc", "rn50", "magnitude_pruning", sparsity)
@@ -69,6 +107,10 @@ def main():
             print(f"{sparsity} {os.path.basename(path):52s} {rows:4d}x{cols:<5d} "
                   f"groups broken {broken / layer[0]:.4%}, strays {strays:5d} "
                   f"({strays / layer[2]:.2%} of nonzeros), rows outside {outside / rows:.1%}")
+            if a.entries and cols // 9 % 64 == 0 and rows % 64 == 0:
+                e = stray_entries(rows, cols, offsets, columns)
+                print(f"    stray entries: distinct {e['distinct'][0]} (a block row at most "
+                      f"{e['distinct'][1]}), runs {e['runs'][0]} ({e['runs'][1]})")
         groups, broken, nnz, strays, rows, outside = total
         print(f"{sparsity} total: {groups} groups, {broken / groups:.4%} broken; {strays} strays, "
               f"{strays / nnz:.2%} of {nnz} nonzeros; {outside / rows:.1%} of {rows} rows outside")

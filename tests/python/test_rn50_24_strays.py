@@ -1,7 +1,8 @@
 """scripts/rn50_24_strays.py (how far 3x3 weights are from 2:4 along the
 implicit im2col's reduction) on hand-made rows: the groups that break 2:4,
-the strays past two nonzeros a group, the rows outside; and a .smtx file
-whose counts disagree refused. Needs neither the library nor a GPU."""
+the strays past two nonzeros a group, the rows outside, the sparse
+warpgroup kernel's stray entries; and a .smtx file whose counts disagree
+refused. Needs neither the library nor a GPU."""
 
 import os
 import sys
@@ -25,6 +26,18 @@ class StraysTests(unittest.TestCase):
             offsets.append(len(columns))
         broken, strays, outside = rn50_24_strays.strays_of(len(rows), offsets, columns)
         self.assertEqual((broken, strays, outside), (2, 3, 2))
+
+    def test_stray_entries_by_hand(self):
+        # one block (64 x 64 channels, 9 taps): row 0 with 4 strays (two
+        # full runs of four), row 1 with 1, the rest empty: groups of
+        # distinct output channels need 4 (32 entries), runs 1 (8)
+        rows = [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9, 10]] + [[]] * 62
+        offsets, columns = [0], []
+        for r in rows:
+            columns += r
+            offsets.append(len(columns))
+        got = rn50_24_strays.stray_entries(len(rows), 9 * 64, offsets, columns)
+        self.assertEqual(got, {"distinct": (32, 32), "runs": (8, 8)})
 
     def test_read_checks_counts(self):
         with tempfile.TemporaryDirectory() as d:
