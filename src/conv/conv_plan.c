@@ -2,8 +2,9 @@
  * the columns of its im2col. 1×1 stride-1 convolutions need no gather (the
  * input is B: NHWC is N·H·W × C, n_first; an NCHW image is C × H·W,
  * n_last); the others gather the im2col into the plan's workspace first
- * (conv_gather.h; NHWC's with the weights' columns in (r, s, c) order). NHWC runs one launch for the batch and writes the
- * output as SpMM's C n_first; NCHW one launch per image, C n_last, since
+ * (conv_gather.h; NHWC's with the weights' columns in (r, s, c) order).
+ * NHWC runs one launch for the batch and writes the output as SpMM's C
+ * n_first; NCHW one launch per image, C n_last, since
  * K_out × N·P·Q is not NCHW's order. The residual add follows the SpMM,
  * with the ReLU moved after it. The IMPLICIT path (conv_implicit.h,
  * conv_select.c) reads the input in its kernel instead; the window kernel
@@ -137,7 +138,8 @@ static spf_status explicit_create(spf_conv_plan *p, const spf_matrix *w,
     p->info.host = pi.strategy == SPF_STRATEGY_CPU;
     if (direct)
         return SPF_OK;
-    const int64_t gathered = spf_matrix_cols(w) * (int64_t)p->gather.cols; /* < 2^63: conv_shape_check */
+    /* < 2^63: conv_shape_check */
+    const int64_t gathered = spf_matrix_cols(w) * (int64_t)p->gather.cols;
     if (gathered > INT64_MAX / (int64_t)p->elem)
         return FAIL(SPF_ERR_UNSUPPORTED, "conv: an im2col of %lld elements passes 2^63 bytes",
                     (long long)gathered);

@@ -125,7 +125,8 @@ static void pack_blocks(const sp_format *f, const conv_wg_geom *g, uint8_t *bloc
                     const int at = t * 4 + w;
                     memcpy(dst + (size_t)at * (CONV_WG_SP_VALUES / 4), f->values + tp * 2 * 32 * 4,
                            CONV_WG_SP_VALUES / 4);
-                    memcpy(dst + (size_t)taps * CONV_WG_SP_VALUES + (size_t)at * (CONV_WG_SP_META / 4),
+                    memcpy(dst + (size_t)taps * CONV_WG_SP_VALUES +
+                               (size_t)at * (CONV_WG_SP_META / 4),
                            f->meta + tp * 32, CONV_WG_SP_META / 4);
                 }
         }

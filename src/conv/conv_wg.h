@@ -146,7 +146,8 @@ CONV_HD size_t conv_wg_sparse_block(const conv_wg_geom *g)
  * resident; each part a whole number of swizzle atoms. */
 CONV_HD size_t conv_wg_stage_bytes(const conv_wg_geom *g)
 {
-    return (size_t)g->stage_rows * CONV_WG_ROW + (g->weights == CONV_WG_RESIDENT ? 0 : conv_wg_chunk_weights(g));
+    return (size_t)g->stage_rows * CONV_WG_ROW +
+           (g->weights == CONV_WG_RESIDENT ? 0 : conv_wg_chunk_weights(g));
 }
 
 /* Bytes of the epilogue's sums: bn positions of BM + 1 floats (the extra
