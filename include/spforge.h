@@ -758,10 +758,10 @@ SPF_API spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_con
  *             else NULL
  * Device buffers, or host buffers for a host plan (info.host). output must
  * not overlap input, bias or residual: SPF_ERR_INVALID_ARGUMENT. Plans on
- * the DENSE path, and IMPLICIT plans on the warpgroup kernel
- * (info.spmm.kernel_name "convwg_..."), take input, output and residual
- * 16-byte aligned (cudaMalloc and torch give 256): SPF_ERR_UNSUPPORTED
- * naming the buffer otherwise, before any launch. Neither
+ * the DENSE path take input and output 16-byte aligned, IMPLICIT plans on
+ * the warpgroup kernel (info.spmm.kernel_name "convwg_...") input, output
+ * and residual (cudaMalloc and torch give 256): SPF_ERR_UNSUPPORTED naming
+ * the buffer otherwise, before any launch. Neither
  * allocates nor synchronizes; an IM2COL plan's workspace is its own, so
  * one plan runs one execute at a time (launch it on one stream, or make a
  * plan per stream). */

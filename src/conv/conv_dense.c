@@ -412,8 +412,10 @@ spf_status conv_dense_run(const conv_dense *d, const void *in, void *out, const 
                           const void *residual, void *stream)
 {
     if ((uintptr_t)in % ALIGNMENT || (uintptr_t)out % ALIGNMENT)
-        return FAIL(SPF_ERR_UNSUPPORTED, "conv: the dense path's cuDNN plan takes input and "
-                    "output aligned to %d bytes (got %p and %p)", ALIGNMENT, in, out);
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv: the dense path's cuDNN plan takes its input and "
+                    "output aligned to %d bytes, and the %s is at %p", ALIGNMENT,
+                    (uintptr_t)in % ALIGNMENT ? "input" : "output",
+                    (uintptr_t)in % ALIGNMENT ? in : (const void *)out);
     spf_status status = execute(d, d->plan, in, out, d->workspace, stream);
     if (status == SPF_OK && (bias || residual || d->relu))
         status = elementwise_epilogue(d->dtype, out, bias, d->channels, d->inner, residual,

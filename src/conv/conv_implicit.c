@@ -355,11 +355,6 @@ int conv_implicit_fuses_residual(const conv_implicit *x)
            x->kind == CONV_IMPLICIT_WG;
 }
 
-int conv_implicit_aligned16(const conv_implicit *x)
-{
-    return x->kind == CONV_IMPLICIT_WG;
-}
-
 spf_status conv_implicit_launch(const conv_implicit *x, const void *in, void *out,
                                 const float *bias, const void *residual, void *stream)
 {
@@ -450,12 +445,6 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
 }
 
 int conv_implicit_fuses_residual(const conv_implicit *x)
-{
-    (void)x;
-    return 0;
-}
-
-int conv_implicit_aligned16(const conv_implicit *x)
 {
     (void)x;
     return 0;

@@ -91,11 +91,6 @@ spf_status conv_implicit_create(const spf_matrix *w, const conv_gather *g,
  * tensor-core kernels do; after the generic one the plan adds it). */
 int conv_implicit_fuses_residual(const conv_implicit *x);
 
-/* Whether its launches take the input, output and residual 16-byte
- * aligned: the warpgroup kernel's (the copy engine's boxes, 16-byte
- * stores); the others read and write any element's address. */
-int conv_implicit_aligned16(const conv_implicit *x);
-
 /* One launch over a launch's input (an NCHW image, or the NHWC batch):
  * out = w·im2col(in) (+bias) (+residual: only where the kernel fuses it,
  * else NULL) (ReLU), on stream. */

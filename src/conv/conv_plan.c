@@ -19,7 +19,6 @@
 #include "strategy/strategy.h"
 
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -370,29 +369,6 @@ fail:
     return status;
 }
 
-/* The DENSE path (cuDNN's plan, made for 16-byte aligned tensors) and
- * the warpgroup kernel take the input, output and residual 16-byte
- * aligned: one error naming the first that is not, before any launch. */
-static spf_status check_aligned16(const spf_conv_plan *plan, const void *input,
-                                  const void *output, const void *residual)
-{
-    const spf_conv_path path = plan->info.path;
-    const int needs = path == SPF_CONV_DENSE ||
-                      (path == SPF_CONV_IMPLICIT && conv_implicit_aligned16(plan->implicit));
-    const char *names[3] = {"input", "output", "residual"};
-    const void *ptrs[3] = {input, output, residual};
-    for (int i = 0; needs && i < 3; i++)
-        if (ptrs[i] && (uintptr_t)ptrs[i] % 16 != 0)
-            return FAIL(SPF_ERR_UNSUPPORTED,
-                        "conv: this plan's %s path (%s) takes its input, output and residual "
-                        "16-byte aligned, and the %s is at %p (cudaMalloc and torch give 256; "
-                        "copy a view that starts off such an address)",
-                        spf_conv_path_name(path),
-                        path == SPF_CONV_DENSE ? "cuDNN" : "the warpgroup kernel", names[i],
-                        ptrs[i]);
-    return SPF_OK;
-}
-
 spf_status spf_conv_plan_execute(const spf_conv_plan *plan, const void *input, void *output,
                                  const float *bias, const void *residual, void *stream)
 {
@@ -407,7 +383,6 @@ spf_status spf_conv_plan_execute(const spf_conv_plan *plan, const void *input, v
                         bias, (uint64_t)plan->bias_count * sizeof(float)));
     if (residual)
         TRY(output_disjoint(__func__, output, out_bytes, residual, out_bytes, NULL, 0));
-    TRY(check_aligned16(plan, input, output, residual));
     TRY(conv_run(plan, plan->info.path, input, output, bias, residual, stream));
 fail:
     return status;

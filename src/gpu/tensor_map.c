@@ -79,8 +79,8 @@ spf_status tensor_map_nhwc(CUtensorMap *out, spf_dtype dtype, const void *base,
     CHECK_ARG(channels >= 8 && channels * 2 <= 128 && box_w >= 1 && box_w <= 256 && box_h >= 1 &&
               box_h <= 256 && box_n >= 1 && box_n <= 256);
     if ((uintptr_t)base % 16 != 0 || nhwc[3] % 8 != 0)
-        return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: NHWC input at %p with %lld channels: the "
-                    "copy engine wants a 16-byte aligned base and pixel", base,
+        return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: the copy engine wants a 16-byte aligned "
+                    "base and pixel, and the input is at %p with %lld channels", base,
                     (long long)nhwc[3]);
     pthread_once(&encode_once, encode_load);
     if (!encode)

@@ -679,8 +679,10 @@ extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out
     CHECK_ARG(x != NULL && in != NULL && out != NULL);
     const conv_wg_geom &g = x->geom;
     if ((uintptr_t)out % 16 != 0 || (residual && (uintptr_t)residual % 16 != 0))
-        return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: the output and residual must be 16-byte "
-                    "aligned (16-byte stores; got %p and %p)", out, residual);
+        return FAIL(SPF_ERR_UNSUPPORTED, "conv wg: its 16-byte stores take the output and "
+                    "residual 16-byte aligned, and the %s is at %p",
+                    (uintptr_t)out % 16 ? "output" : "residual",
+                    (uintptr_t)out % 16 ? (const void *)out : residual);
     CUtensorMap in_map;
     const int64_t nhwc[4] = {g.n, g.h, g.w, g.c};
     const spf_status status =
