@@ -133,60 +133,38 @@ static void pack_blocks(const sp_format *f, const conv_wg_geom *g, uint8_t *bloc
 }
 
 /* Block b's strays (rows 64·(b / chunks).., channels 64·(b % chunks)..
- * of every tap) in groups of CONV_WG_STRAY_GROUP of distinct output
- * channels (conv_wg.h), from out->stray_ptr[b]. The groups are as few as
- * the count and the busiest channel allow, G = max(⌈n / 8⌉, most of one
- * channel); the strays, the busiest channels' first, go round the groups,
- * so a channel's (at most G, consecutive) land in distinct ones and no
- * group gets more than 8. The rest of a group: zero-valued entries of
- * channels it lacks. */
+ * of every tap) from out->stray_ptr[b], by output channel, in groups of
+ * CONV_WG_STRAY_GROUP (conv_wg.h): each entry but a group's last marked
+ * CONV_WG_STRAY_MORE where the next is of the same output channel, the
+ * last group filled out with zero-valued entries of its last channel. */
 static void pack_block_strays(const spf_matrix *strays, const conv_wg_geom *g, spf_dtype dtype,
                               int64_t b, conv_wg_sparse *out)
 {
     enum { G8 = CONV_WG_STRAY_GROUP };
     const int64_t row0 = b / g->chunks * CONV_WG_BM;
     const int32_t ch = (int32_t)(b % g->chunks);
-    int32_t count[CONV_WG_BM] = {0}, order[CONV_WG_BM];
-    for (int32_t m = 0; m < CONV_WG_BM; m++) {
-        for (int64_t e = strays->row_ptr[row0 + m]; e < strays->row_ptr[row0 + m + 1]; e++)
-            count[m] += strays->col_idx[e] % g->c / CONV_WG_CHUNK == ch;
-        int32_t i = m; /* by count, most first, then by channel */
-        for (; i > 0 && count[order[i - 1]] < count[m]; i--)
-            order[i] = order[i - 1];
-        order[i] = m;
-    }
-    const int64_t groups = (out->stray_ptr[b + 1] - out->stray_ptr[b]) / G8;
+    const int64_t entries = out->stray_ptr[b + 1] - out->stray_ptr[b];
     uint32_t *entry = out->strays + 2 * (int64_t)out->stray_ptr[b];
     int64_t placed = 0;
-    for (int32_t i = 0; i < CONV_WG_BM; i++) {
-        const int32_t m = order[i];
+    for (int32_t m = 0; m < CONV_WG_BM; m++)
         for (int64_t e = strays->row_ptr[row0 + m]; e < strays->row_ptr[row0 + m + 1]; e++) {
             const int32_t col = strays->col_idx[e], t = col / g->c, c = col % g->c;
             if (c / CONV_WG_CHUNK != ch)
                 continue;
-            const int64_t at = placed % groups * G8 + placed / groups;
             float v = strays->values[e];
             dtype_round(dtype, &v, 1);
-            entry[2 * at] = conv_wg_stray_key(m, c % CONV_WG_CHUNK,
-                                              conv_wg_row(g, 0, t / g->s, t % g->s));
-            memcpy(&entry[2 * at + 1], &v, sizeof v);
+            entry[2 * placed] = conv_wg_stray_key(m, c % CONV_WG_CHUNK,
+                                                  conv_wg_row(g, 0, t / g->s, t % g->s));
+            memcpy(&entry[2 * placed + 1], &v, sizeof v);
             placed++;
         }
+    for (int64_t i = placed; i < entries; i++) { /* the fill */
+        entry[2 * i] = conv_wg_stray_key((int32_t)(entry[2 * (placed - 1)] & 63), 0, 0);
+        entry[2 * i + 1] = 0; /* +0.0f */
     }
-    for (int64_t gi = 0; gi < groups; gi++) { /* the padding */
-        const int64_t filled = placed / groups + (gi < placed % groups);
-        uint64_t has = 0;
-        int32_t m = 0;
-        for (int64_t slot = 0; slot < filled; slot++)
-            has |= 1ull << (entry[2 * (gi * G8 + slot)] & 63);
-        for (int64_t slot = filled; slot < G8; slot++) {
-            while (has >> m & 1)
-                m++;
-            has |= 1ull << m;
-            entry[2 * (gi * G8 + slot)] = conv_wg_stray_key(m, 0, 0);
-            entry[2 * (gi * G8 + slot) + 1] = 0; /* +0.0f */
-        }
-    }
+    for (int64_t i = 0; i < entries; i++)
+        if (i % G8 != G8 - 1 && (entry[2 * i] & 63) == (entry[2 * i + 2] & 63))
+            entry[2 * i] |= CONV_WG_STRAY_MORE;
 }
 
 /* The strays (columns in (r, s, c) order) by block in groups, their
@@ -196,26 +174,18 @@ static spf_status pack_strays(const spf_matrix *strays, const conv_wg_geom *g, s
 {
     out->stray_count = strays->nnz;
     out->stray_ptr = mem_calloc((size_t)out->block_count + 1, sizeof *out->stray_ptr);
-    int32_t *count = mem_calloc((size_t)out->block_count * CONV_WG_BM, sizeof *count);
+    int64_t *count = mem_calloc((size_t)out->block_count, sizeof *count);
     if (!out->stray_ptr || !count) {
         mem_free(count);
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "conv wg: %lld blocks' strays",
                     (long long)out->block_count);
     }
-    for (int64_t r = 0; r < strays->rows; r++) /* by block and output channel */
+    for (int64_t r = 0; r < strays->rows; r++) /* by block */
         for (int64_t e = strays->row_ptr[r]; e < strays->row_ptr[r + 1]; e++)
-            count[(r / CONV_WG_BM * g->chunks + strays->col_idx[e] % g->c / CONV_WG_CHUNK) *
-                      CONV_WG_BM +
-                  r % CONV_WG_BM]++;
+            count[r / CONV_WG_BM * g->chunks + strays->col_idx[e] % g->c / CONV_WG_CHUNK]++;
     for (int64_t b = 0; b < out->block_count; b++) {
-        int64_t n = 0, most = 0;
-        for (int32_t m = 0; m < CONV_WG_BM; m++) {
-            n += count[b * CONV_WG_BM + m];
-            most = count[b * CONV_WG_BM + m] > most ? count[b * CONV_WG_BM + m] : most;
-        }
-        const int64_t groups = (n + CONV_WG_STRAY_GROUP - 1) / CONV_WG_STRAY_GROUP;
-        const int64_t end =
-            out->stray_ptr[b] + (groups > most ? groups : most) * CONV_WG_STRAY_GROUP;
+        const int64_t end = out->stray_ptr[b] + (count[b] + CONV_WG_STRAY_GROUP - 1) /
+                                                    CONV_WG_STRAY_GROUP * CONV_WG_STRAY_GROUP;
         if (end > INT32_MAX) {
             mem_free(count);
             return FAIL(SPF_ERR_UNSUPPORTED,

@@ -202,24 +202,31 @@ enum { CONV_WG_SP_MAX_TAPS = 9 };
 
 /* A stray of the sparse weights (CONV_WG_SPARSE): its place in its block
  * as the kernel uses it (output channel m < 64, channel c < 64, and its
- * tap's stage row shift, conv_wg_row(g, 0, r, s), below 2^20) and its
- * value's float bits. The shift, not the tap, so that the kernel divides
- * nothing: with one warp a scheduler, every instruction of a stray waits
- * for the one before, and the tap's division by S made a stray about 600
- * cycles (fd19ffa, f29113b). */
+ * tap's stage row shift, conv_wg_row(g, 0, r, s), below 2^19: at most 9
+ * taps and 256 pixels a padded row keep it below 2^12) and its value's
+ * float bits; the key's top bit is CONV_WG_STRAY_MORE (below). The shift,
+ * not the tap, so that the kernel divides nothing: with one warp a
+ * scheduler, every instruction of a stray waits for the one before, and
+ * the tap's division by S made a stray about 600 cycles (fd19ffa,
+ * f29113b). */
 CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t c, int32_t shift)
 {
     return (uint32_t)m | (uint32_t)c << 6 | (uint32_t)shift << 12;
 }
 
-/* A block's strays come in groups of this many entries of distinct
- * output channels, zero-valued entries filling a group out: a thread
- * reads the group's eight sums of its positions, adds and writes them
- * back, the reads of one group independent of its writes. Summed one by
- * one, each stray's read of its sum waited for the write of the one
- * before (shared memory the compiler could not tell apart from the
- * input's), ~260 cycles a stray with one warp a scheduler (612ba93). */
+/* A block's strays come by output channel in groups of this many entries,
+ * zero-valued ones filling its last group out: a thread reads a group's
+ * inputs and its channels' sums (each once more for each repeat), then
+ * writes each channel's sum once, at the last entry of the channel's run
+ * in the group, the entries before it marked CONV_WG_STRAY_MORE. So a
+ * group's reads are independent of its writes: summed one by one, each
+ * stray's read of its sum waited for the write of the one before (shared
+ * memory the compiler could not tell apart from the input's), ~260 cycles
+ * a stray with one warp a scheduler (612ba93). Groups of distinct output
+ * channels instead (47494d1-4060fd5) needed as many groups as a block's
+ * busiest channel has strays: 5-30 % fill on ResNet-50 at 0.9. */
 enum { CONV_WG_STRAY_GROUP = 8 };
+#define CONV_WG_STRAY_MORE 0x80000000u /* key: the next entry adds to the same sum */
 
 /* The sparse weights as the kernel reads them, built on the host:
  * blocks[b · conv_wg_sparse_block] the block (mb, ch) of b = mb · chunks +

@@ -121,9 +121,11 @@ static void refused(const conv_dims *d, int bn, conv_wg_weights weights, spf_con
  * structured format's decoder (the blocks put back in its order), each
  * stray added where that part holds nothing; every weight, rounded to f16,
  * must come back, and the strays must be those past two in a run of
- * four, in groups of CONV_WG_STRAY_GROUP distinct output channels filled
- * out with zeros. Row 3 at `hot`: one output channel with more strays
- * than a block's others have groups. */
+ * four, a block's by output channel in whole groups of
+ * CONV_WG_STRAY_GROUP (the last filled out with zeros), each entry marked
+ * CONV_WG_STRAY_MORE exactly where the next in its group adds to the same
+ * sum. Row 3 at `hot`: one output channel with many strays, so runs that
+ * cross groups. */
 static void check_sparse_pack(const conv_dims *d, double density, double hot, uint64_t seed)
 {
     const conv_wg_geom g = geometry_of(d, 128, CONV_WG_SPARSE);
@@ -165,20 +167,21 @@ static void check_sparse_pack(const conv_dims *d, double density, double hot, ui
                 memcpy(f.meta + tp * 32, src + taps * CONV_WG_SP_VALUES + (t * 4 + w4) * 128, 128);
             }
     CHECK_OK(sp_format_to_dense(&f, got));
-    int64_t misplaced = 0, clashing = 0, ragged = 0, placed = 0;
-    uint64_t group = 0; /* the output channels of the group so far */
+    int64_t misplaced = 0, unordered = 0, marked_wrong = 0, ragged = 0, placed = 0;
     for (int64_t b = 0; b < sp.block_count; b++) {
-        ragged += (sp.stray_ptr[b + 1] - sp.stray_ptr[b]) % CONV_WG_STRAY_GROUP != 0;
-        for (int32_t i = sp.stray_ptr[b]; i < sp.stray_ptr[b + 1]; i++) {
-            const uint32_t key = sp.strays[2 * i];
-            const int64_t m = key & 63, c = key >> 6 & 63, shift = key >> 12;
+        const int32_t first = sp.stray_ptr[b], last = sp.stray_ptr[b + 1];
+        ragged += (last - first) % CONV_WG_STRAY_GROUP != 0;
+        for (int32_t i = first; i < last; i++) {
+            const uint32_t key = sp.strays[2 * i], next = i + 1 < last ? sp.strays[2 * i + 2] : 0;
+            const int64_t m = key & 63, c = key >> 6 & 63;
+            const int64_t shift = (key & ~CONV_WG_STRAY_MORE) >> 12;
             const int64_t t = shift / g.wp * d->s + shift % g.wp; /* conv_wg_row's inverse */
             const int64_t row = b / g.chunks * 64 + m, col = t * d->c + b % g.chunks * 64 + c;
-            if ((i - sp.stray_ptr[b]) % CONV_WG_STRAY_GROUP == 0)
-                group = 0;
-            clashing += group >> m & 1;
-            group |= 1ull << m;
-            if (sp.strays[2 * i + 1] == 0) /* +0.0f: a group's fill */
+            const int group_end = (i - first) % CONV_WG_STRAY_GROUP == CONV_WG_STRAY_GROUP - 1;
+            const int same = !group_end && (next & 63) == m;
+            marked_wrong += !(key & CONV_WG_STRAY_MORE) != !same;
+            unordered += i + 1 < last && (next & 63) < m;
+            if (sp.strays[2 * i + 1] == 0) /* +0.0f: the last group's fill */
                 continue;
             float v;
             memcpy(&v, &sp.strays[2 * i + 1], sizeof v);
@@ -204,11 +207,11 @@ static void check_sparse_pack(const conv_dims *d, double density, double hot, ui
                  ((size_t)sp.block_count + 1) * sizeof *sp.stray_ptr) == 0);
     CHECK(memcmp(flat + conv_wg_strays_at(&g), sp.strays, (size_t)sp.stray_entries * 8) == 0);
     mem_free(flat);
-    CHECK_MSG(misplaced == 0 && wrong == 0 && clashing == 0 && ragged == 0,
-              "%s at %.2f: %lld strays on a 2:4 value, %lld sharing an output channel with "
-              "another of their group, %lld blocks not whole groups, %lld weights wrong",
-              d->label, density, (long long)misplaced, (long long)clashing, (long long)ragged,
-              (long long)wrong);
+    CHECK_MSG(misplaced == 0 && wrong == 0 && unordered == 0 && marked_wrong == 0 && ragged == 0,
+              "%s at %.2f: %lld strays on a 2:4 value, %lld out of output channel order, %lld "
+              "marked wrong, %lld blocks not whole groups, %lld weights wrong",
+              d->label, density, (long long)misplaced, (long long)unordered,
+              (long long)marked_wrong, (long long)ragged, (long long)wrong);
     printf("%s at density %.2f: %lld nonzeros, %lld strays in %lld entries, read back\n",
            d->label, density, (long long)nnz, (long long)strays, (long long)sp.stray_entries);
     free(f.values);

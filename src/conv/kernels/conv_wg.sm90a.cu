@@ -279,13 +279,13 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
     wgmma_wait<0>();
 }
 
-/* The epilogue of a tile: the sums (plus bias) by position into shared
- * memory (the accumulators of m64nN: row 16·warp + lane / 4 (+ 8), column
- * 8·(i / 4) + 2·(lane % 4) (+ 1)), added to what is there with ADD (the
- * strays' products), then each thread of the block (THREADS) 8 channels
- * (tid mod 8) of positions tid / 8 + THREADS / 8 · k: residual, ReLU, one
- * 16-byte store. Barriers before (the
- * sums may reuse a stage) and after (the next tile's sums).
+/* The epilogue of a tile, in two phases. First the sums (plus bias) by
+ * position into shared memory (the accumulators of m64nN: row 16·warp +
+ * lane / 4 (+ 8), column 8·(i / 4) + 2·(lane % 4) (+ 1)), added to what is
+ * there with ADD (the strays' products); the warpgroup holding d. Then,
+ * after a barrier, each thread of the block (THREADS) 8 channels (tid mod
+ * 8) of positions tid / 8 + THREADS / 8 · k: residual, ReLU, one 16-byte
+ * store.
  * With one warp a scheduler nothing hides a chain of dependent
  * instructions, so both loops are unrolled: ADD's reads 32 at a time
  * before their writes (the compiler keeps a read after every earlier
@@ -293,23 +293,20 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
  * memory), and the positions' index arithmetic (divisions by the tile's
  * shape) of all k at once. At 47494d1 the epilogue was a fifth of the
  * sparse kernel's samples on layer3 (ncu), mostly such waits. */
-template <typename T, int BN, bool ADD = false, int THREADS = CONV_WG_THREADS>
-__device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
-                                            const wg_args &a, int image0, int oh0, int m0)
+template <int BN, bool ADD>
+__device__ __forceinline__ void wg_epilogue_sums(const float (&d)[BN / 2], float *sums,
+                                                 const wg_args &a, int m0)
 {
-    const conv_wg_geom &g = a.g;
-    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = 16 * warp + lane / 4;
-    const bool mma = tid < CONV_WG_THREADS; /* the warpgroup that holds d */
-    const float bias0 = a.bias && mma ? a.bias[m0 + row0] : 0.0f;
-    const float bias8 = a.bias && mma ? a.bias[m0 + row0 + 8] : 0.0f;
+    const float bias0 = a.bias ? a.bias[m0 + row0] : 0.0f;
+    const float bias8 = a.bias ? a.bias[m0 + row0 + 8] : 0.0f;
     auto at = [&](int i) { /* accumulator i's place in sums */
         return (8 * (i / 4) + 2 * (lane % 4) + i % 2) * (CONV_WG_BM + 1) + row0 + 8 * ((i / 2) % 2);
     };
     constexpr int RUN = ADD ? 32 : BN / 2;
-    __syncthreads();
 #pragma unroll
-    for (int i0 = 0; i0 < BN / 2 && mma; i0 += RUN) {
+    for (int i0 = 0; i0 < BN / 2; i0 += RUN) {
         float before[RUN];
 #pragma unroll
         for (int i = 0; i < RUN; i++)
@@ -318,7 +315,14 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
         for (int i = 0; i < RUN; i++)
             sums[at(i0 + i)] = before[i] + d[i0 + i] + ((i0 + i) / 2 % 2 ? bias8 : bias0);
     }
-    __syncthreads();
+}
+
+template <typename T, int BN, int THREADS>
+__device__ __forceinline__ void wg_epilogue_store(const float *sums, const wg_args &a, int image0,
+                                                  int oh0, int m0)
+{
+    const conv_wg_geom &g = a.g;
+    const int tid = threadIdx.x;
     constexpr int pass = THREADS / 8; /* positions the threads store at once */
     const int group = tid % 8;
 #pragma unroll
@@ -348,7 +352,27 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
             o[e] = elem<T>::from_float(a.relu ? fmaxf(v[e], 0.0f) : v[e]);
         *reinterpret_cast<uint4 *>(static_cast<T *>(a.out) + out_at) = packed;
     }
+}
+
+/* The dense kernels' epilogue: barriers before (the sums may reuse a
+ * stage), between the phases and after (the next tile's sums). */
+template <typename T, int BN>
+__device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
+                                            const wg_args &a, int image0, int oh0, int m0)
+{
     __syncthreads();
+    wg_epilogue_sums<BN, false>(d, sums, a, m0);
+    __syncthreads();
+    wg_epilogue_store<T, BN, CONV_WG_THREADS>(sums, a, image0, oh0, m0);
+    __syncthreads();
+}
+
+/* A barrier of the whole block that its two warpgroups reach from their
+ * own code (the sparse kernel's): barrier.sync without .aligned, which
+ * __syncthreads' bar.sync asks all threads to execute at one place. */
+__device__ __forceinline__ void wg_split_sync()
+{
+    asm volatile("barrier.sync 1;\n" ::: "memory");
 }
 
 /* The 1024-byte aligned start of the dynamic shared memory. */
@@ -397,11 +421,12 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
 /* The strays of block `at` (output channel m, channel c, the tap's stage
  * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
  * for the positions p of thread t of the strays' warpgroup (p ≡ t mod
- * 128, so no two threads write one sum), B read from the stage through its 128-byte
- * swizzle (the 16-byte piece of a row XOR the row mod 8, the same for all
- * of a thread's positions). A group's entries are of distinct output
- * channels (conv_wg.h), so its inputs and sums are all read before any
- * sum is written: two waits for shared memory a group, not two a stray. */
+ * 128, so no two threads write one sum), B read from the stage through
+ * its 128-byte swizzle (the 16-byte piece of a row XOR the row mod 8, the
+ * same for all of a thread's positions). A group's inputs and sums are
+ * all read before any sum is written, a channel's once at the end of its
+ * run in the group (conv_wg.h): two waits for shared memory a group, not
+ * two a stray. */
 template <typename T, int BN>
 __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at,
                                           int tid)
@@ -427,7 +452,7 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
         float x[G8][per], sum[G8][per];
 #pragma unroll
         for (int j = 0; j < G8; j++) {
-            const int q = tid + (int)(key[j] >> 12);
+            const int q = tid + (int)((key[j] & ~CONV_WG_STRAY_MORE) >> 12);
             const uint8_t *row = b + q * CONV_WG_ROW + 2 * ((key[j] >> 6) & 7) +
                                  ((((key[j] >> 9) ^ q) & 7) << 4);
 #pragma unroll
@@ -440,12 +465,19 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
 #pragma unroll
             for (int k = 0; k < per; k++)
                 sum[j][k] = mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)];
+        /* a run's sum so far: from the sum read, through its entries */
 #pragma unroll
-        for (int j = 0; j < G8; j++)
+        for (int j = 0; j < G8; j++) {
+            const bool more = key[j] & CONV_WG_STRAY_MORE; /* the same for every thread */
 #pragma unroll
-            for (int k = 0; k < per; k++)
-                mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)] =
-                    fmaf(v[j], x[j][k], sum[j][k]);
+            for (int k = 0; k < per; k++) {
+                sum[j][k] = fmaf(v[j], x[j][k], j > 0 && (key[j - 1] & CONV_WG_STRAY_MORE)
+                                                    ? sum[j - 1][k]
+                                                    : sum[j][k]);
+                if (!more)
+                    mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)] = sum[j][k];
+            }
+        }
     }
 }
 
@@ -519,39 +551,54 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
     if (tid == 0)
         for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
             issue(ch, ch);
-    const bool mma = tid < CONV_WG_THREADS; /* else (SPARSE) the strays' warpgroup */
-    if (SPARSE && !mma)
-        wg_strays_prefetch(a, (int)blockIdx.y * g.chunks, g.chunks, tid - CONV_WG_THREADS);
-
-    float d[BN / 2];
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++)
-        d[i] = 0.0f;
-    int st = 0, phase = 0; /* chunk ch's stage ch mod stages, its phase */
-    for (int ch = 0; ch < g.chunks; ch++) {
-        bar_wait(&full[st], phase);
-        const uint8_t *b = smem + st * stage_bytes;
-        if constexpr (SPARSE) {
-            if (mma) {
-                wg_sparse_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
-                wgmma_wait<0>();
-            } else {
-                wg_strays<T, BN>(sums, b, a, (int)blockIdx.y * g.chunks + ch,
-                                 tid - CONV_WG_THREADS);
+    /* every chunk in turn: its stage waited for, `work` on it, then (every
+     * warp past `sync`, done with the stage) the stage refilled */
+    auto each_chunk = [&](auto work, auto sync) {
+        int st = 0, phase = 0; /* chunk ch's stage ch mod stages, its phase */
+        for (int ch = 0; ch < g.chunks; ch++) {
+            bar_wait(&full[st], phase);
+            work(ch, smem + st * stage_bytes);
+            if (ch + g.stages < g.chunks) {
+                sync();
+                if (tid == 0)
+                    issue(ch + g.stages, st);
             }
+            if (++st == g.stages)
+                st = 0, phase ^= 1;
+        }
+    };
+    const size_t a_at = (size_t)g.stage_rows * CONV_WG_ROW; /* a stage's weights */
+    if constexpr (SPARSE) {
+        /* the warpgroups apart, so that the strays' code does not hold
+         * registers for the accumulators (it spilled at 255 when it did) */
+        if (tid < CONV_WG_THREADS) {
+            float d[BN / 2] = {};
+            each_chunk(
+                [&](int, const uint8_t *b) {
+                    wg_sparse_chunk<T, BN>(d, b + a_at, b, g);
+                    wgmma_wait<0>();
+                },
+                [] { wg_split_sync(); });
+            wg_split_sync(); /* the strays are in the sums */
+            wg_epilogue_sums<BN, true>(d, sums, a, m0);
         } else {
-            wg_chunk<T, BN>(d, b + (size_t)g.stage_rows * CONV_WG_ROW, b, g);
+            const int t = tid - CONV_WG_THREADS;
+            wg_strays_prefetch(a, (int)blockIdx.y * g.chunks, g.chunks, t);
+            each_chunk(
+                [&](int ch, const uint8_t *b) {
+                    wg_strays<T, BN>(sums, b, a, (int)blockIdx.y * g.chunks + ch, t);
+                },
+                [] { wg_split_sync(); });
+            wg_split_sync();
         }
-        if (ch + g.stages < g.chunks) {
-            __syncthreads(); /* every warp is done with stage st */
-            if (tid == 0)
-                issue(ch + g.stages, st);
-        }
-        if (++st == g.stages)
-            st = 0, phase ^= 1;
+        __syncthreads();
+        wg_epilogue_store<T, BN, CONV_WG_SP_THREADS>(sums, a, image0, oh0, m0);
+    } else {
+        float d[BN / 2] = {};
+        each_chunk([&](int, const uint8_t *b) { wg_chunk<T, BN>(d, b + a_at, b, g); },
+                   [] { __syncthreads(); });
+        wg_epilogue<T, BN>(d, sums, a, image0, oh0, m0);
     }
-    wg_epilogue<T, BN, SPARSE, SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS>(d, sums, a, image0,
-                                                                             oh0, m0);
 }
 
 /* The weights resident: a block loads every chunk's once, then walks the
