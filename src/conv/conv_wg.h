@@ -57,7 +57,7 @@
  *             + 4·lane.
  * A stray of output channel 64·mb + m, tap t, channel 64·ch + c adds
  * v · B[position + shift(t)][c] to the block's sums for every position,
- * read from the same stage by a second warpgroup (CONV_WG_SP_THREADS)
+ * read from the same stage by two more warpgroups (CONV_WG_SP_THREADS)
  * while the first issues the chunk's wgmma and waits for them (each
  * thread its own positions, so no two write one sum), into the epilogue's sums
  * buffer, which the epilogue then adds to. At 0.9 the strays of
@@ -81,7 +81,8 @@ enum {
     CONV_WG_BM = 64,         /* output channels a block: one m64 wgmma          */
     CONV_WG_CHUNK = 64,      /* input channels a stage: 128-byte rows           */
     CONV_WG_THREADS = 128,   /* one warpgroup                                    */
-    CONV_WG_SP_THREADS = 256, /* sparse: a second warpgroup for the strays        */
+    CONV_WG_SP_THREADS = 384, /* sparse: two more warpgroups for the strays       */
+    CONV_WG_STRAY_THREADS = CONV_WG_SP_THREADS - CONV_WG_THREADS,
     CONV_WG_ALIGN = 1024,    /* the 128-byte swizzle's atom: 8 rows              */
     CONV_WG_ROW = 128,       /* bytes of a stage row: 64 two-byte elements        */
     CONV_WG_A_TAP = CONV_WG_BM * CONV_WG_ROW, /* bytes of a tap's weights box    */

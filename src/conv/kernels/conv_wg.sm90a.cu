@@ -326,8 +326,10 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const wg_ar
     constexpr int pass = THREADS / 8; /* positions the threads store at once */
     const int group = tid % 8;
 #pragma unroll
-    for (int k = 0; k < BN / pass; k++) {
+    for (int k = 0; k < (BN + pass - 1) / pass; k++) {
         const int pos = tid / 8 + pass * k;
+        if (BN % pass != 0 && pos >= BN)
+            continue;
         const int m = pos / (g.halo * g.wp), at_m = pos - m * g.halo * g.wp;
         const int i = at_m / g.wp, j = at_m - i * g.wp, oh = oh0 + i, image = image0 + m;
         if (m >= g.images || image >= g.n || i >= g.rows || j >= g.q || oh >= g.p)
@@ -420,10 +422,11 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
 
 /* The strays of block `at` (output channel m, channel c, the tap's stage
  * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
- * for the positions p of thread t of the strays' warpgroup (p ≡ t mod
- * 128, so no two threads write one sum), B read from the stage through
- * its 128-byte swizzle (the 16-byte piece of a row XOR the row mod 8, the
- * same for all of a thread's positions). A group's inputs and sums are
+ * for the positions p of thread t of the strays' warpgroups (p ≡ t mod
+ * CONV_WG_STRAY_THREADS, so no two threads write one sum), B read from
+ * the stage through its 128-byte swizzle (the 16-byte piece of a row XOR
+ * the row mod 8, the same for all of a thread's positions, since 256 and
+ * 128 are multiples of 8). A group's inputs and sums are
  * all read before any sum is written, a channel's once at the end of its
  * run in the group (conv_wg.h): two waits for shared memory a group, not
  * two a stray. */
@@ -431,12 +434,13 @@ template <typename T, int BN>
 __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at,
                                           int tid)
 {
-    constexpr int per = (BN + CONV_WG_THREADS - 1) / CONV_WG_THREADS; /* positions a thread */
+    constexpr int S = CONV_WG_STRAY_THREADS;
+    constexpr int per = (BN + S - 1) / S; /* positions a thread */
     constexpr int G8 = CONV_WG_STRAY_GROUP;
     const int32_t *stray_ptr =
         reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
     const uint4 *halves = reinterpret_cast<const uint4 *>(a.sparse + conv_wg_strays_at(&a.g));
-    if (BN < CONV_WG_THREADS && tid >= BN) /* past the stage's rows */
+    if (BN < S && tid >= BN) /* past the stage's rows */
         return;
     float *mine = sums + tid * (CONV_WG_BM + 1);
     const int end = stray_ptr[at + 1] / 2; /* in 16-byte halves of entries */
@@ -458,13 +462,13 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
 #pragma unroll
             for (int k = 0; k < per; k++)
                 x[j][k] = elem<T>::to_float(
-                    *reinterpret_cast<const T *>(row + k * CONV_WG_THREADS * CONV_WG_ROW));
+                    *reinterpret_cast<const T *>(row + k * S * CONV_WG_ROW));
         }
 #pragma unroll
         for (int j = 0; j < G8; j++)
 #pragma unroll
             for (int k = 0; k < per; k++)
-                sum[j][k] = mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)];
+                sum[j][k] = mine[k * S * (CONV_WG_BM + 1) + (key[j] & 63)];
         /* a run's sum so far: from the sum read, through its entries */
 #pragma unroll
         for (int j = 0; j < G8; j++) {
@@ -475,7 +479,7 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
                                                     ? sum[j - 1][k]
                                                     : sum[j][k]);
                 if (!more)
-                    mine[k * CONV_WG_THREADS * (CONV_WG_BM + 1) + (key[j] & 63)] = sum[j][k];
+                    mine[k * S * (CONV_WG_BM + 1) + (key[j] & 63)] = sum[j][k];
             }
         }
     }
@@ -494,7 +498,7 @@ __device__ __forceinline__ void wg_strays_prefetch(const wg_args &a, int first, 
     const uintptr_t from =
         reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first] * 8) / 128 * 128;
     const uintptr_t to = reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first + count] * 8);
-    for (uintptr_t at = from + t * 128; at < to; at += CONV_WG_THREADS * 128)
+    for (uintptr_t at = from + t * 128; at < to; at += CONV_WG_STRAY_THREADS * 128)
         asm volatile("prefetch.global.L1 [%0];\n" ::"l"(at));
 }
 
@@ -570,8 +574,12 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
     const size_t a_at = (size_t)g.stage_rows * CONV_WG_ROW; /* a stage's weights */
     if constexpr (SPARSE) {
         /* the warpgroups apart, so that the strays' code does not hold
-         * registers for the accumulators (it spilled at 255 when it did) */
+         * registers for the accumulators (it spilled at 255 when it did);
+         * 384 threads get 168 registers each at launch, so the wgmma's
+         * warpgroup takes more of the SM's from the strays' two
+         * (128·240 + 256·104 ≤ 65 536) */
         if (tid < CONV_WG_THREADS) {
+            asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
             float d[BN / 2] = {};
             each_chunk(
                 [&](int, const uint8_t *b) {
@@ -582,6 +590,7 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
             wg_split_sync(); /* the strays are in the sums */
             wg_epilogue_sums<BN, true>(d, sums, a, m0);
         } else {
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 104;\n" ::: "memory");
             const int t = tid - CONV_WG_THREADS;
             wg_strays_prefetch(a, (int)blockIdx.y * g.chunks, g.chunks, t);
             each_chunk(
