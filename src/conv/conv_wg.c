@@ -159,11 +159,12 @@ static void pack_block_strays(const spf_matrix *strays, const conv_wg_geom *g, s
             placed++;
         }
     for (int64_t i = placed; i < entries; i++) { /* the fill */
-        entry[2 * i] = conv_wg_stray_key((int32_t)(entry[2 * (placed - 1)] & 63), 0, 0);
+        entry[2 * i] = conv_wg_stray_key(conv_wg_stray_m(entry[2 * (placed - 1)]), 0, 0);
         entry[2 * i + 1] = 0; /* +0.0f */
     }
     for (int64_t i = 0; i < entries; i++)
-        if (i % G8 != G8 - 1 && (entry[2 * i] & 63) == (entry[2 * i + 2] & 63))
+        if (i % G8 != G8 - 1 &&
+            conv_wg_stray_m(entry[2 * i]) == conv_wg_stray_m(entry[2 * i + 2]))
             entry[2 * i] |= CONV_WG_STRAY_MORE;
 }
 

@@ -202,17 +202,32 @@ void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size
 enum { CONV_WG_SP_MAX_TAPS = 9 };
 
 /* A stray of the sparse weights (CONV_WG_SPARSE): its place in its block
- * as the kernel uses it (output channel m < 64, channel c < 64, and its
- * tap's stage row shift, conv_wg_row(g, 0, r, s), below 2^19: at most 9
- * taps and 256 pixels a padded row keep it below 2^12) and its value's
- * float bits; the key's top bit is CONV_WG_STRAY_MORE (below). The shift,
- * not the tap, so that the kernel divides nothing: with one warp a
- * scheduler, every instruction of a stray waits for the one before, and
- * the tap's division by S made a stray about 600 cycles (fd19ffa,
- * f29113b). */
+ * as the kernel uses it, and its value's float bits. The key: bits 0-18
+ * (CONV_WG_STRAY_AT) the stray's byte in an unswizzled stage as position
+ * 0 reads it, shift · 128 + 2c for channel c < 64 and its tap's stage row
+ * shift conv_wg_row(g, 0, r, s) (below 2^12: at most 9 taps and 256
+ * pixels a padded row); bits 19-24 the output channel m < 64; bit 31
+ * CONV_WG_STRAY_MORE (below). So a thread's byte is its own row's start
+ * plus the key's low bits, then the 128-byte swizzle: four instructions
+ * from key to load. The fields apart (m, c, shift, 4bb890f) took ten, and
+ * the tap's division by S before (fd19ffa, f29113b) made a stray about
+ * 600 cycles with one warp a scheduler. */
+#define CONV_WG_STRAY_AT 0x7ffffu
 CONV_HD uint32_t conv_wg_stray_key(int32_t m, int32_t c, int32_t shift)
 {
-    return (uint32_t)m | (uint32_t)c << 6 | (uint32_t)shift << 12;
+    return (uint32_t)(shift * CONV_WG_ROW + 2 * c) | (uint32_t)m << 19;
+}
+CONV_HD int32_t conv_wg_stray_m(uint32_t key)
+{
+    return (int32_t)(key >> 19 & 63);
+}
+
+/* The 128-byte swizzle of byte `at` from a 1024-byte aligned start: its
+ * 16-byte piece of a row XOR the row mod 8 (the copy engine's and
+ * wgmma's CU_TENSOR_MAP_SWIZZLE_128B). */
+CONV_HD uint32_t conv_wg_swizzle(uint32_t at)
+{
+    return at ^ (at >> 3 & 0x70);
 }
 
 /* A block's strays come by output channel in groups of this many entries,

@@ -173,14 +173,14 @@ static void check_sparse_pack(const conv_dims *d, double density, double hot, ui
         ragged += (last - first) % CONV_WG_STRAY_GROUP != 0;
         for (int32_t i = first; i < last; i++) {
             const uint32_t key = sp.strays[2 * i], next = i + 1 < last ? sp.strays[2 * i + 2] : 0;
-            const int64_t m = key & 63, c = key >> 6 & 63;
-            const int64_t shift = (key & ~CONV_WG_STRAY_MORE) >> 12;
+            const int64_t m = conv_wg_stray_m(key), at = key & CONV_WG_STRAY_AT;
+            const int64_t c = at % CONV_WG_ROW / 2, shift = at / CONV_WG_ROW;
             const int64_t t = shift / g.wp * d->s + shift % g.wp; /* conv_wg_row's inverse */
             const int64_t row = b / g.chunks * 64 + m, col = t * d->c + b % g.chunks * 64 + c;
             const int group_end = (i - first) % CONV_WG_STRAY_GROUP == CONV_WG_STRAY_GROUP - 1;
-            const int same = !group_end && (next & 63) == m;
+            const int same = !group_end && conv_wg_stray_m(next) == m;
             marked_wrong += !(key & CONV_WG_STRAY_MORE) != !same;
-            unordered += i + 1 < last && (next & 63) < m;
+            unordered += i + 1 < last && conv_wg_stray_m(next) < m;
             if (sp.strays[2 * i + 1] == 0) /* +0.0f: the last group's fill */
                 continue;
             float v;

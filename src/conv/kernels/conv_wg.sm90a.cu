@@ -424,9 +424,9 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
  * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
  * for the positions p of thread t of the strays' warpgroups (p ≡ t mod
  * CONV_WG_STRAY_THREADS, so no two threads write one sum), B read from
- * the stage through its 128-byte swizzle (the 16-byte piece of a row XOR
- * the row mod 8, the same for all of a thread's positions, since 256 and
- * 128 are multiples of 8). A group's inputs and sums are
+ * the stage (1024-byte aligned) through its 128-byte swizzle, the same
+ * for all of a thread's positions, since they are a multiple of 8 rows
+ * apart. A group's inputs and sums are
  * all read before any sum is written, a channel's once at the end of its
  * run in the group (conv_wg.h): two waits for shared memory a group, not
  * two a stray. */
@@ -437,38 +437,51 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
     constexpr int S = CONV_WG_STRAY_THREADS;
     constexpr int per = (BN + S - 1) / S; /* positions a thread */
     constexpr int G8 = CONV_WG_STRAY_GROUP;
+    static_assert(S * CONV_WG_ROW % CONV_WG_ALIGN == 0, "a thread's positions share a swizzle");
     const int32_t *stray_ptr =
         reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
     const uint4 *halves = reinterpret_cast<const uint4 *>(a.sparse + conv_wg_strays_at(&a.g));
     if (BN < S && tid >= BN) /* past the stage's rows */
         return;
     float *mine = sums + tid * (CONV_WG_BM + 1);
+    const uint32_t row = tid * CONV_WG_ROW; /* the thread's first position's */
     const int end = stray_ptr[at + 1] / 2; /* in 16-byte halves of entries */
-    for (int h = stray_ptr[at] / 2; h < end; h += G8 / 2) {
+    int h = stray_ptr[at] / 2;
+    if (h == end)
+        return;
+    /* the next group's entries loaded while this one's are summed: loaded
+     * just before their use, their wait (L1 or L2) was a quarter of the
+     * strays' samples (ncu at 4bb890f); the last group loads itself again */
+    uint4 next[G8 / 2];
+#pragma unroll
+    for (int j = 0; j < G8 / 2; j++)
+        next[j] = __ldg(halves + h + j);
+    for (; h < end; h += G8 / 2) {
         uint32_t key[G8];
         float v[G8];
 #pragma unroll
         for (int j = 0; j < G8 / 2; j++) {
-            const uint4 two = __ldg(halves + h + j);
-            key[2 * j] = two.x, v[2 * j] = __uint_as_float(two.y);
-            key[2 * j + 1] = two.z, v[2 * j + 1] = __uint_as_float(two.w);
+            key[2 * j] = next[j].x, v[2 * j] = __uint_as_float(next[j].y);
+            key[2 * j + 1] = next[j].z, v[2 * j + 1] = __uint_as_float(next[j].w);
         }
+        const int after = h + G8 / 2 < end ? h + G8 / 2 : h;
+#pragma unroll
+        for (int j = 0; j < G8 / 2; j++)
+            next[j] = __ldg(halves + after + j);
         float x[G8][per], sum[G8][per];
 #pragma unroll
         for (int j = 0; j < G8; j++) {
-            const int q = tid + (int)((key[j] & ~CONV_WG_STRAY_MORE) >> 12);
-            const uint8_t *row = b + q * CONV_WG_ROW + 2 * ((key[j] >> 6) & 7) +
-                                 ((((key[j] >> 9) ^ q) & 7) << 4);
+            const uint8_t *in = b + conv_wg_swizzle(row + (key[j] & CONV_WG_STRAY_AT));
 #pragma unroll
             for (int k = 0; k < per; k++)
-                x[j][k] = elem<T>::to_float(
-                    *reinterpret_cast<const T *>(row + k * S * CONV_WG_ROW));
+                x[j][k] =
+                    elem<T>::to_float(*reinterpret_cast<const T *>(in + k * S * CONV_WG_ROW));
         }
 #pragma unroll
         for (int j = 0; j < G8; j++)
 #pragma unroll
             for (int k = 0; k < per; k++)
-                sum[j][k] = mine[k * S * (CONV_WG_BM + 1) + (key[j] & 63)];
+                sum[j][k] = mine[k * S * (CONV_WG_BM + 1) + conv_wg_stray_m(key[j])];
         /* a run's sum so far: from the sum read, through its entries */
 #pragma unroll
         for (int j = 0; j < G8; j++) {
@@ -479,7 +492,7 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
                                                     ? sum[j - 1][k]
                                                     : sum[j][k]);
                 if (!more)
-                    mine[k * S * (CONV_WG_BM + 1) + (key[j] & 63)] = sum[j][k];
+                    mine[k * S * (CONV_WG_BM + 1) + conv_wg_stray_m(key[j])] = sum[j][k];
             }
         }
     }
