@@ -57,7 +57,12 @@ def stray_entries(rows, cols, offsets, columns, chunk=64, block_rows=64, group=8
       "distinct": groups of distinct output channels, as many as the count
                   and the busiest channel need (47494d1-4060fd5);
       "runs":     groups by output channel with run marks, only the last
-                  group filled out."""
+                  group filled out;
+      "balanced": runs, the output channels first moved between the rows
+                  of blocks in eights (a 16-byte store's), the eights with
+                  the most strays each to the row with the fewest (not
+                  built: the kernel would store each eight through a
+                  table)."""
     c_in = cols // 9
     chunks = c_in // chunk
     count = {}  # (block, output channel in it) -> strays
@@ -69,18 +74,35 @@ def stray_entries(rows, cols, offsets, columns, chunk=64, block_rows=64, group=8
             for c in cs[2:]:  # which of a run are strays moves no count
                 key = (r // block_rows * chunks + c % c_in // chunk, r % block_rows)
                 count[key] = count.get(key, 0) + 1
-    blocks = (rows + block_rows - 1) // block_rows * chunks
-    n, most = [0] * blocks, [0] * blocks
-    for (b, _), k in count.items():
-        n[b] += k
-        most[b] = max(most[b], k)
-    out = {}
-    for layout in ("distinct", "runs"):
-        per = [group * max(-(-n[b] // group), most[b] if layout == "distinct" else 0)
-               for b in range(blocks)]
-        worst = max(sum(per[mb * chunks:(mb + 1) * chunks]) for mb in range(blocks // chunks))
-        out[layout] = (sum(per), worst)
-    return out
+    block_row_count = (rows + block_rows - 1) // block_rows
+    blocks = block_row_count * chunks
+
+    def layout_entries(row_of, padded):
+        """(entries, the busiest row of blocks') with output channel r in
+        row of blocks row_of(r); padded: groups of distinct channels."""
+        n, most = [0] * blocks, [0] * blocks
+        for (b, m), k in count.items():
+            r = b // chunks * block_rows + m
+            nb = row_of(r) * chunks + b % chunks
+            n[nb] += k
+            most[nb] = max(most[nb], k)
+        per = [group * max(-(-n[b] // group), most[b] if padded else 0) for b in range(blocks)]
+        worst = max(sum(per[mb * chunks:(mb + 1) * chunks]) for mb in range(block_row_count))
+        return sum(per), worst
+
+    # the eights of output channels by strays, each to the least loaded row
+    # of blocks with room (longest first)
+    eights = {}
+    for (b, m), k in count.items():
+        e = (b // chunks * block_rows + m) // 8
+        eights[e] = eights.get(e, 0) + k
+    load, room, moved = [0] * block_row_count, [block_rows // 8] * block_row_count, {}
+    for e in sorted(range(rows // 8), key=lambda e: -eights.get(e, 0)):
+        to = min((mb for mb in range(block_row_count) if room[mb]), key=lambda mb: load[mb])
+        moved[e], load[to], room[to] = to, load[to] + eights.get(e, 0), room[to] - 1
+    return {"distinct": layout_entries(lambda r: r // block_rows, True),
+            "runs": layout_entries(lambda r: r // block_rows, False),
+            "balanced": layout_entries(lambda r: moved[r // 8], False)}
 
 
 def main():
@@ -110,7 +132,8 @@ def main():
             if a.entries and cols // 9 % 64 == 0 and rows % 64 == 0:
                 e = stray_entries(rows, cols, offsets, columns)
                 print(f"    stray entries: distinct {e['distinct'][0]} (a block row at most "
-                      f"{e['distinct'][1]}), runs {e['runs'][0]} ({e['runs'][1]})")
+                      f"{e['distinct'][1]}), runs {e['runs'][0]} ({e['runs'][1]}), "
+                      f"balanced {e['balanced'][0]} ({e['balanced'][1]})")
         groups, broken, nnz, strays, rows, outside = total
         print(f"{sparsity} total: {groups} groups, {broken / groups:.4%} broken; {strays} strays, "
               f"{strays / nnz:.2%} of {nnz} nonzeros; {outside / rows:.1%} of {rows} rows outside")

@@ -37,7 +37,20 @@ class StraysTests(unittest.TestCase):
             columns += r
             offsets.append(len(columns))
         got = rn50_24_strays.stray_entries(len(rows), 9 * 64, offsets, columns)
-        self.assertEqual(got, {"distinct": (32, 32), "runs": (8, 8)})
+        self.assertEqual(got, {"distinct": (32, 32), "runs": (8, 8), "balanced": (8, 8)})
+
+    def test_stray_entries_balanced_by_hand(self):
+        # two rows of blocks: rows 0 and 8 (two eights of the first) with 8
+        # strays each (four full runs of four), the second row empty; moved
+        # in eights, each row of blocks takes one: 8 entries each, not 16
+        rows = [[]] * 128
+        rows[0] = rows[8] = list(range(16))
+        offsets, columns = [0], []
+        for r in rows:
+            columns += r
+            offsets.append(len(columns))
+        got = rn50_24_strays.stray_entries(len(rows), 9 * 64, offsets, columns)
+        self.assertEqual(got, {"distinct": (64, 64), "runs": (16, 16), "balanced": (16, 8)})
 
     def test_read_checks_counts(self):
         with tempfile.TemporaryDirectory() as d:
