@@ -14,16 +14,22 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
 import rn50_24_strays  # noqa: E402
 
 
+def csr(rows):
+    """(row offsets, column indices) of rows given as lists of columns."""
+    offsets, columns = [0], []
+    for r in rows:
+        columns += r
+        offsets.append(len(columns))
+    return offsets, columns
+
+
 class StraysTests(unittest.TestCase):
     def test_counts_by_hand(self):
         # row 0: columns 0-3 hold 4 (2 strays), 4-7 hold 2 (2:4 holds);
         # row 1: 8-11 hold 3 (1 stray), 12 alone; row 2 empty;
         # row 3: 1 and 5, one a group
         rows = [[0, 1, 2, 3, 4, 6], [8, 9, 11, 12], [], [1, 5]]
-        offsets, columns = [0], []
-        for r in rows:
-            columns += r
-            offsets.append(len(columns))
+        offsets, columns = csr(rows)
         broken, strays, outside = rn50_24_strays.strays_of(len(rows), offsets, columns)
         self.assertEqual((broken, strays, outside), (2, 3, 2))
 
@@ -32,10 +38,7 @@ class StraysTests(unittest.TestCase):
         # full runs of four), row 1 with 1, the rest empty: groups of
         # distinct output channels need 4 (32 entries), runs 1 (8)
         rows = [[0, 1, 2, 3, 4, 5, 6, 7], [8, 9, 10]] + [[]] * 62
-        offsets, columns = [0], []
-        for r in rows:
-            columns += r
-            offsets.append(len(columns))
+        offsets, columns = csr(rows)
         got = rn50_24_strays.stray_entries(len(rows), 9 * 64, offsets, columns)
         self.assertEqual(got, {"distinct": (32, 32), "runs": (8, 8), "balanced": (8, 8)})
 
@@ -45,10 +48,7 @@ class StraysTests(unittest.TestCase):
         # in eights, each row of blocks takes one: 8 entries each, not 16
         rows = [[]] * 128
         rows[0] = rows[8] = list(range(16))
-        offsets, columns = [0], []
-        for r in rows:
-            columns += r
-            offsets.append(len(columns))
+        offsets, columns = csr(rows)
         got = rn50_24_strays.stray_entries(len(rows), 9 * 64, offsets, columns)
         self.assertEqual(got, {"distinct": (64, 64), "runs": (16, 16), "balanced": (16, 8)})
 
