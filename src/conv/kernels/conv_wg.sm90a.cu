@@ -420,32 +420,34 @@ __device__ __forceinline__ void wg_sparse_chunk(float (&d)[BN / 2], const uint8_
     wgmma_commit();
 }
 
+/* The sparse weights' stray_ptr (conv_wg.h). */
+__device__ __forceinline__ const int32_t *wg_stray_ptr(const wg_args &a)
+{
+    return reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
+}
+
 /* The strays of block `at` (output channel m, channel c, the tap's stage
  * row shift, value v) into the sums: sums[p][m] += v · B[p + shift][c]
- * for the positions p of thread t of the strays' warpgroups (p ≡ t mod
- * CONV_WG_STRAY_THREADS, so no two threads write one sum), B read from
- * the stage (1024-byte aligned) through its 128-byte swizzle, the same
- * for all of a thread's positions, since they are a multiple of 8 rows
- * apart. A group's inputs and sums are
- * all read before any sum is written, a channel's once at the end of its
- * run in the group (conv_wg.h): two waits for shared memory a group, not
- * two a stray. */
+ * for position p = tid of the strays' warpgroups (one a thread, so no two
+ * threads write one sum), B read from the stage (1024-byte aligned)
+ * through its 128-byte swizzle. A group's inputs and sums are all read
+ * before any sum is written, a channel's once at the end of its run in
+ * the group (conv_wg.h): two waits for shared memory a group, not two a
+ * stray. */
 template <typename T, int BN>
 __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const wg_args &a, int at,
                                           int tid)
 {
-    constexpr int S = CONV_WG_STRAY_THREADS;
-    constexpr int per = (BN + S - 1) / S; /* positions a thread */
     constexpr int G8 = CONV_WG_STRAY_GROUP;
-    static_assert(S * CONV_WG_ROW % CONV_WG_ALIGN == 0, "a thread's positions share a swizzle");
-    const int32_t *stray_ptr =
-        reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
-    const uint4 *halves = reinterpret_cast<const uint4 *>(a.sparse + conv_wg_strays_at(&a.g));
-    if (BN < S && tid >= BN) /* past the stage's rows */
+    static_assert(BN <= CONV_WG_STRAY_THREADS, "a position a thread");
+    const int32_t *stray_ptr = wg_stray_ptr(a);
+    /* two entries (key, value) each */
+    const uint4 *pairs = reinterpret_cast<const uint4 *>(a.sparse + conv_wg_strays_at(&a.g));
+    if (tid >= BN) /* past the stage's rows */
         return;
     float *mine = sums + tid * (CONV_WG_BM + 1);
-    const uint32_t row = tid * CONV_WG_ROW; /* the thread's first position's */
-    const int end = stray_ptr[at + 1] / 2; /* in 16-byte halves of entries */
+    const uint32_t row = tid * CONV_WG_ROW; /* the thread's position's */
+    const int end = stray_ptr[at + 1] / 2;
     int h = stray_ptr[at] / 2;
     if (h == end)
         return;
@@ -455,7 +457,7 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
     uint4 next[G8 / 2];
 #pragma unroll
     for (int j = 0; j < G8 / 2; j++)
-        next[j] = __ldg(halves + h + j);
+        next[j] = __ldg(pairs + h + j);
     for (; h < end; h += G8 / 2) {
         uint32_t key[G8];
         float v[G8];
@@ -467,33 +469,22 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
         const int after = h + G8 / 2 < end ? h + G8 / 2 : h;
 #pragma unroll
         for (int j = 0; j < G8 / 2; j++)
-            next[j] = __ldg(halves + after + j);
-        float x[G8][per], sum[G8][per];
-#pragma unroll
-        for (int j = 0; j < G8; j++) {
-            const uint8_t *in = b + conv_wg_swizzle(row + (key[j] & CONV_WG_STRAY_AT));
-#pragma unroll
-            for (int k = 0; k < per; k++)
-                x[j][k] =
-                    elem<T>::to_float(*reinterpret_cast<const T *>(in + k * S * CONV_WG_ROW));
-        }
+            next[j] = __ldg(pairs + after + j);
+        float x[G8], sum[G8];
 #pragma unroll
         for (int j = 0; j < G8; j++)
+            x[j] = elem<T>::to_float(*reinterpret_cast<const T *>(
+                b + conv_wg_swizzle(row + (key[j] & CONV_WG_STRAY_AT))));
 #pragma unroll
-            for (int k = 0; k < per; k++)
-                sum[j][k] = mine[k * S * (CONV_WG_BM + 1) + conv_wg_stray_m(key[j])];
+        for (int j = 0; j < G8; j++)
+            sum[j] = mine[conv_wg_stray_m(key[j])];
         /* a run's sum so far: from the sum read, through its entries */
 #pragma unroll
         for (int j = 0; j < G8; j++) {
-            const bool more = key[j] & CONV_WG_STRAY_MORE; /* the same for every thread */
-#pragma unroll
-            for (int k = 0; k < per; k++) {
-                sum[j][k] = fmaf(v[j], x[j][k], j > 0 && (key[j - 1] & CONV_WG_STRAY_MORE)
-                                                    ? sum[j - 1][k]
-                                                    : sum[j][k]);
-                if (!more)
-                    mine[k * S * (CONV_WG_BM + 1) + conv_wg_stray_m(key[j])] = sum[j][k];
-            }
+            sum[j] = fmaf(v[j], x[j],
+                          j > 0 && (key[j - 1] & CONV_WG_STRAY_MORE) ? sum[j - 1] : sum[j]);
+            if (!(key[j] & CONV_WG_STRAY_MORE)) /* the same for every thread */
+                mine[conv_wg_stray_m(key[j])] = sum[j];
         }
     }
 }
@@ -505,8 +496,7 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
  * strays a chunk at 0.9). */
 __device__ __forceinline__ void wg_strays_prefetch(const wg_args &a, int first, int count, int t)
 {
-    const int32_t *stray_ptr =
-        reinterpret_cast<const int32_t *>(a.sparse + conv_wg_stray_ptr_at(&a.g));
+    const int32_t *stray_ptr = wg_stray_ptr(a);
     const uint8_t *strays = a.sparse + conv_wg_strays_at(&a.g);
     const uintptr_t from =
         reinterpret_cast<uintptr_t>(strays + (size_t)stray_ptr[first] * 8) / 128 * 128;
