@@ -158,6 +158,20 @@ CONV_HD size_t conv_wg_sums_bytes(const conv_wg_geom *g)
     return (size_t)g->bn * (CONV_WG_BM + 1) * 4;
 }
 
+/* Where the sparse kernel's wgmma warpgroup writes its sums (plus bias)
+ * apart from the strays' sums, while the strays finish the last chunk:
+ * the stage of chunk chunks − 2, free once the strays are past it (no
+ * copy refills it), where there are two stages and one holds the sums.
+ * Adding its sums to the strays' after they were done instead kept every
+ * thread waiting on a pass through shared memory (ncu at 4bb890f: the
+ * wgmma warps waited half their time for the strays, then the strays'
+ * warps for that pass, about a tenth of the kernel). */
+CONV_HD int conv_wg_sums_in_stage(const conv_wg_geom *g)
+{
+    return g->weights == CONV_WG_SPARSE && g->stages == 2 && g->chunks >= 2 &&
+           conv_wg_stage_bytes(g) >= conv_wg_sums_bytes(g);
+}
+
 /* Bytes before the mbarriers: the stages, which the sums reuse; resident,
  * every chunk's weights, then the stages, then the sums (the next tile's
  * input arrives while they are stored); sparse, the stages, then the sums

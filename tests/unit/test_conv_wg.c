@@ -290,6 +290,16 @@ int main(void)
     CHECK(conv_wg_smem(&g3s) == 1024 + 2 * (296 * 128 + 41984) + 256 * 65 * 4 + 24);
     conv_wg_name(&g3s, SPF_DTYPE_BF16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convwg_bf16_bn256_r14_i1_s2_sp") == 0, "name %s", name);
+    /* where the wgmma's sums go apart: a stage (79 872 bytes) holds
+     * layer3's (66 560); layer2's one stage and a 1×1's small stages
+     * (128 rows and 5 KB of weights against 128 positions' 33 280) do not */
+    CHECK(conv_wg_sums_in_stage(&g3s) && !conv_wg_sums_in_stage(&g1));
+    const conv_dims layer2 = {"layer2", 32, 128, 28, 28, 128, 3, 3, 1, 1};
+    const conv_wg_geom g2s = geometry_of(&layer2, 256, CONV_WG_SPARSE);
+    const conv_dims wide_1x1 = {"1x1, C = 256", 1, 256, 16, 16, 64, 1, 1, 1, 0};
+    const conv_wg_geom g11s = geometry_of(&wide_1x1, 128, CONV_WG_SPARSE);
+    CHECK(g2s.stages == 1 && !conv_wg_sums_in_stage(&g2s));
+    CHECK(g11s.stages == 2 && !conv_wg_sums_in_stage(&g11s));
     check_sparse_pack(&layer3, 0.1, 0.1, 31);
     check_sparse_pack(&layer3, 0.1, 0.95, 34);            /* one busy channel */
     check_sparse_pack(&conv_wg_dims[3], 0.5, 0.5, 32); /* many strays */

@@ -284,8 +284,8 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
  * lane / 4 (+ 8), column 8·(i / 4) + 2·(lane % 4) (+ 1)), added to what is
  * there with ADD (the strays' products); the warpgroup holding d. Then,
  * after a barrier, each thread of the block (THREADS) 8 channels (tid mod
- * 8) of positions tid / 8 + THREADS / 8 · k: residual, ReLU, one 16-byte
- * store.
+ * 8) of positions tid / 8 + THREADS / 8 · k: the sums (plus `more`'s, the
+ * same layout, where not null), residual, ReLU, one 16-byte store.
  * With one warp a scheduler nothing hides a chain of dependent
  * instructions, so both loops are unrolled: ADD's reads 32 at a time
  * before their writes (the compiler keeps a read after every earlier
@@ -318,8 +318,8 @@ __device__ __forceinline__ void wg_epilogue_sums(const float (&d)[BN / 2], float
 }
 
 template <typename T, int BN, int THREADS>
-__device__ __forceinline__ void wg_epilogue_store(const float *sums, const wg_args &a, int image0,
-                                                  int oh0, int m0)
+__device__ __forceinline__ void wg_epilogue_store(const float *sums, const float *more,
+                                                  const wg_args &a, int image0, int oh0, int m0)
 {
     const conv_wg_geom &g = a.g;
     const int tid = threadIdx.x;
@@ -339,6 +339,10 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const wg_ar
 #pragma unroll
         for (int e = 0; e < 8; e++)
             v[e] = sums[pos * (CONV_WG_BM + 1) + group * 8 + e];
+        if (more)
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                v[e] += more[pos * (CONV_WG_BM + 1) + group * 8 + e];
         if (a.residual) {
             const uint4 raw16 =
                 *reinterpret_cast<const uint4 *>(static_cast<const T *>(a.residual) + out_at);
@@ -365,7 +369,7 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
     __syncthreads();
     wg_epilogue_sums<BN, false>(d, sums, a, m0);
     __syncthreads();
-    wg_epilogue_store<T, BN, CONV_WG_THREADS>(sums, a, image0, oh0, m0);
+    wg_epilogue_store<T, BN, CONV_WG_THREADS>(sums, nullptr, a, image0, oh0, m0);
     __syncthreads();
 }
 
@@ -375,6 +379,17 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
 __device__ __forceinline__ void wg_split_sync()
 {
     asm volatile("barrier.sync 1;\n" ::: "memory");
+}
+
+/* Barrier 2 of the sparse kernel: the strays' warps arrive when done with
+ * the stage that takes the wgmma's sums (conv_wg_sums_in_stage), whose
+ * warps wait for them there. */
+__device__ __forceinline__ void wg_stage_free(bool wait)
+{
+    if (wait)
+        asm volatile("barrier.sync 2, %0;\n" ::"r"((int)CONV_WG_SP_THREADS) : "memory");
+    else
+        asm volatile("barrier.arrive 2, %0;\n" ::"r"((int)CONV_WG_SP_THREADS) : "memory");
 }
 
 /* The 1024-byte aligned start of the dynamic shared memory. */
@@ -581,6 +596,11 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
          * 384 threads get 168 registers each at launch, so the wgmma's
          * warpgroup takes more of the SM's from the strays' two
          * (128·240 + 256·104 ≤ 65 536) */
+        /* the wgmma's sums apart in the stage of chunk chunks − 2, once
+         * the strays are past it (barrier 2), or added to the strays' */
+        const bool apart = conv_wg_sums_in_stage(&g);
+        float *wgmma_sums =
+            apart ? reinterpret_cast<float *>(smem + (g.chunks - 2) % 2 * stage_bytes) : nullptr;
         if (tid < CONV_WG_THREADS) {
             asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
             float d[BN / 2] = {};
@@ -590,8 +610,14 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
                     wgmma_wait<0>();
                 },
                 [] { wg_split_sync(); });
-            wg_split_sync(); /* the strays are in the sums */
-            wg_epilogue_sums<BN, true>(d, sums, a, m0);
+            if (apart) {
+                wg_stage_free(true);
+                wg_epilogue_sums<BN, false>(d, wgmma_sums, a, m0);
+                wg_split_sync();
+            } else {
+                wg_split_sync(); /* the strays are in the sums */
+                wg_epilogue_sums<BN, true>(d, sums, a, m0);
+            }
         } else {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 104;\n" ::: "memory");
             const int t = tid - CONV_WG_THREADS;
@@ -599,12 +625,14 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
             each_chunk(
                 [&](int ch, const uint8_t *b) {
                     wg_strays<T, BN>(sums, b, a, (int)blockIdx.y * g.chunks + ch, t);
+                    if (apart && ch == g.chunks - 2) /* done with its stage */
+                        wg_stage_free(false);
                 },
                 [] { wg_split_sync(); });
             wg_split_sync();
         }
         __syncthreads();
-        wg_epilogue_store<T, BN, CONV_WG_SP_THREADS>(sums, a, image0, oh0, m0);
+        wg_epilogue_store<T, BN, CONV_WG_SP_THREADS>(sums, wgmma_sums, a, image0, oh0, m0);
     } else {
         float d[BN / 2] = {};
         each_chunk([&](int, const uint8_t *b) { wg_chunk<T, BN>(d, b + a_at, b, g); },
