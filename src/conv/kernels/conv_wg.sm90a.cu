@@ -595,9 +595,9 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
          * registers for the accumulators (it spilled at 255 when it did);
          * 384 threads get 168 registers each at launch, so the wgmma's
          * warpgroup takes more of the SM's from the strays' two
-         * (128·240 + 256·104 ≤ 65 536) */
-        /* the wgmma's sums apart in the stage of chunk chunks − 2, once
-         * the strays are past it (barrier 2), or added to the strays' */
+         * (128·240 + 256·104 ≤ 65 536); the wgmma's sums apart in the
+         * stage of chunk chunks − 2 once the strays are past it (barrier
+         * 2), or added to the strays' */
         const bool apart = conv_wg_sums_in_stage(&g);
         float *wgmma_sums =
             apart ? reinterpret_cast<float *>(smem + (g.chunks - 2) % 2 * stage_bytes) : nullptr;
