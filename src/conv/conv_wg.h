@@ -151,11 +151,24 @@ CONV_HD size_t conv_wg_stage_bytes(const conv_wg_geom *g)
            (g->weights == CONV_WG_RESIDENT ? 0 : conv_wg_chunk_weights(g));
 }
 
-/* Bytes of the epilogue's sums: bn positions of BM + 1 floats (the extra
- * column keeps a warp's rows on distinct banks). */
+/* Floats of one position's row of the epilogue's sums: the BM channels
+ * and a pad. Sparse, one more: the strays' threads each read and write
+ * their own position's row, and the pad keeps a warp's 32 rows on
+ * distinct banks. Dense, four more: the store reads a row's channels 16
+ * bytes at a time (8 scalar loads an output each took a fifth of the
+ * dense kernel's samples, ncu at 98023aa), and the accumulators' writes,
+ * rows 2·(lane mod 4) apart and channels lane / 4, still fall on 32
+ * distinct banks. */
+enum { CONV_WG_SUMS_ROW = CONV_WG_BM + 4, CONV_WG_SP_SUMS_ROW = CONV_WG_BM + 1 };
+CONV_HD int32_t conv_wg_sums_row(const conv_wg_geom *g)
+{
+    return g->weights == CONV_WG_SPARSE ? CONV_WG_SP_SUMS_ROW : CONV_WG_SUMS_ROW;
+}
+
+/* Bytes of the epilogue's sums: bn positions' rows. */
 CONV_HD size_t conv_wg_sums_bytes(const conv_wg_geom *g)
 {
-    return (size_t)g->bn * (CONV_WG_BM + 1) * 4;
+    return (size_t)g->bn * conv_wg_sums_row(g) * 4;
 }
 
 /* Where the sparse kernel's wgmma warpgroup writes its sums (plus bias)

@@ -265,10 +265,11 @@ int main(void)
           g1.row_tiles == 14 && g1.tiles == 32 * 14);
     CHECK(conv_wg_smem(&g1) == 1024 + 376 * 128 + 9 * 8192 + 24);
     /* resident at 128 positions: 72 KB of weights, two stages of 248 rows
-     * and the sums; at 256 the sums no longer fit */
+     * and the sums (rows of 68 floats: 16-byte aligned); at 256 the sums
+     * no longer fit */
     conv_wg_geom g1w = geometry_of(&layer1, 128, CONV_WG_RESIDENT);
     CHECK(g1w.stage_rows == 248 && g1w.stages == 2 && g1w.weights == CONV_WG_RESIDENT);
-    CHECK(conv_wg_smem(&g1w) == 1024 + 9 * 8192 + 2 * 248 * 128 + 128 * 65 * 4 + 24);
+    CHECK(conv_wg_smem(&g1w) == 1024 + 9 * 8192 + 2 * 248 * 128 + 128 * 68 * 4 + 24);
     refused(&layer1, 256, CONV_WG_RESIDENT, SPF_CONV_NHWC, "past shared memory");
     const conv_dims layer4 = {"layer4", 32, 512, 7, 7, 512, 3, 3, 1, 1};
     conv_wg_geom g4 = geometry_of(&layer4, 64, CONV_WG_STAGED);

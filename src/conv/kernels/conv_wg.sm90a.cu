@@ -257,7 +257,8 @@ __device__ __forceinline__ void wg_load_weights(uint8_t *w, const CUtensorMap *w
 }
 
 /* d += one chunk: every tap's weights (w) by the stage's input rows (b)
- * from the tap's later start, 16 channels a wgmma; waits for them all. */
+ * from the tap's later start, 16 channels a wgmma; committed, not waited
+ * for. */
 template <typename T, int BN>
 __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, const uint8_t *b,
                                          const conv_wg_geom &g)
@@ -268,15 +269,18 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
      * past 128 bytes (fd19ffa: 27.6 µs), hence the sparse weights' one
      * pointer */
     wgmma_fence();
+    int r = 0, s = 0; /* tap t's (r, s), without dividing by S: a division a
+                         tap sat between the wgmma (ncu at 98023aa) */
     for (int t = 0; t < g.r * g.s; t++) {
-        const int shift = conv_wg_row(&g, 0, t / g.s, t % g.s);
+        const int shift = conv_wg_row(&g, 0, r, s);
+        if (++s == g.s)
+            s = 0, r++;
 #pragma unroll
         for (int kk = 0; kk < CONV_WG_CHUNK / 16; kk++)
             wg_mma<BN>(d, wg_desc(w + t * CONV_WG_A_TAP + kk * 32),
                        wg_desc(b + shift * CONV_WG_ROW + kk * 32), 1, T());
     }
     wgmma_commit();
-    wgmma_wait<0>();
 }
 
 /* The epilogue of a tile, in two phases. First the sums (plus bias) by
@@ -285,15 +289,19 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
  * there with ADD (the strays' products); the warpgroup holding d. Then,
  * after a barrier, each thread of the block (THREADS) 8 channels (tid mod
  * 8) of positions tid / 8 + THREADS / 8 · k: the sums (plus `more`'s, the
- * same layout, where not null), residual, ReLU, one 16-byte store.
+ * same layout, where not null), residual, ReLU, one 16-byte store. Rows
+ * of ROW floats (conv_wg_sums_row).
  * With one warp a scheduler nothing hides a chain of dependent
  * instructions, so both loops are unrolled: ADD's reads 32 at a time
  * before their writes (the compiler keeps a read after every earlier
  * write it cannot tell apart, so one by one each waited for shared
- * memory), and the positions' index arithmetic (divisions by the tile's
- * shape) of all k at once. At 47494d1 the epilogue was a fifth of the
- * sparse kernel's samples on layer3 (ncu), mostly such waits. */
-template <int BN, bool ADD>
+ * memory). At 47494d1 the epilogue was a fifth of the sparse kernel's
+ * samples on layer3 (ncu), mostly such waits. The store's instructions
+ * are what the dense kernel waits for (ncu at 98023aa: a third of its
+ * samples, every instruction one warp's turn), so there are few: the
+ * position's place stepped, not divided, and its 8 sums read in two
+ * 16-byte loads where the rows are aligned. */
+template <int BN, int ROW, bool ADD>
 __device__ __forceinline__ void wg_epilogue_sums(const float (&d)[BN / 2], float *sums,
                                                  const wg_args &a, int m0)
 {
@@ -302,7 +310,7 @@ __device__ __forceinline__ void wg_epilogue_sums(const float (&d)[BN / 2], float
     const float bias0 = a.bias ? a.bias[m0 + row0] : 0.0f;
     const float bias8 = a.bias ? a.bias[m0 + row0 + 8] : 0.0f;
     auto at = [&](int i) { /* accumulator i's place in sums */
-        return (8 * (i / 4) + 2 * (lane % 4) + i % 2) * (CONV_WG_BM + 1) + row0 + 8 * ((i / 2) % 2);
+        return (8 * (i / 4) + 2 * (lane % 4) + i % 2) * ROW + row0 + 8 * ((i / 2) % 2);
     };
     constexpr int RUN = ADD ? 32 : BN / 2;
 #pragma unroll
@@ -317,7 +325,25 @@ __device__ __forceinline__ void wg_epilogue_sums(const float (&d)[BN / 2], float
     }
 }
 
-template <typename T, int BN, int THREADS>
+/* The 8 floats at p: two 16-byte loads where rows of ROW floats keep them
+ * aligned (a quarter warp's, 8 floats apart, 2-way conflicted: evening
+ * that cost more instructions than it saved time). */
+template <int ROW>
+__device__ __forceinline__ void wg_load8(float (&v)[8], const float *p)
+{
+    if constexpr (ROW % 4 == 0) {
+        const float4 lo = *reinterpret_cast<const float4 *>(p);
+        const float4 hi = *reinterpret_cast<const float4 *>(p + 4);
+        v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+        v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+    } else {
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            v[e] = p[e];
+    }
+}
+
+template <typename T, int BN, int THREADS, int ROW>
 __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float *more,
                                                   const wg_args &a, int image0, int oh0, int m0)
 {
@@ -325,24 +351,34 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float
     const int tid = threadIdx.x;
     constexpr int pass = THREADS / 8; /* positions the threads store at once */
     const int group = tid % 8;
+    /* position tid / 8 + pass·k's image m of the tile, its row i (of the
+     * image's halo rows) and column j (of the padded width) */
+    const int image_rows = g.halo * g.wp;
+    int m = tid / 8 / image_rows, i = (tid / 8 - m * image_rows) / g.wp;
+    int j = tid / 8 - m * image_rows - i * g.wp;
 #pragma unroll
     for (int k = 0; k < (BN + pass - 1) / pass; k++) {
         const int pos = tid / 8 + pass * k;
+        if (k > 0)
+            for (j += pass; j >= g.wp; j -= g.wp)
+                if (++i == g.halo)
+                    i = 0, m++;
         if (BN % pass != 0 && pos >= BN)
             continue;
-        const int m = pos / (g.halo * g.wp), at_m = pos - m * g.halo * g.wp;
-        const int i = at_m / g.wp, j = at_m - i * g.wp, oh = oh0 + i, image = image0 + m;
+        const int oh = oh0 + i, image = image0 + m;
         if (m >= g.images || image >= g.n || i >= g.rows || j >= g.q || oh >= g.p)
             continue;
-        const int64_t out_at = (((int64_t)image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
+        /* the output pixel in 32 bits: n·p·q (the gather's cols) is below 2^31 */
+        const int64_t out_at = (int64_t)((image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
         float v[8];
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            v[e] = sums[pos * (CONV_WG_BM + 1) + group * 8 + e];
-        if (more)
+        wg_load8<ROW>(v, sums + pos * ROW + group * 8);
+        if (more) {
+            float w[8];
+            wg_load8<ROW>(w, more + pos * ROW + group * 8);
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                v[e] += more[pos * (CONV_WG_BM + 1) + group * 8 + e];
+                v[e] += w[e];
+        }
         if (a.residual) {
             const uint4 raw16 =
                 *reinterpret_cast<const uint4 *>(static_cast<const T *>(a.residual) + out_at);
@@ -367,9 +403,9 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
                                             const wg_args &a, int image0, int oh0, int m0)
 {
     __syncthreads();
-    wg_epilogue_sums<BN, false>(d, sums, a, m0);
+    wg_epilogue_sums<BN, CONV_WG_SUMS_ROW, false>(d, sums, a, m0);
     __syncthreads();
-    wg_epilogue_store<T, BN, CONV_WG_THREADS>(sums, nullptr, a, image0, oh0, m0);
+    wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0, m0);
     __syncthreads();
 }
 
@@ -460,7 +496,7 @@ __device__ __forceinline__ void wg_strays(float *sums, const uint8_t *b, const w
     const uint4 *pairs = reinterpret_cast<const uint4 *>(a.sparse + conv_wg_strays_at(&a.g));
     if (tid >= BN) /* past the stage's rows */
         return;
-    float *mine = sums + tid * (CONV_WG_BM + 1);
+    float *mine = sums + tid * CONV_WG_SP_SUMS_ROW;
     const uint32_t row = tid * CONV_WG_ROW; /* the thread's position's */
     const int end = stray_ptr[at + 1] / 2;
     int h = stray_ptr[at] / 2;
@@ -554,7 +590,7 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
     for (int st = 0; st < g.stages; st++)
         wg_zero_slack(smem + st * stage_bytes, g);
     if constexpr (SPARSE)
-        for (int u = tid; u < BN * (CONV_WG_BM + 1); u += CONV_WG_SP_THREADS)
+        for (int u = tid; u < BN * CONV_WG_SP_SUMS_ROW; u += CONV_WG_SP_THREADS)
             sums[u] = 0.0f;
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
@@ -574,16 +610,19 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
         for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
             issue(ch, ch);
     /* every chunk in turn: its stage waited for, `work` on it, then (every
-     * warp past `sync`, done with the stage) the stage refilled */
-    auto each_chunk = [&](auto work, auto sync) {
+     * warp past `sync`) the stage of chunk ch − lag, which `work` is done
+     * with, refilled: lag 0, its own; lag 1 (two stages), the one before's,
+     * whose wgmma `work` waited for with this chunk's in flight */
+    auto each_chunk = [&](int lag, auto work, auto sync) {
         int st = 0, phase = 0; /* chunk ch's stage ch mod stages, its phase */
         for (int ch = 0; ch < g.chunks; ch++) {
             bar_wait(&full[st], phase);
             work(ch, smem + st * stage_bytes);
-            if (ch + g.stages < g.chunks) {
+            const int done = ch - lag, next = done + g.stages;
+            if (done >= 0 && next < g.chunks) {
                 sync();
                 if (tid == 0)
-                    issue(ch + g.stages, st);
+                    issue(next, lag ? st ^ 1 : st);
             }
             if (++st == g.stages)
                 st = 0, phase ^= 1;
@@ -605,6 +644,7 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
             asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
             float d[BN / 2] = {};
             each_chunk(
+                0,
                 [&](int, const uint8_t *b) {
                     wg_sparse_chunk<T, BN>(d, b + a_at, b, g);
                     wgmma_wait<0>();
@@ -612,17 +652,18 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
                 [] { wg_split_sync(); });
             if (apart) {
                 wg_stage_free(true);
-                wg_epilogue_sums<BN, false>(d, wgmma_sums, a, m0);
+                wg_epilogue_sums<BN, CONV_WG_SP_SUMS_ROW, false>(d, wgmma_sums, a, m0);
                 wg_split_sync();
             } else {
                 wg_split_sync(); /* the strays are in the sums */
-                wg_epilogue_sums<BN, true>(d, sums, a, m0);
+                wg_epilogue_sums<BN, CONV_WG_SP_SUMS_ROW, true>(d, sums, a, m0);
             }
         } else {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 104;\n" ::: "memory");
             const int t = tid - CONV_WG_THREADS;
             wg_strays_prefetch(a, (int)blockIdx.y * g.chunks, g.chunks, t);
             each_chunk(
+                0,
                 [&](int ch, const uint8_t *b) {
                     wg_strays<T, BN>(sums, b, a, (int)blockIdx.y * g.chunks + ch, t);
                     if (apart && ch == g.chunks - 2) /* done with its stage */
@@ -632,11 +673,26 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
             wg_split_sync();
         }
         __syncthreads();
-        wg_epilogue_store<T, BN, CONV_WG_SP_THREADS>(sums, wgmma_sums, a, image0, oh0, m0);
+        wg_epilogue_store<T, BN, CONV_WG_SP_THREADS, CONV_WG_SP_SUMS_ROW>(sums, wgmma_sums, a,
+                                                                        image0, oh0, m0);
     } else {
+        /* a chunk's wgmma in flight while the one before's are waited for
+         * and its stage refilled: waiting for each chunk's own drained the
+         * tensor cores at every chunk (ncu at 98023aa: an eighth of the
+         * samples at that wait) */
         float d[BN / 2] = {};
-        each_chunk([&](int, const uint8_t *b) { wg_chunk<T, BN>(d, b + a_at, b, g); },
-                   [] { __syncthreads(); });
+        const int lag = g.stages > 1;
+        each_chunk(
+            lag,
+            [&](int, const uint8_t *b) {
+                wg_chunk<T, BN>(d, b + a_at, b, g);
+                if (lag)
+                    wgmma_wait<1>();
+                else
+                    wgmma_wait<0>();
+            },
+            [] { __syncthreads(); });
+        wgmma_wait<0>();
         wg_epilogue<T, BN>(d, sums, a, image0, oh0, m0);
     }
 }
@@ -702,6 +758,7 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
             bar_wait(&full[step % 2], (step / 2) & 1);
             wg_chunk<T, BN>(d, smem + ch * conv_wg_chunk_weights(&g),
                                          stage + (step % 2) * stage_bytes, g);
+            wgmma_wait<0>();
             __syncthreads(); /* every warp is done with the stage */
             if (tid == 0 && step + 2 < steps)
                 issue(step + 2);
