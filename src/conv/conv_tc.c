@@ -16,6 +16,7 @@
 #ifdef SPF_HAVE_CUDA
 #include "gpu/cuda_check.h"
 #include "gpu/device_upload.h"
+#include "gpu/early_start.h"
 
 #include <cuda_runtime_api.h>
 #endif
@@ -342,10 +343,7 @@ spf_status conv_tc_create(const conv_tc_format *f, spf_dtype dtype, int relu, co
     if (g->tma && major < 9)
         FAIL_GOTO(SPF_ERR_UNSUPPORTED, "conv tc: B by the copy engine on a device of compute "
                   "capability %d (9.0 or newer)", major);
-    /* the early start (gpu/grid_dependency.cuh) where the device has it,
-     * unless SPFORGE_PDL=0 asks to measure without it */
-    const char *pdl = getenv("SPFORGE_PDL");
-    x->early = major >= 9 && !(pdl && strcmp(pdl, "0") == 0);
+    x->early = early_start_wanted(major);
     if (g->cluster)
         TRY(conv_tc_cluster_check(g, dtype));
     TRY(device_upload((void **)&x->entry, f->entry, (int64_t)g->mtiles * g->splits * g->cap,

@@ -16,9 +16,9 @@
  *
  * The host side: the launch's programmatic-serialization attribute
  * (smem_limit.cuh's launch_config, `early`), asked for only on compute
- * capability 9.0 or newer; the conv TC plan also leaves it off where the
- * environment sets SPFORGE_PDL=0 (conv_tc_create), to measure without
- * it. */
+ * capability 9.0 or newer, and left off where the environment sets
+ * SPFORGE_PDL=0, to measure without it (gpu/early_start.h: the conv TC
+ * and warpgroup plans). */
 #ifndef SPF_GPU_GRID_DEPENDENCY_CUH
 #define SPF_GPU_GRID_DEPENDENCY_CUH
 

@@ -75,20 +75,28 @@ static inline cudaLaunchConfig_t launch_config(dim3 grid, int threads, size_t sm
     return config;
 }
 
-/* smem_launch with launch_config's clusters and early start. */
-static inline spf_status smem_launch_ex(const void *k, dim3 grid, int threads, size_t smem,
-                                        void *args, int cluster, int early, void *stream)
+/* The launch of kernel k with launch_config's clusters and early start,
+ * its parameters at params (the limit set first). */
+static inline spf_status smem_launch_params(const void *k, dim3 grid, int threads, size_t smem,
+                                            void **params, int cluster, int early, void *stream)
 {
-    if (cluster <= 1 && !early)
-        return smem_launch(k, grid, threads, smem, args, stream);
     spf_status status = smem_allow(k, smem);
     if (status != SPF_OK)
         return status;
     cudaLaunchAttribute attrs[2];
     const cudaLaunchConfig_t config =
         launch_config(grid, threads, smem, cluster, early, stream, attrs);
-    void *params[] = {args};
     return CUDA_CHECK(cudaLaunchKernelExC(&config, k, params));
+}
+
+/* smem_launch with launch_config's clusters and early start. */
+static inline spf_status smem_launch_ex(const void *k, dim3 grid, int threads, size_t smem,
+                                        void *args, int cluster, int early, void *stream)
+{
+    if (cluster <= 1 && !early)
+        return smem_launch(k, grid, threads, smem, args, stream);
+    void *params[] = {args};
+    return smem_launch_params(k, grid, threads, smem, params, cluster, early, stream);
 }
 
 #endif

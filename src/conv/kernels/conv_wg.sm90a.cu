@@ -10,6 +10,8 @@ extern "C" {
 }
 #include "gpu/bulk_copy.cuh"
 #include "gpu/cuda_check.h"
+#include "gpu/early_start.h"
+#include "gpu/grid_dependency.cuh"
 #include "gpu/mma_ptx.cuh"
 #include "gpu/smem_limit.cuh"
 #include "gpu/tensor_map.h"
@@ -94,6 +96,8 @@ struct conv_wg {
                            the sparse weights' one buffer (conv_wg.h)      */
     CUtensorMap w_map;  /* dense: its 64 × 64 boxes                        */
     int64_t bytes;
+    int early;          /* launched to start before the stream's previous
+                           kernel ends (gpu/early_start.h)                 */
 };
 
 /* dst (device, owned) = count bytes of src; status on failure */
@@ -148,6 +152,7 @@ extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g,
     x->geom = *g;
     x->dtype = dtype;
     x->relu = relu;
+    x->early = early_start_wanted(major);
     if (g->weights == CONV_WG_SPARSE) {
         status = create_sparse(x, w);
         if (status != SPF_OK)
@@ -235,14 +240,19 @@ __device__ __forceinline__ void wg_zero_slack(uint8_t *b, const conv_wg_geom &g)
         slack[u] = make_uint4(0, 0, 0, 0);
 }
 
-/* Tile (image0, oh0)'s box of chunk ch into b, completing on bar, which
- * expects its bytes (and `extra` more: the chunk's weights where they come
- * with it). Thread 0. */
+/* Bytes of a chunk's input box. */
+__device__ __forceinline__ uint32_t wg_box_bytes(const conv_wg_geom &g)
+{
+    return g.images * g.halo * g.wp * CONV_WG_ROW;
+}
+
+/* Tile (image0, oh0)'s box of chunk ch into b, completing on bar, whose
+ * bytes the caller expects. Thread 0, past grid_dependency_wait: the
+ * input is what the stream's previous kernel may write. */
 __device__ __forceinline__ void wg_load_input(uint8_t *b, const CUtensorMap *in_map,
                                               const conv_wg_geom &g, int ch, int image0, int oh0,
-                                              uint32_t extra, uint64_t *bar)
+                                              uint64_t *bar)
 {
-    bar_arrive_expect(bar, g.images * g.halo * g.wp * CONV_WG_ROW + extra);
     tma_load_4d(b, in_map, ch * CONV_WG_CHUNK, -g.pad, oh0 - g.pad, image0, bar);
 }
 
@@ -595,10 +605,11 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
 
-    /* chunk ch's input box and its weights into stage st */
-    auto issue = [&](int ch, int st) {
+    /* chunk ch's weights into stage st, its bytes and its input box's
+     * expected; then its input box */
+    auto issue_weights = [&](int ch, int st) {
         uint8_t *b = smem + st * stage_bytes;
-        wg_load_input(b, &in_map, g, ch, image0, oh0, weights, &full[st]);
+        bar_arrive_expect(&full[st], wg_box_bytes(g) + weights);
         if constexpr (SPARSE)
             bulk_load(b + (size_t)g.stage_rows * CONV_WG_ROW,
                       a.sparse + ((size_t)blockIdx.y * g.chunks + ch) * weights, weights,
@@ -606,9 +617,28 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
         else
             wg_load_weights(b + (size_t)g.stage_rows * CONV_WG_ROW, &w_map, g, ch, m0, &full[st]);
     };
+    auto issue_input = [&](int ch, int st) {
+        wg_load_input(smem + st * stage_bytes, &in_map, g, ch, image0, oh0, &full[st]);
+    };
+    auto issue = [&](int ch, int st) {
+        issue_weights(ch, st);
+        issue_input(ch, st);
+    };
+    /* the first stages' weights (two thirds of a dense stage's bytes)
+     * while the stream's previous kernel ends; their input boxes once it
+     * has, and every thread's reads of the bias and residual and writes of
+     * the output after it too (gpu/grid_dependency.cuh): the first chunk's
+     * wait was a seventh of the dense kernel's samples (ncu at 184680b),
+     * and more at full clocks */
+    grid_dependents_launch();
+    const int first = g.stages < g.chunks ? g.stages : g.chunks;
     if (tid == 0)
-        for (int ch = 0; ch < g.stages && ch < g.chunks; ch++)
-            issue(ch, ch);
+        for (int ch = 0; ch < first; ch++)
+            issue_weights(ch, ch);
+    grid_dependency_wait();
+    if (tid == 0)
+        for (int ch = 0; ch < first; ch++)
+            issue_input(ch, ch);
     /* every chunk in turn: its stage waited for, `work` on it, then (every
      * warp past `sync`) the stage of chunk ch − lag, which `work` is done
      * with, refilled: lag 0, its own; lag 1 (two stages), the one before's,
@@ -735,17 +765,24 @@ __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     auto issue = [&](int step) {
         int image0, oh0;
         wg_tile(g, (int)blockIdx.x + step / g.chunks * (int)gridDim.x, &image0, &oh0);
+        bar_arrive_expect(&full[step % 2], wg_box_bytes(g));
         wg_load_input(stage + (step % 2) * stage_bytes, &in_map, g, step % g.chunks, image0, oh0,
-                      0, &full[step % 2]);
+                      &full[step % 2]);
     };
+    /* the weights while the stream's previous kernel ends; the input, and
+     * every thread's reads of the bias and residual and writes of the
+     * output, once it has (gpu/grid_dependency.cuh) */
+    grid_dependents_launch();
     if (tid == 0) {
         bar_arrive_expect(weights_in, (uint32_t)weights);
         for (int ch = 0; ch < g.chunks; ch++)
             wg_load_weights(smem + ch * conv_wg_chunk_weights(&g), &w_map, g, ch, m0,
                             weights_in);
+    }
+    grid_dependency_wait();
+    if (tid == 0)
         for (int step = 0; step < 2 && step < steps; step++)
             issue(step);
-    }
     bar_wait(weights_in, 0);
 
     float d[BN / 2];
@@ -799,8 +836,9 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
         along = held < along ? held : along;
     }
     const dim3 grid((unsigned)along, (unsigned)channel_tiles);
-    kernel<<<grid, threads, smem, stream>>>(in_map, x->w_map, a);
-    return CUDA_CHECK(cudaGetLastError());
+    void *params[] = {const_cast<CUtensorMap *>(&in_map), const_cast<CUtensorMap *>(&x->w_map),
+                      const_cast<wg_args *>(&a)};
+    return smem_launch_params(k, grid, threads, smem, params, 1, x->early, stream);
 }
 
 template <typename T>
