@@ -336,8 +336,9 @@ __device__ __forceinline__ void wg_epilogue_sums(const float (&d)[BN / 2], float
 }
 
 /* The 8 floats at p: two 16-byte loads where rows of ROW floats keep them
- * aligned (a quarter warp's, 8 floats apart, 2-way conflicted: evening
- * that cost more instructions than it saved time). */
+ * aligned (a quarter warp's, 8 floats apart, 2-way conflicted; ordering
+ * the halves to even that out took a dozen more instructions a position,
+ * in a loop bound by its instructions). */
 template <int ROW>
 __device__ __forceinline__ void wg_load8(float (&v)[8], const float *p)
 {
