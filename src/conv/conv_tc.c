@@ -10,7 +10,6 @@
 #include "core/matrix.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #ifdef SPF_HAVE_CUDA
