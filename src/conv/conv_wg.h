@@ -125,6 +125,17 @@ CONV_HD int32_t conv_wg_row(const conv_wg_geom *g, int32_t pos, int32_t r, int32
     return pos + r * g->wp + s;
 }
 
+/* wgmma's N for a tile of `positions`: a multiple of 8, but 24 for 16:
+ * ptxas (CUDA 13.0) serializes the wgmma of the staged kernel at N = 16,
+ * and of no other N (info C7520: "compiler-inserted WG.AR in divergent
+ * path"), so that kernel is not built (kernels/conv_wg_device.cuh). */
+#define CONV_WG_N_SERIALIZED 16
+CONV_HD int32_t conv_wg_mma_n(int32_t positions)
+{
+    const int32_t n = (positions + 7) / 8 * 8;
+    return n == CONV_WG_N_SERIALIZED ? n + 8 : n;
+}
+
 /* Bytes of one chunk's weights (all taps) as a stage holds them: dense
  * boxes, or the sparse block (values, then metadata; a whole number of
  * swizzle atoms, so that the next stage's input rows start on one). */
