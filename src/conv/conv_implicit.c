@@ -127,6 +127,18 @@ static int unrolled_choices(const spf_matrix *w, const conv_gather *g, const spf
     return n;
 }
 
+/* out[n] = the warpgroup kernel of geometry g unless out[0..n) has it
+ * (two widths can give one geometry: a whole 7×7 image at 64 positions
+ * or at 128); the count. */
+static int add_wg(conv_implicit_choice *out, int n, const conv_wg_geom *g)
+{
+    for (int i = 0; i < n; i++)
+        if (out[i].kind == CONV_IMPLICIT_WG && memcmp(&out[i].wg, g, sizeof *g) == 0)
+            return n;
+    out[n] = (conv_implicit_choice){.kind = CONV_IMPLICIT_WG, .wg = *g};
+    return n + 1;
+}
+
 /* The tensor-core kernel's configurations for this convolution (f16 and
  * bf16 on compute capability 8.0 or newer); their count, 0 with a reason. */
 static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o,
@@ -152,15 +164,19 @@ static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o
     for (int i = 0; i < n; i++)
         out[i] = (conv_implicit_choice){.kind = CONV_IMPLICIT_TC, .tc = cfg[i]};
     /* the warpgroup kernel on Hopper, at each block width its geometry
-     * takes, the weights dense in each stage, resident, or sparse */
+     * takes, the weights dense in each stage (and with one stage where
+     * that fits two blocks an SM), resident, or sparse */
     static const int32_t widths[3] = {64, 128, 256};
     char why_wg[200] = "";
     for (int i = 0; i < 3 && dev->cc_major >= 9; i++)
         for (int weights = CONV_WG_STAGED; weights <= CONV_WG_SPARSE; weights++) {
-            conv_wg_geom geom;
-            if (conv_wg_geometry(g, k, widths[i], (conv_wg_weights)weights, &geom, why_wg,
-                                 sizeof why_wg))
-                out[n++] = (conv_implicit_choice){.kind = CONV_IMPLICIT_WG, .wg = geom};
+            conv_wg_geom geom, one;
+            if (!conv_wg_geometry(g, k, widths[i], (conv_wg_weights)weights, &geom, why_wg,
+                                  sizeof why_wg))
+                continue;
+            n = add_wg(out, n, &geom);
+            if (conv_wg_one_stage(&geom, &one))
+                n = add_wg(out, n, &one);
         }
     return n;
 }

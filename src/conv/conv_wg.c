@@ -42,27 +42,36 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
         return 0;
     }
     conv_wg_geom x = {.n = g->cols / (g->p * g->q), .c = g->c, .h = g->h, .w = g->w, .r = g->r,
-                      .s = g->s, .pad = g->pad, .p = g->p, .q = g->q, .k = k, .bn = bn, .wp = wp};
-    x.rows = bn / wp < g->p ? bn / wp : g->p;
+                      .s = g->s, .pad = g->pad, .p = g->p, .q = g->q, .k = k, .wp = wp};
+    /* as few tiles along an image as bn positions allow, then their rows
+     * evened out (ResNet-50's 28 rows at 256 positions: 4 tiles of 7, not
+     * 3 of 8 and one of 4) */
+    const int32_t most = bn / wp < g->p ? bn / wp : g->p;
+    x.row_tiles = (g->p + most - 1) / most;
+    x.rows = (g->p + x.row_tiles - 1) / x.row_tiles;
     x.halo = x.rows + g->r - 1;
     if (x.halo > 256) {
         snprintf(reason, cap, "a box of %d input rows: the copy engine takes 256", x.halo);
         return 0;
     }
-    /* the last tap of the last position reaches (R−1)·wp + S−1 rows past
-     * bn; the box fills halo·wp ≤ that */
-    x.stage_rows = (bn + (g->r - 1) * wp + g->s - 1 + 7) / 8 * 8;
-    x.chunks = g->c / CONV_WG_CHUNK;
-    x.row_tiles = (g->p + x.rows - 1) / x.rows;
     /* whole images where one leaves room: the weights' boxes, which every
      * block loads, then serve more positions (ResNet-50's 7×7: 3 images
-     * at 256 positions) */
+     * at 256 positions), as evenly as the batch allows */
     x.images = 1;
     if (x.rows == g->p) {
-        x.images += (bn - x.rows * wp) / (x.halo * wp);
-        x.images = x.images < x.n ? x.images : x.n;
-        x.images = x.images < 256 ? x.images : 256;
+        int32_t fit = 1 + (bn - x.rows * wp) / (x.halo * wp);
+        fit = fit < x.n ? fit : x.n;
+        fit = fit < 256 ? fit : 256;
+        const int32_t along = (x.n + fit - 1) / fit;
+        x.images = (x.n + along - 1) / along;
     }
+    /* wgmma's N: the tile's positions to a multiple of 8, not bn (layer3's
+     * 14 rows of 16 are 224 positions: m64n256 did 14 % more work) */
+    x.bn = conv_wg_mma_n(((x.images - 1) * x.halo + x.rows) * wp);
+    /* the last tap of the last position reaches (R−1)·wp + S−1 rows past
+     * the tile's positions; the box fills halo·wp ≤ that */
+    x.stage_rows = (x.bn + (g->r - 1) * wp + g->s - 1 + 7) / 8 * 8;
+    x.chunks = g->c / CONV_WG_CHUNK;
     const int64_t tiles = (int64_t)(x.n + x.images - 1) / x.images * x.row_tiles;
     if (tiles > INT32_MAX || k / CONV_WG_BM > 65535) {
         snprintf(reason, cap, "%lld blocks along the positions, %d along the channels: past the "
@@ -92,6 +101,24 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
         return 0;
     }
     *out = x;
+    return 1;
+}
+
+/* Blocks of conv_wg_smem bytes an SM holds. */
+static int64_t blocks_an_sm(const conv_wg_geom *g)
+{
+    return CONV_WG_SM_SMEM / (conv_wg_smem(g) + 1024);
+}
+
+int conv_wg_one_stage(const conv_wg_geom *g, conv_wg_geom *out)
+{
+    if (g->weights != CONV_WG_STAGED || g->stages != 2)
+        return 0;
+    conv_wg_geom one = *g;
+    one.stages = 1;
+    if (blocks_an_sm(g) != 1 || blocks_an_sm(&one) < 2)
+        return 0;
+    *out = one;
     return 1;
 }
 

@@ -1,13 +1,15 @@
 /* The warpgroup conv kernel (conv/conv_wg.h) on the GPU: every shape of
  * conv_wg_case.h × 64, 128 and 256 positions a block (where the padded
- * row fits) × the weights brought dense with each stage, resident (where
- * they fit) or sparse, 2:4 and strays (conv_case.h's weights: density 0.4,
- * so 18 % of the runs of four hold three or four, many strays) × f16 and
- * bf16, bias, residual and ReLU varied per case, the
- * output poisoned with NaN first and each kernel run twice, against the
- * CPU reference within the dtype's tolerance; a wrong launch names its
- * config and where the output first differs. Needs a device of compute capability 9.0: skips visibly (exit 77)
- * without one. */
+ * row fits; wgmma's N the tile's positions to a multiple of 8, so many of
+ * each kind's kernels) × the weights brought dense with each stage (and
+ * with one stage where that fits two blocks an SM), resident (where they
+ * fit) or sparse, 2:4 and strays (conv_case.h's weights: density 0.4, so
+ * 18 % of the runs of four hold three or four, many strays) × f16 and
+ * bf16, bias, residual and ReLU varied per case, the output poisoned with
+ * NaN first and each kernel run twice, against the CPU reference within
+ * the dtype's tolerance; a wrong launch names its config and where the
+ * output first differs. Needs a device of compute capability 9.0: skips
+ * visibly (exit 77) without one. */
 #include "conv_wg_case.h"
 #include "conv_kernel_test.h"
 
@@ -40,14 +42,15 @@ static void first_wrong(const conv_case *t, const conv_dims *d, double tol)
            (double)t->out[first], t->want[first]);
 }
 
-static void run_one(const conv_dims *d, int bn, conv_wg_weights weights, spf_dtype dtype, int variant,
-                    uint64_t seed)
+static void run_one(const conv_dims *d, int bn, conv_wg_weights weights, int one_stage,
+                    spf_dtype dtype, int variant, uint64_t seed)
 {
     const int bias = variant & 1, residual = (variant >> 1) & 1, relu = (variant >> 2) & 1;
     const conv_gather g = conv_dims_gather(d);
     conv_wg_geom geom;
     char reason[200];
-    if (!conv_wg_geometry(&g, (int32_t)d->k, bn, weights, &geom, reason, sizeof reason))
+    if (!conv_wg_geometry(&g, (int32_t)d->k, bn, weights, &geom, reason, sizeof reason) ||
+        (one_stage && !conv_wg_one_stage(&geom, &geom)))
         return;
     conv_case t;
     conv_case_make(&t, d, SPF_CONV_NHWC, bias, residual, relu, dtype, seed);
@@ -88,10 +91,11 @@ static void run_all(int quick)
     for (int i = 0; i < CONV_WG_DIMS; i++)
         for (int b = 0; b < CONV_WG_WIDTHS; b++)
             for (int weights = CONV_WG_STAGED; weights <= CONV_WG_SPARSE; weights++)
-                for (int t = 0; t < (quick ? 1 : 2); t++)
-                    run_one(&conv_wg_dims[i], conv_wg_widths[b], (conv_wg_weights)weights,
-                            dtypes[t], (i + b + t + weights) % 8,
-                            900 + (uint64_t)(i * 32 + b * 4 + weights * 2 + t));
+                for (int one = 0; one < (weights == CONV_WG_STAGED ? 2 : 1); one++)
+                    for (int t = 0; t < (quick ? 1 : 2); t++)
+                        run_one(&conv_wg_dims[i], conv_wg_widths[b], (conv_wg_weights)weights,
+                                one, dtypes[t], (i + b + t + weights + one) % 8,
+                                900 + (uint64_t)(i * 64 + b * 16 + weights * 4 + one * 2 + t));
 }
 #else
 static void run_all(int quick)

@@ -242,7 +242,16 @@ int main(void)
                               reason);
                     continue;
                 }
-                CHECK(geom.rows * geom.wp <= geom.bn && geom.rows >= 1);
+                /* wgmma's N: the tile's positions to a multiple of 8, within the
+                 * width asked for */
+                const int32_t positions = ((geom.images - 1) * geom.halo + geom.rows) * geom.wp;
+                CHECK(geom.rows >= 1 && geom.bn == conv_wg_mma_n(positions) &&
+                      geom.bn <= conv_wg_widths[b]);
+                /* the rows and images evened out: no tile two rows (or two
+                 * images) shorter than another */
+                CHECK(geom.row_tiles * geom.rows - geom.p < geom.row_tiles);
+                CHECK((geom.n + geom.images - 1) / geom.images * geom.images - geom.n <
+                      (geom.n + geom.images - 1) / geom.images);
                 CHECK(conv_wg_smem(&geom) <= CONV_WG_SMEM && geom.weights == weights);
                 replay(&conv_wg_dims[i], &geom);
                 geometries++;
@@ -255,51 +264,80 @@ int main(void)
     CHECK_MSG(stored_wrong == 0, "%lld output positions not stored exactly once",
               (long long)stored_wrong);
     CHECK_MSG(reach_wrong == 0, "%lld taps past the stage's rows", (long long)reach_wrong);
-    for (int b = 0; b < CONV_WG_WIDTHS; b++)
-        check_accumulators(conv_wg_widths[b]);
+    for (int bn = 8; bn <= 256; bn += 8)
+        check_accumulators(bn);
+    for (int32_t positions = 1; positions <= 256; positions++) {
+        const int32_t n = conv_wg_mma_n(positions);
+        CHECK_MSG(n % 8 == 0 && n >= positions && n < positions + (n == 24 ? 16 : 8) &&
+                      n != CONV_WG_N_SERIALIZED,
+                  "%d positions: N %d", positions, n);
+    }
 
     /* ResNet-50's 3x3 layers at batch 32 */
     const conv_dims layer1 = {"layer1", 32, 64, 56, 56, 64, 3, 3, 1, 1};
-    conv_wg_geom g1 = geometry_of(&layer1, 256, CONV_WG_STAGED);
-    CHECK(g1.wp == 58 && g1.rows == 4 && g1.halo == 6 && g1.stage_rows == 376 && g1.stages == 1 &&
-          g1.row_tiles == 14 && g1.tiles == 32 * 14);
-    CHECK(conv_wg_smem(&g1) == 1024 + 376 * 128 + 9 * 8192 + 24);
-    /* resident at 128 positions: 72 KB of weights, two stages of 248 rows
-     * and the sums (rows of 68 floats: 16-byte aligned); at 256 the sums
-     * no longer fit */
+    conv_wg_geom g1 = geometry_of(&layer1, 256, CONV_WG_STAGED), single;
+    CHECK(g1.wp == 58 && g1.rows == 4 && g1.halo == 6 && g1.bn == 232 && g1.stage_rows == 352 &&
+          g1.stages == 1 && g1.row_tiles == 14 && g1.tiles == 32 * 14);
+    CHECK(conv_wg_smem(&g1) == 1024 + 352 * 128 + 9 * 8192 + 24);
+    CHECK(!conv_wg_one_stage(&g1, &single)); /* one chunk: one stage already */
+    /* resident at 128 positions (2 rows of 58: N = 120): 72 KB of weights,
+     * two stages of 240 rows and the sums (rows of 68 floats: 16-byte
+     * aligned); at 256 (N = 232) it all fits too */
     conv_wg_geom g1w = geometry_of(&layer1, 128, CONV_WG_RESIDENT);
-    CHECK(g1w.stage_rows == 248 && g1w.stages == 2 && g1w.weights == CONV_WG_RESIDENT);
-    CHECK(conv_wg_smem(&g1w) == 1024 + 9 * 8192 + 2 * 248 * 128 + 128 * 68 * 4 + 24);
-    refused(&layer1, 256, CONV_WG_RESIDENT, SPF_CONV_NHWC, "past shared memory");
+    CHECK(g1w.bn == 120 && g1w.stage_rows == 240 && g1w.stages == 2 &&
+          g1w.weights == CONV_WG_RESIDENT && !conv_wg_one_stage(&g1w, &single));
+    CHECK(conv_wg_smem(&g1w) == 1024 + 9 * 8192 + 2 * 240 * 128 + 120 * 68 * 4 + 24);
+    conv_wg_geom g1w256 = geometry_of(&layer1, 256, CONV_WG_RESIDENT);
+    CHECK(conv_wg_smem(&g1w256) == 1024 + 9 * 8192 + 2 * 352 * 128 + 232 * 68 * 4 + 24);
     const conv_dims layer4 = {"layer4", 32, 512, 7, 7, 512, 3, 3, 1, 1};
     conv_wg_geom g4 = geometry_of(&layer4, 64, CONV_WG_STAGED);
     CHECK(g4.wp == 9 && g4.rows == 7 && g4.images == 1 && g4.stage_rows == 88 && g4.chunks == 8 &&
           g4.stages == 2 && g4.row_tiles == 1);
-    /* three 9×9 padded images in 256 positions: 2·81 + 7·9 = 225 */
+    /* 64 positions (N 63 → 64) in 83 KB a stage: two stages one block an SM,
+     * one stage two */
+    CHECK(g4.bn == 64 && conv_wg_one_stage(&g4, &single) && single.stages == 1);
+    CHECK(conv_wg_smem(&single) == 1024 + 88 * 128 + 9 * 8192 + 24);
+    /* three 9×9 padded images in 256 positions: 2·81 + 7·9 = 225, N 232;
+     * 11 tiles of three images for 32 */
     conv_wg_geom g4w = geometry_of(&layer4, 256, CONV_WG_STAGED);
-    CHECK(g4w.images == 3 && g4w.rows == 7 && g4w.halo == 9);
+    CHECK(g4w.images == 3 && g4w.rows == 7 && g4w.halo == 9 && g4w.bn == 232 && g4w.tiles == 11);
     char name[64];
     conv_wg_name(&g4w, SPF_DTYPE_F16, name, sizeof name);
-    CHECK_MSG(strcmp(name, "convwg_f16_bn256_r7_i3_s1") == 0 ||
-                  strcmp(name, "convwg_f16_bn256_r7_i3_s2") == 0,
-              "name %s", name);
-    /* sparse on layer3 at 256 positions: 296 input rows and 9 taps' 2:4
-     * blocks (41 472 bytes, to 41 984) a stage, two stages beside the sums */
+    CHECK_MSG(strcmp(name, "convwg_f16_bn232_r7_i3_s2") == 0, "name %s", name);
+    /* 4 images, 3 at most a block: 2 tiles of 2 (N 144), not 3 and 1 */
+    const conv_dims four = {"7x7, batch 4", 4, 64, 7, 7, 64, 3, 3, 1, 1};
+    conv_wg_geom g44 = geometry_of(&four, 256, CONV_WG_STAGED);
+    CHECK_MSG(g44.images == 2 && g44.tiles == 2 && g44.bn == 144, "images %d tiles %d bn %d",
+              g44.images, g44.tiles, g44.bn);
+    /* layer2 (28 rows of 30): 4 tiles of 7 rows (N 210 → 216), not 8 */
+    const conv_dims layer2 = {"layer2", 32, 128, 28, 28, 128, 3, 3, 1, 1};
+    conv_wg_geom g2 = geometry_of(&layer2, 256, CONV_WG_STAGED);
+    CHECK(g2.rows == 7 && g2.row_tiles == 4 && g2.bn == 216);
+    /* sparse on layer3 at 256 positions (14 rows of 16: N 224): 264 input
+     * rows and 9 taps' 2:4 blocks (41 472 bytes, to 41 984) a stage, two
+     * stages beside the sums; the staged dense one also with one stage,
+     * two blocks an SM */
     const conv_dims layer3 = {"layer3", 32, 256, 14, 14, 256, 3, 3, 1, 1};
     conv_wg_geom g3s = geometry_of(&layer3, 256, CONV_WG_SPARSE);
-    CHECK(g3s.stage_rows == 296 && g3s.stages == 2 && conv_wg_sparse_block(&g3s) == 41472);
-    CHECK(conv_wg_smem(&g3s) == 1024 + 2 * (296 * 128 + 41984) + 256 * 65 * 4 + 24);
+    CHECK(g3s.bn == 224 && g3s.stage_rows == 264 && g3s.stages == 2 &&
+          conv_wg_sparse_block(&g3s) == 41472 && !conv_wg_one_stage(&g3s, &single));
+    CHECK(conv_wg_smem(&g3s) == 1024 + 2 * (264 * 128 + 41984) + 224 * 65 * 4 + 24);
     conv_wg_name(&g3s, SPF_DTYPE_BF16, name, sizeof name);
-    CHECK_MSG(strcmp(name, "convwg_bf16_bn256_r14_i1_s2_sp") == 0, "name %s", name);
-    /* where the wgmma's sums go apart: a stage (79 872 bytes) holds
-     * layer3's (66 560); layer2's one stage and a 1×1's small stages
-     * (128 rows and 5 KB of weights against 128 positions' 33 280) do not */
+    CHECK_MSG(strcmp(name, "convwg_bf16_bn224_r14_i1_s2_sp") == 0, "name %s", name);
+    const conv_wg_geom g3 = geometry_of(&layer3, 256, CONV_WG_STAGED);
+    CHECK(g3.stages == 2 && conv_wg_one_stage(&g3, &single) && single.stages == 1 &&
+          single.bn == 224);
+    /* where the wgmma's sums go apart: a stage (75 776 bytes) holds
+     * layer3's (58 240), and layer2's (77 824: 280 rows) its 56 160; a
+     * single stage (layer1's one chunk) and a 1×1's small stages (128 rows
+     * and 5 KB of weights against 128 positions' 33 280) do not */
     CHECK(conv_wg_sums_in_stage(&g3s) && !conv_wg_sums_in_stage(&g1));
-    const conv_dims layer2 = {"layer2", 32, 128, 28, 28, 128, 3, 3, 1, 1};
     const conv_wg_geom g2s = geometry_of(&layer2, 256, CONV_WG_SPARSE);
+    const conv_wg_geom g1s = geometry_of(&layer1, 256, CONV_WG_SPARSE);
     const conv_dims wide_1x1 = {"1x1, C = 256", 1, 256, 16, 16, 64, 1, 1, 1, 0};
     const conv_wg_geom g11s = geometry_of(&wide_1x1, 128, CONV_WG_SPARSE);
-    CHECK(g2s.stages == 1 && !conv_wg_sums_in_stage(&g2s));
+    CHECK(g2s.stages == 2 && g2s.stage_rows == 280 && conv_wg_sums_in_stage(&g2s));
+    CHECK(g1s.stages == 1 && !conv_wg_sums_in_stage(&g1s));
     CHECK(g11s.stages == 2 && !conv_wg_sums_in_stage(&g11s));
     check_sparse_pack(&layer3, 0.1, 0.1, 31);
     check_sparse_pack(&layer3, 0.1, 0.95, 34);            /* one busy channel */
