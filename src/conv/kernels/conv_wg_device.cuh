@@ -125,15 +125,17 @@ __device__ __forceinline__ void wg_epilogue_sums(const float (&d)[BN / 2], float
     auto at = [&](int i) { /* accumulator i's place in sums */
         return (8 * (i / 4) + 2 * (lane % 4) + i % 2) * ROW + row0 + 8 * ((i / 2) % 2);
     };
+    /* runs of 32, the last cut short where BN / 2 is no multiple of 32
+     * (after unrolling the bound is a constant) */
     constexpr int RUN = ADD ? 32 : BN / 2;
 #pragma unroll
     for (int i0 = 0; i0 < BN / 2; i0 += RUN) {
         float before[RUN];
 #pragma unroll
-        for (int i = 0; i < RUN; i++)
+        for (int i = 0; i < RUN && i0 + i < BN / 2; i++)
             before[i] = ADD ? sums[at(i0 + i)] : 0.0f;
 #pragma unroll
-        for (int i = 0; i < RUN; i++)
+        for (int i = 0; i < RUN && i0 + i < BN / 2; i++)
             sums[at(i0 + i)] = before[i] + d[i0 + i] + ((i0 + i) / 2 % 2 ? bias8 : bias0);
     }
 }
