@@ -26,7 +26,6 @@ static const conv_dims conv_wg_dims[] = {
 };
 #define CONV_WG_DIMS ((int)(sizeof conv_wg_dims / sizeof conv_wg_dims[0]))
 
-static const int conv_wg_widths[] = {64, 128, 256};
-#define CONV_WG_WIDTHS 3
+/* the widths: conv_wg_widths (conv_wg.h), the planner's */
 
 #endif

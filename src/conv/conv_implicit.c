@@ -166,13 +166,12 @@ static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o
     /* the warpgroup kernel on Hopper, at each block width its geometry
      * takes, the weights dense in each stage (and with one stage where
      * that fits two blocks an SM), resident, or sparse */
-    static const int32_t widths[3] = {64, 128, 256};
     char why_wg[200] = "";
-    for (int i = 0; i < 3 && dev->cc_major >= 9; i++)
+    for (int i = 0; i < CONV_WG_WIDTHS && dev->cc_major >= 9; i++)
         for (int weights = CONV_WG_STAGED; weights <= CONV_WG_SPARSE; weights++) {
             conv_wg_geom geom, one;
-            if (!conv_wg_geometry(g, k, widths[i], (conv_wg_weights)weights, &geom, why_wg,
-                                  sizeof why_wg))
+            if (!conv_wg_geometry(g, k, conv_wg_widths[i], (conv_wg_weights)weights, &geom,
+                                  why_wg, sizeof why_wg))
                 continue;
             n = add_wg(out, n, &geom);
             if (conv_wg_one_stage(&geom, &one))

@@ -25,9 +25,9 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
                  g->c, k);
         return 0;
     }
-    if (bn != 64 && bn != 128 && bn != 256) {
-        snprintf(reason, cap, "the warpgroup kernel's positions a block are 64, 128 or 256 (%d)",
-                 bn);
+    if (bn != 32 && bn != 64 && bn != 128 && bn != 256) {
+        snprintf(reason, cap, "the warpgroup kernel's positions a block are 32, 64, 128 or 256 "
+                 "(%d)", bn);
         return 0;
     }
     if (weights == CONV_WG_SPARSE && g->r * g->s > CONV_WG_SP_MAX_TAPS) {

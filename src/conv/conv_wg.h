@@ -103,7 +103,7 @@ typedef enum conv_wg_weights {
 typedef struct conv_wg_geom {
     int32_t n, c, h, w, r, s, pad, p, q, k; /* the convolution (stride 1)              */
     int32_t bn;                 /* wgmma's N: the tile's positions, to a multiple
-                                   of 8 (at most the 64, 128 or 256 asked for)     */
+                                   of 8 (at most the 32 to 256 asked for)          */
     int32_t wp;                 /* the padded width: W + 2·pad = Q + S − 1          */
     int32_t rows;               /* output rows of an image a block                  */
     int32_t halo;               /* input rows of an image a box: rows + R − 1       */
@@ -226,8 +226,13 @@ CONV_HD size_t conv_wg_smem(const conv_wg_geom *g)
 extern "C" {
 #endif
 
+/* The positions a block the planner asks for: 32 (more blocks at batch 1:
+ * layer2 and layer3 of ResNet-50 fill 28 SMs at 64), 64, 128 and 256. */
+enum { CONV_WG_WIDTHS = 4 };
+static const int32_t conv_wg_widths[CONV_WG_WIDTHS] = {32, 64, 128, 256};
+
 /* The geometry of a convolution g (NHWC, stride 1) with k output channels
- * at most `bn` positions a block (64, 128 or 256), the weights as
+ * at most `bn` positions a block (32, 64, 128 or 256), the weights as
  * `weights` (conv_wg_weights) says: the fewest tiles along an image, their
  * rows evened out, and the most whole images where one fits, evened over
  * the batch; wgmma's N the tile's positions to a multiple of 8; two stages

@@ -353,7 +353,7 @@ int main(void)
     const conv_dims odd_k = {"K = 70", 1, 64, 8, 8, 70, 3, 3, 1, 1};
     refused(&odd_k, 128, CONV_WG_STAGED, SPF_CONV_NHWC, "multiples of 64");
     refused(&layer4, 64, CONV_WG_STAGED, SPF_CONV_NCHW, "NHWC");
-    refused(&layer4, 32, CONV_WG_STAGED, SPF_CONV_NHWC, "64, 128 or 256");
+    refused(&layer4, 16, CONV_WG_STAGED, SPF_CONV_NHWC, "32, 64, 128 or 256");
     refused(&layer4, 64, CONV_WG_RESIDENT, SPF_CONV_NHWC, "past shared memory");
     const conv_dims wide = {"W = 100", 1, 64, 4, 100, 64, 3, 3, 1, 1};
     refused(&wide, 64, CONV_WG_STAGED, SPF_CONV_NHWC, "wider than");
