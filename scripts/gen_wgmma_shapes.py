@@ -109,30 +109,22 @@ def header():
     ]
     parts += [dense(n) + "\n" for n in SHAPES]
     parts += [sparse(n) + "\n" for n in SHAPES]
-    parts.append(
-        "/* d = A·B + (scale_d ? d : 0): A (64 × 16) and B (16 × N) through\n"
-        " * their descriptors da and db, both K-major. */\n"
-    )
-    for ctype, ptx in TYPES:
-        parts.append("template <int N>\n")
-        parts.append(dispatch("SS", "__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], "
-                              "uint64_t da,\n"
-                              "                                         uint64_t db, int scale_d",
-                              ctype, ptx))
-        parts.append("\n")
-    parts.append(
-        "/* d = a·B + (scale_d ? d : 0): a the warp's fragment of the 2:4 A\n"
-        " * (64 × 32, strategy/structured/sp_format.h), B (32 × N) by desc, e the\n"
-        " * metadata word, SEL the sparsity selector, MN B's transpose bit. */\n"
-    )
-    for ctype, ptx in TYPES:
-        parts.append("template <int N, int SEL, int MN>\n")
-        parts.append(dispatch("SP", "__device__ __forceinline__ void wgmma_sp(float (&d)[N / 2], "
-                              "const uint4 &a,\n"
-                              "                                         uint64_t desc, uint32_t e, "
-                              "int scale_d",
-                              ctype, ptx))
-        parts.append("\n")
+    indent = " " * 41
+    for comment, template, kind, signature in (
+        ("/* d = A·B + (scale_d ? d : 0): A (64 × 16) and B (16 × N) through\n"
+         " * their descriptors da and db, both K-major. */\n",
+         "template <int N>\n", "SS",
+         "__device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t da,\n"
+         f"{indent}uint64_t db, int scale_d"),
+        ("/* d = a·B + (scale_d ? d : 0): a the warp's fragment of the 2:4 A\n"
+         " * (64 × 32, strategy/structured/sp_format.h), B (32 × N) by desc, e the\n"
+         " * metadata word, SEL the sparsity selector, MN B's transpose bit. */\n",
+         "template <int N, int SEL, int MN>\n", "SP",
+         "__device__ __forceinline__ void wgmma_sp(float (&d)[N / 2], const uint4 &a,\n"
+         f"{indent}uint64_t desc, uint32_t e, int scale_d")):
+        parts.append(comment)
+        for ctype, ptx in TYPES:
+            parts += [template, dispatch(kind, signature, ctype, ptx), "\n"]
     parts.append("#endif\n")
     return "".join(parts)
 
