@@ -1,5 +1,5 @@
 /* The warpgroup conv kernel's geometry (conv_wg.h); the kernel, and the
- * weights on the device, are in kernels/conv_wg.sm90a.cu. */
+ * weights on the device, are in kernels/conv_wg*.sm90a.cu. */
 #include "conv/conv_wg.h"
 
 #include "core/alloc.h"

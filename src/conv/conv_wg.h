@@ -1,4 +1,4 @@
-/* The warpgroup conv kernel (kernels/conv_wg.sm90a.cu, Hopper only): an
+/* The warpgroup conv kernel (kernels/conv_wg_*.sm90a.cu, Hopper only): an
  * implicit GEMM over the weights expanded dense, for batches where the
  * tensor cores' throughput, not the chain of one block's steps, sets the
  * time (bench/results/conv/README.md: at batch 32 the IMPLICIT path's TC
