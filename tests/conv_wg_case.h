@@ -3,7 +3,7 @@
  * takes (NHWC, stride 1, C and K multiples of 64) with padded rows from 3
  * to 58 pixels, a last block of rows cut short, padding 0 to 2, 1×1 and
  * 3×3, batch 3, and small images several to a block, the last block's
- * cut short by the batch. */
+ * cut short by the batch; C from 64 to 512 (1 to 8 chunks, to split). */
 #ifndef SPF_TESTS_CONV_WG_CASE_H
 #define SPF_TESTS_CONV_WG_CASE_H
 
@@ -19,6 +19,7 @@ static const conv_dims conv_wg_dims[] = {
     {"3x3 on 28x28 (layer2's rows), C = 192", 1, 192, 28, 28, 64, 3, 3, 1, 1},
     {"3x3 on 56x56 (layer1's rows)", 1, 64, 56, 56, 64, 3, 3, 1, 1},
     {"3x3 on 14x14 (layer3's rows), C = 256", 1, 256, 14, 14, 64, 3, 3, 1, 1},
+    {"3x3 on 7x7, C = 512 (8 chunks), K = 128, batch 2", 2, 512, 7, 7, 128, 3, 3, 1, 1},
     {"1x1 on 9x10, C = 128, K = 192", 1, 128, 9, 10, 192, 1, 1, 1, 0},
     {"3x3 padding 2 on 5x4", 2, 64, 5, 4, 64, 3, 3, 1, 2},
     {"3x3 on 3x4, batch 7 (images a block)", 7, 64, 3, 4, 64, 3, 3, 1, 1},

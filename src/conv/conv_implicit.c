@@ -139,6 +139,23 @@ static int add_wg(conv_implicit_choice *out, int n, const conv_wg_geom *g)
     return n + 1;
 }
 
+/* add_wg of g, and of g with one stage where that fits two blocks an SM
+ * (conv_wg_one_stage); the count. */
+static int add_wg_stages(conv_implicit_choice *out, int n, const conv_wg_geom *g)
+{
+    conv_wg_geom one;
+    n = add_wg(out, n, g);
+    return conv_wg_one_stage(g, &one) ? add_wg(out, n, &one) : n;
+}
+
+/* Whether g's grid split `splits` ways is still at most two blocks an SM
+ * of `sms`: splitting is for grids that leave SMs idle (batch 1), and at
+ * batch 32 it only adds the sums' exchange. */
+static int wg_grid_idle(const conv_wg_geom *g, int32_t splits, int sms)
+{
+    return (int64_t)g->tiles * (g->k / CONV_WG_BM) * splits <= 2 * (int64_t)sms;
+}
+
 /* The tensor-core kernel's configurations for this convolution (f16 and
  * bf16 on compute capability 8.0 or newer); their count, 0 with a reason. */
 static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o,
@@ -165,17 +182,20 @@ static int tc_choices(const conv_gather *g, int32_t k, const spf_plan_options *o
         out[i] = (conv_implicit_choice){.kind = CONV_IMPLICIT_TC, .tc = cfg[i]};
     /* the warpgroup kernel on Hopper, at each block width its geometry
      * takes, the weights dense in each stage (and with one stage where
-     * that fits two blocks an SM), resident, or sparse */
+     * that fits two blocks an SM; and split over a cluster where the grid
+     * leaves SMs idle), resident, or sparse */
     char why_wg[200] = "";
     for (int i = 0; i < CONV_WG_WIDTHS && dev->cc_major >= 9; i++)
         for (int weights = CONV_WG_STAGED; weights <= CONV_WG_SPARSE; weights++) {
-            conv_wg_geom geom, one;
+            conv_wg_geom geom, split;
             if (!conv_wg_geometry(g, k, conv_wg_widths[i], (conv_wg_weights)weights, &geom,
                                   why_wg, sizeof why_wg))
                 continue;
-            n = add_wg(out, n, &geom);
-            if (conv_wg_one_stage(&geom, &one))
-                n = add_wg(out, n, &one);
+            n = add_wg_stages(out, n, &geom);
+            for (int z = 0; z < CONV_WG_SPLIT_CHOICES; z++)
+                if (wg_grid_idle(&geom, conv_wg_splits[z], dev->sm_count) &&
+                    conv_wg_split(&geom, conv_wg_splits[z], &split))
+                    n = add_wg_stages(out, n, &split);
         }
     return n;
 }

@@ -63,9 +63,10 @@ enum {
     CONV_UNROLLED_CONFIGS = 2,
     CONV_IMPLICIT_MAX_CHOICES =
         CONV_WINDOW_MAX_CONFIGS + 1 + CONV_UNROLLED_CONFIGS + CONV_TC_MAX_CONFIGS +
-        CONV_WG_WIDTHS * 4, /* the warpgroup kernel: its widths × 3 ways with the
-                               weights, the staged one also with one stage
-                               (conv_wg_one_stage) */
+        CONV_WG_WIDTHS * (4 + 2 * CONV_WG_SPLIT_CHOICES), /* the warpgroup kernel: its
+                               widths × 3 ways with the weights, the staged one
+                               also with one stage (conv_wg_one_stage), and
+                               split, each with one stage too (conv_wg_split) */
     /* AUTO's limit for the unrolled kernel: compiled per plan and config,
      * and ptxas's time grows with the code (a ResNet-50 3×3 layer of 64
      * channels at 0.9 has 3 686 nonzeros, of 256 channels 58 982) */

@@ -80,6 +80,7 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
     }
     x.tiles = (int32_t)tiles;
     x.weights = weights;
+    x.splits = 1;
     if (weights == CONV_WG_RESIDENT) {
         x.stages = 2;
         if (conv_wg_smem(&x) > CONV_WG_SMEM) {
@@ -122,11 +123,27 @@ int conv_wg_one_stage(const conv_wg_geom *g, conv_wg_geom *out)
     return 1;
 }
 
+int conv_wg_split(const conv_wg_geom *g, int32_t splits, conv_wg_geom *out)
+{
+    if (g->weights != CONV_WG_STAGED || g->splits != 1 || splits < 2 ||
+        splits > CONV_WG_MAX_SPLITS || g->chunks % splits != 0)
+        return 0;
+    conv_wg_geom x = *g;
+    x.splits = splits;
+    if (x.stages > x.chunks / splits)
+        x.stages = x.chunks / splits;
+    *out = x;
+    return 1;
+}
+
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size)
 {
     static const char *suffix[3] = {"", "_w", "_sp"};
-    snprintf(buf, size, "bn%d_r%d_i%d_s%d%s", g->bn, g->rows, g->images, g->stages,
-             suffix[g->weights]);
+    char split[16] = "";
+    if (g->splits > 1)
+        snprintf(split, sizeof split, "_z%d", g->splits);
+    snprintf(buf, size, "bn%d_r%d_i%d_s%d%s%s", g->bn, g->rows, g->images, g->stages,
+             suffix[g->weights], split);
 }
 
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size)

@@ -43,6 +43,9 @@
  * (grid.x at most the blocks the GPU holds at once), the next tile's input
  * coming while this one's is multiplied and stored.
  *
+ * Split (conv_wg_split, batch 1): a tile's chunks over the blocks of a
+ * cluster, their sums added through distributed shared memory.
+ *
  * Sparse (CONV_WG_SPARSE): the weights' 2:4 part multiplied by the sparse
  * tensor cores (wgmma.mma_async.sp m64nBNk32: half the instructions' work
  * and 0.56 of the dense weights' bytes, the metadata included), the rest,
@@ -121,6 +124,8 @@ typedef struct conv_wg_geom {
     int32_t tiles;              /* position tiles: ⌈n / images⌉ · row_tiles          */
     int32_t weights;            /* conv_wg_weights; RESIDENT: a block walks
                                    position tiles                                  */
+    int32_t splits;             /* blocks a tile's chunks are split over, a
+                                   cluster (conv_wg_split); 1: none                */
 } conv_wg_geom;
 
 /* The stage row tap (r, s) of position `pos` (counted over the padded
@@ -250,9 +255,28 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
  * our kernel won: 22.2 µs against cuDNN's 23.9, c94e5cf). */
 int conv_wg_one_stage(const conv_wg_geom *g, conv_wg_geom *out);
 
+/* g (staged dense) with its chunks split over `splits` blocks (2 to
+ * CONV_WG_MAX_SPLITS, dividing the chunks), a thread-block cluster along
+ * grid z: *out and 1, else 0. For grids that leave SMs idle (batch 1):
+ * a block brings every tap's weights of its 64 output channels for each
+ * chunk, 72 KB at a 3×3, and on one SM that load is the tile's time
+ * (layer3 at batch 1: 4 chunks, 290 KB a block on 28 blocks, 6.1 µs in
+ * graphs at fbb3b99). Split, each block multiplies chunks/splits of them
+ * and leaves its sums in its shared memory; after a cluster barrier each
+ * block adds every block's sums (distributed shared memory) for a share
+ * of the positions and stores them, rank 0's with the bias. Stages: at
+ * most the block's chunks. */
+enum { CONV_WG_MAX_SPLITS = 8 }; /* a cluster's portable size */
+int conv_wg_split(const conv_wg_geom *g, int32_t splits, conv_wg_geom *out);
+
+/* The splits the planner times, where the grid unsplit leaves SMs idle
+ * (conv_implicit.c). */
+enum { CONV_WG_SPLIT_CHOICES = 3 };
+static const int32_t conv_wg_splits[CONV_WG_SPLIT_CHOICES] = {2, 4, 8};
+
 /* The config: "bn256_r7_i3_s2" (positions, output rows, images and stages
- * of a block; "_w" where the weights are resident, "_sp" sparse); the
- * kernel: "convwg_f16_" and the config's name. */
+ * of a block; "_w" where the weights are resident, "_sp" sparse; "_z4"
+ * split over 4 blocks); the kernel: "convwg_f16_" and the config's name. */
 void conv_wg_config_name(const conv_wg_geom *g, char *buf, size_t size);
 void conv_wg_name(const conv_wg_geom *g, spf_dtype dtype, char *buf, size_t size);
 

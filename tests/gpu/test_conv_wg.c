@@ -1,8 +1,9 @@
 /* The warpgroup conv kernel (conv/conv_wg.h) on the GPU: every shape of
- * conv_wg_case.h × 64, 128 and 256 positions a block (where the padded
+ * conv_wg_case.h × 32, 64, 128 and 256 positions a block (where the padded
  * row fits; wgmma's N the tile's positions to a multiple of 8, so many of
  * each kind's kernels) × the weights brought dense with each stage (and
- * with one stage where that fits two blocks an SM), resident (where they
+ * with one stage where that fits two blocks an SM; and the chunks split
+ * over a cluster of 2, 3, 4 or 8 where they divide), resident (where they
  * fit) or sparse, 2:4 and strays (conv_case.h's weights: density 0.4, so
  * 18 % of the runs of four hold three or four, many strays) × f16 and
  * bf16, bias, residual and ReLU varied per case, the output poisoned with
@@ -42,14 +43,15 @@ static void first_wrong(const conv_case *t, const conv_dims *d, double tol)
            (double)t->out[first], t->want[first]);
 }
 
-static void run_one(const conv_dims *d, int bn, conv_wg_weights weights, int one_stage,
-                    spf_dtype dtype, int variant, uint64_t seed)
+static void run_one(const conv_dims *d, int bn, conv_wg_weights weights, int splits,
+                    int one_stage, spf_dtype dtype, int variant, uint64_t seed)
 {
     const int bias = variant & 1, residual = (variant >> 1) & 1, relu = (variant >> 2) & 1;
     const conv_gather g = conv_dims_gather(d);
     conv_wg_geom geom;
     char reason[200];
     if (!conv_wg_geometry(&g, (int32_t)d->k, bn, weights, &geom, reason, sizeof reason) ||
+        (splits > 1 && !conv_wg_split(&geom, splits, &geom)) ||
         (one_stage && !conv_wg_one_stage(&geom, &geom)))
         return;
     conv_case t;
@@ -88,14 +90,20 @@ static void run_all(int quick)
         SKIP("compute capability %d.%d: the warpgroup kernel needs 9.0, not run", info.cc_major,
              info.cc_minor);
     const spf_dtype dtypes[2] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
+    /* unsplit, the planner's splits, and three ways (C = 192) */
+    const int splits[] = {1, 2, 3, 4, 8};
+    const int split_count = (int)(sizeof splits / sizeof splits[0]);
     for (int i = 0; i < CONV_WG_DIMS; i++)
         for (int b = 0; b < CONV_WG_WIDTHS; b++)
             for (int weights = CONV_WG_STAGED; weights <= CONV_WG_SPARSE; weights++)
-                for (int one = 0; one < (weights == CONV_WG_STAGED ? 2 : 1); one++)
-                    for (int t = 0; t < (quick ? 1 : 2); t++)
-                        run_one(&conv_wg_dims[i], conv_wg_widths[b], (conv_wg_weights)weights,
-                                one, dtypes[t], (i + b + t + weights + one) % 8,
-                                900 + (uint64_t)(i * 64 + b * 16 + weights * 4 + one * 2 + t));
+                for (int z = 0; z < (weights == CONV_WG_STAGED ? split_count : 1); z++)
+                    for (int one = 0; one < (weights == CONV_WG_STAGED ? 2 : 1); one++)
+                        for (int t = 0; t < (quick ? 1 : 2); t++)
+                            run_one(&conv_wg_dims[i], conv_wg_widths[b],
+                                    (conv_wg_weights)weights, splits[z], one, dtypes[t],
+                                    (i + b + t + weights + one + z) % 8,
+                                    900 + (uint64_t)(i * 64 + b * 16 + weights * 4 + one * 2 + t) +
+                                        (uint64_t)z * 4096);
 }
 #else
 static void run_all(int quick)

@@ -345,6 +345,26 @@ int main(void)
     const conv_dims one = {"1x1, K = 128", 1, 128, 4, 4, 128, 1, 1, 1, 0};
     check_sparse_pack(&one, 0.3, 0.3, 33);
 
+    /* split over a cluster: layer3 at batch 1 (4 chunks) two or four ways,
+     * one chunk a block then one stage; not three ways, not past
+     * CONV_WG_MAX_SPLITS, not resident or sparse, not split twice */
+    const conv_dims layer3_b1 = {"layer3, batch 1", 1, 256, 14, 14, 256, 3, 3, 1, 1};
+    const conv_wg_geom g3b1 = geometry_of(&layer3_b1, 32, CONV_WG_STAGED);
+    conv_wg_geom split, twice;
+    CHECK(g3b1.splits == 1 && g3b1.chunks == 4 && g3b1.stages == 2);
+    CHECK(conv_wg_split(&g3b1, 2, &split) && split.splits == 2 && split.stages == 2 &&
+          conv_wg_one_stage(&split, &single) && single.splits == 2 && single.stages == 1);
+    CHECK(conv_wg_split(&g3b1, 4, &split) && split.splits == 4 && split.stages == 1);
+    conv_wg_name(&split, SPF_DTYPE_F16, name, sizeof name);
+    CHECK_MSG(strcmp(name, "convwg_f16_bn32_r2_i1_s1_z4") == 0, "name %s", name);
+    CHECK(!conv_wg_split(&split, 2, &twice) && !conv_wg_split(&g3b1, 3, &twice) &&
+          !conv_wg_split(&g3b1, 8, &twice) && !conv_wg_split(&g3b1, 1, &twice));
+    CHECK(!conv_wg_split(&g3s, 2, &twice) && !conv_wg_split(&g1w, 2, &twice));
+    conv_wg_geom g4s;
+    CHECK(conv_wg_split(&g4, CONV_WG_MAX_SPLITS, &g4s) && g4s.stages == 1 &&
+          !conv_wg_split(&g4, CONV_WG_MAX_SPLITS * 2, &twice));
+    CHECK(!conv_wg_split(&g1, 2, &twice)); /* one chunk */
+
     /* refusals, each with its reason */
     const conv_dims strided = {"stride 2", 1, 64, 8, 8, 64, 3, 3, 2, 1};
     refused(&strided, 128, CONV_WG_STAGED, SPF_CONV_NHWC, "stride 1");

@@ -54,22 +54,6 @@ __device__ __forceinline__ int arrive(int32_t *counter)
     return old;
 }
 
-/* The generic address of this block's shared p in block `rank` of the
- * cluster: read through it by plain loads, which the compiler may issue
- * several at a time (an asm load each, volatile to stay after the
- * barrier, went one round trip at a time: 11 in a row at 11 slices), and
- * which the barriers' memory clobbers keep in place. */
-__device__ __forceinline__ const float *in_block(const float *p, int rank)
-{
-#if __CUDA_ARCH__ >= 900
-    uint64_t at;
-    asm("mapa.u64 %0, %1, %2;\n" : "=l"(at) : "l"(reinterpret_cast<uint64_t>(p)), "r"(rank));
-    return reinterpret_cast<const float *>(at);
-#else
-    return p;
-#endif
-}
-
 /* B's slice by the copy engine (TM), thread 0's: one im2col box a chunk
  * of 64 filter columns (one tap's 64 channels) over the block's BN
  * positions, into chunk after chunk of BN rows of 128 bytes; the boxes
@@ -358,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, 2) conv_tc_kernel(const __grid_const
                 float v = 0.0f;
 #pragma unroll 4
                 for (int r = 0; r < g.splits; r++)
-                    v += *in_block(mine_at, r);
+                    v += *cluster_peer(mine_at, r);
                 y[u] = v;
             }
         cluster_arrive();

@@ -46,12 +46,57 @@ static spf_status create_sparse(conv_wg *x, const spf_matrix *w)
     return status;
 }
 
+/* g's kernel: its kind's, of the dtype and wgmma N; SPF_ERR_INVALID_ARGUMENT
+ * where there is none. */
+static spf_status wg_kernel(const conv_wg_geom &g, spf_dtype dtype, const void **k)
+{
+    *k = g.weights == CONV_WG_RESIDENT ? conv_wg_kernel_resident(dtype, g.bn)
+         : g.weights == CONV_WG_SPARSE ? conv_wg_kernel_sparse(dtype, g.bn)
+                                       : conv_wg_kernel_staged(dtype, g.bn);
+    if (*k)
+        return SPF_OK;
+    return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv wg: %d positions a block (a multiple of 8 to "
+                "256)", g.bn);
+}
+
+/* Split over a cluster (conv_wg_split): whether the device places one of
+ * g.splits blocks (thread-block clusters, compute capability 9.0; the
+ * blocks of a cluster share a GPC). */
+static spf_status wg_cluster_check(const conv_wg_geom &g, spf_dtype dtype)
+{
+    int device = 0, clusters = 0, fit = 0;
+    const void *k = NULL;
+    spf_status status = CUDA_CHECK(cudaGetDevice(&device));
+    if (status == SPF_OK)
+        status = CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
+    if (status == SPF_OK && !clusters)
+        status = FAIL(SPF_ERR_UNSUPPORTED, "conv wg: chunks split over a cluster of %d on a "
+                      "device without thread-block clusters", g.splits);
+    if (status == SPF_OK)
+        status = wg_kernel(g, dtype, &k);
+    const size_t smem = conv_wg_smem(&g);
+    if (status == SPF_OK)
+        status = smem_allow(k, smem);
+    cudaLaunchAttribute attrs[2];
+    const cudaLaunchConfig_t config =
+        launch_config(dim3(1, 1, (unsigned)g.splits), CONV_WG_THREADS, smem, g.splits, 0, NULL,
+                      attrs);
+    if (status == SPF_OK)
+        status = CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, k, &config));
+    if (status == SPF_OK && fit < 1)
+        status = FAIL(SPF_ERR_UNSUPPORTED, "conv wg: the device places no cluster of %d blocks "
+                      "of %zu bytes of shared memory", g.splits, smem);
+    return status;
+}
+
 extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g, spf_dtype dtype,
                                      int relu, conv_wg **out)
 {
     CHECK_ARG(w != NULL && g != NULL && out != NULL);
     CHECK_ARG(dtype == SPF_DTYPE_F16 || dtype == SPF_DTYPE_BF16);
     CHECK_ARG(w->rows == g->k && w->cols == (int64_t)g->c * g->r * g->s);
+    CHECK_ARG(g->splits >= 1 && g->chunks % g->splits == 0 &&
+              (g->splits == 1 || g->weights == CONV_WG_STAGED));
     *out = NULL;
     int device = 0, major = 0;
     spf_status status = CUDA_CHECK(cudaGetDevice(&device));
@@ -71,6 +116,8 @@ extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g,
     x->dtype = dtype;
     x->relu = relu;
     x->early = early_start_wanted(major);
+    if (g->splits > 1 && (status = wg_cluster_check(*g, dtype)) != SPF_OK)
+        goto fail;
     if (g->weights == CONV_WG_SPARSE) {
         status = create_sparse(x, w);
         if (status != SPF_OK)
@@ -118,21 +165,18 @@ extern "C" const conv_wg_geom *conv_wg_geometry_of(const conv_wg *x)
     return &x->geom;
 }
 
-/* x's kernel (its kind's, of its dtype and wgmma N) over its grid. */
+/* x's kernel over its grid: tiles × channel tiles × splits. */
 static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const wg_args &a,
                             cudaStream_t stream)
 {
     const conv_wg_geom &g = x->geom;
-    const void *k = g.weights == CONV_WG_RESIDENT ? conv_wg_kernel_resident(x->dtype, g.bn)
-                    : g.weights == CONV_WG_SPARSE ? conv_wg_kernel_sparse(x->dtype, g.bn)
-                                                  : conv_wg_kernel_staged(x->dtype, g.bn);
-    if (!k)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv wg: %d positions a block (a multiple of 8 "
-                    "to 256)", g.bn);
+    const void *k = NULL;
     const size_t smem = conv_wg_smem(&g);
     int blocks = 1, device = 0, sms = 1;
     const int threads = g.weights == CONV_WG_SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS;
-    spf_status status = smem_occupancy(k, threads, smem, &blocks);
+    spf_status status = wg_kernel(g, x->dtype, &k);
+    if (status == SPF_OK)
+        status = smem_occupancy(k, threads, smem, &blocks);
     if (status == SPF_OK)
         status = CUDA_CHECK(cudaGetDevice(&device));
     if (status == SPF_OK)
@@ -149,10 +193,10 @@ static spf_status wg_launch(const conv_wg *x, const CUtensorMap &in_map, const w
         const int held = (sms * blocks + channel_tiles - 1) / channel_tiles;
         along = held < along ? held : along;
     }
-    const dim3 grid((unsigned)along, (unsigned)channel_tiles);
+    const dim3 grid((unsigned)along, (unsigned)channel_tiles, (unsigned)g.splits);
     void *params[] = {const_cast<CUtensorMap *>(&in_map), const_cast<CUtensorMap *>(&x->w_map),
                       const_cast<wg_args *>(&a)};
-    return smem_launch_params(k, grid, threads, smem, params, 1, x->early, stream);
+    return smem_launch_params(k, grid, threads, smem, params, g.splits, x->early, stream);
 }
 
 extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out,

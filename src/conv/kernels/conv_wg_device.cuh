@@ -7,6 +7,7 @@
 #include "conv/kernels/conv_wg_args.cuh"
 
 #include "gpu/bulk_copy.cuh"
+#include "gpu/cluster.cuh"
 #include "gpu/grid_dependency.cuh"
 #include "gpu/mma_ptx.cuh"
 #include "gpu/wgmma_shapes.cuh"
@@ -96,14 +97,17 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
     wgmma_commit();
 }
 
-/* The epilogue of a tile, in two phases. First the sums (plus bias) by
- * position into shared memory (the accumulators of m64nN: row 16·warp +
- * lane / 4 (+ 8), column 8·(i / 4) + 2·(lane % 4) (+ 1)), added to what is
- * there with ADD (the strays' products); the warpgroup holding d. Then,
+/* The epilogue of a tile, in two phases. First the sums (plus bias, where
+ * not null) by position into shared memory (the accumulators of m64nN:
+ * row 16·warp + lane / 4 (+ 8), column 8·(i / 4) + 2·(lane % 4) (+ 1)),
+ * added to what is there with ADD (the strays' products); the warpgroup
+ * holding d. Then,
  * after a barrier, each thread of the block (THREADS) 8 channels (tid mod
- * 8) of positions tid / 8 + THREADS / 8 · k: the sums (plus `more`'s, the
- * same layout, where not null), residual, ReLU, one 16-byte store. Rows
- * of ROW floats (conv_wg_sums_row).
+ * 8) of positions tid / 8 + THREADS / 8 · k for the k of `part` mod
+ * `parts`: the sums (of every block of the cluster where parts > 1, the
+ * tile's chunks split over them; plus `more`'s, the same layout, where not
+ * null), residual, ReLU, one 16-byte store. Rows of ROW floats
+ * (conv_wg_sums_row).
  * With one warp a scheduler nothing hides a chain of dependent
  * instructions, so both loops are unrolled: ADD's reads 32 at a time
  * before their writes (the compiler keeps a read after every earlier
@@ -116,12 +120,12 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
  * 16-byte loads where the rows are aligned. */
 template <int BN, int ROW, bool ADD>
 __device__ __forceinline__ void wg_epilogue_sums(const float (&d)[BN / 2], float *sums,
-                                                 const wg_args &a, int m0)
+                                                 const float *bias, int m0)
 {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = 16 * warp + lane / 4;
-    const float bias0 = a.bias ? a.bias[m0 + row0] : 0.0f;
-    const float bias8 = a.bias ? a.bias[m0 + row0 + 8] : 0.0f;
+    const float bias0 = bias ? bias[m0 + row0] : 0.0f;
+    const float bias8 = bias ? bias[m0 + row0 + 8] : 0.0f;
     auto at = [&](int i) { /* accumulator i's place in sums */
         return (8 * (i / 4) + 2 * (lane % 4) + i % 2) * ROW + row0 + 8 * ((i / 2) % 2);
     };
@@ -159,9 +163,21 @@ __device__ __forceinline__ void wg_load8(float (&v)[8], const float *p)
     }
 }
 
+/* v += the 8 floats at p */
+template <int ROW>
+__device__ __forceinline__ void wg_add8(float (&v)[8], const float *p)
+{
+    float w[8];
+    wg_load8<ROW>(w, p);
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        v[e] += w[e];
+}
+
 template <typename T, int BN, int THREADS, int ROW>
 __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float *more,
-                                                  const wg_args &a, int image0, int oh0, int m0)
+                                                  const wg_args &a, int image0, int oh0, int m0,
+                                                  int part, int parts)
 {
     const conv_wg_geom &g = a.g;
     const int tid = threadIdx.x;
@@ -172,6 +188,7 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float
     const int image_rows = g.halo * g.wp;
     int m = tid / 8 / image_rows, i = (tid / 8 - m * image_rows) / g.wp;
     int j = tid / 8 - m * image_rows - i * g.wp;
+    int turn = part; /* k's turn: this block's at 0 */
 #pragma unroll
     for (int k = 0; k < (BN + pass - 1) / pass; k++) {
         const int pos = tid / 8 + pass * k;
@@ -179,22 +196,23 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float
             for (j += pass; j >= g.wp; j -= g.wp)
                 if (++i == g.halo)
                     i = 0, m++;
-        if (BN % pass != 0 && pos >= BN)
+        const bool mine = turn == 0;
+        if (--turn < 0)
+            turn = parts - 1;
+        if ((BN % pass != 0 && pos >= BN) || !mine)
             continue;
         const int oh = oh0 + i, image = image0 + m;
         if (m >= g.images || image >= g.n || i >= g.rows || j >= g.q || oh >= g.p)
             continue;
         /* the output pixel in 32 bits: n·p·q (the gather's cols) is below 2^31 */
         const int64_t out_at = (int64_t)((image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
+        const float *at = sums + pos * ROW + group * 8;
         float v[8];
-        wg_load8<ROW>(v, sums + pos * ROW + group * 8);
-        if (more) {
-            float w[8];
-            wg_load8<ROW>(w, more + pos * ROW + group * 8);
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                v[e] += w[e];
-        }
+        wg_load8<ROW>(v, parts > 1 ? cluster_peer(at, 0) : at);
+        for (int r = 1; r < parts; r++)
+            wg_add8<ROW>(v, cluster_peer(at, r));
+        if (more)
+            wg_add8<ROW>(v, more + pos * ROW + group * 8);
         if (a.residual) {
             const uint4 raw16 =
                 *reinterpret_cast<const uint4 *>(static_cast<const T *>(a.residual) + out_at);
@@ -212,17 +230,41 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float
     }
 }
 
+/* The split epilogue's second phase (conv_wg_split), between the
+ * cluster's barriers. Not inlined: inlined, ptxas serialized the staged
+ * kernel's wgmma at N = 8 (C7520). `a` is a __grid_constant__ parameter,
+ * so its address is taken without a copy. */
+template <typename T, int BN>
+__device__ __noinline__ void wg_split_store(const float *sums, const wg_args &a, int image0,
+                                            int oh0, int m0)
+{
+    cluster_sync();
+    wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0, m0,
+                                                                (int)blockIdx.z, a.g.splits);
+    cluster_sync();
+}
+
 /* The dense kernels' epilogue: barriers before (the sums may reuse a
- * stage), between the phases and after (the next tile's sums). */
+ * stage), between the phases and after (the next tile's sums). Split over
+ * a cluster (conv_wg_split: its rank blockIdx.z, the cluster grid z), the
+ * barriers between and after are the cluster's: every block's sums are
+ * in its shared memory before any is read, and stay there until all are
+ * read. Block 0's sums take the bias. */
 template <typename T, int BN>
 __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
                                             const wg_args &a, int image0, int oh0, int m0)
 {
+    const int part = (int)blockIdx.z, parts = a.g.splits;
     __syncthreads();
-    wg_epilogue_sums<BN, CONV_WG_SUMS_ROW, false>(d, sums, a, m0);
-    __syncthreads();
-    wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0, m0);
-    __syncthreads();
+    wg_epilogue_sums<BN, CONV_WG_SUMS_ROW, false>(d, sums, part == 0 ? a.bias : nullptr, m0);
+    if (parts > 1) {
+        wg_split_store<T, BN>(sums, a, image0, oh0, m0);
+    } else {
+        __syncthreads();
+        wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0,
+                                                                    m0, 0, 1);
+        __syncthreads();
+    }
 }
 
 /* The 1024-byte aligned start of the dynamic shared memory. */

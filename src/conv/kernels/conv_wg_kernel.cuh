@@ -15,7 +15,8 @@
 template <typename T, int BN, bool SPARSE>
 __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS, 1)
     conv_wg_kernel(const __grid_constant__ CUtensorMap in_map,
-                   const __grid_constant__ CUtensorMap w_map, const wg_args a)
+                   const __grid_constant__ CUtensorMap w_map,
+                   const __grid_constant__ wg_args a)
 {
     extern __shared__ uint8_t raw[];
     const conv_wg_geom &g = a.g;
@@ -31,6 +32,9 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
     float *sums = reinterpret_cast<float *>(SPARSE ? smem + g.stages * stage_bytes : smem);
     int image0, oh0;
     wg_tile(g, blockIdx.x, &image0, &oh0);
+    /* the block's chunks: chunk0.. of the tile's, split over grid z, a
+     * cluster (conv_wg_split; sparse: never split) */
+    const int chunks = g.chunks / g.splits, chunk0 = (int)blockIdx.z * chunks;
 
     if (tid == 0) {
         for (int st = 0; st < g.stages; st++)
@@ -45,8 +49,8 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
 
-    /* chunk ch's weights into stage st, its bytes and its input box's
-     * expected; then its input box */
+    /* the block's chunk ch's weights into stage st, its bytes and its
+     * input box's expected; then its input box */
     auto issue_weights = [&](int ch, int st) {
         uint8_t *b = smem + st * stage_bytes;
         bar_arrive_expect(&full[st], wg_box_bytes(g) + weights);
@@ -55,10 +59,11 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
                       a.sparse + ((size_t)blockIdx.y * g.chunks + ch) * weights, weights,
                       &full[st]);
         else
-            wg_load_weights(b + (size_t)g.stage_rows * CONV_WG_ROW, &w_map, g, ch, m0, &full[st]);
+            wg_load_weights(b + (size_t)g.stage_rows * CONV_WG_ROW, &w_map, g, chunk0 + ch, m0,
+                            &full[st]);
     };
     auto issue_input = [&](int ch, int st) {
-        wg_load_input(smem + st * stage_bytes, &in_map, g, ch, image0, oh0, &full[st]);
+        wg_load_input(smem + st * stage_bytes, &in_map, g, chunk0 + ch, image0, oh0, &full[st]);
     };
     auto issue = [&](int ch, int st) {
         issue_weights(ch, st);
@@ -71,7 +76,7 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
      * wait was a seventh of the dense kernel's samples (ncu at 184680b),
      * and more at full clocks */
     grid_dependents_launch();
-    const int first = g.stages < g.chunks ? g.stages : g.chunks;
+    const int first = g.stages < chunks ? g.stages : chunks;
     if (tid == 0)
         for (int ch = 0; ch < first; ch++)
             issue_weights(ch, ch);
@@ -85,11 +90,11 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
      * whose wgmma `work` waited for with this chunk's in flight */
     auto each_chunk = [&](int lag, auto work, auto sync) {
         int st = 0, phase = 0; /* chunk ch's stage ch mod stages, its phase */
-        for (int ch = 0; ch < g.chunks; ch++) {
+        for (int ch = 0; ch < chunks; ch++) {
             bar_wait(&full[st], phase);
             work(ch, smem + st * stage_bytes);
             const int done = ch - lag, next = done + g.stages;
-            if (done >= 0 && next < g.chunks) {
+            if (done >= 0 && next < chunks) {
                 sync();
                 if (tid == 0)
                     issue(next, lag ? st ^ 1 : st);
@@ -122,11 +127,11 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
                 [] { wg_split_sync(); });
             if (apart) {
                 wg_stage_free(true);
-                wg_epilogue_sums<BN, CONV_WG_SP_SUMS_ROW, false>(d, wgmma_sums, a, m0);
+                wg_epilogue_sums<BN, CONV_WG_SP_SUMS_ROW, false>(d, wgmma_sums, a.bias, m0);
                 wg_split_sync();
             } else {
                 wg_split_sync(); /* the strays are in the sums */
-                wg_epilogue_sums<BN, CONV_WG_SP_SUMS_ROW, true>(d, sums, a, m0);
+                wg_epilogue_sums<BN, CONV_WG_SP_SUMS_ROW, true>(d, sums, a.bias, m0);
             }
         } else {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 104;\n" ::: "memory");
@@ -144,7 +149,7 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
         }
         __syncthreads();
         wg_epilogue_store<T, BN, CONV_WG_SP_THREADS, CONV_WG_SP_SUMS_ROW>(sums, wgmma_sums, a,
-                                                                        image0, oh0, m0);
+                                                                        image0, oh0, m0, 0, 1);
     } else {
         /* a chunk's wgmma in flight while the one before's are waited for
          * and its stage refilled: waiting for each chunk's own drained the

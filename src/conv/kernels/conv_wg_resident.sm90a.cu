@@ -9,7 +9,8 @@
 template <typename T, int BN>
 __global__ void __launch_bounds__(CONV_WG_THREADS, 1)
     conv_wg_resident_kernel(const __grid_constant__ CUtensorMap in_map,
-                            const __grid_constant__ CUtensorMap w_map, const wg_args a)
+                            const __grid_constant__ CUtensorMap w_map,
+                            const __grid_constant__ wg_args a)
 {
     extern __shared__ uint8_t raw[];
     const conv_wg_geom &g = a.g;
