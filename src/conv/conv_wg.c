@@ -132,6 +132,10 @@ int conv_wg_split(const conv_wg_geom *g, int32_t splits, conv_wg_geom *out)
     x.splits = splits;
     if (x.stages > x.chunks / splits)
         x.stages = x.chunks / splits;
+    if (x.stages == 2 && conv_wg_smem(&x) > CONV_WG_SMEM)
+        x.stages = 1;
+    if (conv_wg_smem(&x) > CONV_WG_SMEM)
+        return 0;
     *out = x;
     return 1;
 }

@@ -186,10 +186,23 @@ CONV_HD int32_t conv_wg_sums_row(const conv_wg_geom *g)
     return g->weights == CONV_WG_SPARSE ? CONV_WG_SP_SUMS_ROW : CONV_WG_SUMS_ROW;
 }
 
-/* Bytes of the epilogue's sums: bn positions' rows. */
+/* Split over a cluster (conv_wg_split), the positions a block stores:
+ * runs of CONV_WG_PASS (the positions the store takes at once), run u
+ * block u mod splits's; and the rows its sums hold for them from each
+ * block of the cluster (a slot a block): its share of the runs. */
+enum { CONV_WG_PASS = CONV_WG_THREADS / 8 };
+CONV_HD int32_t conv_wg_share_rows(const conv_wg_geom *g)
+{
+    const int32_t runs = (g->bn + CONV_WG_PASS - 1) / CONV_WG_PASS;
+    return (runs + g->splits - 1) / g->splits * CONV_WG_PASS;
+}
+
+/* Bytes of the epilogue's sums: bn positions' rows; split, a slot of its
+ * share's rows for each block of the cluster. */
 CONV_HD size_t conv_wg_sums_bytes(const conv_wg_geom *g)
 {
-    return (size_t)g->bn * conv_wg_sums_row(g) * 4;
+    const size_t rows = g->splits > 1 ? (size_t)g->splits * conv_wg_share_rows(g) : (size_t)g->bn;
+    return rows * conv_wg_sums_row(g) * 4;
 }
 
 /* Where the sparse kernel's wgmma warpgroup writes its sums (plus bias)
@@ -209,13 +222,14 @@ CONV_HD int conv_wg_sums_in_stage(const conv_wg_geom *g)
 /* Bytes before the mbarriers: the stages, which the sums reuse; resident,
  * every chunk's weights, then the stages, then the sums (the next tile's
  * input arrives while they are stored); sparse, the stages, then the sums
- * (the strays add to them while the stages turn). */
+ * (the strays add to them while the stages turn); split, the same (the
+ * other blocks write theirs while the stages may still be read). */
 CONV_HD size_t conv_wg_body_bytes(const conv_wg_geom *g)
 {
     const size_t stages = (size_t)g->stages * conv_wg_stage_bytes(g), sums = conv_wg_sums_bytes(g);
     if (g->weights == CONV_WG_RESIDENT)
         return (size_t)g->chunks * conv_wg_chunk_weights(g) + stages + sums;
-    if (g->weights == CONV_WG_SPARSE)
+    if (g->weights == CONV_WG_SPARSE || g->splits > 1)
         return stages + sums;
     return stages > sums ? stages : sums;
 }
@@ -257,15 +271,16 @@ int conv_wg_one_stage(const conv_wg_geom *g, conv_wg_geom *out);
 
 /* g (staged dense) with its chunks split over `splits` blocks (2 to
  * CONV_WG_MAX_SPLITS, dividing the chunks), a thread-block cluster along
- * grid z: *out and 1, else 0. For grids that leave SMs idle (batch 1):
- * a block brings every tap's weights of its 64 output channels for each
- * chunk, 72 KB at a 3×3, and on one SM that load is the tile's time
- * (layer3 at batch 1: 4 chunks, 290 KB a block on 28 blocks, 6.1 µs in
- * graphs at fbb3b99). Split, each block multiplies chunks/splits of them
- * and leaves its sums in its shared memory; after a cluster barrier each
- * block adds every block's sums (distributed shared memory) for a share
- * of the positions and stores them, rank 0's with the bias. Stages: at
- * most the block's chunks. */
+ * grid z: *out and 1, else 0 (also where shared memory cannot hold it).
+ * For grids that leave SMs idle (batch 1): a block brings every tap's
+ * weights of its 64 output channels for each chunk, 72 KB at a 3×3, and
+ * on one SM that load is the tile's time (layer3 at batch 1: 4 chunks,
+ * 290 KB a block on 28 blocks, 6.1 µs in graphs at fbb3b99). Split, each
+ * block multiplies chunks/splits of them, writes its sums (rank 0's with
+ * the bias) into the block that stores each position (conv_wg_share_rows,
+ * distributed shared memory), and after one cluster barrier each block
+ * adds its slots in rank order (the same sums every run) and stores its
+ * share. Stages: at most the block's chunks. */
 enum { CONV_WG_MAX_SPLITS = 8 }; /* a cluster's portable size */
 int conv_wg_split(const conv_wg_geom *g, int32_t splits, conv_wg_geom *out);
 

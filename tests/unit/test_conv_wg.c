@@ -92,6 +92,66 @@ static void check_accumulators(int bn)
     free(seen);
 }
 
+/* Split over a cluster of `parts` blocks at wgmma N = bn, the kernel's
+ * two phases replayed (kernels/conv_wg_device.cuh): wg_split_push's writes
+ * (every block, each thread's accumulators: run u = i / 8 to block
+ * u mod parts, row (u / parts)·16 + position mod 16 of slot `rank`) and
+ * wg_epilogue_store's reads (block `part`, the k of its turn, row
+ * runs·16 + tid / 8 of each slot). Each position below bn must be stored
+ * by exactly one block, and every slot row it reads must hold that
+ * position and channel from that slot's block, written once. */
+static void check_split(int bn, int parts)
+{
+    enum { PASS = CONV_WG_PASS };
+    conv_wg_geom g;
+    memset(&g, 0, sizeof g);
+    g.bn = bn;
+    g.splits = parts;
+    const int share = conv_wg_share_rows(&g);
+    /* written[((owner·parts + rank)·share + row)·64 + channel]: position + 1 */
+    int *written = calloc((size_t)parts * parts * share * 64, sizeof *written);
+    int *stored = calloc((size_t)bn, sizeof *stored), bad = 0;
+    for (int rank = 0; rank < parts; rank++)
+        for (int t = 0; t < CONV_WG_THREADS; t++) {
+            const int lane = t % 32, row0 = 16 * (t / 32) + lane / 4;
+            int owner = 0, row = 0;
+            for (int u = 0; u < (bn / 2 + 7) / 8; u++) {
+                for (int i = 8 * u; i < 8 * u + 8 && i < bn / 2; i++) {
+                    const int col = 8 * (i / 4) + 2 * (lane % 4) + i % 2;
+                    const int r = row + 8 * (i / 4 % 2) + 2 * (lane % 4) + i % 2;
+                    const int ch = row0 + 8 * (i / 2 % 2);
+                    int *w = &written[(((size_t)owner * parts + rank) * share + r) * 64 + ch];
+                    bad += r >= share || *w != 0;
+                    *w = col + 1;
+                }
+                if (++owner == parts)
+                    owner = 0, row += PASS;
+            }
+        }
+    for (int part = 0; part < parts; part++)
+        for (int t = 0; t < CONV_WG_THREADS; t++) {
+            int turn = part, runs = 0;
+            for (int k = 0; k < (bn + PASS - 1) / PASS; k++) {
+                const int pos = t / 8 + PASS * k, run = runs, mine = turn == 0;
+                runs += mine;
+                if (--turn < 0)
+                    turn = parts - 1;
+                if (!mine || pos >= bn)
+                    continue;
+                stored[pos] += t % 8 == 0;
+                for (int rank = 0; rank < parts; rank++)
+                    for (int c = 8 * (t % 8); c < 8 * (t % 8) + 8; c++)
+                        bad += written[(((size_t)part * parts + rank) * share + run * PASS +
+                                        t / 8) * 64 + c] != pos + 1;
+            }
+        }
+    for (int pos = 0; pos < bn; pos++)
+        bad += stored[pos] != 1;
+    CHECK_MSG(bad == 0, "bn %d split %d ways: %d slots or positions wrong", bn, parts, bad);
+    free(written);
+    free(stored);
+}
+
 static conv_wg_geom geometry_of(const conv_dims *d, int bn, conv_wg_weights weights)
 {
     const conv_gather g = conv_dims_gather(d);
@@ -345,6 +405,9 @@ int main(void)
     const conv_dims one = {"1x1, K = 128", 1, 128, 4, 4, 128, 1, 1, 1, 0};
     check_sparse_pack(&one, 0.3, 0.3, 33);
 
+    for (int bn = 8; bn <= 256; bn += 8)
+        for (int parts = 2; parts <= CONV_WG_MAX_SPLITS; parts++)
+            check_split(bn, parts);
     /* split over a cluster: layer3 at batch 1 (4 chunks) two or four ways,
      * one chunk a block then one stage; not three ways, not past
      * CONV_WG_MAX_SPLITS, not resident or sparse, not split twice */
@@ -355,6 +418,9 @@ int main(void)
     CHECK(conv_wg_split(&g3b1, 2, &split) && split.splits == 2 && split.stages == 2 &&
           conv_wg_one_stage(&split, &single) && single.splits == 2 && single.stages == 1);
     CHECK(conv_wg_split(&g3b1, 4, &split) && split.splits == 4 && split.stages == 1);
+    /* 2 runs of 16 positions, one a block: 4 slots of 16 rows past the stage */
+    CHECK(conv_wg_share_rows(&split) == 16 && conv_wg_sums_bytes(&split) == 4 * 16 * 68 * 4 &&
+          conv_wg_smem(&split) == 1024 + 72 * 128 + 9 * 8192 + 4 * 16 * 68 * 4 + 24);
     conv_wg_name(&split, SPF_DTYPE_F16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convwg_f16_bn32_r2_i1_s1_z4") == 0, "name %s", name);
     CHECK(!conv_wg_split(&split, 2, &twice) && !conv_wg_split(&g3b1, 3, &twice) &&

@@ -104,10 +104,10 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
  * holding d. Then,
  * after a barrier, each thread of the block (THREADS) 8 channels (tid mod
  * 8) of positions tid / 8 + THREADS / 8 · k for the k of `part` mod
- * `parts`: the sums (of every block of the cluster where parts > 1, the
- * tile's chunks split over them; plus `more`'s, the same layout, where not
- * null), residual, ReLU, one 16-byte store. Rows of ROW floats
- * (conv_wg_sums_row).
+ * `parts`: the sums (where parts > 1, the tile's chunks split over a
+ * cluster, its slots' in rank order, wg_split_push; plus `more`'s, the
+ * same layout, where not null), residual, ReLU, one 16-byte store. Rows
+ * of ROW floats (conv_wg_sums_row).
  * With one warp a scheduler nothing hides a chain of dependent
  * instructions, so both loops are unrolled: ADD's reads 32 at a time
  * before their writes (the compiler keeps a read after every earlier
@@ -183,34 +183,36 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float
     const int tid = threadIdx.x;
     constexpr int pass = THREADS / 8; /* positions the threads store at once */
     const int group = tid % 8;
+    const int slot = parts > 1 ? conv_wg_share_rows(&g) * ROW : 0; /* floats a slot */
     /* position tid / 8 + pass·k's image m of the tile, its row i (of the
      * image's halo rows) and column j (of the padded width) */
     const int image_rows = g.halo * g.wp;
     int m = tid / 8 / image_rows, i = (tid / 8 - m * image_rows) / g.wp;
     int j = tid / 8 - m * image_rows - i * g.wp;
-    int turn = part; /* k's turn: this block's at 0 */
+    int turn = part, runs = 0; /* k's turn (this block's at 0); this block's runs before k */
 #pragma unroll
     for (int k = 0; k < (BN + pass - 1) / pass; k++) {
-        const int pos = tid / 8 + pass * k;
+        const int pos = tid / 8 + pass * k, run = runs;
         if (k > 0)
             for (j += pass; j >= g.wp; j -= g.wp)
                 if (++i == g.halo)
                     i = 0, m++;
         const bool mine = turn == 0;
+        runs += mine;
         if (--turn < 0)
             turn = parts - 1;
-        if ((BN % pass != 0 && pos >= BN) || !mine)
+        if (!mine || (BN % pass != 0 && pos >= BN))
             continue;
         const int oh = oh0 + i, image = image0 + m;
         if (m >= g.images || image >= g.n || i >= g.rows || j >= g.q || oh >= g.p)
             continue;
         /* the output pixel in 32 bits: n·p·q (the gather's cols) is below 2^31 */
         const int64_t out_at = (int64_t)((image * g.p + oh) * g.q + j) * g.k + m0 + group * 8;
-        const float *at = sums + pos * ROW + group * 8;
+        const float *at = sums + (parts > 1 ? run * pass + tid / 8 : pos) * ROW + group * 8;
         float v[8];
-        wg_load8<ROW>(v, parts > 1 ? cluster_peer(at, 0) : at);
+        wg_load8<ROW>(v, at);
         for (int r = 1; r < parts; r++)
-            wg_add8<ROW>(v, cluster_peer(at, r));
+            wg_add8<ROW>(v, at + r * slot);
         if (more)
             wg_add8<ROW>(v, more + pos * ROW + group * 8);
         if (a.residual) {
@@ -230,41 +232,62 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float
     }
 }
 
-/* The split epilogue's second phase (conv_wg_split), between the
- * cluster's barriers. Not inlined: inlined, ptxas serialized the staged
- * kernel's wgmma at N = 8 (C7520). `a` is a __grid_constant__ parameter,
- * so its address is taken without a copy. */
-template <typename T, int BN>
-__device__ __noinline__ void wg_split_store(const float *sums, const wg_args &a, int image0,
-                                            int oh0, int m0)
-{
-    cluster_sync();
-    wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0, m0,
-                                                                (int)blockIdx.z, a.g.splits);
-    cluster_sync();
-}
-
 /* The dense kernels' epilogue: barriers before (the sums may reuse a
- * stage), between the phases and after (the next tile's sums). Split over
- * a cluster (conv_wg_split: its rank blockIdx.z, the cluster grid z), the
- * barriers between and after are the cluster's: every block's sums are
- * in its shared memory before any is read, and stay there until all are
- * read. Block 0's sums take the bias. */
+ * stage), between the phases and after (the next tile's sums). */
 template <typename T, int BN>
 __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sums,
                                             const wg_args &a, int image0, int oh0, int m0)
 {
-    const int part = (int)blockIdx.z, parts = a.g.splits;
     __syncthreads();
-    wg_epilogue_sums<BN, CONV_WG_SUMS_ROW, false>(d, sums, part == 0 ? a.bias : nullptr, m0);
-    if (parts > 1) {
-        wg_split_store<T, BN>(sums, a, image0, oh0, m0);
-    } else {
-        __syncthreads();
-        wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0,
-                                                                    m0, 0, 1);
-        __syncthreads();
+    wg_epilogue_sums<BN, CONV_WG_SUMS_ROW, false>(d, sums, a.bias, m0);
+    __syncthreads();
+    wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0, m0,
+                                                                0, 1);
+    __syncthreads();
+}
+
+/* Split over a cluster (conv_wg_split; the block's rank blockIdx.z, the
+ * cluster grid z), the first phase: d (plus the bias, block 0's) into the
+ * slot `rank` of the block that stores each position. Accumulator i's
+ * position 8·(i / 4) + 2·(lane % 4) + i % 2 is in run u = i / 8 of
+ * CONV_WG_PASS positions, block u mod splits's, its row (u / splits)·16 +
+ * the position mod 16 of the slot (conv_wg_share_rows). The caller waits
+ * for the cluster first: every block has started, so its shared memory
+ * is there to write (CUDA programming guide, distributed shared memory). */
+template <int BN>
+__device__ __forceinline__ void wg_split_push(const float (&d)[BN / 2], float *sums,
+                                              const wg_args &a, int m0)
+{
+    constexpr int ROW = CONV_WG_SUMS_ROW;
+    const int lane = threadIdx.x % 32, row0 = 16 * (threadIdx.x / 32) + lane / 4;
+    const int rank = (int)blockIdx.z, share = conv_wg_share_rows(&a.g);
+    const float *bias = rank == 0 ? a.bias : nullptr;
+    const float bias0 = bias ? bias[m0 + row0] : 0.0f, bias8 = bias ? bias[m0 + row0 + 8] : 0.0f;
+    float *mine = sums + rank * share * ROW + row0;
+    int owner = 0, row = 0; /* run u's block and first row in its slot */
+#pragma unroll
+    for (int u = 0; u < (BN / 2 + 7) / 8; u++) {
+        float *to = cluster_peer(mine, owner) + row * ROW;
+#pragma unroll
+        for (int i = 8 * u; i < 8 * u + 8 && i < BN / 2; i++)
+            to[(8 * (i / 4 % 2) + 2 * (lane % 4) + i % 2) * ROW + 8 * (i / 2 % 2)] =
+                d[i] + (i / 2 % 2 ? bias8 : bias0);
+        if (++owner == a.g.splits)
+            owner = 0, row += CONV_WG_PASS;
     }
+}
+
+/* The split epilogue's second phase, past the cluster's barrier: each
+ * block adds its share's slots in rank order and stores them. Not
+ * inlined: inlined, ptxas serialized the staged kernel's wgmma at N = 8
+ * (C7520). `a` is a __grid_constant__ parameter, so its address is taken
+ * without a copy. */
+template <typename T, int BN>
+__device__ __noinline__ void wg_split_store(const float *sums, const wg_args &a, int image0,
+                                            int oh0, int m0)
+{
+    wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0, m0,
+                                                                (int)blockIdx.z, a.g.splits);
 }
 
 /* The 1024-byte aligned start of the dynamic shared memory. */

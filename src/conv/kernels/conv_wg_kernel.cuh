@@ -28,8 +28,10 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
     const uint32_t weights =
         (uint32_t)(SPARSE ? conv_wg_sparse_block(&g) : conv_wg_chunk_weights(&g));
     /* the sums: past the stages where the strays add to them as the stages
-     * turn, else over the stages */
-    float *sums = reinterpret_cast<float *>(SPARSE ? smem + g.stages * stage_bytes : smem);
+     * turn, or the cluster's other blocks (split), else over the stages */
+    const bool split = !SPARSE && g.splits > 1;
+    float *sums =
+        reinterpret_cast<float *>(SPARSE || split ? smem + g.stages * stage_bytes : smem);
     int image0, oh0;
     wg_tile(g, blockIdx.x, &image0, &oh0);
     /* the block's chunks: chunk0.. of the tile's, split over grid z, a
@@ -48,6 +50,8 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
             sums[u] = 0.0f;
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
+    if (split) /* started: waited for before the sums go to the other blocks */
+        cluster_arrive();
 
     /* the block's chunk ch's weights into stage st, its bytes and its
      * input box's expected; then its input box */
@@ -168,7 +172,14 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
             },
             [] { __syncthreads(); });
         wgmma_wait<0>();
-        wg_epilogue<T, BN>(d, sums, a, image0, oh0, m0);
+        if (split) {
+            cluster_wait();
+            wg_split_push<BN>(d, sums, a, m0);
+            cluster_sync();
+            wg_split_store<T, BN>(sums, a, image0, oh0, m0);
+        } else {
+            wg_epilogue<T, BN>(d, sums, a, image0, oh0, m0);
+        }
     }
 }
 
