@@ -125,7 +125,7 @@ typedef struct conv_wg_geom {
     int32_t weights;            /* conv_wg_weights; RESIDENT: a block walks
                                    position tiles                                  */
     int32_t splits;             /* blocks a tile's chunks are split over, a
-                                   cluster (conv_wg_split); 1: none                */
+                                   cluster (conv_wg_split): 1 (none), 2, 4 or 8    */
 } conv_wg_geom;
 
 /* The stage row tap (r, s) of position `pos` (counted over the padded
@@ -191,10 +191,18 @@ CONV_HD int32_t conv_wg_sums_row(const conv_wg_geom *g)
  * block u mod splits's; and the rows its sums hold for them from each
  * block of the cluster (a slot a block): its share of the runs. */
 enum { CONV_WG_PASS = CONV_WG_THREADS / 8 };
+
+/* log2 of g's splits (a power of two to 8), without dividing: a division
+ * by a run-time value is some twenty instructions, and the kernel's
+ * setup took three before (ptxas at ee81568), one its own. */
+CONV_HD int32_t conv_wg_split_shift(const conv_wg_geom *g)
+{
+    return (g->splits > 1) + (g->splits > 2) + (g->splits > 4);
+}
 CONV_HD int32_t conv_wg_share_rows(const conv_wg_geom *g)
 {
     const int32_t runs = (g->bn + CONV_WG_PASS - 1) / CONV_WG_PASS;
-    return (runs + g->splits - 1) / g->splits * CONV_WG_PASS;
+    return ((runs + g->splits - 1) >> conv_wg_split_shift(g)) * CONV_WG_PASS;
 }
 
 /* Bytes of the epilogue's sums: bn positions' rows; split, a slot of its
@@ -269,7 +277,7 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
  * our kernel won: 22.2 µs against cuDNN's 23.9, c94e5cf). */
 int conv_wg_one_stage(const conv_wg_geom *g, conv_wg_geom *out);
 
-/* g (staged dense) with its chunks split over `splits` blocks (2 to
+/* g (staged dense) with its chunks split over `splits` blocks (2, 4 or
  * CONV_WG_MAX_SPLITS, dividing the chunks), a thread-block cluster along
  * grid z: *out and 1, else 0 (also where shared memory cannot hold it).
  * For grids that leave SMs idle (batch 1): a block brings every tap's

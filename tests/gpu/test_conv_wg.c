@@ -3,7 +3,7 @@
  * row fits; wgmma's N the tile's positions to a multiple of 8, so many of
  * each kind's kernels) × the weights brought dense with each stage (and
  * with one stage where that fits two blocks an SM; and the chunks split
- * over a cluster of 2, 3, 4 or 8 where they divide), resident (where they
+ * over a cluster of 2, 4 or 8 where they divide), resident (where they
  * fit) or sparse, 2:4 and strays (conv_case.h's weights: density 0.4, so
  * 18 % of the runs of four hold three or four, many strays) × f16 and
  * bf16, bias, residual and ReLU varied per case, the output poisoned with
@@ -90,8 +90,8 @@ static void run_all(int quick)
         SKIP("compute capability %d.%d: the warpgroup kernel needs 9.0, not run", info.cc_major,
              info.cc_minor);
     const spf_dtype dtypes[2] = {SPF_DTYPE_F16, SPF_DTYPE_BF16};
-    /* unsplit, the planner's splits, and three ways (C = 192) */
-    const int splits[] = {1, 2, 3, 4, 8};
+    /* unsplit and the splits conv_wg_split takes */
+    const int splits[] = {1, 2, 4, 8};
     const int split_count = (int)(sizeof splits / sizeof splits[0]);
     for (int i = 0; i < CONV_WG_DIMS; i++)
         for (int b = 0; b < CONV_WG_WIDTHS; b++)

@@ -406,7 +406,7 @@ int main(void)
     check_sparse_pack(&one, 0.3, 0.3, 33);
 
     for (int bn = 8; bn <= 256; bn += 8)
-        for (int parts = 2; parts <= CONV_WG_MAX_SPLITS; parts++)
+        for (int parts = 2; parts <= CONV_WG_MAX_SPLITS; parts *= 2)
             check_split(bn, parts);
     /* split over a cluster: layer3 at batch 1 (4 chunks) two or four ways,
      * one chunk a block then one stage; not three ways, not past
@@ -423,6 +423,10 @@ int main(void)
           conv_wg_smem(&split) == 1024 + 72 * 128 + 9 * 8192 + 4 * 16 * 68 * 4 + 24);
     conv_wg_name(&split, SPF_DTYPE_F16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convwg_f16_bn32_r2_i1_s1_z4") == 0, "name %s", name);
+    const conv_dims c384 = {"C = 384 (6 chunks)", 1, 384, 14, 14, 64, 3, 3, 1, 1};
+    const conv_wg_geom g6 = geometry_of(&c384, 32, CONV_WG_STAGED);
+    CHECK(conv_wg_split(&g6, 2, &twice) && !conv_wg_split(&g6, 3, &twice) &&
+          !conv_wg_split(&g6, 6, &twice)); /* powers of two only */
     CHECK(!conv_wg_split(&split, 2, &twice) && !conv_wg_split(&g3b1, 3, &twice) &&
           !conv_wg_split(&g3b1, 8, &twice) && !conv_wg_split(&g3b1, 1, &twice));
     CHECK(!conv_wg_split(&g3s, 2, &twice) && !conv_wg_split(&g1w, 2, &twice));

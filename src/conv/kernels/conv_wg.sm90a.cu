@@ -95,7 +95,8 @@ extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g,
     CHECK_ARG(w != NULL && g != NULL && out != NULL);
     CHECK_ARG(dtype == SPF_DTYPE_F16 || dtype == SPF_DTYPE_BF16);
     CHECK_ARG(w->rows == g->k && w->cols == (int64_t)g->c * g->r * g->s);
-    CHECK_ARG(g->splits >= 1 && g->chunks % g->splits == 0 &&
+    CHECK_ARG(g->splits >= 1 && g->splits <= CONV_WG_MAX_SPLITS &&
+              (g->splits & (g->splits - 1)) == 0 && g->chunks % g->splits == 0 &&
               (g->splits == 1 || g->weights == CONV_WG_STAGED));
     *out = NULL;
     int device = 0, major = 0;

@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
     wg_tile(g, blockIdx.x, &image0, &oh0);
     /* the block's chunks: chunk0.. of the tile's, split over grid z, a
      * cluster (conv_wg_split; sparse: never split) */
-    const int chunks = g.chunks / g.splits, chunk0 = (int)blockIdx.z * chunks;
+    const int chunks = g.chunks >> conv_wg_split_shift(&g), chunk0 = (int)blockIdx.z * chunks;
 
     if (tid == 0) {
         for (int st = 0; st < g.stages; st++)
