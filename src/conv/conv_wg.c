@@ -125,8 +125,7 @@ int conv_wg_one_stage(const conv_wg_geom *g, conv_wg_geom *out)
 
 int conv_wg_split(const conv_wg_geom *g, int32_t splits, conv_wg_geom *out)
 {
-    if (g->weights != CONV_WG_STAGED || g->splits != 1 || splits < 2 ||
-        splits > CONV_WG_MAX_SPLITS || (splits & (splits - 1)) != 0 || g->chunks % splits != 0)
+    if (g->splits != 1 || !conv_wg_splits_ok(g, splits))
         return 0;
     conv_wg_geom x = *g;
     x.splits = splits;

@@ -292,6 +292,15 @@ int conv_wg_one_stage(const conv_wg_geom *g, conv_wg_geom *out);
 enum { CONV_WG_MAX_SPLITS = 8 }; /* a cluster's portable size */
 int conv_wg_split(const conv_wg_geom *g, int32_t splits, conv_wg_geom *out);
 
+/* Whether g's weights and chunks take `splits` (the kernel's rules, which
+ * conv_wg_split and conv_wg_create both check): staged dense, a power of
+ * two from 2 to CONV_WG_MAX_SPLITS, dividing the chunks. */
+CONV_HD int conv_wg_splits_ok(const conv_wg_geom *g, int32_t splits)
+{
+    return g->weights == CONV_WG_STAGED && splits >= 2 && splits <= CONV_WG_MAX_SPLITS &&
+           (splits & (splits - 1)) == 0 && g->chunks % splits == 0;
+}
+
 /* The splits the planner times, where the grid unsplit leaves SMs idle
  * (conv_implicit.c). */
 enum { CONV_WG_SPLIT_CHOICES = 3 };

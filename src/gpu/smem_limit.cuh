@@ -75,6 +75,34 @@ static inline cudaLaunchConfig_t launch_config(dim3 grid, int threads, size_t sm
     return config;
 }
 
+/* Whether the current device launches thread-block clusters (*yes). */
+static inline spf_status cluster_launch_supported(int *yes)
+{
+    int device = 0;
+    *yes = 0;
+    spf_status status = CUDA_CHECK(cudaGetDevice(&device));
+    if (status != SPF_OK)
+        return status;
+    return CUDA_CHECK(cudaDeviceGetAttribute(yes, cudaDevAttrClusterLaunch, device));
+}
+
+/* Clusters of `cluster` blocks (along z) of kernel k, threads and smem
+ * bytes each, the device can place at once (*fit; the limit set first):
+ * a cluster's blocks share a GPC, so one may not fit where its blocks
+ * would one by one. */
+static inline spf_status cluster_fit(const void *k, dim3 grid, int threads, size_t smem,
+                                     int cluster, int *fit)
+{
+    *fit = 0;
+    spf_status status = smem_allow(k, smem);
+    if (status != SPF_OK)
+        return status;
+    cudaLaunchAttribute attrs[2];
+    const cudaLaunchConfig_t config =
+        launch_config(grid, threads, smem, cluster, 0, nullptr, attrs);
+    return CUDA_CHECK(cudaOccupancyMaxActiveClusters(fit, k, &config));
+}
+
 /* The launch of kernel k with launch_config's clusters and early start,
  * its parameters at params (the limit set first). */
 static inline spf_status smem_launch_params(const void *k, dim3 grid, int threads, size_t smem,

@@ -420,10 +420,8 @@ const void *kernel_for(spf_dtype dtype, const conv_tc_geom &g, bool tma)
 
 extern "C" spf_status conv_tc_cluster_check(const conv_tc_geom *g, spf_dtype dtype)
 {
-    int device = 0, clusters = 0;
-    spf_status status = CUDA_CHECK(cudaGetDevice(&device));
-    if (status == SPF_OK)
-        status = CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
+    int clusters = 0;
+    spf_status status = cluster_launch_supported(&clusters);
     if (status != SPF_OK)
         return status;
     const void *k = kernel_for(dtype, *g, g->tma != 0);
@@ -438,14 +436,9 @@ extern "C" spf_status conv_tc_cluster_check(const conv_tc_geom *g, spf_dtype dty
         status = CUDA_CHECK(cudaFuncSetAttribute(
             kernel_for(dtype, *g, tma != 0), cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
     const size_t smem = conv_tc_smem(g);
-    if (status == SPF_OK)
-        status = smem_allow(k, smem);
-    cudaLaunchAttribute attrs[2];
-    const cudaLaunchConfig_t config =
-        launch_config(grid_of(*g), kThreads, smem, g->splits, 0, nullptr, attrs);
     int fit = 0;
     if (status == SPF_OK)
-        status = CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, k, &config));
+        status = cluster_fit(k, grid_of(*g), kThreads, smem, g->splits, &fit);
     if (status == SPF_OK && fit < 1)
         status = FAIL(SPF_ERR_UNSUPPORTED, "conv tc: the device places no cluster of %d blocks "
                       "of %zu bytes of shared memory", g->splits, smem);

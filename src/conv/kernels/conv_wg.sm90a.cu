@@ -64,11 +64,9 @@ static spf_status wg_kernel(const conv_wg_geom &g, spf_dtype dtype, const void *
  * blocks of a cluster share a GPC). */
 static spf_status wg_cluster_check(const conv_wg_geom &g, spf_dtype dtype)
 {
-    int device = 0, clusters = 0, fit = 0;
+    int clusters = 0, fit = 0;
     const void *k = NULL;
-    spf_status status = CUDA_CHECK(cudaGetDevice(&device));
-    if (status == SPF_OK)
-        status = CUDA_CHECK(cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, device));
+    spf_status status = cluster_launch_supported(&clusters);
     if (status == SPF_OK && !clusters)
         status = FAIL(SPF_ERR_UNSUPPORTED, "conv wg: chunks split over a cluster of %d on a "
                       "device without thread-block clusters", g.splits);
@@ -76,13 +74,8 @@ static spf_status wg_cluster_check(const conv_wg_geom &g, spf_dtype dtype)
         status = wg_kernel(g, dtype, &k);
     const size_t smem = conv_wg_smem(&g);
     if (status == SPF_OK)
-        status = smem_allow(k, smem);
-    cudaLaunchAttribute attrs[2];
-    const cudaLaunchConfig_t config =
-        launch_config(dim3(1, 1, (unsigned)g.splits), CONV_WG_THREADS, smem, g.splits, 0, NULL,
-                      attrs);
-    if (status == SPF_OK)
-        status = CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, k, &config));
+        status = cluster_fit(k, dim3(1, 1, (unsigned)g.splits), CONV_WG_THREADS, smem, g.splits,
+                             &fit);
     if (status == SPF_OK && fit < 1)
         status = FAIL(SPF_ERR_UNSUPPORTED, "conv wg: the device places no cluster of %d blocks "
                       "of %zu bytes of shared memory", g.splits, smem);
@@ -95,9 +88,7 @@ extern "C" spf_status conv_wg_create(const spf_matrix *w, const conv_wg_geom *g,
     CHECK_ARG(w != NULL && g != NULL && out != NULL);
     CHECK_ARG(dtype == SPF_DTYPE_F16 || dtype == SPF_DTYPE_BF16);
     CHECK_ARG(w->rows == g->k && w->cols == (int64_t)g->c * g->r * g->s);
-    CHECK_ARG(g->splits >= 1 && g->splits <= CONV_WG_MAX_SPLITS &&
-              (g->splits & (g->splits - 1)) == 0 && g->chunks % g->splits == 0 &&
-              (g->splits == 1 || g->weights == CONV_WG_STAGED));
+    CHECK_ARG(g->splits == 1 || conv_wg_splits_ok(g, g->splits));
     *out = NULL;
     int device = 0, major = 0;
     spf_status status = CUDA_CHECK(cudaGetDevice(&device));
