@@ -15,9 +15,9 @@
 int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weights weights,
                      conv_wg_geom *out, char *reason, size_t cap)
 {
-    if (!g->nhwc || g->stride != 1) {
-        snprintf(reason, cap, "the warpgroup kernel takes NHWC at stride 1 (here %s, stride %d)",
-                 g->nhwc ? "NHWC" : "NCHW", g->stride);
+    if (!g->nhwc || (g->stride != 1 && g->stride != 2)) {
+        snprintf(reason, cap, "the warpgroup kernel takes NHWC at stride 1 or 2 (here %s, "
+                 "stride %d)", g->nhwc ? "NHWC" : "NCHW", g->stride);
         return 0;
     }
     if (g->c % CONV_WG_CHUNK != 0 || k % CONV_WG_BM != 0) {
@@ -35,23 +35,29 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
                  CONV_WG_SP_MAX_TAPS, g->r * g->s);
         return 0;
     }
-    const int32_t wp = g->w + 2 * g->pad;
-    if (wp > bn || wp > 256) {
-        snprintf(reason, cap, "a padded input row of %d pixels is wider than a block's %d "
-                 "positions (or the copy engine's 256)", wp, bn);
+    /* a box's width: an output row and the taps' reach along it (at
+     * stride 1 the padded width; at 2 a parity plane's, conv_wg_row);
+     * the copy engine steps `stride` pixels through a box of stride·wp */
+    const int32_t st = g->stride, wp = g->q + (g->s - 1) / st;
+    if (wp > bn || st * wp > 256) {
+        snprintf(reason, cap, "a box row of %d pixels (the output row and the taps' reach) is "
+                 "wider than a block's %d positions (or the copy engine's 256 at stride %d)", wp,
+                 bn, st);
         return 0;
     }
     conv_wg_geom x = {.n = g->cols / (g->p * g->q), .c = g->c, .h = g->h, .w = g->w, .r = g->r,
-                      .s = g->s, .pad = g->pad, .p = g->p, .q = g->q, .k = k, .wp = wp};
+                      .s = g->s, .pad = g->pad, .p = g->p, .q = g->q, .k = k, .stride = st,
+                      .wp = wp};
     /* as few tiles along an image as bn positions allow, then their rows
      * evened out (ResNet-50's 28 rows at 256 positions: 4 tiles of 7, not
      * 3 of 8 and one of 4) */
     const int32_t most = bn / wp < g->p ? bn / wp : g->p;
     x.row_tiles = (g->p + most - 1) / most;
     x.rows = (g->p + x.row_tiles - 1) / x.row_tiles;
-    x.halo = x.rows + g->r - 1;
-    if (x.halo > 256) {
-        snprintf(reason, cap, "a box of %d input rows: the copy engine takes 256", x.halo);
+    x.halo = x.rows + (g->r - 1) / st;
+    if (st * x.halo > 256) {
+        snprintf(reason, cap, "a box of %d input rows at stride %d: the copy engine takes 256",
+                 x.halo, st);
         return 0;
     }
     /* whole images where one leaves room: the weights' boxes, which every
@@ -68,9 +74,11 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
     /* wgmma's N: the tile's positions to a multiple of 8, not bn (layer3's
      * 14 rows of 16 are 224 positions: m64n256 did 14 % more work) */
     x.bn = conv_wg_mma_n(((x.images - 1) * x.halo + x.rows) * wp);
-    /* the last tap of the last position reaches (R−1)·wp + S−1 rows past
-     * the tile's positions; the box fills halo·wp ≤ that */
-    x.stage_rows = (x.bn + (g->r - 1) * wp + g->s - 1 + 7) / 8 * 8;
+    /* in its plane, the last tap of the last position reaches
+     * (R−1)/stride·wp + (S−1)/stride rows past the tile's positions; the
+     * box fills halo·wp ≤ that */
+    x.stage_rows = conv_wg_planes(&x) *
+                   ((x.bn + (g->r - 1) / st * wp + (g->s - 1) / st + 7) / 8 * 8);
     x.chunks = g->c / CONV_WG_CHUNK;
     const int64_t tiles = (int64_t)(x.n + x.images - 1) / x.images * x.row_tiles;
     if (tiles > INT32_MAX || k / CONV_WG_BM > 65535) {

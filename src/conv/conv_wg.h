@@ -9,9 +9,9 @@
  * channels and `rows` output rows of one image, or, where a whole image
  * leaves room, `images` whole images. For each 64 input channels (a
  * chunk), the copy engine brings
- *   - B: the input rows under those output rows with their halo, the whole
- *     padded width (`wp` = W + 2·pad pixels, outside read as zeros), as
- *     one box: image m's halo row y, pixel x at stage row
+ *   - B (stride 1): the input rows under those output rows with their
+ *     halo, the whole padded width (`wp` = W + 2·pad pixels, outside read
+ *     as zeros), as one box: image m's halo row y, pixel x at stage row
  *     (m·halo + y)·wp + x, 64 channels (128 bytes) a row, 128-byte
  *     swizzled;
  *   - A: the weights of each tap (r, s) for these channels, a 64 × 64 box
@@ -68,7 +68,8 @@
  * (bench/results/conv/rn50-24-strays-cpu.txt): about 47 a chunk of a
  * block.
  *
- * Stride 1, C and K multiples of 64, NHWC, fp16 or bf16; everything else
+ * Stride 1 (as above) or 2 (a box of each of the input's parity planes,
+ * conv_wg_row), C and K multiples of 64, NHWC, fp16 or bf16; everything else
  * is refused with a reason. The functions below are shared by the kernel
  * and the host (tests/unit/test_conv_wg.c replays the stage's rows). */
 #ifndef SPF_CONV_CONV_WG_H
@@ -104,17 +105,20 @@ typedef enum conv_wg_weights {
 
 /* Everything the kernel's index arithmetic needs. */
 typedef struct conv_wg_geom {
-    int32_t n, c, h, w, r, s, pad, p, q, k; /* the convolution (stride 1)              */
+    int32_t n, c, h, w, r, s, pad, p, q, k; /* the convolution                          */
+    int32_t stride;             /* 1 or 2: at 2 the stage holds the input's parity
+                                   planes (conv_wg_planes)                          */
     int32_t bn;                 /* wgmma's N: the tile's positions, to a multiple
                                    of 8 (at most the 32 to 256 asked for)          */
-    int32_t wp;                 /* the padded width: W + 2·pad = Q + S − 1          */
+    int32_t wp;                 /* a box's width: Q + (S − 1) / stride, at stride 1
+                                   the padded width W + 2·pad                       */
     int32_t rows;               /* output rows of an image a block                  */
-    int32_t halo;               /* input rows of an image a box: rows + R − 1       */
+    int32_t halo;               /* a box's rows an image: rows + (R − 1) / stride   */
     int32_t images;             /* images a block: 1, or more where rows = P and
                                    ((images − 1)·halo + rows)·wp ≤ bn, evened
                                    over the batch                                  */
-    int32_t stage_rows;         /* B rows a stage: the last tap's reach past bn,
-                                   in whole 8-row atoms                             */
+    int32_t stage_rows;         /* B rows a stage: conv_wg_planes planes, each the
+                                   last tap's reach past bn in whole 8-row atoms    */
     int32_t stages;             /* chunks in flight: 1 or 2 (resident: 2; 1 also
                                    where it fits two blocks an SM,
                                    conv_wg_one_stage)                               */
@@ -128,11 +132,52 @@ typedef struct conv_wg_geom {
                                    cluster (conv_wg_split): 1 (none), 2, 4 or 8    */
 } conv_wg_geom;
 
-/* The stage row tap (r, s) of position `pos` (counted over the padded
+/* Stride 2: output pixel (i, j)'s tap (r, s) reads input pixel (2i + r −
+ * pad, 2j + s − pad), which is pixel (i + r / 2, j + s / 2) of the parity
+ * plane (r mod 2, s mod 2): the input's pixels (2y + r mod 2 − pad,
+ * 2x + s mod 2 − pad). So the stage holds a box of each plane the taps
+ * read, each brought by the copy engine stepping 2 pixels and 2 rows
+ * (cuTensorMapEncodeTiled's elementStrides; conv_wg_launch), and each tap
+ * is again one operand from a later start, in its plane. Planes along a
+ * row: min(S, stride); in all: that times min(R, stride) (a 1×1 reads
+ * one, a 3×3 four). At stride 1, one plane: the input. Shifts, not
+ * divisions, for the stride (the kernel computes a tap's row between its
+ * wgmma). */
+CONV_HD int32_t conv_wg_stride_shift(const conv_wg_geom *g)
+{
+    return g->stride >> 1;
+}
+CONV_HD int32_t conv_wg_planes_w(const conv_wg_geom *g)
+{
+    return g->s < g->stride ? g->s : g->stride;
+}
+CONV_HD int32_t conv_wg_planes(const conv_wg_geom *g)
+{
+    return (g->r < g->stride ? g->r : g->stride) * conv_wg_planes_w(g);
+}
+/* B rows of one plane in a stage: stage_rows / planes (1, 2 or 4). */
+CONV_HD int32_t conv_wg_plane_rows(const conv_wg_geom *g)
+{
+    const int32_t planes = conv_wg_planes(g);
+    return g->stage_rows >> ((planes > 1) + (planes > 2));
+}
+
+/* The stage row tap (r, s) of position 0 reads, given plane_rows
+ * (conv_wg_plane_rows): its plane's first row plus the tap's rows and
+ * pixels into the plane. The kernel takes plane_rows before its wgmma:
+ * computed between them, ptxas serialized them (C7520). */
+CONV_HD int32_t conv_wg_tap_row(const conv_wg_geom *g, int32_t plane_rows, int32_t r, int32_t s)
+{
+    const int32_t sh = conv_wg_stride_shift(g);
+    const int32_t plane = (r & sh) * conv_wg_planes_w(g) + (s & sh);
+    return plane * plane_rows + (r >> sh) * g->wp + (s >> sh);
+}
+
+/* The stage row tap (r, s) of position `pos` (counted over the box's
  * width and height) reads. */
 CONV_HD int32_t conv_wg_row(const conv_wg_geom *g, int32_t pos, int32_t r, int32_t s)
 {
-    return pos + r * g->wp + s;
+    return pos + conv_wg_tap_row(g, conv_wg_plane_rows(g), r, s);
 }
 
 /* wgmma's N for a tile of `positions`: a multiple of 8, but 24 for 16:

@@ -72,12 +72,13 @@ spf_status tensor_map_2d(CUtensorMap *out, spf_dtype dtype, const void *base, in
 
 spf_status tensor_map_nhwc(CUtensorMap *out, spf_dtype dtype, const void *base,
                            const int64_t nhwc[4], int channels, int box_w, int box_h,
-                           int box_n)
+                           int box_n, int step)
 {
     CHECK_ARG(out != NULL && base != NULL && nhwc != NULL);
     CHECK_ARG(dtype == SPF_DTYPE_F16 || dtype == SPF_DTYPE_BF16);
-    CHECK_ARG(channels >= 8 && channels * 2 <= 128 && box_w >= 1 && box_w <= 256 && box_h >= 1 &&
-              box_h <= 256 && box_n >= 1 && box_n <= 256);
+    CHECK_ARG(step >= 1 && step <= 8);
+    CHECK_ARG(channels >= 8 && channels * 2 <= 128 && box_w >= 1 && box_w * step <= 256 &&
+              box_h >= 1 && box_h * step <= 256 && box_n >= 1 && box_n <= 256);
     if ((uintptr_t)base % 16 != 0 || nhwc[3] % 8 != 0)
         return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: the copy engine wants a 16-byte aligned "
                     "base and pixel, and the input is at %p with %lld channels", base,
@@ -89,9 +90,10 @@ spf_status tensor_map_nhwc(CUtensorMap *out, spf_dtype dtype, const void *base,
                                 (cuuint64_t)nhwc[0]};
     const cuuint64_t strides[3] = {dims[0] * 2, dims[0] * dims[1] * 2,
                                    dims[0] * dims[1] * dims[2] * 2};
-    const cuuint32_t box[4] = {(cuuint32_t)channels, (cuuint32_t)box_w, (cuuint32_t)box_h,
-                               (cuuint32_t)box_n};
-    const cuuint32_t steps[4] = {1, 1, 1, 1};
+    /* a box of box_w · step pixels, stepped by `step`, brings box_w */
+    const cuuint32_t box[4] = {(cuuint32_t)channels, (cuuint32_t)(box_w * step),
+                               (cuuint32_t)(box_h * step), (cuuint32_t)box_n};
+    const cuuint32_t steps[4] = {1, (cuuint32_t)step, (cuuint32_t)step, 1};
     CUresult res = encode(out,
                           dtype == SPF_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                  : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
@@ -100,9 +102,9 @@ spf_status tensor_map_nhwc(CUtensorMap *out, spf_dtype dtype, const void *base,
                           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (res != CUDA_SUCCESS)
         return FAIL(SPF_ERR_UNSUPPORTED, "tensor map: cuTensorMapEncodeTiled of NHWC %lld × %lld × "
-                    "%lld × %lld (box %d × %d × %d × %d) failed with driver error %d",
+                    "%lld × %lld (box %d × %d × %d × %d, step %d) failed with driver error %d",
                     (long long)nhwc[0], (long long)nhwc[1], (long long)nhwc[2], (long long)nhwc[3],
-                    channels, box_w, box_h, box_n, (int)res);
+                    channels, box_w, box_h, box_n, step, (int)res);
     return SPF_OK;
 }
 

@@ -46,12 +46,14 @@ spf_status tensor_map_im2col(CUtensorMap *out, spf_dtype dtype, const void *base
 /* The tiled map of an NHWC tensor of F16 or BF16 elements at base (n
  * images of h × w pixels of c channels, c a multiple of 8), copied in
  * boxes of `channels` channels (channels · 2 ≤ 128) × box_w pixels ×
- * box_h rows × box_n images with the 128-byte swizzle; a box may start
- * outside the tensor (negative coordinates), and what it covers outside
- * reads as zeros. SPF_ERR_UNSUPPORTED as tensor_map_2d. */
+ * box_h rows × box_n images with the 128-byte swizzle, the pixels and
+ * rows `step` apart (1 to 8; box_w · step and box_h · step at most 256:
+ * the copy engine's element strides); a box may start outside the tensor
+ * (negative coordinates), and what it covers outside reads as zeros.
+ * SPF_ERR_UNSUPPORTED as tensor_map_2d. */
 spf_status tensor_map_nhwc(CUtensorMap *out, spf_dtype dtype, const void *base,
                            const int64_t nhwc[4], int channels, int box_w, int box_h,
-                           int box_n);
+                           int box_n, int step);
 
 /* Whether tensor_map_2d takes a matrix at base with this pitch (no driver
  * call). */

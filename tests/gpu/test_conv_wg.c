@@ -1,5 +1,5 @@
 /* The warpgroup conv kernel (conv/conv_wg.h) on the GPU: every shape of
- * conv_wg_case.h × 32, 64, 128 and 256 positions a block (where the padded
+ * conv_wg_case.h × 32, 64, 128 and 256 positions a block (where the box's
  * row fits; wgmma's N the tile's positions to a multiple of 8, so many of
  * each kind's kernels) × the weights brought dense with each stage (and
  * with one stage where that fits two blocks an SM; and the chunks split
@@ -24,7 +24,8 @@ static int runs;
  * NHWC output), and how many are. */
 static void first_wrong(const conv_case *t, const conv_dims *d, double tol)
 {
-    const int64_t p = (d->h + 2 * d->pad - d->r) + 1, q = (d->w + 2 * d->pad - d->s) + 1;
+    const int64_t p = (d->h + 2 * d->pad - d->r) / d->stride + 1;
+    const int64_t q = (d->w + 2 * d->pad - d->s) / d->stride + 1;
     int64_t bad = 0, first = -1;
     for (int64_t e = 0; e < t->out_count; e++) {
         const double want = t->want[e], diff = fabs((double)t->out[e] - want);

@@ -1,9 +1,10 @@
 /* The warpgroup conv kernel's host side (conv/conv_wg.h) without a GPU:
  * for every shape of conv_wg_case.h and every block width the geometry
- * takes, each block's stage replayed as the copy engine fills it (image m's
- * halo row y, pixel x at row (m·halo + y)·wp + x, zeros outside the input
- * and past the batch) and every stored
- * position's every tap read through conv_wg_row, as the kernel's B
+ * takes, each block's stage replayed as the copy engine fills it (of plane
+ * (a, b), image m's halo row y, pixel x at the plane's row
+ * (m·halo + y)·wp + x: input row stride·(oh0 + y) + a − pad, pixel
+ * stride·x + b − pad; zeros outside the input and past the batch) and
+ * every stored position's every tap read through conv_wg_row, as the kernel's B
  * descriptors do: the row must lie in the box and hold the input pixel
  * the reference reads (conv_gather_from), and every output position must
  * be stored by exactly one block. The taps of the positions never stored
@@ -26,7 +27,9 @@ static void replay(const conv_dims *d, const conv_wg_geom *g)
 {
     const conv_gather cg = conv_dims_gather(d);
     const int32_t per_image = g->halo * g->wp, box_rows = g->images * per_image;
-    if (box_rows > g->stage_rows)
+    const int32_t st = g->stride, across = conv_wg_planes_w(g), plane_rows = conv_wg_plane_rows(g);
+    if (box_rows > plane_rows || plane_rows * conv_wg_planes(g) != g->stage_rows ||
+        plane_rows % 8 != 0)
         reach_wrong++;
     int32_t *stores = calloc((size_t)cg.cols, sizeof *stores);
     const int32_t tiles = (g->n + g->images - 1) / g->images;
@@ -45,12 +48,16 @@ static void replay(const conv_dims *d, const conv_wg_geom *g)
                             reach_wrong++;
                         if (!stored)
                             continue;
-                        /* the pixel the stage holds at row, as the box fills it:
-                         * image, then input row, then pixel */
-                        const int32_t bm = row / per_image, brow = row % per_image;
-                        const int32_t y = oh0 - g->pad + brow / g->wp, x = brow % g->wp - g->pad;
+                        /* the pixel the stage holds at row, as the boxes fill
+                         * it: plane (a, b), then image, then the plane's row
+                         * and pixel, `stride` input rows and pixels apart */
+                        const int32_t plane = row / plane_rows, prow = row % plane_rows;
+                        const int32_t a = plane / across, b = plane % across;
+                        const int32_t bm = prow / per_image, brow = prow % per_image;
+                        const int32_t y = st * (oh0 + brow / g->wp) + a - g->pad;
+                        const int32_t x = st * (brow % g->wp) + b - g->pad;
                         const int32_t bimage = image0 + bm;
-                        const int inside = row < box_rows && bimage < g->n && y >= 0 &&
+                        const int inside = prow < box_rows && bimage < g->n && y >= 0 &&
                                            y < g->h && x >= 0 && x < g->w;
                         const int64_t holds =
                             inside ? (((int64_t)bimage * g->h + y) * g->w + x) * g->c : -1;
@@ -58,7 +65,7 @@ static void replay(const conv_dims *d, const conv_wg_geom *g)
                         const int32_t kk = (r * g->s + s) * g->c; /* channel 0 of the tap */
                         const int64_t want = conv_gather_from(&cg, kk, col);
                         taps_checked++;
-                        if (holds != want || row >= box_rows) {
+                        if (holds != want || prow >= box_rows) {
                             if (taps_wrong++ < 5)
                                 printf("  %s bn%d: images %d.. rows %d.. position %d tap (%d, "
                                        "%d): stage row %d holds %lld, the reference reads %lld\n",
@@ -293,9 +300,9 @@ int main(void)
                 char reason[200];
                 if (!conv_wg_geometry(&g, (int32_t)conv_wg_dims[i].k, conv_wg_widths[b],
                                       (conv_wg_weights)weights, &geom, reason, sizeof reason)) {
-                    /* only a padded row wider than the block, or resident
+                    /* only a box row wider than the block, or resident
                      * weights past shared memory */
-                    CHECK_MSG(g.w + 2 * g.pad > conv_wg_widths[b] ||
+                    CHECK_MSG(g.q + (g.s - 1) / g.stride > conv_wg_widths[b] ||
                                   (weights == CONV_WG_RESIDENT &&
                                    strstr(reason, "past shared memory")),
                               "%s bn%d refused: %s", conv_wg_dims[i].label, conv_wg_widths[b],
@@ -436,8 +443,8 @@ int main(void)
     CHECK(!conv_wg_split(&g1, 2, &twice)); /* one chunk */
 
     /* refusals, each with its reason */
-    const conv_dims strided = {"stride 2", 1, 64, 8, 8, 64, 3, 3, 2, 1};
-    refused(&strided, 128, CONV_WG_STAGED, SPF_CONV_NHWC, "stride 1");
+    const conv_dims strided = {"stride 3", 1, 64, 8, 8, 64, 3, 3, 3, 1};
+    refused(&strided, 128, CONV_WG_STAGED, SPF_CONV_NHWC, "stride 1 or 2");
     const conv_dims narrow = {"C = 32", 1, 32, 8, 8, 64, 3, 3, 1, 1};
     refused(&narrow, 128, CONV_WG_STAGED, SPF_CONV_NHWC, "multiples of 64");
     const conv_dims odd_k = {"K = 70", 1, 64, 8, 8, 70, 3, 3, 1, 1};

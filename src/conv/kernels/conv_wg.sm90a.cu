@@ -204,15 +204,11 @@ extern "C" spf_status conv_wg_launch(const conv_wg *x, const void *in, void *out
     CUtensorMap in_map;
     const int64_t nhwc[4] = {g.n, g.h, g.w, g.c};
     const spf_status status =
-        tensor_map_nhwc(&in_map, x->dtype, in, nhwc, CONV_WG_CHUNK, g.wp, g.halo, g.images);
+        tensor_map_nhwc(&in_map, x->dtype, in, nhwc, CONV_WG_CHUNK, g.wp, g.halo, g.images,
+                        g.stride);
     if (status != SPF_OK)
         return status;
-    const wg_args a = {g,
-                       bias,
-                       residual,
-                       out,
-                       x->relu,
-                       static_cast<const uint8_t *>(x->weights)};
+    const wg_args a = {g, x->relu, bias, residual, out, static_cast<const uint8_t *>(x->weights)};
     return wg_launch(x, in_map, a, static_cast<cudaStream_t>(stream));
 }
 

@@ -28,15 +28,17 @@ struct conv_wg {
 
 struct wg_args {
     conv_wg_geom g;
+    int relu;              /* beside the geometry's 23 words: no padding   */
     const float *bias;
     const void *residual;
     void *out;
-    int relu;
     const uint8_t *sparse; /* sparse: the weights' one buffer (conv_wg.h);
                               with it the struct is 128 bytes, the most
                               before ptxas serializes the staged dense
                               kernel's wgmma (C7520)                       */
 };
+static_assert(sizeof(wg_args) <= 128, "ptxas serializes the staged kernel's wgmma past 128 "
+              "bytes of arguments (C7520)");
 
 /* The kernel of each kind for dtype (f16 or bf16) and wgmma's N = bn;
  * NULL where conv_wg_mma_n gives no such N. */

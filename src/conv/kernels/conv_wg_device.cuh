@@ -32,32 +32,41 @@ __device__ __forceinline__ void wg_tile(const conv_wg_geom &g, int tile, int *im
     *oh0 = (tile - along * g.row_tiles) * g.rows;
 }
 
-/* Zeros over the slack past a stage's box (b: the stage's input rows):
- * read by the taps of positions that are never stored, zeroed once so that
- * they read numbers. Every thread; a proxy fence and a barrier to follow. */
+/* Zeros over the slack past each plane's box in a stage (b: the stage's
+ * input rows): read by the taps of positions that are never stored, zeroed
+ * once so that they read numbers. Every thread; a proxy fence and a
+ * barrier to follow. */
 __device__ __forceinline__ void wg_zero_slack(uint8_t *b, const conv_wg_geom &g)
 {
-    const int box_rows = g.images * g.halo * g.wp;
-    uint4 *slack = reinterpret_cast<uint4 *>(b + box_rows * CONV_WG_ROW);
-    for (int u = threadIdx.x; u < (g.stage_rows - box_rows) * (CONV_WG_ROW / 16);
-         u += blockDim.x)
-        slack[u] = make_uint4(0, 0, 0, 0);
+    const int box_rows = g.images * g.halo * g.wp, plane_rows = conv_wg_plane_rows(&g);
+    for (int plane = 0; plane < conv_wg_planes(&g); plane++) {
+        uint4 *slack = reinterpret_cast<uint4 *>(b + (plane * plane_rows + box_rows) * CONV_WG_ROW);
+        for (int u = threadIdx.x; u < (plane_rows - box_rows) * (CONV_WG_ROW / 16); u += blockDim.x)
+            slack[u] = make_uint4(0, 0, 0, 0);
+    }
 }
 
-/* Bytes of a chunk's input box. */
+/* Bytes of a chunk's input boxes, one a plane. */
 __device__ __forceinline__ uint32_t wg_box_bytes(const conv_wg_geom &g)
 {
-    return g.images * g.halo * g.wp * CONV_WG_ROW;
+    return conv_wg_planes(&g) * g.images * g.halo * g.wp * CONV_WG_ROW;
 }
 
-/* Tile (image0, oh0)'s box of chunk ch into b, completing on bar, whose
- * bytes the caller expects. Thread 0, past grid_dependency_wait: the
- * input is what the stream's previous kernel may write. */
+/* Tile (image0, oh0)'s boxes of chunk ch into b, completing on bar, whose
+ * bytes the caller expects: plane (a, c)'s from input row stride·oh0 + a −
+ * pad, pixel c − pad, the map stepping `stride` rows and pixels
+ * (conv_wg_row). Thread 0, past grid_dependency_wait: the input is what
+ * the stream's previous kernel may write. */
 __device__ __forceinline__ void wg_load_input(uint8_t *b, const CUtensorMap *in_map,
                                               const conv_wg_geom &g, int ch, int image0, int oh0,
                                               uint64_t *bar)
 {
-    tma_load_4d(b, in_map, ch * CONV_WG_CHUNK, -g.pad, oh0 - g.pad, image0, bar);
+    const int across = conv_wg_planes_w(&g), plane_bytes = conv_wg_plane_rows(&g) * CONV_WG_ROW;
+    for (int plane = 0; plane < conv_wg_planes(&g); plane++) {
+        const int a = across > 1 ? plane >> 1 : plane, c = across > 1 ? plane & 1 : 0;
+        tma_load_4d(b + plane * plane_bytes, in_map, ch * CONV_WG_CHUNK, c - g.pad,
+                    g.stride * oh0 + a - g.pad, image0, bar);
+    }
 }
 
 /* Chunk ch's weights of every tap (output channels m0..) into w, on bar.
@@ -82,11 +91,12 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
      * serializes these wgmma (C7520) in the staged kernel where wg_args is
      * past 128 bytes (fd19ffa: 27.6 µs), hence the sparse weights' one
      * pointer */
+    const int plane_rows = conv_wg_plane_rows(&g);
     wgmma_fence();
     int r = 0, s = 0; /* tap t's (r, s), without dividing by S: a division a
                          tap sat between the wgmma (ncu at 98023aa) */
     for (int t = 0; t < g.r * g.s; t++) {
-        const int shift = conv_wg_row(&g, 0, r, s);
+        const int shift = conv_wg_tap_row(&g, plane_rows, r, s);
         if (++s == g.s)
             s = 0, r++;
 #pragma unroll
