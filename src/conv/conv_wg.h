@@ -251,10 +251,12 @@ CONV_HD int32_t conv_wg_share_rows(const conv_wg_geom *g)
 }
 
 /* Bytes of the epilogue's sums: bn positions' rows; split, a slot of its
- * share's rows for each block of the cluster. */
+ * share's rows for each block of the cluster twice: the slots it receives
+ * (by sender), then those it sends (by receiver; wg_split_send). */
 CONV_HD size_t conv_wg_sums_bytes(const conv_wg_geom *g)
 {
-    const size_t rows = g->splits > 1 ? (size_t)g->splits * conv_wg_share_rows(g) : (size_t)g->bn;
+    const size_t rows =
+        g->splits > 1 ? 2 * (size_t)g->splits * conv_wg_share_rows(g) : (size_t)g->bn;
     return rows * conv_wg_sums_row(g) * 4;
 }
 
@@ -288,7 +290,8 @@ CONV_HD size_t conv_wg_body_bytes(const conv_wg_geom *g)
 }
 
 /* Bytes of dynamic shared memory of a block: the alignment slack, the
- * body and three mbarriers (two stages' and the resident weights'). */
+ * body and three mbarriers (two stages', and the resident weights' or,
+ * split, the received sums'). */
 CONV_HD size_t conv_wg_smem(const conv_wg_geom *g)
 {
     return CONV_WG_ALIGN + conv_wg_body_bytes(g) + 3 * 8;
@@ -329,11 +332,13 @@ int conv_wg_one_stage(const conv_wg_geom *g, conv_wg_geom *out);
  * weights of its 64 output channels for each chunk, 72 KB at a 3×3, and
  * on one SM that load is the tile's time (layer3 at batch 1: 4 chunks,
  * 290 KB a block on 28 blocks, 6.1 µs in graphs at fbb3b99). Split, each
- * block multiplies chunks/splits of them, writes its sums (rank 0's with
- * the bias) into the block that stores each position (conv_wg_share_rows,
- * distributed shared memory), and after one cluster barrier each block
- * adds its slots in rank order (the same sums every run) and stores its
- * share. Stages: at most the block's chunks. */
+ * block multiplies chunks/splits of them and sends its sums (rank 0's
+ * with the bias) to the block that stores each position
+ * (conv_wg_share_rows): a bulk copy into each other block's shared
+ * memory, completing on its mbarrier (kernels/conv_wg_device.cuh,
+ * wg_split_send). Each block then adds its slots in rank order (the same
+ * sums every run) and stores its share. Stages: at most the block's
+ * chunks. */
 enum { CONV_WG_MAX_SPLITS = 8 }; /* a cluster's portable size */
 int conv_wg_split(const conv_wg_geom *g, int32_t splits, conv_wg_geom *out);
 

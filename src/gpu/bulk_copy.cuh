@@ -50,6 +50,24 @@ __device__ __forceinline__ void bar_wait(uint64_t *b, int parity)
                   : "memory");
 }
 
+/* bytes (a multiple of 16) of this block's shared src into the shared
+ * memory of block `rank` of the cluster at the place of this block's dst,
+ * completing on that block's mbarrier at the place of this block's bar
+ * (all 16-byte aligned). The block must not exit before the copy has
+ * read src: the receiver's wait on its bar says so, so a cluster barrier
+ * after every block's wait does. */
+__device__ __forceinline__ void bulk_copy_to_peer(void *dst, const void *src, uint32_t bytes,
+                                                  uint64_t *bar, int rank)
+{
+    SPF_BULK_COPY("{\n.reg .b32 to, at;\n"
+                  "mapa.shared::cluster.u32 to, %0, %4;\n"
+                  "mapa.shared::cluster.u32 at, %3, %4;\n"
+                  "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"
+                  " [to], [%1], %2, [at];\n}\n" ::"r"(smem_addr(dst)),
+                  "r"(smem_addr(src)), "r"(bytes), "r"(smem_addr(bar)), "r"(rank)
+                  : "memory");
+}
+
 /* bytes (a multiple of 16) from global src into dst, both 16-byte
  * aligned, completing on bar: a copy of contiguous bytes, no tensor map. */
 __device__ __forceinline__ void bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)

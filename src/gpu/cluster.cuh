@@ -31,6 +31,14 @@ __device__ __forceinline__ void cluster_wait()
     asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 #endif
 }
+/* an arrival that publishes nothing (no fence before it): for a barrier
+ * that only says where the blocks are */
+__device__ __forceinline__ void cluster_arrive_relaxed()
+{
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory");
+#endif
+}
 /* every thread of the cluster, here */
 __device__ __forceinline__ void cluster_sync()
 {

@@ -100,9 +100,10 @@ static void check_accumulators(int bn)
 }
 
 /* Split over a cluster of `parts` blocks at wgmma N = bn, the kernel's
- * two phases replayed (kernels/conv_wg_device.cuh): wg_split_push's writes
+ * two phases replayed (kernels/conv_wg_device.cuh): wg_split_send's
  * (every block, each thread's accumulators: run u = i / 8 to block
- * u mod parts, row (u / parts)·16 + position mod 16 of slot `rank`) and
+ * u mod parts, row (u / parts)·16 + position mod 16 of its slot `rank`,
+ * written there or into the slot sent there whole) and
  * wg_epilogue_store's reads (block `part`, the k of its turn, row
  * runs·16 + tid / 8 of each slot). Each position below bn must be stored
  * by exactly one block, and every slot row it reads must hold that
@@ -425,9 +426,10 @@ int main(void)
     CHECK(conv_wg_split(&g3b1, 2, &split) && split.splits == 2 && split.stages == 2 &&
           conv_wg_one_stage(&split, &single) && single.splits == 2 && single.stages == 1);
     CHECK(conv_wg_split(&g3b1, 4, &split) && split.splits == 4 && split.stages == 1);
-    /* 2 runs of 16 positions, one a block: 4 slots of 16 rows past the stage */
-    CHECK(conv_wg_share_rows(&split) == 16 && conv_wg_sums_bytes(&split) == 4 * 16 * 68 * 4 &&
-          conv_wg_smem(&split) == 1024 + 72 * 128 + 9 * 8192 + 4 * 16 * 68 * 4 + 24);
+    /* 2 runs of 16 positions, one a block: 4 slots of 16 rows received and 4
+     * sent, past the stage */
+    CHECK(conv_wg_share_rows(&split) == 16 && conv_wg_sums_bytes(&split) == 2 * 4 * 16 * 68 * 4 &&
+          conv_wg_smem(&split) == 1024 + 72 * 128 + 9 * 8192 + 2 * 4 * 16 * 68 * 4 + 24);
     conv_wg_name(&split, SPF_DTYPE_F16, name, sizeof name);
     CHECK_MSG(strcmp(name, "convwg_f16_bn32_r2_i1_s1_z4") == 0, "name %s", name);
     const conv_dims c384 = {"C = 384 (6 chunks)", 1, 384, 14, 14, 64, 3, 3, 1, 1};

@@ -257,27 +257,38 @@ __device__ __forceinline__ void wg_epilogue(const float (&d)[BN / 2], float *sum
 }
 
 /* Split over a cluster (conv_wg_split; the block's rank blockIdx.z, the
- * cluster grid z), the first phase: d (plus the bias, block 0's) into the
- * slot `rank` of the block that stores each position. Accumulator i's
- * position 8·(i / 4) + 2·(lane % 4) + i % 2 is in run u = i / 8 of
- * CONV_WG_PASS positions, block u mod splits's, its row (u / splits)·16 +
- * the position mod 16 of the slot (conv_wg_share_rows). The caller waits
- * for the cluster first: every block has started, so its shared memory
- * is there to write (CUDA programming guide, distributed shared memory). */
+ * cluster grid z). Each block's sums go to the block that stores their
+ * positions: accumulator i's position 8·(i / 4) + 2·(lane % 4) + i % 2 is
+ * in run u = i / 8 of CONV_WG_PASS positions, block u mod splits's, at
+ * row (u / splits)·16 + the position mod 16 of a slot of
+ * conv_wg_share_rows rows. The sums hold `splits` slots received (by
+ * sender) and `splits` to send (by receiver). First every thread writes
+ * its accumulators (plus the bias, block 0's) into this block's shared
+ * memory: its own share into its received slot `rank`, the rest into the
+ * slot to send to their block. Then one thread sends each other block its
+ * slot, one bulk copy each, into that block's received slot `rank`,
+ * completing on that block's mbarrier `in`, which expects the others'
+ * bytes (wg_split_expect). Plain stores into the other blocks' shared
+ * memory and a cluster barrier that published them (5ec51ab) took layer3
+ * at batch 1 from a block's 7 900 cycles active unsplit on two chunks
+ * (layer2) to 11 900 split two ways on the same two chunks (ncu at
+ * bed19d7), their stalls on the barrier's memory fence and the remote
+ * stores. The caller has waited for the cluster: every block has started
+ * and set up `in` (CUDA programming guide, distributed shared memory). */
 template <int BN>
-__device__ __forceinline__ void wg_split_push(const float (&d)[BN / 2], float *sums,
+__device__ __forceinline__ void wg_split_send(const float (&d)[BN / 2], float *sums, uint64_t *in,
                                               const wg_args &a, int m0)
 {
     constexpr int ROW = CONV_WG_SUMS_ROW;
     const int lane = threadIdx.x % 32, row0 = 16 * (threadIdx.x / 32) + lane / 4;
-    const int rank = (int)blockIdx.z, share = conv_wg_share_rows(&a.g);
+    const int rank = (int)blockIdx.z, slot = conv_wg_share_rows(&a.g) * ROW;
     const float *bias = rank == 0 ? a.bias : nullptr;
     const float bias0 = bias ? bias[m0 + row0] : 0.0f, bias8 = bias ? bias[m0 + row0 + 8] : 0.0f;
-    float *mine = sums + rank * share * ROW + row0;
+    float *sent = sums + a.g.splits * slot; /* the slots to send, by receiver */
     int owner = 0, row = 0; /* run u's block and first row in its slot */
 #pragma unroll
     for (int u = 0; u < (BN / 2 + 7) / 8; u++) {
-        float *to = cluster_peer(mine, owner) + row * ROW;
+        float *to = (owner == rank ? sums + rank * slot : sent + owner * slot) + row * ROW + row0;
 #pragma unroll
         for (int i = 8 * u; i < 8 * u + 8 && i < BN / 2; i++)
             to[(8 * (i / 4 % 2) + 2 * (lane % 4) + i % 2) * ROW + 8 * (i / 2 % 2)] =
@@ -285,16 +296,30 @@ __device__ __forceinline__ void wg_split_push(const float (&d)[BN / 2], float *s
         if (++owner == a.g.splits)
             owner = 0, row += CONV_WG_PASS;
     }
+    /* the writes, seen by the copy engine once every thread is past them */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int peer = 0; peer < a.g.splits; peer++)
+            if (peer != rank)
+                bulk_copy_to_peer(sums + rank * slot, sent + peer * slot, slot * 4, in, peer);
 }
 
-/* The split epilogue's second phase, past the cluster's barrier: each
- * block adds its share's slots in rank order and stores them. Not
- * inlined: inlined, ptxas serialized the staged kernel's wgmma at N = 8
- * (C7520). `a` is a __grid_constant__ parameter, so its address is taken
- * without a copy. */
+/* The bytes the other blocks send a block (thread 0, once `in` is set up). */
+__device__ __forceinline__ void wg_split_expect(uint64_t *in, const conv_wg_geom &g)
+{
+    const int slot_bytes = conv_wg_share_rows(&g) * CONV_WG_SUMS_ROW * 4;
+    bar_arrive_expect(in, (uint32_t)((g.splits - 1) * slot_bytes));
+}
+
+/* The split epilogue's store, once `in` has completed: each block adds
+ * its share's slots in rank order and stores them. Inlined, so that its
+ * reads of the sums are shared-memory loads, not generic ones (not
+ * inlined at 5ec51ab: with the remote stores then, ptxas serialized the
+ * staged kernel's wgmma at N = 8, C7520; since wg_split_send, no N). */
 template <typename T, int BN>
-__device__ __noinline__ void wg_split_store(const float *sums, const wg_args &a, int image0,
-                                            int oh0, int m0)
+__device__ __forceinline__ void wg_split_store(const float *sums, const wg_args &a, int image0,
+                                               int oh0, int m0)
 {
     wg_epilogue_store<T, BN, CONV_WG_THREADS, CONV_WG_SUMS_ROW>(sums, nullptr, a, image0, oh0, m0,
                                                                 (int)blockIdx.z, a.g.splits);

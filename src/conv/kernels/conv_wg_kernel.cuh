@@ -38,10 +38,15 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
      * cluster (conv_wg_split; sparse: never split) */
     const int chunks = g.chunks >> conv_wg_split_shift(&g), chunk0 = (int)blockIdx.z * chunks;
 
+    uint64_t *in = full + 2; /* split: the sums the other blocks send */
     if (tid == 0) {
         for (int st = 0; st < g.stages; st++)
             bar_init(&full[st], 1);
+        if (split)
+            bar_init(in, 1);
         bar_init_fence();
+        if (split)
+            wg_split_expect(in, g);
     }
     for (int st = 0; st < g.stages; st++)
         wg_zero_slack(smem + st * stage_bytes, g);
@@ -50,8 +55,8 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
             sums[u] = 0.0f;
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
     __syncthreads();
-    if (split) /* started: waited for before the sums go to the other blocks */
-        cluster_arrive();
+    if (split) /* started, `in` set up: waited for before the sums go out */
+        cluster_arrive_relaxed();
 
     /* the block's chunk ch's weights into stage st, its bytes and its
      * input box's expected; then its input box */
@@ -173,10 +178,15 @@ __global__ void __launch_bounds__(SPARSE ? CONV_WG_SP_THREADS : CONV_WG_THREADS,
             [] { __syncthreads(); });
         wgmma_wait<0>();
         if (split) {
+            /* the sums out; this block's in; the cluster's last barrier
+             * once every block has its sums in, so no block exits while a
+             * copy still reads its shared memory */
             cluster_wait();
-            wg_split_push<BN>(d, sums, a, m0);
-            cluster_sync();
+            wg_split_send<BN>(d, sums, in, a, m0);
+            bar_wait(in, 0);
+            cluster_arrive_relaxed();
             wg_split_store<T, BN>(sums, a, image0, oh0, m0);
+            cluster_wait();
         } else {
             wg_epilogue<T, BN>(d, sums, a, image0, oh0, m0);
         }
