@@ -250,14 +250,20 @@ CONV_HD int32_t conv_wg_share_rows(const conv_wg_geom *g)
     return ((runs + g->splits - 1) >> conv_wg_split_shift(g)) * CONV_WG_PASS;
 }
 
-/* Bytes of the epilogue's sums: bn positions' rows; split, a slot of its
- * share's rows for each block of the cluster twice: the slots it receives
- * (by sender), then those it sends (by receiver; wg_split_send). */
+/* Split, floats of one slot: its share's rows. */
+CONV_HD int32_t conv_wg_slot_floats(const conv_wg_geom *g)
+{
+    return conv_wg_share_rows(g) * conv_wg_sums_row(g);
+}
+
+/* Bytes of the epilogue's sums: bn positions' rows; split, a slot for each
+ * block of the cluster twice: the slots it receives (by sender), then
+ * those it sends (by receiver; wg_split_send). */
 CONV_HD size_t conv_wg_sums_bytes(const conv_wg_geom *g)
 {
-    const size_t rows =
-        g->splits > 1 ? 2 * (size_t)g->splits * conv_wg_share_rows(g) : (size_t)g->bn;
-    return rows * conv_wg_sums_row(g) * 4;
+    if (g->splits > 1)
+        return 2 * (size_t)g->splits * conv_wg_slot_floats(g) * 4;
+    return (size_t)g->bn * conv_wg_sums_row(g) * 4;
 }
 
 /* Where the sparse kernel's wgmma warpgroup writes its sums (plus bias)

@@ -47,18 +47,17 @@ __device__ __forceinline__ void cluster_sync()
 }
 
 /* The generic address of this block's shared p in block `rank` of the
- * cluster: read and written through by plain loads and stores, which the
- * compiler may issue several at a time (an asm load each, volatile to
- * stay after the barrier, went one round trip at a time: 11 in a row at
- * 11 slices, in the conv TC kernel), and which the barriers' memory
- * clobbers keep in place. */
-template <typename T>
-__device__ __forceinline__ T *cluster_peer(T *p, int rank)
+ * cluster: read through it by plain loads, which the compiler may issue
+ * several at a time (an asm load each, volatile to stay after the
+ * barrier, went one round trip at a time: 11 in a row at 11 slices, in
+ * the conv TC kernel), and which the barriers' memory clobbers keep in
+ * place. */
+__device__ __forceinline__ const float *cluster_peer(const float *p, int rank)
 {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
     uint64_t at;
     asm("mapa.u64 %0, %1, %2;\n" : "=l"(at) : "l"(reinterpret_cast<uint64_t>(p)), "r"(rank));
-    return reinterpret_cast<T *>(at);
+    return reinterpret_cast<const float *>(at);
 #else
     (void)rank;
     return p;

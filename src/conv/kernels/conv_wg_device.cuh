@@ -115,7 +115,7 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
  * after a barrier, each thread of the block (THREADS) 8 channels (tid mod
  * 8) of positions tid / 8 + THREADS / 8 · k for the k of `part` mod
  * `parts`: the sums (where parts > 1, the tile's chunks split over a
- * cluster, its slots' in rank order, wg_split_push; plus `more`'s, the
+ * cluster, its slots' in rank order, wg_split_send; plus `more`'s, the
  * same layout, where not null), residual, ReLU, one 16-byte store. Rows
  * of ROW floats (conv_wg_sums_row).
  * With one warp a scheduler nothing hides a chain of dependent
@@ -193,7 +193,7 @@ __device__ __forceinline__ void wg_epilogue_store(const float *sums, const float
     const int tid = threadIdx.x;
     constexpr int pass = THREADS / 8; /* positions the threads store at once */
     const int group = tid % 8;
-    const int slot = parts > 1 ? conv_wg_share_rows(&g) * ROW : 0; /* floats a slot */
+    const int slot = parts > 1 ? conv_wg_slot_floats(&g) : 0;
     /* position tid / 8 + pass·k's image m of the tile, its row i (of the
      * image's halo rows) and column j (of the padded width) */
     const int image_rows = g.halo * g.wp;
@@ -281,7 +281,7 @@ __device__ __forceinline__ void wg_split_send(const float (&d)[BN / 2], float *s
 {
     constexpr int ROW = CONV_WG_SUMS_ROW;
     const int lane = threadIdx.x % 32, row0 = 16 * (threadIdx.x / 32) + lane / 4;
-    const int rank = (int)blockIdx.z, slot = conv_wg_share_rows(&a.g) * ROW;
+    const int rank = (int)blockIdx.z, slot = conv_wg_slot_floats(&a.g);
     const float *bias = rank == 0 ? a.bias : nullptr;
     const float bias0 = bias ? bias[m0 + row0] : 0.0f, bias8 = bias ? bias[m0 + row0 + 8] : 0.0f;
     float *sent = sums + a.g.splits * slot; /* the slots to send, by receiver */
@@ -308,8 +308,7 @@ __device__ __forceinline__ void wg_split_send(const float (&d)[BN / 2], float *s
 /* The bytes the other blocks send a block (thread 0, once `in` is set up). */
 __device__ __forceinline__ void wg_split_expect(uint64_t *in, const conv_wg_geom &g)
 {
-    const int slot_bytes = conv_wg_share_rows(&g) * CONV_WG_SUMS_ROW * 4;
-    bar_arrive_expect(in, (uint32_t)((g.splits - 1) * slot_bytes));
+    bar_arrive_expect(in, (uint32_t)((g.splits - 1) * conv_wg_slot_floats(&g) * 4));
 }
 
 /* The split epilogue's store, once `in` has completed: each block adds
