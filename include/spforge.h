@@ -44,7 +44,8 @@
  *     callback once. The callback is called from any thread, several at
  *     once: it must be thread-safe.
  *   - The library reads environment variables (SPFORGE_CACHE_DIR,
- *     SPFORGE_CACHE_MAX_BYTES, SPFORGE_READ_MAX_BYTES, SPFORGE_RANK_MODEL,
+ *     SPFORGE_CACHE_MAX_BYTES, SPFORGE_READ_MAX_BYTES, SPFORGE_MAX_BYTES,
+ *     SPFORGE_RANK_MODEL,
  *     SPF_PTXAS, SPF_CUBLASLT, CUDA_HOME, PATH, TMPDIR, HOME) during calls:
  *     do not setenv / putenv while another thread is inside it.
  *   - Plans may be created at once with the plan cache on, by threads or
@@ -124,6 +125,20 @@ typedef struct spf_allocator {
     void *user;
 } spf_allocator;
 SPF_API void spf_set_allocator(const spf_allocator *allocator);
+
+/* The work budget: the most host memory one call may allocate for what its
+ * input describes (a shape a file declares, a generator's options, a dense
+ * conversion, the operands the CLI makes). Every such size is computed
+ * without overflow and checked before anything is allocated; beyond the
+ * budget the call fails with SPF_ERR_OUT_OF_MEMORY, "... needs N bytes, over
+ * the work budget of M bytes", naming the input. bytes: > 0 the budget,
+ * < 0 none, 0 the default: $SPFORGE_MAX_BYTES if set, else
+ * SPF_MAX_BYTES_DEFAULT or half the machine's physical memory, the smaller.
+ * Process-wide. spf_max_bytes returns the budget in force (-1: none; 0 for
+ * a malformed $SPFORGE_MAX_BYTES, which the calls then refuse). */
+#define SPF_MAX_BYTES_DEFAULT ((int64_t)4 << 30)
+SPF_API void spf_set_max_bytes(int64_t bytes);
+SPF_API int64_t spf_max_bytes(void);
 
 /* ------------------------------------------------------------- matrices */
 
@@ -210,18 +225,20 @@ typedef struct spf_read_options {
     spf_duplicates duplicates; /* default REJECT                                    */
     uint64_t seed;             /* values of pattern-only files (.smtx, pattern .mtx) */
     const char *values_path;   /* .smtx only: a .npy of nnz float32 values in file
-                                  order, used instead of random values; or NULL      */
+                                  order, used instead of random values; or NULL
+                                  (given for another format: SPF_ERR_INVALID_ARGUMENT) */
     double npy_sparsity;       /* .npy only: < 0 keeps every nonzero (default -1);
-                                  in [0, 1) prunes by magnitude to that sparsity     */
+                                  in [0, 1) prunes by magnitude to that sparsity
+                                  (>= 0 for another format: SPF_ERR_INVALID_ARGUMENT) */
     int64_t max_bytes;         /* the most host memory one read may allocate (bytes):
                                   0 (default) = $SPFORGE_READ_MAX_BYTES if set, else
-                                  SPF_READ_MAX_BYTES_DEFAULT; < 0 = no limit          */
+                                  the work budget (spf_set_max_bytes); < 0 = no limit */
 } spf_read_options;
 
-/* The read limit when neither max_bytes nor $SPFORGE_READ_MAX_BYTES sets one:
- * 4 GiB, so a file of a few bytes cannot declare a shape that makes a read
- * allocate more than that. */
-#define SPF_READ_MAX_BYTES_DEFAULT ((int64_t)4 << 30)
+/* The read limit when neither max_bytes, $SPFORGE_READ_MAX_BYTES nor the
+ * work budget sets one (the budget's default), so a file of a few bytes
+ * cannot declare a shape that makes a read allocate more than that. */
+#define SPF_READ_MAX_BYTES_DEFAULT SPF_MAX_BYTES_DEFAULT
 
 /* Fill with the defaults named above (seed 1, max_bytes 0). */
 SPF_API void spf_read_options_init(spf_read_options *options);

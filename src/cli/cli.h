@@ -54,6 +54,8 @@ typedef struct cli_context {
     int json;                       /* --json given                         */
     const char *args[CLI_MAX_ARGS]; /* positional arguments, borrowed        */
     int arg_count;
+    int64_t max_bytes;              /* --max-bytes (every command takes it:  */
+    int max_bytes_given;            /* spf_set_max_bytes; 0 means none)      */
 } cli_context;
 
 /* Parse argv (argv[0] is the command name) against options. Returns
@@ -68,6 +70,9 @@ int cli_usage_error(const cli_context *ctx, const char *fmt, ...) __attribute__(
 int cli_fail(const cli_context *ctx, spf_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* cli_fail with the library's detail message (spf_last_error). */
 int cli_fail_status(const cli_context *ctx, spf_status st);
+/* The same with the input first ("<input>: <detail>"), for a step after the
+ * read whose message does not name the file. */
+int cli_fail_input(const cli_context *ctx, spf_status st, const char *input);
 
 /* The read options of stat, convert, run and tune (--duplicates, --values,
  * --sparsity, --max-read-bytes); --seed is each command's own. */

@@ -24,6 +24,9 @@ static void print_help(const cli_command *cmd, const cli_option *options, int co
                  options[i].kind == CLI_FLAG ? "" : options[i].metavar);
         printf("  %-26s %s\n", left, options[i].help);
     }
+    printf("  %-26s %s\n", "--max-bytes BYTES", "the work budget: most host memory one step may "
+           "take for what the input declares (default $SPFORGE_MAX_BYTES, else 4 GiB or half the "
+           "memory; 0: that default; < 0: none)");
     printf("  %-26s %s\n", "--json", "print one JSON object on stdout instead of text");
     printf("  %-26s %s\n", "--help", "show this help and exit");
 }
@@ -58,6 +61,14 @@ int cli_fail_status(const cli_context *ctx, spf_status st)
 {
     return cli_fail(ctx, st, "%s", spf_last_error()[0] ? spf_last_error() : "(no detail)");
 }
+
+int cli_fail_input(const cli_context *ctx, spf_status st, const char *input)
+{
+    return cli_fail(ctx, st, "%s: %s", input, spf_last_error()[0] ? spf_last_error() : "(no detail)");
+}
+
+/* The work budget option every command takes (spf_set_max_bytes). */
+static const cli_option max_bytes_option = {"max-bytes", CLI_INT, NULL, "BYTES", NULL, NULL, 0, 0, 0};
 
 /* An integer option's bound, exact: the table's bounds are integers, and
  * 0..0 (no range) means the whole of int64. */
@@ -109,7 +120,8 @@ static int set_value(const cli_context *ctx, const cli_option *o, const char *te
         return CLI_CONTINUE;
     }
     case CLI_U64: {
-        unsigned long long v = strtoull(text, &end, 0);
+        /* Decimal only: base 0 would read "010" as 8 and refuse "08". */
+        unsigned long long v = strtoull(text, &end, 10);
         if (end == text || *end)
             return cli_usage_error(ctx, "--%s: expected an unsigned integer, got '%s'", o->name, text);
         /* strtoull accepts "-1" as a huge value; a seed given negative is a typo. */
@@ -173,6 +185,13 @@ int cli_parse(cli_context *ctx, const cli_command *cmd, const cli_option *option
             if (strlen(options[k].name) == name_len && strncmp(options[k].name, name, name_len) == 0)
                 o = &options[k];
         }
+        cli_option budget = max_bytes_option;
+        budget.target = &ctx->max_bytes;
+        if (!o && arg[1] == '-' && name_len == strlen(budget.name) &&
+            strncmp(name, budget.name, name_len) == 0) {
+            o = &budget;
+            ctx->max_bytes_given = 1;
+        }
         if (!o)
             return cli_usage_error(ctx, "unknown option '%s'", arg);
         const char *value = NULL;
@@ -192,6 +211,8 @@ int cli_parse(cli_context *ctx, const cli_command *cmd, const cli_option *option
     }
     if (ctx->arg_count < cmd->min_args)
         return cli_usage_error(ctx, "missing argument (usage: spforge %s %s)", cmd->name, cmd->synopsis);
+    if (ctx->max_bytes_given)
+        spf_set_max_bytes(ctx->max_bytes);
     return CLI_CONTINUE;
 }
 

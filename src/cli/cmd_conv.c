@@ -3,6 +3,7 @@
  * `spforge run`. */
 #include "cli/cli.h"
 #include "cli/run_backend.h"
+#include "core/budget.h"
 #include "core/dtype.h"
 #include "gpu/host_run.h"
 
@@ -200,15 +201,26 @@ int cmd_conv(const cli_command *cmd, int argc, char **argv)
         rc = cli_fail_status(&ctx, st);
         goto done;
     }
+    /* < 2^63 (the plan checked them); their bytes saturate, and the budget
+     * refuses them before anything is allocated */
     const int64_t in_count = dims[0] * dims[1] * dims[2] * dims[3];
     const int64_t out_count = dims[0] * k_out * info.out_h * info.out_w;
+    const int both = timing_choice == TIMING_BOTH && !host;
+    int64_t need = bytes_add(bytes_mul(in_count, sizeof *in),
+                             bytes_mul(out_count, (int64_t)(2 * sizeof *out + sizeof *ref)));
+    need = bytes_add(need, bytes_mul(out_count, (int64_t)((residual + both) * sizeof *out)));
+    st = budget_check(shape_text, bytes_add(need, bytes_mul(k_out, sizeof *bias_v)),
+                      "the input, output, reference and residual tensors");
+    if (st != SPF_OK) {
+        rc = cli_fail_input(&ctx, st, ctx.args[0]);
+        goto done;
+    }
     in = malloc((size_t)in_count * sizeof *in);
     out = malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *out);
     want = malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *want);
     ref = malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *ref);
     bias_v = bias ? malloc((size_t)k_out * sizeof *bias_v) : NULL;
     res = residual ? malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *res) : NULL;
-    const int both = timing_choice == TIMING_BOTH && !host;
     out2 = both ? malloc((size_t)(out_count > 0 ? out_count : 1) * sizeof *out2) : NULL;
     if (!in || !out || !want || !ref || (bias && !bias_v) || (residual && !res) ||
         (both && !out2)) {

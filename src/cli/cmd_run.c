@@ -2,19 +2,12 @@
  * repeats and checked against the double-accumulated CPU reference. */
 #include "cli/cli.h"
 #include "cli/run_backend.h"
+#include "core/budget.h"
 #include "core/dtype.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-/* count elements of size bytes, or NULL when the product overflows. */
-static void *alloc_array(int64_t count, size_t size)
-{
-    if (count < 0 || (uint64_t)count > SIZE_MAX / size)
-        return NULL;
-    return malloc(count ? (size_t)count * size : 1);
-}
 
 /* The embedded default input: a seeded synthetic pruned layer. */
 static spf_status default_input(spf_matrix **a, char *label, size_t cap)
@@ -109,19 +102,23 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         rc = cli_fail_status(&ctx, st);
         goto done;
     }
-    int64_t m = s.rows, k = s.cols, mn = 0, kn = 0;
-    if (__builtin_mul_overflow(m, n, &mn) || __builtin_mul_overflow(k, n, &kn)) {
-        rc = cli_fail(&ctx, SPF_ERR_OVERFLOW, "%s: %" PRId64 "x%" PRId64 " with N = %" PRId64
-                      " overflows the operand sizes", input, m, k, n);
+    /* B, C, the reference and the bias: sizes that saturate, checked against
+     * the budget before anything is allocated */
+    int64_t m = s.rows, k = s.cols, mn = bytes_mul(m, n), kn = bytes_mul(k, n);
+    int64_t need = bytes_add(bytes_mul(kn, sizeof *b), bytes_mul(mn, sizeof *c + sizeof *ref));
+    st = budget_check(input, bytes_add(need, bytes_mul(m, sizeof *bias_v)),
+                      "B, C, the reference and the bias with this N");
+    if (st != SPF_OK) {
+        rc = cli_fail_status(&ctx, st);
         goto done;
     }
-    b = alloc_array(kn, sizeof *b);
-    c = alloc_array(mn, sizeof *c);
-    ref = alloc_array(mn, sizeof *ref);
-    bias_v = bias ? alloc_array(m, sizeof *bias_v) : NULL;
+    b = malloc((size_t)(kn ? kn : 1) * sizeof *b);
+    c = malloc((size_t)(mn ? mn : 1) * sizeof *c);
+    ref = malloc((size_t)(mn ? mn : 1) * sizeof *ref);
+    bias_v = bias ? malloc((size_t)(m ? m : 1) * sizeof *bias_v) : NULL;
     if (!b || !c || !ref || (bias && !bias_v)) {
-        rc = cli_fail(&ctx, SPF_ERR_OUT_OF_MEMORY, "operands of %" PRId64 "x%" PRId64 " with N = %" PRId64,
-                      m, k, n);
+        rc = cli_fail(&ctx, SPF_ERR_OUT_OF_MEMORY, "%s: operands of %" PRId64 "x%" PRId64
+                      " with N = %" PRId64, input, m, k, n);
         goto done;
     }
     spf_fill_uniform(b, kn, seed);

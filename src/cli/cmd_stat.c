@@ -120,8 +120,9 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
     double t0 = cli_now();
     spf_status st = cli_read_matrix(&ra, seed, path, &a);
     double t1 = cli_now();
-    if (st == SPF_OK)
-        st = spf_matrix_stats_compute(a, &s);
+    if (st != SPF_OK)
+        return cli_fail_status(&ctx, st); /* the read's message names the file */
+    st = spf_matrix_stats_compute(a, &s);
     if (st == SPF_OK && m1 > 0)
         st = tile_report_compute(a, (int)m1, &tr);
     if (st == SPF_OK && tc)
@@ -130,7 +131,7 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
     spf_matrix_free(a);
     if (st != SPF_OK) {
         tc_report_free(&tcr);
-        return cli_fail_status(&ctx, st);
+        return cli_fail_input(&ctx, st, path);
     }
 
     if (ctx.json) {
@@ -163,7 +164,7 @@ int cmd_stat(const cli_command *cmd, int argc, char **argv)
     printf("%s (read in %.1f ms)\n", path, 1e3 * (t1 - t0));
     cli_print_stats(&s);
     if (m1 > 0) {
-        printf("  A_tiles of %lld rows: %d\n", (long long)m1, (int)tr.identity.tiles);
+        printf("  A_tiles of %lld rows: %lld\n", (long long)m1, (long long)tr.identity.tiles);
         printf("    row order:  max nnc %lld, mean nnc %.1f, COV_row %.3f\n",
                (long long)tr.identity.max_nnc, tr.identity.mean_nnc, tr.identity.cov_row);
         printf("    reordered:  max nnc %lld, mean nnc %.1f, COV_row %.3f (reorder %.1f ms)\n",

@@ -1,5 +1,6 @@
 #include "core/alloc.h"
 
+#include "core/budget.h"
 #include "spforge.h"
 
 #include <stdlib.h>
@@ -21,9 +22,20 @@ void spf_set_allocator(const spf_allocator *allocator)
 
 void *mem_alloc(size_t size) { return current.alloc(size, current.user); }
 
-void *mem_alloc_array(size_t count, size_t size)
+/* Whether count * size bytes overflow or exceed the work budget: the last
+ * guard behind the checks that name the input (budget.h), so that no single
+ * allocation of the library outgrows it. */
+static int refused(size_t count, size_t size)
 {
     if (size && count > SIZE_MAX / size)
+        return 1;
+    int64_t limit = budget_peek();
+    return limit >= 0 && count * size > (uint64_t)limit;
+}
+
+void *mem_alloc_array(size_t count, size_t size)
+{
+    if (refused(count, size))
         return NULL;
     return current.alloc(count * size, current.user);
 }
@@ -38,7 +50,7 @@ void *mem_calloc(size_t count, size_t size)
 
 void *mem_realloc_array(void *ptr, size_t count, size_t size)
 {
-    if (size && count > SIZE_MAX / size)
+    if (refused(count, size))
         return NULL;
     return current.realloc(ptr, count * size, current.user);
 }

@@ -6,10 +6,12 @@
 #include "core/generate.h"
 
 #include "core/alloc.h"
+#include "core/budget.h"
 #include "core/error.h"
 #include "core/matrix.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Draws (including clipped and repeated ones) allowed per requested edge
@@ -65,6 +67,13 @@ spf_status gen_rmat(const spf_gen_options *o, rng *r, spf_matrix **out)
     uint64_t capacity = 16;
     while (capacity < 2 * (uint64_t)target)
         capacity *= 2;
+    char shape[64];
+    snprintf(shape, sizeof shape, "R-MAT %lld x %lld at sparsity %g", (long long)o->rows,
+             (long long)o->cols, o->sparsity);
+    /* the set has fewer than 4 slots an edge (at least 16), a cell is 8 bytes */
+    TRY(budget_check(shape, bytes_add(bytes_add(bytes_mul(target, 5 * 8), 16 * 8),
+                                      csr_bytes(o->rows, target)),
+                     "the edge set, its cells and the generated matrix"));
     set.slot = mem_calloc((size_t)capacity, sizeof *set.slot);
     cells = mem_alloc_array((size_t)target, sizeof *cells);
     if (!set.slot || (!cells && target))

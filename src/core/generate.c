@@ -5,10 +5,12 @@
 #include "core/generate.h"
 
 #include "core/alloc.h"
+#include "core/budget.h"
 #include "core/error.h"
 #include "core/matrix.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +105,55 @@ static int32_t *identity_perm(int64_t len)
     return p;
 }
 
+/* Rows that keep few of many columns draw them by Floyd's algorithm into a
+ * hash set of about 2k slots instead of shuffling a permutation of all K
+ * (which would take 4·K bytes for a handful of nonzeros: 8 GiB for a
+ * 1 x 2^31 shape). Below these sizes the permutation is cheap, and it keeps
+ * the matrices of earlier releases for the same seed. */
+enum { PERM_MAX_COLS = 1 << 24, PERM_MIN_FRACTION = 64 };
+
+static int use_floyd(int64_t cols, int64_t k)
+{
+    return cols > PERM_MAX_COLS && cols > PERM_MIN_FRACTION * k;
+}
+
+/* Insert v into the open-addressing set (cap slots, a power of two, -1
+ * empty); 0 if it was there already. */
+static int set_insert(int32_t *set, int64_t cap, int32_t v)
+{
+    uint64_t i = ((uint64_t)(uint32_t)v * 0x9e3779b97f4a7c15ULL) >> 32 & (uint64_t)(cap - 1);
+    for (;; i = (i + 1) & (uint64_t)(cap - 1)) {
+        if (set[i] == v)
+            return 0;
+        if (set[i] < 0) {
+            set[i] = v;
+            return 1;
+        }
+    }
+}
+
+/* k distinct values of [0, len) chosen uniformly (Floyd), into out. */
+static void choose_floyd(rng *r, int64_t len, int64_t k, int32_t *out, int32_t *set, int64_t cap)
+{
+    memset(set, 0xff, (size_t)cap * sizeof *set);
+    for (int64_t j = len - k, n = 0; j < len; j++, n++) {
+        int32_t t = (int32_t)rng_below(r, (uint64_t)j + 1);
+        out[n] = set_insert(set, cap, t) ? t : (set_insert(set, cap, (int32_t)j), (int32_t)j);
+    }
+}
+
+/* The scratch of a row group's draw: the permutation of all K, or Floyd's
+ * set; *cap gets the set's slots (0 for the permutation). */
+static int32_t *draw_scratch(int64_t cols, int64_t k, int64_t *cap)
+{
+    *cap = 0;
+    if (!use_floyd(cols, k))
+        return identity_perm(cols);
+    for (*cap = 2; *cap < 2 * k; *cap *= 2) {
+    }
+    return mem_alloc_array((size_t)*cap, sizeof(int32_t));
+}
+
 /* UNIFORM (group = 1) and COLUMN_VECTOR (group = l): each group of `group`
  * consecutive rows shares one set of round((1-s)·K) random columns, so a
  * kept column is a vector of `group` rows (the column-vector pruning of
@@ -111,15 +162,26 @@ static spf_status gen_row_groups(const spf_gen_options *o, int64_t group, rng *r
 {
     spf_status status = SPF_OK;
     spf_matrix *a = NULL;
-    int64_t k = llround((1.0 - o->sparsity) * (double)o->cols);
-    int32_t *perm = identity_perm(o->cols);
-    if (!perm && o->cols)
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "column permutation of %lld", (long long)o->cols);
+    int32_t *scratch = NULL;
+    int64_t k = llround((1.0 - o->sparsity) * (double)o->cols), cap = 0;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%lld x %lld at sparsity %g", (long long)o->rows,
+             (long long)o->cols, o->sparsity);
+    int64_t scratch_bytes = bytes_mul(use_floyd(o->cols, k) ? 4 * k : o->cols, 4);
+    TRY(budget_check(shape, bytes_add(csr_bytes(o->rows, bytes_mul(o->rows, k)), scratch_bytes),
+                     "the generated matrix and the generator's scratch"));
+    scratch = draw_scratch(o->cols, k, &cap);
+    if (!scratch && o->cols)
+        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "column draw scratch for %lld columns", (long long)o->cols);
     TRY(matrix_alloc(o->rows, o->cols, o->rows * k, &a));
     for (int64_t g = 0; g < o->rows; g += group) {
-        choose_front(r, perm, o->cols, k);
         int32_t *first = a->col_idx + g * k;
-        memcpy(first, perm, (size_t)k * sizeof *perm);
+        if (cap) {
+            choose_floyd(r, o->cols, k, first, scratch, cap);
+        } else {
+            choose_front(r, scratch, o->cols, k);
+            memcpy(first, scratch, (size_t)k * sizeof *scratch);
+        }
         qsort(first, (size_t)k, sizeof *first, cmp_i32);
         int64_t end = o->rows - g < group ? o->rows : g + group;
         for (int64_t i = g; i < end; i++) {
@@ -128,11 +190,11 @@ static spf_status gen_row_groups(const spf_gen_options *o, int64_t group, rng *r
             a->row_ptr[i + 1] = (i + 1) * k;
         }
     }
-    mem_free(perm);
+    mem_free(scratch);
     *out = a;
     return SPF_OK;
 fail:
-    mem_free(perm);
+    mem_free(scratch);
     spf_matrix_free(a);
     return status;
 }
@@ -219,8 +281,14 @@ static spf_status gen_magnitude(const spf_gen_options *o, rng *r, spf_matrix **o
     spf_matrix *a = NULL;
     int64_t total = o->rows * o->cols;
     int64_t keep = llround((1.0 - o->sparsity) * (double)total);
-    float *w = mem_alloc_array((size_t)total, sizeof *w);
-    int64_t *hist = mem_alloc_array(RADIX, sizeof *hist);
+    char shape[64];
+    snprintf(shape, sizeof shape, "%lld x %lld", (long long)o->rows, (long long)o->cols);
+    float *w = NULL;
+    int64_t *hist = NULL;
+    TRY(budget_check(shape, bytes_add(bytes_mul(total, sizeof(float)), csr_bytes(o->rows, keep)),
+                     "the dense Gaussian matrix and its pruned CSR form"));
+    w = mem_alloc_array((size_t)total, sizeof *w);
+    hist = mem_alloc_array(RADIX, sizeof *hist);
     if ((!w && total) || !hist)
         FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "dense %lld x %lld Gaussian matrix", (long long)o->rows,
                   (long long)o->cols);

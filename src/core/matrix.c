@@ -3,9 +3,11 @@
 #include "core/matrix.h"
 
 #include "core/alloc.h"
+#include "core/budget.h"
 #include "core/error.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +23,12 @@ spf_status matrix_alloc(int64_t rows, int64_t cols, int64_t nnz, spf_matrix **ou
     if (nnz > rows * cols) /* rows, cols < 2^31, so the product fits */
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "nnz %lld exceeds rows * cols = %lld",
                     (long long)nnz, (long long)(rows * cols));
+    char shape[96];
+    snprintf(shape, sizeof shape, "%lld x %lld with %lld nonzeros", (long long)rows,
+             (long long)cols, (long long)nnz);
+    spf_status status = budget_check(shape, csr_bytes(rows, nnz), "the CSR arrays");
+    if (status != SPF_OK)
+        return status;
     spf_matrix *a = mem_calloc(1, sizeof *a);
     if (!a)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "matrix header");

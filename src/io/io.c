@@ -42,7 +42,7 @@ spf_status read_limit_resolve(const char *path, const spf_read_options *o, int64
         }
     }
     if (*limit == 0)
-        *limit = SPF_READ_MAX_BYTES_DEFAULT;
+        return budget_limit(limit);
     if (*limit < 0)
         *limit = -1;
     return SPF_OK;
@@ -54,21 +54,8 @@ spf_status read_limit_check(const char *path, int64_t limit, int64_t need, const
         return SPF_OK;
     return error_set(SPF_ERR_OUT_OF_MEMORY, path, "reading %s needs %lld bytes, which would "
                      "exceed the read limit of %lld bytes (raise it with "
-                     "spf_read_options.max_bytes, $SPFORGE_READ_MAX_BYTES or --max-read-bytes; "
-                     "< 0 for none)", what, (long long)need, (long long)limit);
-}
-
-int64_t bytes_mul(int64_t count, int64_t size)
-{
-    return size && count > INT64_MAX / size ? INT64_MAX : count * size;
-}
-
-int64_t bytes_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
-
-int64_t csr_bytes(int64_t rows, int64_t nnz)
-{
-    return bytes_add(bytes_mul(rows + 1, (int64_t)sizeof(int64_t)),
-                     bytes_mul(nnz, (int64_t)(sizeof(int32_t) + sizeof(float))));
+                     "spf_read_options.max_bytes, $SPFORGE_READ_MAX_BYTES, --max-read-bytes or the "
+                     "work budget: $SPFORGE_MAX_BYTES, --max-bytes; < 0 for none)", what, (long long)need, (long long)limit);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -80,6 +67,11 @@ static int ends_with(const char *s, const char *suffix)
         if (tolower((unsigned char)s[n - m + i]) != suffix[i])
             return 0;
     return 1;
+}
+
+static const char *format_name(spf_format format)
+{
+    return format == SPF_FORMAT_MTX ? "mtx" : format == SPF_FORMAT_SMTX ? "smtx" : "npy";
 }
 
 /* The format named by the file's extension (case-insensitive). */
@@ -123,6 +115,14 @@ spf_status spf_matrix_read(const char *path, const spf_read_options *options, sp
                          "nonzeros) or in [0, 1)", o->npy_sparsity);
     spf_format format = SPF_FORMAT_AUTO;
     spf_status status = format_resolve(path, o->format, &format);
+    /* An option of another format is a mistake to report, not to ignore:
+     * the values would silently not be the ones asked for. */
+    if (status == SPF_OK && o->values_path && format != SPF_FORMAT_SMTX)
+        status = error_set(SPF_ERR_INVALID_ARGUMENT, path, "values_path (--values) applies to "
+                           ".smtx files only, and this is a .%s file", format_name(format));
+    if (status == SPF_OK && !(o->npy_sparsity < 0) && format != SPF_FORMAT_NPY)
+        status = error_set(SPF_ERR_INVALID_ARGUMENT, path, "npy_sparsity (--sparsity) applies "
+                           "to .npy files only, and this is a .%s file", format_name(format));
     if (status == SPF_OK)
         status = read_limit_resolve(path, o, &resolved.max_bytes);
     if (status != SPF_OK)

@@ -20,25 +20,18 @@
 #ifndef SPF_IO_IO_H
 #define SPF_IO_IO_H
 
+#include "core/budget.h"
 #include "spforge.h"
 
 #include <stdio.h>
 
-/* The limit that o->max_bytes, $SPFORGE_READ_MAX_BYTES and the default give:
- * > 0 bytes, or -1 for none. */
+/* The limit that o->max_bytes, $SPFORGE_READ_MAX_BYTES and the work budget
+ * (core/budget.h) give: > 0 bytes, or -1 for none. */
 spf_status read_limit_resolve(const char *path, const spf_read_options *o, int64_t *limit);
 
 /* SPF_OK if a read of path needing `need` bytes (for `what`) fits limit
  * (from read_limit_resolve), else SPF_ERR_OUT_OF_MEMORY saying so. */
 spf_status read_limit_check(const char *path, int64_t limit, int64_t need, const char *what);
-
-/* count * size and a + b, saturating at INT64_MAX (sizes a header declares
- * may be absurd; the check then refuses them). */
-int64_t bytes_mul(int64_t count, int64_t size);
-int64_t bytes_add(int64_t a, int64_t b);
-
-/* The bytes of a CSR matrix's arrays: row_ptr, col_idx and values. */
-int64_t csr_bytes(int64_t rows, int64_t nnz);
 
 spf_status mtx_read(const char *path, const spf_read_options *options, spf_matrix **out);
 spf_status smtx_read(const char *path, const spf_read_options *options, spf_matrix **out);

@@ -7,6 +7,7 @@
 #include "io/io.h"
 #include "io/text_reader.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,6 +230,13 @@ static spf_status csr_build(text_reader *r, const spf_read_options *o, const mtx
                                        (long long)prev->line,
                                        prev->mirrored ? " (mirrored by symmetry)" : "");
         prev->value += e[k].value;
+        if (!isfinite(prev->value))
+            return text_reader_fail_at(r, e[k].line, SPF_ERR_INVALID_MATRIX, "entry (%d, %d) "
+                                       "summed with the one%s on line %lld overflows float32 "
+                                       "(the sum of duplicates must be finite)",
+                                       e[k].row + 1, e[k].col + 1,
+                                       prev->mirrored ? " (mirrored by symmetry)" : "",
+                                       (long long)prev->line);
     }
     spf_matrix *a = NULL;
     spf_status status = matrix_alloc(h->rows, h->cols, unique, &a);

@@ -537,6 +537,13 @@ spf_status npy_write(const spf_matrix *a, FILE *f)
     if (a->cols && a->rows > INT64_MAX / 4 / a->cols)
         return FAIL(SPF_ERR_OVERFLOW, "%lld x %lld float32 array overflows a byte count",
                     (long long)a->rows, (long long)a->cols);
+    /* The dense file is the output buffer of a dense conversion: a matrix of
+     * a few nonzeros may declare a shape of gigabytes. */
+    char shape[64];
+    snprintf(shape, sizeof shape, "%lld x %lld", (long long)a->rows, (long long)a->cols);
+    spf_status status = budget_check(shape, bytes_mul(a->rows * a->cols, 4), "the dense .npy array");
+    if (status != SPF_OK)
+        return status;
     unsigned char *row = mem_calloc((size_t)a->cols, 4);
     if (!row && a->cols)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "row of %lld floats", (long long)a->cols);

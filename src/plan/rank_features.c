@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/dtype.h"
 #include "strategy/unrolled/constraints.h"
+#include "strategy/unrolled/schedule.h"
 #include "strategy/unrolled/tile_stats.h"
 
 #include <assert.h>
@@ -44,13 +45,18 @@ spf_status rank_tiles_compute(const tile_problem *p, int32_t m1, rank_tiles *out
     if (!p || !p->a || m1 < 1)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "no problem, or m1 = %d below 1", (int)m1);
     /* tile_nnc_stats cuts the tiles as the kernel's schedule does, so the
-     * features describe the blocks the kernel really runs. */
+     * features describe the blocks the kernel really runs; a config of more
+     * tiles than a schedule holds has no kernel, so no features. */
+    int64_t tiles = (spf_matrix_rows(p->a) + m1 - 1) / m1;
+    if (tiles > SCHEDULE_MAX_TILES)
+        return FAIL(SPF_ERR_UNSUPPORTED, "%lld row tiles of m1 = %d: over the grid limit of %d",
+                    (long long)tiles, (int)m1, SCHEDULE_MAX_TILES);
     tile_stats s;
     spf_status status = tile_nnc_stats(p->a, tile_problem_row_order(p, m1), m1, &s);
     if (status != SPF_OK)
         return status;
     out->m1 = m1;
-    out->tiles = s.tiles;
+    out->tiles = (int32_t)s.tiles; /* at most the rows, < 2^31 */
     /* mean_nnc is an exact integer sum over tiles (both far below 2^53), so
      * rounding recovers the sum. */
     out->nnc_sum = llround(s.mean_nnc * s.tiles);

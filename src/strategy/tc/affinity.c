@@ -4,6 +4,7 @@
 #include "strategy/tc/affinity.h"
 
 #include "core/alloc.h"
+#include "core/budget.h"
 #include "core/error.h"
 #include "core/parallel.h"
 #include "gpu/timing.h"
@@ -149,7 +150,13 @@ spf_status tc_affinity_order(const spf_matrix *a, int threads, int32_t **order, 
     if (seconds)
         *seconds = 0.0;
     CHECK_ARG(a != NULL && threads >= 0);
-    spf_status status = SPF_OK;
+    /* The graph, the dendrogram and the orders: a few dozen bytes a row and a
+     * nonzero (a bound, checked before any of it is allocated). */
+    spf_status status = budget_check("affinity reordering", bytes_add(bytes_mul(a->rows, 64),
+                                                                      bytes_mul(a->nnz, 32)),
+                                     "its graph, dendrogram and orders");
+    if (status != SPF_OK)
+        return status;
     double t0 = timing_now_s();
     affinity_graph g = {0};
     dendrogram d = {0};

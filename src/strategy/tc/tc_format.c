@@ -6,6 +6,7 @@
 #include "strategy/tc/tc_format.h"
 
 #include "core/alloc.h"
+#include "core/budget.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/matrix.h"
@@ -228,7 +229,14 @@ spf_status tc_format_build(const spf_matrix *a, spf_dtype dtype, tc_format_mode 
     if (a->cols > INT32_MAX - TC_TILE)
         return FAIL(SPF_ERR_OVERFLOW, "tc format: %lld columns: the tiles' int32 column offsets "
                     "need fewer than 2^31 - %d", (long long)a->cols, TC_TILE);
-    spf_status status = SPF_OK;
+    /* Counts, offsets and lists per 16-row window; per nonzero at most a tile
+     * of masks, offsets and padded values (a bound, checked before any of
+     * it is allocated). */
+    spf_status status = budget_check("tc format", bytes_add(bytes_mul(a->rows, 8),
+                                                            bytes_mul(a->nnz, 64)),
+                                     "the tensor-core format and its build scratch");
+    if (status != SPF_OK)
+        return status;
     double t0 = timing_now_s();
     tc_format *f = out;
     f->rows = a->rows, f->cols = a->cols, f->nnz = a->nnz, f->dtype = dtype;

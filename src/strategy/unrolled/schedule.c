@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* CUDA's limits on one launch. */
-enum { MAX_BLOCK_THREADS = 1024, MAX_GRID_Y = 65535 };
+enum { MAX_BLOCK_THREADS = 1024 };
 
 spf_status schedule_config_check(const spf_kernel_config *cfg, int64_t n)
 {
@@ -144,9 +144,9 @@ spf_status schedule_create(const spf_matrix *a, const int32_t *row_order, int64_
     s->n = n;
     int64_t tiles = (a->rows + cfg->m1 - 1) / cfg->m1;
     int64_t col_tiles = (n + cfg->n1 - 1) / cfg->n1;
-    if (tiles > MAX_GRID_Y)
+    if (tiles > SCHEDULE_MAX_TILES)
         FAIL_GOTO(SPF_ERR_UNSUPPORTED, "%lld row tiles of m1 = %d: over the grid limit of %d",
-                  (long long)tiles, (int)cfg->m1, MAX_GRID_Y);
+                  (long long)tiles, (int)cfg->m1, SCHEDULE_MAX_TILES);
     if (col_tiles > INT32_MAX)
         FAIL_GOTO(SPF_ERR_UNSUPPORTED, "%lld column tiles: over the grid limit", (long long)col_tiles);
     s->tile_count = (int32_t)tiles;

@@ -60,6 +60,9 @@ typedef struct schedule {
  * the offending field. */
 spf_status schedule_config_check(const spf_kernel_config *cfg, int64_t n);
 
+/* The most row tiles a schedule holds: the kernel's grid along y. */
+enum { SCHEDULE_MAX_TILES = 65535 };
+
 /* Build the schedule. row_order: m distinct row indices (a permutation of
  * 0 .. m - 1, caller-owned, copied) or NULL for the identity. */
 spf_status schedule_create(const spf_matrix *a, const int32_t *row_order, int64_t n,

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 typedef struct tile_stats {
-    int32_t tiles;    /* ceil(m / m1), every tile (empty-row tiles included) */
+    int64_t tiles;    /* ceil(m / m1), every tile (empty-row tiles included) */
     int64_t max_nnc;
     double mean_nnc;
     int64_t max_nnz;  /* most nonzeros in one tile (the rank model's NNZ_max) */
@@ -19,8 +19,8 @@ typedef struct tile_stats {
 } tile_stats;
 
 /* Compute them for the row order row_order (a permutation of 0 .. m − 1,
- * caller-owned) or the identity (NULL); m1 ≥ 1. Tiles are counted by
- * schedule_create, so the limits of a schedule apply (at most 65535 tiles). */
+ * caller-owned) or the identity (NULL); m1 ≥ 1. Tiles are cut as
+ * schedule_create cuts them, on the host, with no limit on their number. */
 spf_status tile_nnc_stats(const spf_matrix *a, const int32_t *row_order, int m1,
                           tile_stats *out);
 
