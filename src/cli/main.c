@@ -1,10 +1,15 @@
 /* spforge: the command-line front end. Dispatches to one file per
  * sub-command (cmd_<name>.c); the shared parser and output live in
  * cli_args.c and cli_output.c. */
+#define _POSIX_C_SOURCE 200809L
+
 #include "cli/cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const cli_command commands[] = {
     {"info", "", "Print the version, the CUDA device (or why there is none) and the host cores.",
@@ -70,23 +75,53 @@ static void print_usage(FILE *to)
         fprintf(to, "  %-8s %s\n", commands[i].name, commands[i].summary);
 }
 
+/* A closed standard stream (started with 1>&-) is opened on /dev/null,
+ * stdout read-only so that every write to it fails and is reported: else the
+ * next file opened would take its number and printf would write into it. */
+static void hold_standard_streams(void)
+{
+    static const int modes[] = {O_RDONLY, O_RDONLY, O_WRONLY};
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+            int held = open("/dev/null", modes[fd]);
+            if (held >= 0 && held != fd) /* lower numbers are held already */
+                close(held);
+        }
+}
+
+/* The command's output is only delivered once stdout took it all: a full
+ * disk, a closed pipe or a closed stdout is an error (exit 1), never a
+ * silent loss. */
+static int finish_output(int rc, const char *command)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    int err = errno ? errno : EIO;
+    fprintf(stderr, "spforge%s%s: I/O error: writing standard output: %s\n", command ? " " : "",
+            command ? command : "", strerror(err));
+    return CLI_EXIT_FAIL;
+}
+
 int main(int argc, char **argv)
 {
+    hold_standard_streams();
     if (argc < 2) {
         print_usage(stderr);
         return CLI_EXIT_USAGE;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         print_usage(stdout);
-        return CLI_EXIT_OK;
+        return finish_output(CLI_EXIT_OK, NULL);
     }
     if (strcmp(argv[1], "--version") == 0) {
         printf("spforge %s\n", spf_version());
-        return CLI_EXIT_OK;
+        return finish_output(CLI_EXIT_OK, NULL);
     }
     for (int i = 0; i < COMMAND_COUNT; i++) {
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].main(&commands[i], argc - 1, argv + 1);
+            return finish_output(commands[i].main(&commands[i], argc - 1, argv + 1),
+                                 commands[i].name);
     }
     fprintf(stderr, "spforge: invalid argument: unknown command '%s'\n", argv[1]);
     print_usage(stderr);

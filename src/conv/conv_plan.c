@@ -12,10 +12,12 @@
 #include "conv/conv_plan.h"
 
 #include "core/alloc.h"
+#include "core/budget.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/overlap.h"
+#include "plan/options.h"
 #include "strategy/strategy.h"
 
 #include <stddef.h>
@@ -56,9 +58,9 @@ const char *spf_conv_path_name(spf_conv_path path)
 static spf_status shape_of(const spf_matrix *w, const spf_conv_desc *d, conv_shape *s)
 {
     CHECK_ARG(w != NULL && d != NULL);
-    if (d->size < sizeof *d)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv desc: size %u, expected %zu "
-                    "(spf_conv_desc_init sets it)", d->size, sizeof *d);
+    if (d->size < sizeof *d || d->size > GROWABLE_MAX)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv desc: size %u, expected %zu or the larger "
+                    "size of a later header (spf_conv_desc_init sets it)", d->size, sizeof *d);
     if (d->layout != SPF_CONV_NCHW && d->layout != SPF_CONV_NHWC)
         return FAIL(SPF_ERR_INVALID_ARGUMENT, "conv desc: layout %d, expected SPF_CONV_NCHW or "
                     "SPF_CONV_NHWC", (int)d->layout);
@@ -98,6 +100,9 @@ static spf_status workspace_alloc(spf_conv_plan *p, int device)
 {
     const size_t bytes = (size_t)p->info.workspace_bytes;
     if (p->info.host) {
+        spf_status status = budget_check("conv", p->info.workspace_bytes, "the im2col workspace");
+        if (status != SPF_OK)
+            return status;
         p->workspace = mem_alloc(bytes);
         return p->workspace ? SPF_OK
                             : FAIL(SPF_ERR_OUT_OF_MEMORY, "conv: an im2col workspace of %zu bytes",
@@ -216,14 +221,9 @@ spf_status spf_conv_plan_create(const spf_matrix *weights, const spf_conv_desc *
     if (status != SPF_OK)
         return status;
     spf_plan_options o;
-    spf_plan_options_init(&o);
-    if (options) {
-        if (options->size < offsetof(spf_plan_options, progress) || options->size > sizeof o)
-            return FAIL(SPF_ERR_INVALID_ARGUMENT, "options.size %u: expected the size of "
-                        "spf_plan_options (spf_plan_options_init sets it)", options->size);
-        memcpy(&o, options, options->size);
-        o.size = sizeof o;
-    }
+    status = plan_options_read(options, &o);
+    if (status != SPF_OK)
+        return status;
     const int nhwc = desc->layout == SPF_CONV_NHWC;
     const int64_t p_out = conv_out_h(&s), q_out = conv_out_w(&s);
     const int64_t cols = nhwc ? s.n * p_out * q_out : p_out * q_out;
@@ -391,9 +391,9 @@ fail:
 spf_status spf_conv_plan_get_info(const spf_conv_plan *plan, spf_conv_info *out)
 {
     CHECK_ARG(plan != NULL && out != NULL);
-    if (out->size < sizeof *out)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "info.size %u: expected %zu (set it to "
-                    "sizeof(spf_conv_info))", out->size, sizeof *out);
+    if (out->size < sizeof *out || out->size > GROWABLE_MAX)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "info.size %u: expected %zu or the larger size of "
+                    "a later header (set it to sizeof(spf_conv_info))", out->size, sizeof *out);
     *out = plan->info;
     out->spmm.size = sizeof out->spmm;
     if (plan->spmm)

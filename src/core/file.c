@@ -156,16 +156,50 @@ static spf_status open_folder(file_replace *w, const char *path)
     return SPF_OK;
 }
 
-/* The temporary file in w->dir_fd, opened as w->file; on failure w is
- * finished. */
-static spf_status create_temp(file_replace *w, mode_t mode)
+/* What the target already is: a regular file keeps its permission bits
+ * and owner through the replacement (*keep set, *st its status); a
+ * symbolic link is replaced itself; a folder, FIFO, device or socket is
+ * refused before anything is written (a rename over it would replace a
+ * pipe another program reads, or fail late). */
+static spf_status target_check(file_replace *w, int *keep, struct stat *st)
 {
+    *keep = 0;
+    if (fstatat(w->dir_fd, w->base, st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT)
+            return SPF_OK;
+        return error_set(SPF_ERR_IO, w->path, "cannot stat the target: %s", strerror(errno));
+    }
+    if (S_ISLNK(st->st_mode))
+        return SPF_OK;
+    if (!S_ISREG(st->st_mode))
+        return error_set(SPF_ERR_IO, w->path, "is %s, expected a regular file or a new name",
+                         kind_name(st->st_mode));
+    *keep = 1;
+    return SPF_OK;
+}
+
+/* The temporary file in w->dir_fd, opened as w->file; on failure w is
+ * finished. user_path: the target is a caller's (target_check's rules);
+ * else it is in a folder the library owns (the plan cache), whose files
+ * take exactly mode and whatever stands at the name is replaced. */
+static spf_status create_temp(file_replace *w, mode_t mode, int user_path)
+{
+    int keep = 0;
+    struct stat target;
+    spf_status status = user_path ? target_check(w, &keep, &target) : SPF_OK;
+    if (status != SPF_OK) {
+        file_replace_abort(w);
+        return status;
+    }
+    /* Never wider than the file it replaces, not even until the chmod. */
+    const mode_t create_mode = keep ? (mode & target.st_mode & 0777) : mode;
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
         size_t prefix = strlen(w->base) < TEMP_PREFIX_MAX ? strlen(w->base) : TEMP_PREFIX_MAX;
         snprintf(w->tmp, sizeof w->tmp, ".%.*s.%016llx%s", (int)prefix, w->base,
                  (unsigned long long)temp_token(), TEMP_SUFFIX);
-        fd = openat(w->dir_fd, w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        fd = openat(w->dir_fd, w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    create_mode);
         if (fd < 0 && errno != EEXIST)
             break;
     }
@@ -175,6 +209,25 @@ static spf_status create_temp(file_replace *w, mode_t mode)
         file_replace_abort(w);
         return error_set(SPF_ERR_IO, w->path, "cannot create a temporary file in its folder: %s",
                          strerror(err));
+    }
+    if (keep) {
+        /* The owner first (possible for root only; others keep their own),
+         * then the exact bits, which a chown may have cleared (set-id). */
+        if (target.st_uid != geteuid() || target.st_gid != getegid())
+            if (fchown(fd, target.st_uid, target.st_gid) != 0 && errno != EPERM) {
+                int err = errno;
+                close(fd);
+                file_replace_abort(w);
+                return error_set(SPF_ERR_IO, w->path, "cannot keep the file's owner: %s",
+                                 strerror(err));
+            }
+        if (fchmod(fd, target.st_mode & 07777) != 0) {
+            int err = errno;
+            close(fd);
+            file_replace_abort(w);
+            return error_set(SPF_ERR_IO, w->path, "cannot keep the file's permissions: %s",
+                             strerror(err));
+        }
     }
     w->file = fdopen(fd, "wb");
     if (!w->file) {
@@ -193,7 +246,7 @@ spf_status file_replace_begin(file_replace *w, const char *path, mode_t mode)
     spf_status status = open_folder(w, path);
     if (status != SPF_OK)
         return status;
-    return create_temp(w, mode);
+    return create_temp(w, mode, 1);
 }
 
 spf_status file_replace_begin_at(file_replace *w, int dir_fd, const char *name, const char *path,
@@ -210,7 +263,7 @@ spf_status file_replace_begin_at(file_replace *w, int dir_fd, const char *name, 
     if (w->dir_fd < 0)
         return error_set(SPF_ERR_IO, path, "cannot create: cannot use its folder: %s",
                          strerror(errno));
-    return create_temp(w, mode);
+    return create_temp(w, mode, 0);
 }
 
 spf_status file_replace_commit(file_replace *w)

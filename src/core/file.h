@@ -16,7 +16,12 @@
  * temporary name stays short (".<up to 16 bytes of the name>.<16 hex>.tmp")
  * and a target path as long as the system allows keeps working. The rename
  * replaces a symbolic link at the target itself; it never writes through
- * one. */
+ * one. A target that is a regular file keeps its permission bits (the
+ * temporary file is never created wider) and, where the process may, its
+ * owner; one that is a folder, FIFO, device or socket is refused before
+ * anything is written (file_replace_begin, a caller's path; the _at form,
+ * for a folder the library owns, gives its files exactly the mode asked
+ * and replaces whatever stands at the name, or fails at the rename). */
 #ifndef SPF_CORE_FILE_H
 #define SPF_CORE_FILE_H
 

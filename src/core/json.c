@@ -41,6 +41,21 @@ static void put(json_writer *w, const char *s, size_t n)
 
 static void puts_(json_writer *w, const char *s) { put(w, s, strlen(s)); }
 
+/* The length of the well-formed UTF-8 sequence at p (a lead byte >= 0x80:
+ * 2 to 4), or 0: no overlong forms, no surrogates, nothing past U+10FFFF. */
+static int utf8_length(const unsigned char *p)
+{
+    int len = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+            : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    for (int i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return len;
+}
+
 static void put_escaped(json_writer *w, const char *s)
 {
     put(w, "\"", 1);
@@ -56,9 +71,15 @@ static void put_escaped(json_writer *w, const char *s)
             if (*p < 0x20) {
                 snprintf(esc, sizeof esc, "\\u%04x", *p);
                 puts_(w, esc);
-            } else {
-                /* Bytes >= 0x80 pass through: the text is UTF-8. */
+            } else if (*p < 0x80) {
                 put(w, (const char *)p, 1);
+            } else {
+                /* A valid UTF-8 sequence passes through; a byte that starts
+                 * none (a file name in another encoding) becomes U+FFFD, so
+                 * that the output stays valid JSON. */
+                int len = utf8_length(p);
+                put(w, len ? (const char *)p : "\xef\xbf\xbd", len ? (size_t)len : 3);
+                p += len ? len - 1 : 0;
             }
         }
     }

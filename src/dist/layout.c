@@ -4,6 +4,7 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "plan/options.h"
 
 #include <string.h>
 
@@ -41,9 +42,10 @@ spf_status dist_layout_info(const dist_exchange *x, int64_t b_row0, int64_t b_ro
                             spf_dist_layout_info *out)
 {
     CHECK_ARG(x != NULL && out != NULL);
-    if (out->size < sizeof *out)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT, "info.size %u: expected %zu (set it to "
-                    "sizeof(spf_dist_layout_info))", out->size, sizeof *out);
+    if (out->size < sizeof *out || out->size > GROWABLE_MAX)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT, "info.size %u: expected %zu or the larger size of "
+                    "a later header (set it to sizeof(spf_dist_layout_info))", out->size,
+                    sizeof *out);
     *out = (spf_dist_layout_info){.size = sizeof *out, .ranks = x->ranks, .rank = x->rank,
                                   .row0 = x->row0, .rows = x->rows, .b_row0 = b_row0,
                                   .b_rows = b_rows, .own_nnz = spf_matrix_nnz(x->own),

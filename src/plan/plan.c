@@ -62,11 +62,10 @@ void spf_plan_options_init(spf_plan_options *options)
  * these sizes. spf_plan_options's first layout ended before `progress`
  * (its sizeof then, padding included, is that offset on every ABI spforge
  * builds for: `config` made it pointer-aligned), spf_plan_info's before
- * `assembler`. A size past GROWABLE_MAX is not one any header gave: the
- * struct was not initialized. */
+ * `assembler`. A size past GROWABLE_MAX (plan/options.h) is not one any
+ * header gave: the struct was not initialized. */
 enum { OPTIONS_FIRST_SIZE = offsetof(spf_plan_options, progress),
-       INFO_FIRST_SIZE = offsetof(spf_plan_info, assembler),
-       GROWABLE_MAX = 1 << 16 };
+       INFO_FIRST_SIZE = offsetof(spf_plan_info, assembler) };
 
 /* The caller's options over the defaults: a caller built against an
  * earlier header passes a smaller size, and the fields it does not know
