@@ -49,6 +49,7 @@ import ctypes
 import logging
 import numbers
 import os
+import threading
 
 from . import _capi, _convert
 from ._capi import lib
@@ -88,6 +89,68 @@ def _check(status):
         detail = lib().spf_last_error().decode("utf-8", "replace")
         name = lib().spf_status_string(status).decode("utf-8", "replace")
         raise (Cancelled if status == _CANCELLED else Error)(status, name, detail)
+
+
+class _Handle:
+    """One C object (a matrix or a plan) shared by the Python objects that
+    own it, freed exactly once: when its last owner has let go (close(), a
+    with-block's end, collection) and no call using it is in flight. Every C
+    call on it runs inside `with handle as ptr:`, so a close() from another
+    thread, or from a progress callback of a call that uses it, waits for
+    that call to return instead of freeing memory under it. ctypes releases
+    the GIL during calls, hence the lock."""
+
+    __slots__ = ("_ptr", "_free", "_kind", "_lock", "_owners", "_calls")
+
+    def __init__(self, ptr, free, kind):
+        self._ptr, self._free, self._kind = ptr, free, kind
+        self._lock = threading.Lock()
+        self._owners, self._calls = 1, 0
+
+    def retain(self):
+        """Another owner (a copy of a plan): the handle lives until it lets go too."""
+        with self._lock:
+            if self._owners == 0:
+                raise ValueError("spforge.%s used after close()" % self._kind)
+            self._owners += 1
+        return self
+
+    def _take_if_unused(self):
+        if self._owners or self._calls:
+            return None
+        ptr, self._ptr = self._ptr, None
+        return ptr
+
+    def release(self):
+        """One owner lets go (the object's close())."""
+        with self._lock:
+            self._owners -= 1
+            ptr = self._take_if_unused()
+        if ptr is not None:
+            self._free(ptr)
+
+    def __enter__(self):
+        with self._lock:
+            if self._owners == 0:
+                raise ValueError("spforge.%s used after close()" % self._kind)
+            self._calls += 1
+            return self._ptr
+
+    def __exit__(self, *exc):
+        with self._lock:
+            self._calls -= 1
+            ptr = self._take_if_unused()
+        if ptr is not None:
+            self._free(ptr)
+
+    def __del__(self):  # every owner is gone, so no call is in flight
+        ptr, self._ptr = getattr(self, "_ptr", None), None
+        if ptr is not None:
+            self._free(ptr)
+
+
+def _closed(kind):
+    raise ValueError("spforge.%s used after close()" % kind)
 
 
 # ------------------------------------------------------------ progress
@@ -175,6 +238,8 @@ def _named(kind, value):
     choices for an unknown name, TypeError for a non-string."""
     if not isinstance(value, str):
         raise TypeError("%s: expected a name (str), got %r" % (kind, value))
+    if "\0" in value:  # C would read the name only up to it
+        raise ValueError("%s: the name %r contains a NUL character" % (kind, value))
     out = _capi.c_enum()
     status = getattr(lib(), "spf_%s_from_name" % kind)(value.encode(), ctypes.byref(out))
     if status != 0:
@@ -282,19 +347,20 @@ class Matrix:
     __array_ufunc__ = None  # numpy: x @ A is Matrix.__rmatmul__, not an object array
 
     def __init__(self, source, threshold=None, mask=None, duplicates="reject"):
-        self._lib = lib()  # kept so __del__ works during interpreter shutdown
         self._handle = None
         self._plans = collections.OrderedDict()
+        self._plans_lock = threading.Lock()
         if isinstance(source, ctypes.c_void_p):  # a handle the library made (_create)
-            self._handle = source
+            self._own(source)
             return
         out = ctypes.c_void_p()
         if isinstance(source, Matrix):
             if threshold is not None or mask is not None:
                 raise ValueError("threshold and mask select entries of a dense matrix; a "
                                  "spforge.Matrix is sparse already")
-            _check(lib().spf_matrix_clone(source._ptr(), ctypes.byref(out)))
-            self._handle = out
+            with source._use() as ptr:
+                _check(lib().spf_matrix_clone(ptr, ctypes.byref(out)))
+            self._own(out)
             return
         policy = _choice(_DUPLICATES, duplicates, "duplicates")
         form, (rows, cols), first, second, values = _convert.to_sparse(source, threshold, mask)
@@ -316,7 +382,28 @@ class Matrix:
                 (values, "values", "float32"))]
             _check(lib().spf_matrix_create_coo(rows, cols, nnz, *[op.ptr for op in keep],
                                                policy, 1, ctypes.byref(out)))
-        self._handle = out
+        self._own(out)
+
+    def _own(self, ptr):
+        # the library's free function kept, so collection works during
+        # interpreter shutdown
+        self._handle = _Handle(ptr, lib().spf_matrix_free, "Matrix")
+
+    def _use(self):
+        """The handle, to use as `with matrix._use() as ptr:` around a C call."""
+        return self._handle or _closed("Matrix")
+
+    def __copy__(self):
+        """An independent copy (spf_matrix_clone); the plans A @ B kept are not copied."""
+        return Matrix(self)
+
+    def __deepcopy__(self, memo):
+        return Matrix(self)
+
+    def __reduce__(self):
+        """Pickled as its CSR arrays (shape, row offsets, columns, values)."""
+        rows, cols = self.shape
+        return (Matrix.from_csr, (rows, cols) + self.csr())
 
     @classmethod
     def _create(cls, fn, *args):
@@ -420,33 +507,38 @@ class Matrix:
         return cls._create(lib().spf_matrix_create_coo, rows, cols, nnz, ri.ptr, ci.ptr,
                            None if va is None else va.ptr, policy, seed)
 
-    def _ptr(self):
-        if self._handle is None:
-            raise ValueError("spforge.Matrix used after close()")
-        return self._handle
-
     def close(self):
-        """Free the matrix and the plans A @ B kept (exactly once)."""
+        """Let go of the matrix and the plans A @ B kept: freed now, or when
+        the last call using them (on another thread) returns; exactly once.
+        Using the matrix afterwards raises ValueError."""
         plans = getattr(self, "_plans", None)
         while plans:
             plans.popitem()[1].close()
         handle, self._handle = getattr(self, "_handle", None), None
         if handle is not None:
-            self._lib.spf_matrix_free(handle)
+            handle.release()
 
     __del__ = close
 
     def _matmul_plan(self, n, device, dtype, layout):
         key = (n, device, dtype, layout)
-        plan = self._plans.get(key)
-        if plan is None:
-            options = dict(strategy="cpu") if device is None else dict(device=max(device, 0))
-            plan = Plan(self, n, dtype=dtype, b_layout=layout, c_layout=layout, **options)
+        with self._plans_lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+                return plan.__copy__()  # the caller's own use: an eviction cannot free it
+        options = dict(strategy="cpu") if device is None else dict(device=max(device, 0))
+        plan = Plan(self, n, dtype=dtype, b_layout=layout, c_layout=layout, **options)
+        with self._plans_lock:
+            evicted = [self._plans.pop(key, None)]
             self._plans[key] = plan
             while len(self._plans) > _MATMUL_PLANS:
-                self._plans.popitem(last=False)[1].close()
-        self._plans.move_to_end(key)
-        return plan
+                evicted.append(self._plans.popitem(last=False)[1])
+            mine = plan.__copy__()
+        for old in evicted:
+            if old is not None:
+                old.close()
+        return mine
 
     def __matmul__(self, b):
         m, k = self.shape
@@ -467,12 +559,13 @@ class Matrix:
             raise TypeError("A @ b: b of %s; a device plan takes float32, float16 or bfloat16"
                             % dtype)
         _convert.check(op, "b", dtype, shape, op.device, flat=False, order=order)
-        plan = self._matmul_plan(n, op.device, dtype, layout)
-        c = _convert.new_like(op, (m, n) if len(shape) == 2 else (m,), dtype, order)
-        cop = _convert.check(_convert.describe(c, "c", dtype, writable=True), "c", dtype,
-                             None, op.device, writable=True, order=order)
-        stream = _convert.default_stream(op)
-        _check(lib().spf_plan_execute(plan._ptr(), op.ptr, cop.ptr, None, stream or None))
+        with self._matmul_plan(n, op.device, dtype, layout) as plan:
+            c = _convert.new_like(op, (m, n) if len(shape) == 2 else (m,), dtype, order)
+            cop = _convert.check(_convert.describe(c, "c", dtype, writable=True), "c", dtype,
+                                 None, op.device, writable=True, order=order)
+            stream = _convert.default_stream(op)
+            with plan._use() as ptr:
+                _check(lib().spf_plan_execute(ptr, op.ptr, cop.ptr, None, stream or None))
         return c
 
     def __rmatmul__(self, x):
@@ -487,29 +580,33 @@ class Matrix:
 
     @property
     def shape(self):
-        return (lib().spf_matrix_rows(self._ptr()), lib().spf_matrix_cols(self._ptr()))
+        with self._use() as ptr:
+            return (lib().spf_matrix_rows(ptr), lib().spf_matrix_cols(ptr))
 
     @property
     def nnz(self):
-        return lib().spf_matrix_nnz(self._ptr())
+        with self._use() as ptr:
+            return lib().spf_matrix_nnz(ptr)
 
     def csr(self):
         """Copies of (row_ptr, col_idx, values) as array.array('q' / 'i' / 'f')."""
-        m, nnz = self.shape[0], self.nnz
         out = []
-        for fn, typecode, count in ((lib().spf_matrix_row_ptr, "q", m + 1),
-                                    (lib().spf_matrix_col_idx, "i", nnz),
-                                    (lib().spf_matrix_values, "f", nnz)):
-            a = array.array(typecode)
-            a.frombytes(ctypes.string_at(fn(self._ptr()), count * a.itemsize))
-            out.append(a)
+        with self._use() as ptr:
+            m, nnz = lib().spf_matrix_rows(ptr), lib().spf_matrix_nnz(ptr)
+            for fn, typecode, count in ((lib().spf_matrix_row_ptr, "q", m + 1),
+                                        (lib().spf_matrix_col_idx, "i", nnz),
+                                        (lib().spf_matrix_values, "f", nnz)):
+                a = array.array(typecode)
+                a.frombytes(ctypes.string_at(fn(ptr), count * a.itemsize))
+                out.append(a)
         return tuple(out)
 
     def stats(self):
         """Pattern statistics as a dict (hashes as 16-digit hex strings, as the
         CLI's --json prints them)."""
         s = _capi.MatrixStats()
-        _check(lib().spf_matrix_stats_compute(self._ptr(), ctypes.byref(s)))
+        with self._use() as ptr:
+            _check(lib().spf_matrix_stats_compute(ptr, ctypes.byref(s)))
         d = {name: getattr(s, name) for name, _ in s._fields_}
         d["pattern_hash"] = "%016x" % s.pattern_hash
         d["values_hash"] = "%016x" % s.values_hash
@@ -518,8 +615,9 @@ class Matrix:
     def write(self, path, format="auto"):
         """Write the matrix (spf_matrix_write: atomically). ValueError for a
         NUL in path or an unknown format, spforge.Error when writing fails."""
-        _check(lib().spf_matrix_write(self._ptr(), _path(path, "path"),
-                                      _choice(_FORMATS, format, "format")))
+        path, format = _path(path, "path"), _choice(_FORMATS, format, "format")
+        with self._use() as ptr:
+            _check(lib().spf_matrix_write(ptr, path, format))
 
     def __repr__(self):
         if self._handle is None:
@@ -551,12 +649,11 @@ def reference_spmm(matrix, b, n, bias=None, relu=False, accumulate="f32", thread
     c = _convert.new_like(bb, (m, n), dtype)
     cc = _convert.host(c, "c", dtype, writable=True)
     bias_ptr = None if bi is None else bi.ptr
-    if acc:
-        st = lib().spf_reference_spmm_f64(matrix._ptr(), n, bb.ptr, cc.ptr, bias_ptr, relu,
-                                          threads)
-    else:
-        st = lib().spf_reference_spmm(matrix._ptr(), n, bb.ptr, cc.ptr, bias_ptr, relu, acc,
-                                      threads)
+    with matrix._use() as ptr:
+        if acc:
+            st = lib().spf_reference_spmm_f64(ptr, n, bb.ptr, cc.ptr, bias_ptr, relu, threads)
+        else:
+            st = lib().spf_reference_spmm(ptr, n, bb.ptr, cc.ptr, bias_ptr, relu, acc, threads)
     _check(st)
     return c
 
@@ -645,7 +742,6 @@ class Plan:
                  host_threads=0, reorder=False, math="default", b_layout="n_last",
                  c_layout="n_last", dense=True, search=False, search_top_k=0,
                  search_proxies=True, cache=True, progress=None):
-        self._lib = lib()
         self._handle = None
         hook = _progress_hook if progress is None else None if progress is False else progress
         if hook is not None and hook != "logging" and not callable(hook):
@@ -663,14 +759,18 @@ class Plan:
         if forward is not None:
             options.progress = forward.c_function
         out = ctypes.c_void_p()
-        status = lib().spf_plan_create(matrix._ptr(), n, ctypes.byref(options),
-                                       ctypes.byref(out))
+        # The matrix stays valid through the call even if the progress hook
+        # closes it (its free waits for the call's end).
+        with matrix._use() as ptr:
+            status = lib().spf_plan_create(ptr, n, ctypes.byref(options), ctypes.byref(out))
+            self.shape = m, k = (lib().spf_matrix_rows(ptr), lib().spf_matrix_cols(ptr))
         if forward is not None and forward.error is not None:
             error, forward.error = forward.error, None
+            if status == 0:
+                lib().spf_plan_free(out)
             raise error  # the library returned SPF_ERR_CANCELLED and freed everything
         _check(status)
-        self._handle = out
-        self.shape = m, k = matrix.shape
+        self._handle = _Handle(out, lib().spf_plan_free, "Plan")
         self.n, self.has_bias = n, bool(options.bias)
         info = self.info()
         self.strategy, self.dtype = info["strategy"], info["dtype"]
@@ -698,7 +798,8 @@ class Plan:
         spforge.Error for what the library refuses (it, too, refuses a c
         overlapping b or bias)."""
         b_ptr, c_ptr, bias_ptr, stream, keep = _convert.operands(self._spec, b, c, bias, stream)
-        _check(lib().spf_plan_execute(self._ptr(), b_ptr, c_ptr, bias_ptr, stream or None))
+        with self._use() as ptr:
+            _check(lib().spf_plan_execute(ptr, b_ptr, c_ptr, bias_ptr, stream or None))
         del keep  # the operands stay alive (and their memory valid) through the call
 
     def __call__(self, b, bias=None, out=None, stream=None):
@@ -719,7 +820,8 @@ class Plan:
         of dicts (strategy, outcome, estimate_us, kernel_us, detail)."""
         i = _capi.PlanInfo()
         i.size = ctypes.sizeof(i)
-        _check(lib().spf_plan_get_info(self._ptr(), ctypes.byref(i)))
+        with self._use() as ptr:
+            _check(lib().spf_plan_get_info(ptr, ctypes.byref(i)))
         out = {name: getattr(i, name) for name, _ in i._fields_ if name != "size"}
         for kind, name in (("strategy", "strategy"), ("dtype", "dtype"), ("math", "math"),
                            ("layout", "b_layout"), ("layout", "c_layout")):
@@ -738,17 +840,41 @@ class Plan:
         out["from_cache"] = bool(i.from_cache)
         return out
 
-    def _ptr(self):
-        if self._handle is None:
-            raise ValueError("spforge.Plan used after close()")
-        return self._handle
+    def _use(self):
+        """The handle, to use as `with plan._use() as ptr:` around a C call."""
+        return self._handle or _closed("Plan")
+
+    def __copy__(self):
+        """Another owner of the same compiled plan (a plan never changes once
+        made): it lives until every copy is closed or collected."""
+        twin = Plan.__new__(Plan)
+        twin.__dict__.update(self.__dict__)
+        twin._handle = self._use().retain()
+        return twin
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    def __reduce__(self):
+        raise TypeError("a spforge.Plan cannot be pickled: it holds kernels compiled for one "
+                        "device; pickle its Matrix and make the Plan again (the plan cache "
+                        "makes that fast)")
 
     def close(self):
+        """Let go of the plan: freed now, or when the last call running it (on
+        another thread) returns, or the last copy lets go; exactly once. Using
+        this object afterwards raises ValueError."""
         handle, self._handle = getattr(self, "_handle", None), None
         if handle is not None:
-            self._lib.spf_plan_free(handle)
+            handle.release()
 
     __del__ = close
+
+    def __repr__(self):
+        if getattr(self, "_handle", None) is None:
+            return "<spforge.Plan closed>"
+        return "<spforge.Plan %dx%d n=%d strategy=%s dtype=%s>" % (
+            self.shape + (self.n, self.strategy, self.dtype))
 
     def __enter__(self):
         return self

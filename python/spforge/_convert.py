@@ -139,7 +139,11 @@ def _torch_name(dtype):
 def _typestr_dtype(typestr, obj=None):
     """An __array_interface__ / __cuda_array_interface__ typestr ("<f4")
     as an element type name ("float32"; "float32 (big-endian)" for '>')."""
-    order, kind, size = typestr[0], typestr[1], int(typestr[2:])
+    order, kind, digits = typestr[0], typestr[1], typestr[2:]
+    # "|O" (numpy's object arrays) gives no size: its elements are pointers
+    size = int(digits) if digits.isdigit() else ctypes.sizeof(ctypes.c_void_p)
+    if kind == "O":
+        return "object", size
     if kind == "V" and getattr(getattr(obj, "dtype", None), "name", None) == "bfloat16":
         name = "bfloat16"  # ml_dtypes' bfloat16 (jax's numpy arrays)
     else:
@@ -648,6 +652,48 @@ def _coo(numpy, shape, row, col, values, what):
             _values(numpy, values, what))
 
 
+def _scipy_check(numpy, obj, shape, what):
+    """A scipy.sparse matrix's own arrays checked before anything reads
+    them: scipy builds such objects from the arrays it is given without
+    checking, and its conversions then move entries between rows (a
+    decreasing indptr) or read past the arrays. ValueError naming the
+    array and the place."""
+    fmt = obj.format
+    if fmt in ("csr", "csc", "bsr"):
+        block = tuple(getattr(obj, "blocksize", (1, 1)))
+        major, minor = (shape[0], shape[1]) if fmt != "csc" else (shape[1], shape[0])
+        if fmt == "bsr":
+            major, minor = shape[0] // block[0], shape[1] // block[1]
+        indptr, indices = numpy.asarray(obj.indptr), numpy.asarray(obj.indices)
+        stored = len(obj.data)
+        if indptr.ndim != 1 or len(indptr) != major + 1:
+            raise ValueError("%s: scipy %s indptr of shape %s, expected %d offsets"
+                             % (what, fmt, indptr.shape, major + 1))
+        steps = numpy.diff(indptr)
+        if indptr[0] != 0 or (steps < 0).any():
+            at = 0 if indptr[0] != 0 else int(numpy.argmax(steps < 0)) + 1
+            raise ValueError("%s: scipy %s indptr[%d] = %d: the offsets must start at 0 and "
+                             "never decrease" % (what, fmt, at, int(indptr[at])))
+        if indptr[-1] > len(indices) or indptr[-1] > stored:
+            raise ValueError("%s: scipy %s indptr ends at %d, past its %d indices and %d values"
+                             % (what, fmt, int(indptr[-1]), len(indices), stored))
+        used = indices[:int(indptr[-1])]
+        if used.size and (used.min() < 0 or used.max() >= minor):
+            bad = int(numpy.argmax((used < 0) | (used >= minor)))
+            raise ValueError("%s: scipy %s indices[%d] = %d outside [0, %d)"
+                             % (what, fmt, bad, int(used[bad]), minor))
+    elif fmt == "coo":
+        row, col = numpy.asarray(obj.row), numpy.asarray(obj.col)
+        if not (len(row) == len(col) == len(obj.data)):
+            raise ValueError("%s: scipy coo of %d rows, %d columns and %d values"
+                             % (what, len(row), len(col), len(obj.data)))
+        for name, index, bound in (("row", row, shape[0]), ("col", col, shape[1])):
+            if index.size and (index.min() < 0 or index.max() >= bound):
+                bad = int(numpy.argmax((index < 0) | (index >= bound)))
+                raise ValueError("%s: scipy coo %s[%d] = %d outside [0, %d)"
+                                 % (what, name, bad, int(index[bad]), bound))
+
+
 def _is_scipy_sparse(obj):
     return (type(obj).__module__.startswith("scipy.sparse") and hasattr(obj, "tocoo")
             and hasattr(obj, "format"))
@@ -680,6 +726,7 @@ def to_sparse(obj, threshold=None, mask=None, what="matrix"):
     numpy = _need_numpy("a spforge.Matrix from %s" % type(obj).__name__)
     if sparse:
         shape = _shape(obj.shape, what)
+        _scipy_check(numpy, obj, shape, what)
         if obj.format == "csr" and obj.has_canonical_format:
             return _csr(numpy, shape, obj.indptr, obj.indices, obj.data, what)
         coo = obj.tocoo()

@@ -115,8 +115,17 @@ class _Layer:
         return self
 
     def __reduce__(self):
-        raise TypeError("a spforge.torch.SparseLinear cannot be pickled (its weights are in a "
-                        "compiled plan); save the dense model and sparsify it after loading")
+        """Pickled as what makes it (the Matrix as its CSR arrays, the
+        options); the plans are made again on use (the plan cache makes
+        that fast)."""
+        return (_Layer, (self.matrix, self.device, self.dtype, self.has_bias, self.relu,
+                         self.n_plans, self.options, self.name))
+
+    def dense(self):
+        """The pruned weight as torch's linear takes it: exactly the matrix's
+        entries, M×K, in the layer's dtype, on its device."""
+        where = torch.device("cpu") if self.device is None else torch.device("cuda", self.device)
+        return dense_of(self.matrix, getattr(torch, self.dtype), where)
 
     def plan(self, n):
         """The plan of plan N n, made now if there is none."""
@@ -152,14 +161,7 @@ class _Layer:
         """Plan N n runs torch's linear on the pruned weight (made from the
         matrix's nonzeros, in the layer's dtype, on its device, once)."""
         if self.dense_weight is None:
-            row_ptr, col_idx, values = self.matrix.csr()
-            counts = [row_ptr[i + 1] - row_ptr[i] for i in range(self.m)]
-            rows = torch.repeat_interleave(torch.arange(self.m), torch.tensor(counts))
-            dense = torch.zeros((self.m, self.k), dtype=torch.float32)
-            dense[rows, torch.tensor(col_idx, dtype=torch.long)] = torch.tensor(
-                values, dtype=torch.float32)
-            self.dense_weight = dense.to(device=torch.device("cuda", self.device),
-                                         dtype=getattr(torch, self.dtype))
+            self.dense_weight = self.dense()
         self.dense_ns.add(n)
 
     def run(self, x, bias):
@@ -196,9 +198,10 @@ class _Layer:
             x = x.clone(memory_format=torch.contiguous_format)
         y = torch.empty((rows, self.m), dtype=x.dtype, device=x.device)
         stream = 0 if self.device is None else torch.cuda.current_stream(x.device).cuda_stream
-        _check(lib().spf_plan_execute(plan._ptr(), x.data_ptr(), y.data_ptr(),
-                                      None if bias is None else bias.data_ptr(),
-                                      stream or None))
+        with plan._use() as ptr:  # a release_plans() on another thread waits for the call
+            _check(lib().spf_plan_execute(ptr, x.data_ptr(), y.data_ptr(),
+                                          None if bias is None else bias.data_ptr(),
+                                          stream or None))
         return y if rows == n else y[:n]
 
     def close(self):
@@ -210,6 +213,18 @@ class _Layer:
 
 _KEYS = itertools.count(1)
 _LAYERS = weakref.WeakValueDictionary()
+
+
+def dense_of(matrix, dtype, device):
+    """A Matrix as a dense M×K tensor of dtype on device: exactly its entries."""
+    m, k = matrix.shape
+    row_ptr, col_idx, values = matrix.csr()
+    counts = torch.tensor([row_ptr[i + 1] - row_ptr[i] for i in range(m)], dtype=torch.long)
+    rows = torch.repeat_interleave(torch.arange(m), counts)
+    dense = torch.zeros((m, k), dtype=torch.float32)
+    dense[rows, torch.tensor(col_idx, dtype=torch.long)] = torch.tensor(values,
+                                                                      dtype=torch.float32)
+    return dense.to(device=device, dtype=dtype)
 
 
 def _layer(key, kind=None, op="spforge::linear", module="SparseLinear"):
@@ -313,9 +328,15 @@ class SparseLinear(torch.nn.Module):
     must have run for every N met inside CUDA-graph capture.
 
     The layer cannot be moved or converted (.to(), .cuda(), .half() raise
-    or leave it as it is: the plans are for one device and dtype), pickled
-    or trained (backward raises INFERENCE_ONLY). Deep copies share the
-    plans."""
+    or leave it as it is: the plans are for one device and dtype) or trained
+    (backward raises INFERENCE_ONLY). Deep copies share the plans.
+
+    Saving: state_dict() holds "weight" (the pruned weight, dense, out × in,
+    in the layer's dtype on its device: what nn.Linear holds, so a
+    checkpoint loads into the dense model too) and "bias" (float32);
+    load_state_dict takes them back, keeping the nonzeros of the weight
+    given, and makes the plans again on use. torch.save of the whole module
+    pickles the matrix and the options, not the plans."""
 
     def __init__(self, weight, bias=None, *, mask=None, sparsity=None, threshold=None,
                  activation=None, n_plans="auto", plan_options=None, name=None):
@@ -362,8 +383,41 @@ class SparseLinear(torch.nn.Module):
         relu = activation == "relu"
         self._layer = _Layer(matrix, device, dtype, bias is not None, relu, n_plans, options,
                              name)
-        self._key = self._layer.key
-        self.register_buffer("bias", bias, persistent=False)
+        self.register_buffer("bias", bias)
+
+    @property
+    def _key(self):
+        return self._layer.key
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "weight"] = self._layer.dense()
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        key = prefix + "weight"
+        weight = state_dict.get(key)
+        if weight is None:
+            missing_keys.append(key)
+        elif tuple(weight.shape) != (self.out_features, self.in_features):
+            error_msgs.append("size mismatch for %s: copying a weight of shape %s, the layer is "
+                              "%d × %d" % (key, tuple(weight.shape), self.out_features,
+                                           self.in_features))
+        else:
+            old = self._layer
+            dtype = getattr(torch, old.dtype)
+            matrix = Matrix(weight.detach().to(device=self.device, dtype=dtype))
+            self._layer = _Layer(matrix, old.device, old.dtype, old.has_bias, old.relu,
+                                 old.n_plans, old.options, old.name)
+            self.nnz = matrix.nnz
+            old.close()
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        if key in unexpected_keys:
+            unexpected_keys.remove(key)
+        if self.bias is not None and (self.bias.dtype != torch.float32 or
+                                      not self.bias.is_contiguous()):
+            self.bias = self.bias.float().contiguous()  # the plans add the bias in fp32
 
     @classmethod
     def from_linear(cls, linear, *, mask=None, sparsity=None, threshold=None, activation=None,

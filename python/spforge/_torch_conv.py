@@ -18,11 +18,11 @@ import time
 
 import torch
 
-from . import Error, Matrix, _capi, _check, _convert, _named
+from . import Error, Matrix, _Handle, _capi, _check, _convert, _named
 from ._timing import graph_time_us
 from ._capi import lib
 from ._torch import (_GPU_DTYPES, _KEYS, _LAYERS, _capturing, _compiling, _layer,
-                     _no_backward, _plan_device, magnitude_mask)
+                     _no_backward, _plan_device, dense_of, magnitude_mask)
 
 _NHWC = 1  # spf_conv_layout
 _PLAN_OPTIONS = ("strategy", "verify", "cache", "dense", "math")
@@ -63,8 +63,13 @@ class _ConvPlans:
         return self
 
     def __reduce__(self):
-        raise TypeError("a spforge.torch.SparseConv2d cannot be pickled (its weights are in "
-                        "compiled plans); save the dense model and sparsify it after loading")
+        """Pickled as what makes it (the Matrix as its CSR arrays, the pruned
+        dense weight, the geometry, the options); the plans are made again
+        on use."""
+        return (_ConvPlans, (self.matrix, self.dense_weight,
+                             (self.k, self.c, self.r, self.s, self.stride, self.padding),
+                             self.device, self.dtype, self.has_bias, self.relu, self.residual,
+                             self.options, self.name))
 
     def out_hw(self, h, w):
         return ((h + 2 * self.padding - self.r) // self.stride + 1,
@@ -86,8 +91,9 @@ class _ConvPlans:
         for flag in ("verify", "cache", "dense"):
             setattr(o, flag, int(bool(self.options.get(flag, True))))
         handle = ctypes.c_void_p()
-        status = lib().spf_conv_plan_create(self.matrix._ptr(), ctypes.byref(desc),
-                                            ctypes.byref(o), ctypes.byref(handle))
+        with self.matrix._use() as ptr:
+            status = lib().spf_conv_plan_create(ptr, ctypes.byref(desc), ctypes.byref(o),
+                                                ctypes.byref(handle))
         try:
             _check(status)
         except Error as e:
@@ -101,7 +107,7 @@ class _ConvPlans:
         if status:
             lib().spf_conv_plan_free(handle)
             _check(status)
-        return handle, {"path": lib().spf_conv_path_name(info.path).decode(),
+        return _Handle(handle, lib().spf_conv_plan_free, "conv plan"), {"path": lib().spf_conv_path_name(info.path).decode(),
                         "strategy": lib().spf_strategy_name(info.spmm.strategy).decode(),
                         "kernel": info.spmm.kernel_name.decode("utf-8", "replace")}
 
@@ -136,7 +142,7 @@ class _ConvPlans:
                 entry["dense_us"] = graph_time_us(lambda: self._dense(x, dense_bias, skip),
                                                   rounds=5, repeats=20)
             except BaseException:
-                lib().spf_conv_plan_free(handle)
+                handle.release()
                 raise
             entry["dense"] = entry["dense_us"] < entry["sparse_us"]
             entry["plan_s"] = time.perf_counter() - start
@@ -150,10 +156,11 @@ class _ConvPlans:
 
     def _execute(self, handle, x, y, bias, residual):
         stream = torch.cuda.current_stream(x.device).cuda_stream
-        _check(lib().spf_conv_plan_execute(handle, x.data_ptr(), y.data_ptr(),
-                                           None if bias is None else bias.data_ptr(),
-                                           None if residual is None else residual.data_ptr(),
-                                           stream or None))
+        with handle as ptr:  # a release_plans() on another thread waits for the call
+            _check(lib().spf_conv_plan_execute(ptr, x.data_ptr(), y.data_ptr(),
+                                               None if bias is None else bias.data_ptr(),
+                                               None if residual is None else residual.data_ptr(),
+                                               stream or None))
 
     def _dense(self, x, bias, residual):
         y = torch.nn.functional.conv2d(x, self.dense_weight, bias, self.stride, self.padding)
@@ -215,13 +222,25 @@ class _ConvPlans:
     def close(self):
         plans, self.plans = self.plans, {}
         for entry in plans.values():
-            lib().spf_conv_plan_free(entry["handle"])
+            entry["handle"].release()
 
     def __del__(self):
         try:
             self.close()
         except Exception:  # interpreter shutdown: the library may be gone
             pass
+
+
+def _pruned(weight, mask, threshold):
+    """The K × C·R·S Matrix of weight's kept entries (mask, threshold or the
+    nonzeros) and the same as a dense K × C × R × S tensor of weight's
+    dtype on its device, channels_last: exactly the matrix's entries."""
+    k = int(weight.shape[0])
+    if mask is not None:
+        mask = _convert._host_numpy(mask, "mask").reshape(k, -1)
+    matrix = Matrix(weight.detach().reshape(k, -1), mask=mask, threshold=threshold)
+    dense = dense_of(matrix, weight.dtype, weight.device).reshape(tuple(weight.shape))
+    return matrix, dense.contiguous(memory_format=torch.channels_last)
 
 
 def _conv_plans(key):
@@ -264,8 +283,12 @@ class SparseConv2d(torch.nn.Module):
 
     in_features and out_features are the weight matrix's sides (C·R·S and
     K), for sparsify's report. plans() lists the shapes met so far with
-    the times of both ways and which one runs. The layer cannot be moved,
-    pickled or trained (backward raises INFERENCE_ONLY)."""
+    the times of both ways and which one runs. The layer cannot be moved
+    or trained (backward raises INFERENCE_ONLY). state_dict() holds
+    "weight" (the pruned weight, dense, as nn.Conv2d holds it) and "bias"
+    (float32); load_state_dict takes them back (the nonzeros of the weight
+    given) and makes the plans again on use; torch.save of the module
+    pickles the matrix, not the plans."""
 
     def __init__(self, weight, bias=None, *, stride=1, padding=0, mask=None, sparsity=None,
                  threshold=None, activation=None, residual=False, plan_options=None, name=None):
@@ -295,32 +318,53 @@ class SparseConv2d(torch.nn.Module):
             raise ValueError("SparseConv2d: stride 0")
         if sparsity is not None:
             mask = magnitude_mask(weight, sparsity)
-        if mask is not None:
-            mask = _convert._host_numpy(mask, "mask").reshape(k, -1)
-        flat = weight.detach().reshape(k, -1)
-        matrix = Matrix(flat, mask=mask, threshold=threshold)
+        matrix, dense = _pruned(weight, mask, threshold)
         if bias is not None:
             if tuple(bias.shape) != (k,):
                 raise ValueError("SparseConv2d: bias must have %d values, got shape %s"
                                  % (k, tuple(bias.shape)))
             bias = bias.detach().to(device=weight.device, dtype=torch.float32).contiguous()
-        # the pruned weight as torch's conv takes it: exactly the matrix's entries
-        row_ptr, col_idx, values = matrix.csr()
-        counts = torch.tensor([row_ptr[i + 1] - row_ptr[i] for i in range(k)])
-        rows = torch.repeat_interleave(torch.arange(k), counts)
-        dense = torch.zeros((k, c * r * s), dtype=torch.float32)
-        dense[rows, torch.tensor(col_idx, dtype=torch.long)] = torch.tensor(values,
-                                                                          dtype=torch.float32)
-        dense = dense.reshape(k, c, r, s).to(device=weight.device, dtype=weight.dtype)
         self.in_features, self.out_features = c * r * s, k
         self.kernel_size, self.stride, self.padding = (r, s), stride, padding
         self.nnz, self.dtype, self.device = matrix.nnz, weight.dtype, weight.device
         self.activation, self.residual = activation, bool(residual)
-        self._layer = _ConvPlans(matrix, dense.contiguous(memory_format=torch.channels_last),
-                                 (k, c, r, s, stride, padding), device, dtype, bias is not None,
-                                 activation == "relu", self.residual, options, name)
-        self._key = self._layer.key
-        self.register_buffer("bias", bias, persistent=False)
+        self._layer = _ConvPlans(matrix, dense, (k, c, r, s, stride, padding), device, dtype,
+                                 bias is not None, activation == "relu", self.residual, options,
+                                 name)
+        self.register_buffer("bias", bias)
+
+    @property
+    def _key(self):
+        return self._layer.key
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "weight"] = self._layer.dense_weight.contiguous()
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        key, old = prefix + "weight", self._layer
+        weight = state_dict.get(key)
+        if weight is None:
+            missing_keys.append(key)
+        elif tuple(weight.shape) != tuple(old.dense_weight.shape):
+            error_msgs.append("size mismatch for %s: copying a weight of shape %s, the layer's "
+                              "is %s" % (key, tuple(weight.shape), tuple(old.dense_weight.shape)))
+        else:
+            matrix, dense = _pruned(weight.detach().to(device=self.device, dtype=self.dtype),
+                                    None, None)
+            self._layer = _ConvPlans(matrix, dense, (old.k, old.c, old.r, old.s, old.stride,
+                                                     old.padding), old.device, old.dtype,
+                                     old.has_bias, old.relu, old.residual, old.options, old.name)
+            self.nnz = matrix.nnz
+            old.close()
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        if key in unexpected_keys:
+            unexpected_keys.remove(key)
+        if self.bias is not None and (self.bias.dtype != torch.float32 or
+                                      not self.bias.is_contiguous()):
+            self.bias = self.bias.float().contiguous()  # the plans add the bias in fp32
 
     @classmethod
     def from_conv(cls, conv, *, mask=None, sparsity=None, threshold=None, activation=None,

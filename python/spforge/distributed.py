@@ -64,7 +64,8 @@ def partition_rows(matrix, parts):
     a list of parts + 1 row starts."""
     matrix = matrix if isinstance(matrix, Matrix) else Matrix(matrix)
     out = (ctypes.c_int64 * (parts + 1))()
-    _check(lib().spf_partition_rows(matrix._ptr(), int(parts), out))
+    with matrix._use() as ptr:
+        _check(lib().spf_partition_rows(ptr, int(parts), out))
     return list(out)
 
 
@@ -164,8 +165,9 @@ class DistSpMM:
         parts = [x - top for x in row_start[layer * q:(layer + 1) * q + 1]]
         starts = (ctypes.c_int64 * (q + 1))
         layout = ctypes.c_void_p()
-        _check(lib().spf_dist_layout_create(block._ptr(), q, me, starts(*parts), starts(*b_start),
-                                            ctypes.byref(layout)))
+        with block._use() as ptr:
+            _check(lib().spf_dist_layout_create(ptr, q, me, starts(*parts), starts(*b_start),
+                                                ctypes.byref(layout)))
         try:
             info = _capi.DistLayoutInfo()
             info.size = ctypes.sizeof(info)
@@ -211,9 +213,10 @@ class DistSpMM:
         starts = (ctypes.c_int64 * (self.ranks + 1))
         out = ctypes.c_void_p()
         settings = _plan_options(**options)
-        _check(lib().spf_dist_plan_create(matrix._ptr(), self.n, ctypes.c_void_p(comm),
-                                          starts(*row_start), starts(*b_start),
-                                          ctypes.byref(settings), ctypes.byref(out)))
+        with matrix._use() as ptr:
+            _check(lib().spf_dist_plan_create(ptr, self.n, ctypes.c_void_p(comm),
+                                              starts(*row_start), starts(*b_start),
+                                              ctypes.byref(settings), ctypes.byref(out)))
         self._plan = out
         info = _capi.DistLayoutInfo()
         info.size = ctypes.sizeof(info)

@@ -485,8 +485,8 @@ class BoundaryTests(unittest.TestCase):
             plan.execute(view[:k * n], view[k * n:k * n + m * n], bias=view[:m])  # apart
             # The library refuses it too, for callers that bypass the binding.
             address = buf.buffer_info()[0]
-            status = spforge.lib().spf_plan_execute(plan._ptr(), address, address + 4, address,
-                                                    None)
+            with plan._use() as ptr:
+                status = spforge.lib().spf_plan_execute(ptr, address, address + 4, address, None)
             self.assertEqual(status, -1)
             self.assertIn("overlaps b", spforge.lib().spf_last_error().decode())
 

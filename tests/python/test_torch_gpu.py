@@ -307,6 +307,41 @@ class ConvGpuTests(unittest.TestCase):
                 for layer in report.swapped.values():
                     layer.release_plans()
 
+    def test_state_dict_saves_and_loads(self):
+        """A sparsified model of convolutions and a Linear, fp16 on the GPU:
+        its state_dict loads into the dense model (sparsify(None) then
+        reproduces the outputs) and into another sparsified one; a whole-
+        module pickle and a layer whose plans were released run the same."""
+        import io
+        import pickle
+        model = torch.nn.Sequential(
+            torch.nn.Conv2d(16, 32, 3, 1, 1), torch.nn.ReLU(), torch.nn.Conv2d(32, 8, 1),
+            torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 24)).cuda().half().eval()
+        dense = copy.deepcopy(model)
+        self.st.sparsify(model, sparsity=0.8, min_size=0)
+        self.assertIsInstance(model[0], self.st.SparseConv2d)
+        x = torch.randn(2, 16, 6, 6, device="cuda", dtype=torch.float16)
+        with torch.no_grad():
+            want = model(x)
+            state = model.state_dict()
+            self.assertEqual(sorted(state), sorted(dense.state_dict()))
+            fresh = copy.deepcopy(dense)
+            fresh.load_state_dict(state)
+            self.st.sparsify(fresh, None, min_size=0)
+            other = copy.deepcopy(dense)
+            self.st.sparsify(other, 0.5, min_size=0)
+            other.load_state_dict(state)
+            buffer = io.BytesIO()
+            torch.save(model, buffer)
+            buffer.seek(0)
+            whole = torch.load(buffer, weights_only=False)
+            back = pickle.loads(pickle.dumps(model[0]))
+            for name, got in (("dense + sparsify(None)", fresh(x)), ("sparse", other(x)),
+                              ("whole module", whole(x))):
+                with self.subTest(name=name):
+                    self.close(got, want.float(), "float16")
+            self.close(back(x), model[0](x).float(), "float16")
+
     def test_refusals(self):
         conv = torch.nn.Conv2d(4, 4, 3, dilation=2, device="cuda")
         with self.assertRaises(ValueError) as ctx:
