@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh run TARGET SECONDS [libFuzzer flags...]
 #                                         fuzz one target (mtx, smtx, npy,
 #                                         smtx_values, cache, rank_model,
-#                                         cli_args); new inputs go to
+#                                         cli_args, cli_shapes); new inputs go to
 #                                         build-fuzz/corpus/TARGET, a finding
 #                                         to build-fuzz/findings/TARGET
 #   scripts/fuzz.sh replay [TARGET...]    every input of tests/fuzz/regressions
@@ -19,7 +19,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${SPF_FUZZ_BUILD:-$root/build-fuzz}
-targets=(mtx smtx npy smtx_values cache rank_model cli_args)
+targets=(mtx smtx npy smtx_values cache rank_model cli_args cli_shapes)
 # A huge allocation from a tiny input is a finding, as is a run that hangs.
 limits=(-rss_limit_mb=2048 -malloc_limit_mb=2048 -timeout=10)
 
@@ -54,7 +54,7 @@ seeds() {
     mtx) echo "$d/corpus/*.mtx" ;;
     smtx) echo "$d/corpus/*.smtx" ;;
     npy) echo "$d/corpus/*.npy" ;;
-    smtx_values | cli_args) echo "$root/tests/fuzz/seeds/$t" ;;
+    smtx_values | cli_args | cli_shapes) echo "$root/tests/fuzz/seeds/$t" ;;
     rank_model) echo "$root/models/rank_model.txt $d/fixtures/rank/model.txt" ;;
     cache) echo "$build/seeds/cache" ;;
   esac
@@ -88,7 +88,7 @@ with_tmp() {
   trap 'rm -rf "$SPF_FUZZ_TMP"' EXIT
 }
 
-target_flags() { [ "$1" = cli_args ] && echo -close_fd_mask=3; true; }
+target_flags() { case $1 in cli_args | cli_shapes) echo -close_fd_mask=3 ;; esac; true; }
 
 run() {
   [ $# -ge 2 ] || die "usage: scripts/fuzz.sh run TARGET SECONDS [libFuzzer flags...]"
