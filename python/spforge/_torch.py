@@ -304,7 +304,45 @@ def _summary(plan, n, made_s):
             "plan_s": made_s, "from_cache": info["from_cache"]}
 
 
-class SparseLinear(torch.nn.Module):
+class PrunedState:
+    """What SparseLinear and SparseConv2d share: the layer behind the op's key
+    (self._layer, holding .matrix and .key), and a state_dict of the module
+    it replaced: "weight", the pruned weight dense (_pruned_weight), and the
+    float32 "bias" buffer. Loading a weight keeps its nonzeros and makes the
+    layer again (_rebuilt); the old layer's plans are freed."""
+
+    @property
+    def _key(self):
+        return self._layer.key
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+        destination[prefix + "weight"] = self._pruned_weight()
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
+                              unexpected_keys, error_msgs):
+        key = prefix + "weight"
+        weight, want = state_dict.get(key), tuple(self._pruned_weight_shape())
+        if weight is None:
+            missing_keys.append(key)
+        elif tuple(weight.shape) != want:
+            error_msgs.append("size mismatch for %s: copying a weight of shape %s, the layer's "
+                              "is %s" % (key, tuple(weight.shape), want))
+        else:
+            old = self._layer
+            self._layer = self._rebuilt(weight.detach().to(device=self.device, dtype=self.dtype))
+            self.nnz = self._layer.matrix.nnz
+            old.close()
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
+        if key in unexpected_keys:
+            unexpected_keys.remove(key)
+        if self.bias is not None and (self.bias.dtype != torch.float32 or
+                                      not self.bias.is_contiguous()):
+            self.bias = self.bias.float().contiguous()  # the plans add the bias in fp32
+
+
+class SparseLinear(PrunedState, torch.nn.Module):
     """Y = X·Wᵀ + bias, then the activation, with W sparse, for inference.
 
     SparseLinear(weight, bias=None, *, mask=None, sparsity=None,
@@ -385,39 +423,16 @@ class SparseLinear(torch.nn.Module):
                              name)
         self.register_buffer("bias", bias)
 
-    @property
-    def _key(self):
-        return self._layer.key
+    def _pruned_weight(self):
+        return self._layer.dense()
 
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "weight"] = self._layer.dense()
+    def _pruned_weight_shape(self):
+        return (self.out_features, self.in_features)
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
-        key = prefix + "weight"
-        weight = state_dict.get(key)
-        if weight is None:
-            missing_keys.append(key)
-        elif tuple(weight.shape) != (self.out_features, self.in_features):
-            error_msgs.append("size mismatch for %s: copying a weight of shape %s, the layer is "
-                              "%d × %d" % (key, tuple(weight.shape), self.out_features,
-                                           self.in_features))
-        else:
-            old = self._layer
-            dtype = getattr(torch, old.dtype)
-            matrix = Matrix(weight.detach().to(device=self.device, dtype=dtype))
-            self._layer = _Layer(matrix, old.device, old.dtype, old.has_bias, old.relu,
-                                 old.n_plans, old.options, old.name)
-            self.nnz = matrix.nnz
-            old.close()
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
-        if key in unexpected_keys:
-            unexpected_keys.remove(key)
-        if self.bias is not None and (self.bias.dtype != torch.float32 or
-                                      not self.bias.is_contiguous()):
-            self.bias = self.bias.float().contiguous()  # the plans add the bias in fp32
+    def _rebuilt(self, weight):
+        old = self._layer
+        return _Layer(Matrix(weight), old.device, old.dtype, old.has_bias, old.relu, old.n_plans,
+                      old.options, old.name)
 
     @classmethod
     def from_linear(cls, linear, *, mask=None, sparsity=None, threshold=None, activation=None,

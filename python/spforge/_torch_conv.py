@@ -21,7 +21,7 @@ import torch
 from . import Error, Matrix, _Handle, _capi, _check, _convert, _named
 from ._timing import graph_time_us
 from ._capi import lib
-from ._torch import (_GPU_DTYPES, _KEYS, _LAYERS, _capturing, _compiling, _layer,
+from ._torch import (_GPU_DTYPES, _KEYS, _LAYERS, PrunedState, _capturing, _compiling, _layer,
                      _no_backward, _plan_device, dense_of, magnitude_mask)
 
 _NHWC = 1  # spf_conv_layout
@@ -265,7 +265,7 @@ def _conv2d_fake(x, bias, residual, key):
 conv2d_op.register_autograd(_no_backward)
 
 
-class SparseConv2d(torch.nn.Module):
+class SparseConv2d(PrunedState, torch.nn.Module):
     """A 2-D convolution with a sparse weight, for inference on a cuda device.
 
     SparseConv2d(weight, bias=None, *, stride=1, padding=0, mask=None,
@@ -333,38 +333,18 @@ class SparseConv2d(torch.nn.Module):
                                  name)
         self.register_buffer("bias", bias)
 
-    @property
-    def _key(self):
-        return self._layer.key
+    def _pruned_weight(self):
+        return self._layer.dense_weight.contiguous()
 
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-        destination[prefix + "weight"] = self._layer.dense_weight.contiguous()
+    def _pruned_weight_shape(self):
+        return self._layer.dense_weight.shape
 
-    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
-                              unexpected_keys, error_msgs):
-        key, old = prefix + "weight", self._layer
-        weight = state_dict.get(key)
-        if weight is None:
-            missing_keys.append(key)
-        elif tuple(weight.shape) != tuple(old.dense_weight.shape):
-            error_msgs.append("size mismatch for %s: copying a weight of shape %s, the layer's "
-                              "is %s" % (key, tuple(weight.shape), tuple(old.dense_weight.shape)))
-        else:
-            matrix, dense = _pruned(weight.detach().to(device=self.device, dtype=self.dtype),
-                                    None, None)
-            self._layer = _ConvPlans(matrix, dense, (old.k, old.c, old.r, old.s, old.stride,
-                                                     old.padding), old.device, old.dtype,
-                                     old.has_bias, old.relu, old.residual, old.options, old.name)
-            self.nnz = matrix.nnz
-            old.close()
-        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
-                                      unexpected_keys, error_msgs)
-        if key in unexpected_keys:
-            unexpected_keys.remove(key)
-        if self.bias is not None and (self.bias.dtype != torch.float32 or
-                                      not self.bias.is_contiguous()):
-            self.bias = self.bias.float().contiguous()  # the plans add the bias in fp32
+    def _rebuilt(self, weight):
+        old = self._layer
+        matrix, dense = _pruned(weight, None, None)
+        return _ConvPlans(matrix, dense, (old.k, old.c, old.r, old.s, old.stride, old.padding),
+                          old.device, old.dtype, old.has_bias, old.relu, old.residual,
+                          old.options, old.name)
 
     @classmethod
     def from_conv(cls, conv, *, mask=None, sparsity=None, threshold=None, activation=None,

@@ -24,24 +24,28 @@ static int64_t half_memory(void)
     return bytes_mul((int64_t)pages, (int64_t)page) / 2;
 }
 
-/* The budget in force (> 0, or -1 for none); *env gets a malformed
+int env_bytes(const char *name, int64_t *value)
+{
+    const char *env = getenv(name);
+    if (!env || !*env)
+        return 0;
+    char *end = NULL;
+    errno = 0;
+    long long parsed = strtoll(env, &end, 10);
+    if (end == env || *end || errno == ERANGE)
+        return -1;
+    *value = parsed;
+    return 1;
+}
+
+/* The budget in force (> 0, or -1 for none); *bad gets a malformed
  * $SPFORGE_MAX_BYTES, else NULL. Sets no error. */
 static int64_t resolve(const char **bad)
 {
     *bad = NULL;
     int64_t v = atomic_load(&set_bytes);
-    if (v == 0) {
-        const char *env = getenv("SPFORGE_MAX_BYTES");
-        if (env && *env) {
-            char *end = NULL;
-            errno = 0;
-            long long parsed = strtoll(env, &end, 10);
-            if (end == env || *end || errno == ERANGE)
-                *bad = env;
-            else
-                v = parsed;
-        }
-    }
+    if (v == 0 && env_bytes("SPFORGE_MAX_BYTES", &v) < 0)
+        *bad = getenv("SPFORGE_MAX_BYTES");
     if (v == 0) {
         int64_t half = half_memory();
         v = SPF_MAX_BYTES_DEFAULT < half ? SPF_MAX_BYTES_DEFAULT : half;

@@ -30,6 +30,10 @@ int64_t budget_peek(void);
  * of M bytes (raise it with ...)". input names the file or the shape. */
 spf_status budget_check(const char *input, int64_t need, const char *what);
 
+/* The environment variable name as a byte count: 0 when unset or empty, 1
+ * with *value set, -1 when it is not a decimal int64. */
+int env_bytes(const char *name, int64_t *value);
+
 /* count * size and a + b, saturating at INT64_MAX (sizes from input may be
  * absurd; the check then refuses them). Negative operands count as 0. */
 int64_t bytes_mul(int64_t count, int64_t size);

@@ -28,19 +28,11 @@ void spf_read_options_init(spf_read_options *options)
 spf_status read_limit_resolve(const char *path, const spf_read_options *o, int64_t *limit)
 {
     *limit = o->max_bytes;
-    if (*limit == 0) {
-        const char *env = getenv("SPFORGE_READ_MAX_BYTES");
-        if (env && *env) {
-            char *end = NULL;
-            errno = 0;
-            long long v = strtoll(env, &end, 10);
-            if (end == env || *end || errno == ERANGE)
-                return error_set(SPF_ERR_INVALID_ARGUMENT, path, "$SPFORGE_READ_MAX_BYTES: "
-                                 "expected an integer byte count in [%lld, %lld], got '%s'",
-                                 (long long)INT64_MIN, (long long)INT64_MAX, env);
-            *limit = v;
-        }
-    }
+    if (*limit == 0 && env_bytes("SPFORGE_READ_MAX_BYTES", limit) < 0)
+        return error_set(SPF_ERR_INVALID_ARGUMENT, path, "$SPFORGE_READ_MAX_BYTES: "
+                         "expected an integer byte count in [%lld, %lld], got '%s'",
+                         (long long)INT64_MIN, (long long)INT64_MAX,
+                         getenv("SPFORGE_READ_MAX_BYTES"));
     if (*limit == 0)
         return budget_limit(limit);
     if (*limit < 0)
