@@ -53,7 +53,7 @@ import ctypes
 import torch
 import torch.distributed as dist
 
-from . import Matrix, Plan, _capi, _check, _plan_options
+from . import Matrix, Plan, _Handle, _capi, _check, _plan_options
 from ._capi import lib
 
 _SPLITS = ("rows", "even", "replicated")
@@ -217,18 +217,15 @@ class DistSpMM:
             _check(lib().spf_dist_plan_create(ptr, self.n, ctypes.c_void_p(comm),
                                               starts(*row_start), starts(*b_start),
                                               ctypes.byref(settings), ctypes.byref(out)))
-        self._plan = out
+        # freed when the last copy of this object is collected (a copy shares it)
+        self._plan = _Handle(out, lib().spf_dist_plan_free, "distributed plan")
         info = _capi.DistLayoutInfo()
         info.size = ctypes.sizeof(info)
-        _check(lib().spf_dist_plan_get_info(self._plan, ctypes.byref(info)))
+        with self._plan as plan:
+            _check(lib().spf_dist_plan_get_info(plan, ctypes.byref(info)))
         self.recv_rows, self.send_rows = info.recv_rows, info.send_rows
         self._dtype = {"f32": torch.float32, "f16": torch.float16,
                        "bf16": torch.bfloat16}[options["dtype"]]
-
-    def __del__(self):
-        if getattr(self, "_plan", None):
-            lib().spf_dist_plan_free(self._plan)
-            self._plan = None
 
     def _by_size(self, m, k, dtype, budget):
         """b_split="auto": (split, replicas), the most copies of B whose
@@ -286,8 +283,9 @@ class DistSpMM:
                                  "got %s on %s" % (self.rank, self._dtype, self.device, b.dtype,
                                                    b.device))
             c = torch.empty((len(self.rows), self.n), dtype=b.dtype, device=b.device)
-            _check(lib().spf_dist_plan_execute(self._plan, b.data_ptr(), c.data_ptr(), None,
-                                               torch.cuda.current_stream(b.device).cuda_stream))
+            with self._plan as plan:
+                _check(lib().spf_dist_plan_execute(plan, b.data_ptr(), c.data_ptr(), None,
+                                                   torch.cuda.current_stream(b.device).cuda_stream))
             return c
         if self.replicas == self.ranks:
             return self._own(b)

@@ -4,6 +4,7 @@
  * configuration of the same space compiled and timed) and reports the
  * search's loss against it and how much cheaper the search was. */
 #include "cli/cli.h"
+#include "core/budget.h"
 
 #include "gpu/host_run.h"
 #include "strategy/unrolled/search.h"
@@ -120,10 +121,16 @@ static spf_status retime(const spf_plan *pick, const spf_plan *oracle, const spf
 {
     spf_status st = SPF_OK;
     int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
-    float *b = malloc((size_t)(k * n + 1) * sizeof *b);
-    float *c = malloc((size_t)(m * n + 1) * sizeof *c);
-    float *bias_v = malloc((size_t)(m + 1) * sizeof *bias_v);
+    float *b = NULL, *c = NULL, *bias_v = NULL;
     double times[2][RETIME_ROUNDS];
+    st = budget_check("retiming", bytes_mul(bytes_add(bytes_add(bytes_mul(k, n), bytes_mul(m, n)),
+                                                      m + 3), sizeof *b),
+                      "B, C and the bias");
+    if (st != SPF_OK)
+        goto done;
+    b = malloc((size_t)(k * n + 1) * sizeof *b);
+    c = malloc((size_t)(m * n + 1) * sizeof *c);
+    bias_v = malloc((size_t)(m + 1) * sizeof *bias_v);
     if (!b || !c || !bias_v) {
         st = SPF_ERR_OUT_OF_MEMORY;
         goto done;
