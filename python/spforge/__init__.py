@@ -111,7 +111,7 @@ class _Handle:
         """Another owner (a copy of a plan): the handle lives until it lets go too."""
         with self._lock:
             if self._owners == 0:
-                raise ValueError("spforge.%s used after close()" % self._kind)
+                _closed(self._kind)
             self._owners += 1
         return self
 
@@ -132,7 +132,7 @@ class _Handle:
     def __enter__(self):
         with self._lock:
             if self._owners == 0:
-                raise ValueError("spforge.%s used after close()" % self._kind)
+                _closed(self._kind)
             self._calls += 1
             return self._ptr
 

@@ -57,14 +57,13 @@ int cli_fail(const cli_context *ctx, spf_status st, const char *fmt, ...)
     return CLI_EXIT_FAIL;
 }
 
-int cli_fail_status(const cli_context *ctx, spf_status st)
-{
-    return cli_fail(ctx, st, "%s", spf_last_error()[0] ? spf_last_error() : "(no detail)");
-}
+static const char *detail(void) { return spf_last_error()[0] ? spf_last_error() : "(no detail)"; }
+
+int cli_fail_status(const cli_context *ctx, spf_status st) { return cli_fail(ctx, st, "%s", detail()); }
 
 int cli_fail_input(const cli_context *ctx, spf_status st, const char *input)
 {
-    return cli_fail(ctx, st, "%s: %s", input, spf_last_error()[0] ? spf_last_error() : "(no detail)");
+    return cli_fail(ctx, st, "%s: %s", input, detail());
 }
 
 /* The work budget option every command takes (spf_set_max_bytes). */

@@ -213,19 +213,17 @@ static spf_status create_temp(file_replace *w, mode_t mode, int user_path)
     if (keep) {
         /* The owner first (possible for root only; others keep their own),
          * then the exact bits, which a chown may have cleared (set-id). */
-        if (target.st_uid != geteuid() || target.st_gid != getegid())
-            if (fchown(fd, target.st_uid, target.st_gid) != 0 && errno != EPERM) {
-                int err = errno;
-                close(fd);
-                file_replace_abort(w);
-                return error_set(SPF_ERR_IO, w->path, "cannot keep the file's owner: %s",
-                                 strerror(err));
-            }
-        if (fchmod(fd, target.st_mode & 07777) != 0) {
+        const char *failed = NULL;
+        if ((target.st_uid != geteuid() || target.st_gid != getegid()) &&
+            fchown(fd, target.st_uid, target.st_gid) != 0 && errno != EPERM)
+            failed = "owner";
+        else if (fchmod(fd, target.st_mode & 07777) != 0)
+            failed = "permissions";
+        if (failed) {
             int err = errno;
             close(fd);
             file_replace_abort(w);
-            return error_set(SPF_ERR_IO, w->path, "cannot keep the file's permissions: %s",
+            return error_set(SPF_ERR_IO, w->path, "cannot keep the file's %s: %s", failed,
                              strerror(err));
         }
     }

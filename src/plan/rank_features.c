@@ -47,12 +47,11 @@ spf_status rank_tiles_compute(const tile_problem *p, int32_t m1, rank_tiles *out
     /* tile_nnc_stats cuts the tiles as the kernel's schedule does, so the
      * features describe the blocks the kernel really runs; a config of more
      * tiles than a schedule holds has no kernel, so no features. */
-    int64_t tiles = (spf_matrix_rows(p->a) + m1 - 1) / m1;
-    if (tiles > SCHEDULE_MAX_TILES)
-        return FAIL(SPF_ERR_UNSUPPORTED, "%lld row tiles of m1 = %d: over the grid limit of %d",
-                    (long long)tiles, (int)m1, SCHEDULE_MAX_TILES);
+    spf_status status = schedule_tiles_check(spf_matrix_rows(p->a), m1);
+    if (status != SPF_OK)
+        return status;
     tile_stats s;
-    spf_status status = tile_nnc_stats(p->a, tile_problem_row_order(p, m1), m1, &s);
+    status = tile_nnc_stats(p->a, tile_problem_row_order(p, m1), m1, &s);
     if (status != SPF_OK)
         return status;
     out->m1 = m1;

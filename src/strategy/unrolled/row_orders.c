@@ -27,13 +27,13 @@ static spf_status reorder_range(void *ctx, int64_t begin, int64_t end, int worke
             continue; /* the identity (row_orders.h) */
         /* Too many tiles for a schedule: no kernel of this m1 exists, so
          * Algorithm 1 (slowest with many tiles) is not run for it. */
-        int64_t tiles = (j->a->rows + m1 - 1) / m1;
-        if (tiles > SCHEDULE_MAX_TILES) {
-            log_msg(SPF_LOG_INFO, "reorder: m1 = %d left in row order: %lld row tiles, over the "
-                    "grid limit of %d", (int)m1, (long long)tiles, SCHEDULE_MAX_TILES);
+        spf_status st = schedule_tiles_check(j->a->rows, m1);
+        if (st != SPF_OK) {
+            log_msg(SPF_LOG_INFO, "reorder: m1 = %d left in row order: %s", (int)m1,
+                    spf_last_error());
+            error_clear();
             continue;
         }
-        spf_status st = SPF_OK;
         int32_t *order = mem_alloc_array(rows, sizeof *order);
         if (!order)
             return FAIL(SPF_ERR_OUT_OF_MEMORY, "row order of %lld rows", (long long)j->a->rows);

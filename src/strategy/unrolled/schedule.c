@@ -124,6 +124,15 @@ static void split_columns(const sched_column *cols, int32_t count, int64_t nnz, 
     gs[ksplit] = count;
 }
 
+spf_status schedule_tiles_check(int64_t rows, int64_t m1)
+{
+    int64_t tiles = (rows + m1 - 1) / m1;
+    if (tiles > SCHEDULE_MAX_TILES)
+        return FAIL(SPF_ERR_UNSUPPORTED, "%lld row tiles of m1 = %lld: over the grid limit of %d",
+                    (long long)tiles, (long long)m1, SCHEDULE_MAX_TILES);
+    return SPF_OK;
+}
+
 spf_status schedule_create(const spf_matrix *a, const int32_t *row_order, int64_t n,
                            const spf_kernel_config *cfg, schedule *out)
 {
@@ -144,9 +153,7 @@ spf_status schedule_create(const spf_matrix *a, const int32_t *row_order, int64_
     s->n = n;
     int64_t tiles = (a->rows + cfg->m1 - 1) / cfg->m1;
     int64_t col_tiles = (n + cfg->n1 - 1) / cfg->n1;
-    if (tiles > SCHEDULE_MAX_TILES)
-        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "%lld row tiles of m1 = %d: over the grid limit of %d",
-                  (long long)tiles, (int)cfg->m1, SCHEDULE_MAX_TILES);
+    TRY(schedule_tiles_check(a->rows, cfg->m1));
     if (col_tiles > INT32_MAX)
         FAIL_GOTO(SPF_ERR_UNSUPPORTED, "%lld column tiles: over the grid limit", (long long)col_tiles);
     s->tile_count = (int32_t)tiles;

@@ -63,6 +63,11 @@ spf_status schedule_config_check(const spf_kernel_config *cfg, int64_t n);
 /* The most row tiles a schedule holds: the kernel's grid along y. */
 enum { SCHEDULE_MAX_TILES = 65535 };
 
+/* SPF_OK if the rows cut into tiles of m1 (>= 1) fit a schedule, else
+ * SPF_ERR_UNSUPPORTED naming the count and the limit: no kernel of this m1
+ * exists. */
+spf_status schedule_tiles_check(int64_t rows, int64_t m1);
+
 /* Build the schedule. row_order: m distinct row indices (a permutation of
  * 0 .. m - 1, caller-owned, copied) or NULL for the identity. */
 spf_status schedule_create(const spf_matrix *a, const int32_t *row_order, int64_t n,

@@ -8,10 +8,6 @@
 #include <math.h>
 #include <string.h>
 
-/* A tile's nnc is the number of distinct columns among its rows' nonzeros,
- * as the schedule gathers them (schedule.c); counted here on the host with
- * one stamp per column (the last tile that met it), so that the statistics
- * hold for any number of tiles, not only those a kernel's grid can launch. */
 /* SPF_OK if order is a permutation of 0 .. rows - 1. */
 static spf_status order_check(int64_t rows, const int32_t *order)
 {
@@ -32,6 +28,10 @@ static spf_status order_check(int64_t rows, const int32_t *order)
     return status;
 }
 
+/* A tile's nnc is the number of distinct columns among its rows' nonzeros,
+ * as the schedule gathers them (schedule.c); counted here on the host with
+ * one stamp per column (the last tile that met it), so that the statistics
+ * hold for any number of tiles, not only those a kernel's grid can launch. */
 spf_status tile_nnc_stats(const spf_matrix *a, const int32_t *row_order, int m1,
                           tile_stats *out)
 {
