@@ -11,7 +11,8 @@
 #   scripts/fuzz.sh replay [TARGET...]    every input of tests/fuzz/regressions
 #                                         once through its target
 #   scripts/fuzz.sh ci                    build, replay, then each target for
-#                                         SPF_FUZZ_CI_SECONDS (default 20)
+#                                         SPF_FUZZ_CI_SECONDS (default 20), as many
+#                                         at once as there are cores
 #
 # Exit status non-zero on any finding (a crash, a sanitizer report, an
 # input over -rss_limit_mb / -malloc_limit_mb, a timeout) or a failed build.
@@ -126,13 +127,21 @@ replay() {
   return $failed
 }
 
+# The targets as many at once as there are cores, each for its seconds on
+# a core of its own.
 ci() {
-  local secs=${SPF_FUZZ_CI_SECONDS:-20} t failed=""
+  local secs=${SPF_FUZZ_CI_SECONDS:-20} t failed="" jobs
+  jobs=$(nproc 2>/dev/null || echo 2)
   build
   replay || failed="replay"
   for t in "${targets[@]}"; do
-    (run "$t" "$secs" >"$build/ci-$t.log" 2>&1) ||
-      { failed="$failed $t"; tail -n 40 "$build/ci-$t.log"; }
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+    rm -f "$build/ci-$t.ok"
+    ( run "$t" "$secs" >"$build/ci-$t.log" 2>&1 && touch "$build/ci-$t.ok" ) &
+  done
+  wait
+  for t in "${targets[@]}"; do
+    [ -e "$build/ci-$t.ok" ] || { failed="$failed $t"; tail -n 40 "$build/ci-$t.log"; }
     grep -h '^stat::number_of_executed_units\|^== ' "$build/ci-$t.log" | paste -sd' ' || true
   done
   [ -z "$failed" ] || { echo "fuzz.sh ci: findings in:$failed (inputs under $build/findings)" >&2; exit 1; }

@@ -53,6 +53,16 @@ static spf_status query_cuda(int device, spf_device_info *out)
         error_clear();
         return st;
     }
+#if SPF_CUDA_MIN_ARCH > 0
+    /* a kernel launch there would fail with "no kernel image" */
+    if (prop.major * 10 + prop.minor < SPF_CUDA_MIN_ARCH) {
+        char reason[sizeof out->reason];
+        snprintf(reason, sizeof reason, "%.96s is sm_%d%d; this build's kernels need sm_%d or later "
+                 "(configure with -DSPF_CUDA_ARCHITECTURES=\"%d%d;90\")", prop.name, prop.major,
+                 prop.minor, SPF_CUDA_MIN_ARCH, prop.major, prop.minor);
+        return unavailable(out, reason);
+    }
+#endif
     out->available = 1;
     snprintf(out->name, sizeof out->name, "%s", prop.name);
     out->cc_major = prop.major;

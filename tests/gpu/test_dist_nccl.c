@@ -227,7 +227,7 @@ static void run_all(const nccl_api *nccl, int gpus)
 }
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
     spf_device_info info;
     CHECK_OK(spf_device_query(0, &info));

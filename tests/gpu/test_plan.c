@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #ifndef SPF_HAVE_CUDA
-int main(void) { SKIP("no CUDA device: built without CUDA"); }
+int main(int argc, char **argv) { SKIP("no CUDA device: built without CUDA"); }
 #else
 
 #include <cuda_runtime_api.h>

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #ifndef SPF_HAVE_CUDA
-int main(void) { SKIP("no CUDA device: built without CUDA"); }
+int main(int argc, char **argv) { SKIP("no CUDA device: built without CUDA"); }
 #else
 
 static int warnings;
@@ -365,7 +365,7 @@ static void test_tuned(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
     umask(022); /* entries crafted here must not be group- or world-writable */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 #ifndef SPF_HAVE_CUDA
-int main(void) { SKIP("no CUDA device: built without CUDA"); }
+int main(int argc, char **argv) { SKIP("no CUDA device: built without CUDA"); }
 #else
 
 static recorder rec;
@@ -156,7 +156,7 @@ static void test_cancel(const spf_matrix *a)
     spf_plan_free(p);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
     setenv("SPFORGE_CACHE_DIR", "off", 1); /* every plan is built */

@@ -14,7 +14,7 @@
 #include "test_util.h"
 
 #ifndef SPF_HAVE_CUDA
-int main(void) { SKIP("no CUDA device: built without CUDA"); }
+int main(int argc, char **argv) { SKIP("no CUDA device: built without CUDA"); }
 #else
 
 #include "strategy/unrolled/proxy_eval.h"

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #ifndef SPF_HAVE_CUDA
-int main(void) { SKIP("no CUDA device: built without CUDA"); }
+int main(int argc, char **argv) { SKIP("no CUDA device: built without CUDA"); }
 #else
 
 static uint64_t next_seed = 7000;
@@ -210,7 +210,7 @@ static void print_log(spf_log_level level, const char *message, void *user)
         printf("  [library %d] %s\n", (int)level, message);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0); /* progress survives a timeout */
     setenv("SPFORGE_CACHE_DIR", "off", 1); /* every search runs */

@@ -478,7 +478,7 @@ static spf_matrix *shuffled(spf_matrix *a, uint64_t seed)
     return s;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_case cases[] = {
         {"37x53", gen_matrix(SPF_GEN_UNIFORM, 37, 53, 0.7, 1), 1},

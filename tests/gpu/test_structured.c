@@ -1,8 +1,8 @@
 /* The structured kernels (src/strategy/structured/sp_kernel.h) config by
  * config against the CPU reference accumulated in double: the stream
  * kernel's nb (its own for N and the wider ones) × rt ∈ {1, 2} × warps ∈
- * {1, 3, 8, 16}, the tile kernel's six shapes × stages 2 to 4 and, on
- * Hopper, the wgmma kernel's five shapes × stages 2 to 4 and the TMA
+ * {1, 3, 8, 16}, the tile kernel's three shapes × stages 2 to 4 and, on
+ * Hopper, the wgmma kernel's four shapes × stages 2 to 4 and the TMA
  * kernel's three × stages 2, 3 and 4 × A staged or not (2:4 only; B by
  * the copy engine where its rows are 16-byte aligned: K×N at N = 8 and
  * 136, N×K at K = 200, 256 and 1000; the wgmma kernel's fallback

@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #ifndef SPF_HAVE_CUDA
-int main(void) { SKIP("no CUDA device: built without CUDA"); }
+int main(int argc, char **argv) { SKIP("no CUDA device: built without CUDA"); }
 #else
 
 #include <cuda_runtime_api.h>
@@ -242,7 +242,7 @@ static void print_log(spf_log_level level, const char *message, void *user)
     fprintf(stderr, "[spforge %d] %s\n", (int)level, message); /* one fprintf: whole lines */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IONBF, 0);
     setenv("SPFORGE_CACHE_DIR", "off", 1); /* before any thread: setenv is not thread-safe */

@@ -1,5 +1,13 @@
 #!/usr/bin/env bash
-# The Python package end to end (ctest python_wheel, label python):
+# The Python package end to end (ctest python_wheel, label python), for two
+# wheels:
+#   - "source": pip wheel . from the sources, as on a fresh machine without
+#     a GPU (SPF_WITH_CUDA=OFF: CMake configures and compiles the library
+#     in the wheel's own build folder);
+#   - "build": the wheel of the library this build compiled, CUDA kernels
+#     and all ($SPF_WHEEL_LIBRARY through SPF_PREBUILT_LIBRARY: nothing is
+#     compiled again);
+# each:
 #   1. pip wheel . with the build backend of pyproject.toml (scikit-build-core,
 #      installed into a build venv from the package index: no network and not
 #      in CI, the test is skipped, saying so; in CI it fails), timed;
@@ -8,15 +16,16 @@
 #      from outside the source tree with SPF_LIB unset: it loads its own
 #      library and runs a small SpMM on a CPU plan; spforge.torch imports
 #      without torch and its names raise ImportError;
+# and for the build's wheel
 #   4. where $SPF_PYTHON has numpy and scipy, test_convert.py,
 #      test_binding.py, test_torch.py (on fake_torch) and
 #      test_resnet50_map.py run against the
 #      installed package (numpy and scipy taken from $SPF_PYTHON's
 #      site-packages through PYTHONPATH).
 # Environment: SPF_SOURCE_DIR (the repository), SPF_WHEEL_DIR (a work folder:
-# its build venv and CMake build folder are kept between runs, not the fresh venv),
-# SPF_PYTHON (default python3), SPF_WHEEL_CUDA=OFF to build without the
-# CUDA kernels (default: as pip install . does, with them where nvcc is).
+# its build venv and CMake build folders are kept between runs, not the fresh
+# venvs), SPF_PYTHON (default python3), SPF_WHEEL_LIBRARY (the build's
+# libspforge.so; unset: the source wheel alone).
 set -euo pipefail
 src=${SPF_SOURCE_DIR:?SPF_SOURCE_DIR: the repository}
 work=${SPF_WHEEL_DIR:?SPF_WHEEL_DIR: a work folder}
@@ -27,7 +36,6 @@ skip() {
 }
 
 mkdir -p "$work"
-rm -rf "$work/dist" "$work/fresh"
 
 # 1. the build backend, as pyproject.toml requires it
 requires=$("$python" - "$src/pyproject.toml" <<'EOF'
@@ -47,27 +55,28 @@ fi
   skip "cannot install the build backend ($requires) from the package index:" \
     "$(tail -n 1 "$work/build-venv.log")"
 
-settings=(--config-settings=build-dir="$work/cmake-build")
-if [ "${SPF_WHEEL_CUDA:-}" = OFF ]; then
-  settings+=(--config-settings=cmake.define.SPF_WITH_CUDA=OFF)
-fi
-start=$SECONDS
-if ! (cd "$src" && "$work/build-venv/bin/pip" wheel -v . --no-deps --no-build-isolation \
-      -w "$work/dist" "${settings[@]}") >"$work/wheel.log" 2>&1; then
-  tail -n 60 "$work/wheel.log"
-  echo "FAIL: pip wheel . (the whole log: $work/wheel.log)" >&2
-  exit 1
-fi
-wheel=$(ls "$work"/dist/spforge-*.whl)
-cache=$work/cmake-build/CMakeCache.txt
-if grep -q "^SPF_WITH_CUDA:BOOL=ON" "$cache" && grep -q "^CMAKE_CUDA_COMPILER:[A-Z]*=/" "$cache"
-then kind="with the CUDA kernels"; else kind="CPU-only"; fi
-printf 'wheel: %s (%s) built in %d s, %s CUDA objects compiled this time\n' \
-  "$(basename "$wheel")" "$kind" $((SECONDS - start)) \
-  "$(grep -c "Building CUDA object" "$work/wheel.log" || true)"
+# wheel NAME SETTING...: pip wheel . into $work/NAME, checked (steps 2, 3);
+# the wheel's path in $wheel
+wheel() {
+  local name=$1 dir=$work/$1
+  shift
+  rm -rf "$dir/dist" "$dir/fresh"
+  mkdir -p "$dir"
+  local start=$SECONDS
+  if ! (cd "$src" && "$work/build-venv/bin/pip" wheel -v . --no-deps --no-build-isolation \
+        -w "$dir/dist" --config-settings=build-dir="$dir/cmake-build" "$@") >"$dir/wheel.log" 2>&1
+  then
+    tail -n 60 "$dir/wheel.log"
+    echo "FAIL: pip wheel . ($name; the whole log: $dir/wheel.log)" >&2
+    exit 1
+  fi
+  wheel=$(ls "$dir"/dist/spforge-*.whl)
+  printf 'wheel (%s): %s built in %d s, %s C and CUDA objects compiled\n' "$name" \
+    "$(basename "$wheel")" $((SECONDS - start)) \
+    "$(grep -cE "Building (C|CUDA) object" "$dir/wheel.log" || true)"
 
-# 2. what the wheel holds
-"$python" - "$wheel" <<'EOF'
+  # 2. what the wheel holds
+  "$python" - "$wheel" <<'EOF'
 import sys, zipfile
 names = sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if ".dist-info/" not in n)
 want = sorted(["spforge/__init__.py", "spforge/_capi.py", "spforge/_convert.py",
@@ -80,11 +89,10 @@ if names != want:
 print("wheel: holds " + ", ".join(names))
 EOF
 
-# 3. a fresh venv with the wheel alone
-"$python" -m venv "$work/fresh"
-"$work/fresh/bin/pip" install -q --no-index --no-deps "$wheel"
-cd "$work"
-env -u SPF_LIB -u PYTHONPATH "$work/fresh/bin/python" - <<'EOF'
+  # 3. a fresh venv with the wheel alone
+  "$python" -m venv "$dir/fresh"
+  "$dir/fresh/bin/pip" install -q --no-index --no-deps "$wheel"
+  (cd "$work" && env -u SPF_LIB -u PYTHONPATH "$dir/fresh/bin/python" - <<'EOF'
 import array, os, sys
 import spforge
 here = os.path.dirname(spforge.__file__)
@@ -112,6 +120,14 @@ except ImportError as e:
 print("wheel: spforge %s from %s: CPU plan and A @ b right (no numpy); spforge.torch without "
       "torch raises ImportError" % (spforge.version(), here))
 EOF
+  )
+}
+
+wheel source --config-settings=cmake.define.SPF_WITH_CUDA=OFF
+[ -n "${SPF_WHEEL_LIBRARY:-}" ] || exit 0
+wheel build --config-settings=cmake.define.SPF_WITH_CUDA=OFF \
+  --config-settings=cmake.define.SPF_PREBUILT_LIBRARY="$SPF_WHEEL_LIBRARY"
+fresh=$work/build/fresh
 
 # 4. the binding's tests against the installed package
 site=$("$python" -c "import numpy, scipy, os; print(os.path.dirname(os.path.dirname(
@@ -120,7 +136,7 @@ site=$("$python" -c "import numpy, scipy, os; print(os.path.dirname(os.path.dirn
 for test in test_convert.py test_binding.py test_torch.py test_resnet50_map.py; do
   # test_torch.py on fake_torch (as python_torch_fake): the fresh venv has no torch
   env -u SPF_LIB SPF_TEST_INSTALLED=1 SPF_FAKE_TORCH=1 PYTHONPATH="$site" \
-    "$work/fresh/bin/python" "$src/tests/python/$test" >"$work/$test.log" 2>&1 ||
+    "$fresh/bin/python" "$src/tests/python/$test" >"$work/$test.log" 2>&1 ||
     { cat "$work/$test.log"; exit 1; }
   echo "wheel: $test against the installed package: $(grep -E '^[0-9]+ passed' "$work/$test.log")"
 done

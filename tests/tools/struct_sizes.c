@@ -8,7 +8,7 @@
 
 #define SIZE(type) printf("%s %zu\n", #type, sizeof(type))
 
-int main(void)
+int main(int argc, char **argv)
 {
     SIZE(spf_read_options);
     SIZE(spf_gen_options);

@@ -380,7 +380,7 @@ static void test_writes(const spf_matrix *a)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *src = getenv("SPF_SOURCE_DIR"), *build = getenv("SPF_BUILD_DIR");
     if (!src)

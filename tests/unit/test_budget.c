@@ -273,7 +273,7 @@ static void test_json_utf8(void)
     mem_free(text);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     snprintf(dir, sizeof dir, "%s/spf_budget_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir))

@@ -799,7 +799,7 @@ static void on_alarm(int sig)
     _exit(1);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     signal(SIGALRM, on_alarm);
     alarm(300);

@@ -149,7 +149,7 @@ static void test_terminal_line(void)
     free(text);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_lines_from_a_plan();
     test_terminal_line();

@@ -391,7 +391,7 @@ static void test_dlmc(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_geometry();
     test_space();

@@ -188,7 +188,7 @@ static void check_errors(void)
     conv_case_free(&t);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     uint64_t seed = 0xc0000;
     for (int i = 0; i < CONV_TEST_DIMS; i++) {

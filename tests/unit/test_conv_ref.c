@@ -201,7 +201,7 @@ static void check_errors(void)
     spf_matrix_free(w);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     check_shape("3x3 pad 1, 7x5", (conv_shape){.n = 2, .c = 3, .h = 7, .w = 5, .k = 4, .r = 3,
                                                .s = 3, .stride = 1, .pad = 1}, 11);

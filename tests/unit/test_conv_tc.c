@@ -341,7 +341,7 @@ static void check_fastdiv(void)
               (long long)checked);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     check_fastdiv();
     uint64_t seed = 0xc7c0;

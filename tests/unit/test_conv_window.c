@@ -132,7 +132,7 @@ static void check_configs_and_refusals(void)
     CHECK_MSG(strcmp(name, "window_f16_rw2_j1_cc3") == 0, "%s", name);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     uint64_t seed = 0xa1d0;
     int chunked = 0;

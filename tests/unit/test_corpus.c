@@ -118,7 +118,7 @@ static int is_input(const char *name)
     return name[0] != '.' && strcmp(name, "EXPECTED") != 0 && strcmp(name, "make_npy.py") != 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *src = getenv("SPF_SOURCE_DIR");
     unsetenv("SPFORGE_READ_MAX_BYTES");

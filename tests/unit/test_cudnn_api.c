@@ -86,7 +86,7 @@ SAME(CUDNN_A_ENGINE_NUMERICAL_NOTE, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE);
 #endif
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
     cudnn_api api;
     char reason[700];

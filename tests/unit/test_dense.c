@@ -226,7 +226,7 @@ static void test_roofline(void)
     CHECK_NEAR(roofline_us(1e3, 3e6, 1e12, 1e12, 2), 3 + 2 * ROOFLINE_LAUNCH_US, 1e-9);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     setenv("SPF_CUBLASLT", MISSING_LIB, 1);
 #ifdef SPF_HAVE_CUDA

@@ -304,7 +304,7 @@ static void check_errors(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     check_optimal_small();
     check_graphs();

@@ -38,7 +38,7 @@ static void test_arguments(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     /* read once per process, at the first plan */
     setenv("SPF_NCCL", "/nonexistent/libnccl.so.2", 1);

@@ -7,7 +7,7 @@
 
 #include "gpu/early_start.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
     CHECK(unsetenv("SPFORGE_PDL") == 0);
     CHECK(early_start_wanted(9) == 1);

@@ -421,7 +421,7 @@ static void test_crowded_rows(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_crowded_rows();
     test_uniform();

@@ -290,7 +290,7 @@ static void test_parallel_and_override(const char *tmpdir, const char *real)
     unlink(wrapper);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     char real[512];
     if (!ptxas_locate(real, sizeof real))

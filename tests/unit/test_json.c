@@ -129,7 +129,7 @@ static void test_out_of_memory(void)
     CHECK(text == NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_structure();
     test_escaping();

@@ -137,7 +137,7 @@ static void test_allocation_failures(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_csr_roundtrip();
     test_csr_rejects();

@@ -261,7 +261,7 @@ static void test_configs(void)
     CHECK(panel_rows_for(4096, 1 << 22, 32, 132, 1) == PANEL_MAX_ROWS); /* more blocks than slots */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_round_trips();
     test_refusals();

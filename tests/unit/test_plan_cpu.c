@@ -363,7 +363,7 @@ static void test_operand_packing(void)
         }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_options_init();
     test_cpu_plan();

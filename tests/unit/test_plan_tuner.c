@@ -215,7 +215,7 @@ static void test_outcome_names(void)
         CHECK(strcmp(tune_outcome_name((tune_outcome)o), expect[o]) == 0);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_space();
     test_compact_space();

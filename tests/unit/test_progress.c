@@ -410,7 +410,7 @@ static void test_compile_cancelled(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 37, 53, 0.8, 11);
     spf_matrix *layer = gen_matrix(SPF_GEN_UNIFORM, 256, 128, 0.9, 5);

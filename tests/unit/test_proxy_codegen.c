@@ -538,7 +538,7 @@ static void test_assemble(void)
         ptx_program_free(&progs[j]);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_clusters();
     test_arithmetic();

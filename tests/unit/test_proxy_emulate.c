@@ -60,7 +60,7 @@ static void run_proxy(int64_t rows, int64_t k, double density, int64_t n, spf_ke
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const int32_t n1_v1[] = {32, 64, 128}, n1_v2[] = {64, 128, 256}, n1_v4[] = {128, 256};
     run_proxy(100, 200, 0.1, 64, (spf_kernel_config){8, 0, 1, 2, 1}, n1_v1, 2, SPF_DTYPE_F32, 0,

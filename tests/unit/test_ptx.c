@@ -104,7 +104,7 @@ static void test_sticky_out_of_memory(void)
     spf_set_allocator(NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_immediates();
     test_registers_and_memory();

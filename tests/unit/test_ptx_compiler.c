@@ -379,7 +379,7 @@ static void test_parallel_matches_serial(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     char base[] = "/tmp/spf-test-ptxc-XXXXXX";
     CHECK(mkdtemp(base) != NULL);

@@ -173,7 +173,7 @@ static void test_brute_force(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_small_identity();
     test_small_row_order();

@@ -403,7 +403,7 @@ static void test_schema(void)
     CHECK(strstr(spf_last_error(), "feature 1 'y'") != NULL);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_scores();
     test_malformed();

@@ -47,7 +47,7 @@ static int check_file(const char *dir, char **f)
     return 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *dir = check_data_dir();
     if (!dir)

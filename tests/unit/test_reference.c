@@ -350,7 +350,7 @@ static void test_overlapping_buffers(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_shapes();
     test_f32_accuracy();

@@ -82,7 +82,7 @@ static void draw_case(rng *r, int i, int64_t n, fcase *c)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     char ptxas[1024];
     if (!ptxas_locate(ptxas, sizeof ptxas))

@@ -500,7 +500,7 @@ static void test_dlmc(void)
     CHECK(gmax < 0.99 && gmean < 0.95 && gcov < 0.9);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_oracle();
     test_families();

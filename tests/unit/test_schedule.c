@@ -222,7 +222,7 @@ static void test_config_errors(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_config_errors();
     test_structure();

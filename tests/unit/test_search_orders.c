@@ -163,7 +163,7 @@ static void test_allocation_failure(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_orders();
     test_lists();

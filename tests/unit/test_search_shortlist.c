@@ -210,7 +210,7 @@ static void test_default_top_k(void)
     CHECK(search_default_top_k(660) == 33);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     spf_set_log_callback(count_warnings, NULL);
     /* uneven rows (magnitude pruning), some empty, M not a multiple of 32 */

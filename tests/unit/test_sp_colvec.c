@@ -282,7 +282,7 @@ static void test_configs(void)
     CHECK(!sp_config_in_space(&c, 16, &cv, 1));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_detection();
     test_format();

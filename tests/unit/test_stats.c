@@ -235,7 +235,7 @@ static void test_hash_generated(void)
     spf_matrix_free(b);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_stats_small();
     test_stats_empty();

@@ -176,7 +176,7 @@ static void test_build_late(void)
     CHECK(!planner_build_late(&c, 155.0, 0));         /* built already: not twice */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_build_late();
     test_rows();

@@ -391,7 +391,7 @@ static void test_alloc_fail(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_clusters();
     test_never_worse();

@@ -199,7 +199,7 @@ static void test_bad_input(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_shapes();
     test_placement_and_bytes();

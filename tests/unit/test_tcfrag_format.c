@@ -611,7 +611,7 @@ static void test_bytes(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_shapes();
     test_mapping();

@@ -58,7 +58,7 @@ static void check_2d(void)
 }
 #endif
 
-int main(void)
+int main(int argc, char **argv)
 {
 #ifdef SPF_HAVE_CUDA
     check_im2col();

@@ -290,7 +290,7 @@ static void job_baseline(job *j, uint64_t seed)
     CHECK_MSG(err < 1e-6, "%s: plan against the double reference: %g", j->path, err);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const char *src = getenv("SPF_SOURCE_DIR"), *build = getenv("SPF_BUILD_DIR");
     if (!src)

@@ -177,7 +177,7 @@ done_matrix:
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const emu_case cases[] = {
         {NULL, 21, 30, 0.2, 40, {4, 32, 1, 1, 1}, SPF_DTYPE_F32, 0, 1, 1, 1, 0},

@@ -164,7 +164,7 @@ static void check_refusals(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     const gather_case cases[] = {
         /* 3×3, padding 1, C_in = 3, 7×9: 63 positions, tiles of 32 */

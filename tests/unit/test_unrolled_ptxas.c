@@ -305,7 +305,7 @@ static void test_budget_and_errors(void)
     spf_matrix_free(a);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     test_budget_and_errors();
     test_allocation_failures();
