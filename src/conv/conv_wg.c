@@ -71,7 +71,7 @@ int conv_wg_geometry(const conv_gather *g, int32_t k, int32_t bn, conv_wg_weight
         const int32_t along = (x.n + fit - 1) / fit;
         x.images = (x.n + along - 1) / along;
     }
-    /* wgmma's N: the tile's positions to a multiple of 8, not bn (layer3's
+    /* wgmma's N: the tile's positions up to the narrowest N built, not bn (layer3's
      * 14 rows of 16 are 224 positions: m64n256 did 14 % more work) */
     x.bn = conv_wg_mma_n(((x.images - 1) * x.halo + x.rows) * wp);
     /* in its plane, the last tap of the last position reaches

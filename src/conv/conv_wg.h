@@ -180,15 +180,28 @@ CONV_HD int32_t conv_wg_row(const conv_wg_geom *g, int32_t pos, int32_t r, int32
     return pos + conv_wg_tap_row(g, conv_wg_plane_rows(g), r, s);
 }
 
-/* wgmma's N for a tile of `positions`: a multiple of 8, but 24 for 16:
- * ptxas (CUDA 13.0) serializes the wgmma of the staged kernel at N = 16,
- * and of no other N (info C7520: "compiler-inserted WG.AR in divergent
- * path"), so that kernel is not built (kernels/conv_wg_device.cuh). */
+/* The wgmma N the warpgroup kernels are built for, X(n) each, the kernel
+ * budget (bench/results/kernel-budget/): every N that ResNet-50's tilings
+ * give at batch 1 to 64 (32, 56, 64, 104-120, 144, 200-248), the narrow 8
+ * and 24, and a grid (48, 96, 128, 160, 192, 256) that other tiles round up
+ * to, instead of every multiple of 8 (186 kernels, a third of the
+ * library's build). Not 16: ptxas (CUDA 13.0) serializes the wgmma of the
+ * staged kernel at N = 16, and of no other N (info C7520: "compiler-
+ * inserted WG.AR in divergent path"). */
+#define CONV_WG_MMA_NS(X) \
+    X(8) X(24) X(32) X(48) X(56) X(64) X(96) X(104) X(112) X(120) X(128) X(144) X(160) X(192) \
+    X(200) X(208) X(216) X(224) X(232) X(248) X(256)
 #define CONV_WG_N_SERIALIZED 16
+
+/* wgmma's N for a tile of `positions` (at most 256): the narrowest built. */
 CONV_HD int32_t conv_wg_mma_n(int32_t positions)
 {
-    const int32_t n = (positions + 7) / 8 * 8;
-    return n == CONV_WG_N_SERIALIZED ? n + 8 : n;
+#define CONV_WG_N_UP(n) \
+    if (positions <= n) \
+        return n;
+    CONV_WG_MMA_NS(CONV_WG_N_UP)
+#undef CONV_WG_N_UP
+    return 0;
 }
 
 /* Bytes of one chunk's weights (all taps) as a stage holds them: dense

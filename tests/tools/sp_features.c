@@ -8,7 +8,7 @@
 
 #include <stdio.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
     for (int f = 0; f < SP_FEATURE_COUNT; f++)
         printf("%s%s", f ? "," : "", sp_feature_names[f]);
@@ -20,7 +20,7 @@ int main(void)
         sp_config c;
         if (sscanf(line, "%lld %lld %63s %lld %63s", &m, &k, pattern, &n, config) != 5 ||
             m < 1 || k < 1 || n < 1 || !sp_pattern_from_name(pattern, &p) ||
-            sp_config_from_name(config, &c) != SPF_OK) {
+            sp_config_parse(config, &c) != SPF_OK) { /* any config the logs name */
             fprintf(stderr, "stdin:%ld: expected M K PATTERN N CONFIG, got: %s", line_no, line);
             return 2;
         }

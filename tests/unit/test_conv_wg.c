@@ -290,7 +290,7 @@ static void check_sparse_pack(const conv_dims *d, double density, double hot, ui
     free(got);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     int geometries = 0, several = 0; /* several: blocks of more than one image */
     for (int i = 0; i < CONV_WG_DIMS; i++)
@@ -310,8 +310,8 @@ int main(void)
                               reason);
                     continue;
                 }
-                /* wgmma's N: the tile's positions to a multiple of 8, within the
-                 * width asked for */
+                /* wgmma's N: the tile's positions up to the narrowest N built, within
+                 * the width asked for */
                 const int32_t positions = ((geom.images - 1) * geom.halo + geom.rows) * geom.wp;
                 CHECK(geom.rows >= 1 && geom.bn == conv_wg_mma_n(positions) &&
                       geom.bn <= conv_wg_widths[b]);
@@ -334,11 +334,23 @@ int main(void)
     CHECK_MSG(reach_wrong == 0, "%lld taps past the stage's rows", (long long)reach_wrong);
     for (int bn = 8; bn <= 256; bn += 8)
         check_accumulators(bn);
+    /* wgmma's N: the narrowest built at or past the positions */
+    static const int32_t built[] = {
+#define BUILT(n) n,
+        CONV_WG_MMA_NS(BUILT)
+#undef BUILT
+    };
+    const int count = (int)(sizeof built / sizeof built[0]);
+    CHECK(built[0] == 8 && built[count - 1] == 256);
+    for (int i = 0; i < count; i++)
+        CHECK(built[i] % 8 == 0 && built[i] != CONV_WG_N_SERIALIZED &&
+              (i == 0 || built[i] > built[i - 1]));
     for (int32_t positions = 1; positions <= 256; positions++) {
         const int32_t n = conv_wg_mma_n(positions);
-        CHECK_MSG(n % 8 == 0 && n >= positions && n < positions + (n == 24 ? 16 : 8) &&
-                      n != CONV_WG_N_SERIALIZED,
-                  "%d positions: N %d", positions, n);
+        int narrowest = 0;
+        while (built[narrowest] < positions)
+            narrowest++;
+        CHECK_MSG(n == built[narrowest], "%d positions: N %d", positions, n);
     }
 
     /* ResNet-50's 3x3 layers at batch 32 */

@@ -3,7 +3,7 @@
  * weights on the device, the kernels' arguments, and each kind's kernel of
  * a dtype and a wgmma N. The accumulators are registers, so N is a
  * template argument: a kernel for each N conv_wg_mma_n gives (conv_wg.h's
- * bn), 186 in all, a translation unit a kind so that they build in
+ * bn, CONV_WG_MMA_NS), a translation unit a kind so that they build in
  * parallel. */
 #ifndef SPF_CONV_KERNELS_CONV_WG_ARGS_CUH
 #define SPF_CONV_KERNELS_CONV_WG_ARGS_CUH

@@ -93,6 +93,13 @@ __device__ __forceinline__ void wg_chunk(float (&d)[BN / 2], const uint8_t *w, c
      * pointer */
     const int plane_rows = conv_wg_plane_rows(&g);
     wgmma_fence();
+    /* ptxas adds a warpgroup.arrive at the head of this loop and of each
+     * copy it unrolls (info C7519, every kernel of the three kinds): the
+     * taps are a run-time count, and at a branch target it cannot prove the
+     * accumulators untouched; a 30-line kernel of one runtime loop of
+     * wgmma does the same (bench/results/kernel-budget/). Without it the
+     * tap count would be a template argument, twice the kernels (1×1 and
+     * 3×3) or more; the arrive is one instruction a tap's four wgmma. */
     int r = 0, s = 0; /* tap t's (r, s), without dividing by S: a division a
                          tap sat between the wgmma (ncu at 98023aa) */
     for (int t = 0; t < g.r * g.s; t++) {
@@ -330,16 +337,17 @@ __device__ __forceinline__ uint8_t *wg_smem(uint8_t *raw)
     return raw + ((CONV_WG_ALIGN - smem_addr(raw) % CONV_WG_ALIGN) % CONV_WG_ALIGN);
 }
 
-/* KIND<T, BN>::kernel() for BN = bn, counting up from 8 in eights
- * (conv_wg_mma_n: CONV_WG_N_SERIALIZED not built); NULL past 256. */
-template <template <typename, int> class KIND, typename T, int BN = 8>
+/* KIND<T, BN>::kernel() for BN = bn, one of conv_wg.h's CONV_WG_MMA_NS;
+ * NULL for another. */
+template <template <typename, int> class KIND, typename T>
 const void *wg_kernel_of(int bn)
 {
-    if constexpr (BN != CONV_WG_N_SERIALIZED)
-        if (bn == BN)
-            return KIND<T, BN>::kernel();
-    if constexpr (BN < 256)
-        return wg_kernel_of<KIND, T, BN + 8>(bn);
+    switch (bn) {
+#define CONV_WG_N_CASE(n) \
+    case n: return KIND<T, n>::kernel();
+        CONV_WG_MMA_NS(CONV_WG_N_CASE)
+#undef CONV_WG_N_CASE
+    }
     return nullptr;
 }
 template <template <typename, int> class KIND>

@@ -137,8 +137,8 @@ int sp_stream_nb_min(int64_t n);
 
 /* The block shapes {bm, bn} of the tile and wgmma kernels, the likeliest
  * first (the kernels instantiate exactly these). */
-#define SP_TILE_SHAPES 6
-#define SP_WGMMA_SHAPES 5
+#define SP_TILE_SHAPES 3
+#define SP_WGMMA_SHAPES 4
 #define SP_TMA_SHAPES 4
 extern const int sp_tile_shapes[SP_TILE_SHAPES][2];
 extern const int sp_wgmma_shapes[SP_WGMMA_SHAPES][2];
@@ -172,12 +172,16 @@ size_t sp_config_smem(const sp_config *c);
 /* Threads of a block of c. */
 int sp_config_threads(const sp_config *c);
 
-/* "nb2_rt2_w8_s3" (stream), "m64n128s3" (tile), "wm128n256s3" (wgmma),
+/* "nb2_rt2_w8_s3" (stream), "m64n64s3" (tile), "wm128n256s3" (wgmma),
  * "tm128n256s3", "tm128n128s4a" or "tm128n64s4k4" (TMA; a: A staged, k2 / k4: K
  * split) or "cv_nb2_w8_s3"
  * (column vectors), for plan info, logs and the cache. */
 void sp_config_name(const sp_config *c, char *buf, size_t size);
+/* The config a name names, one this build runs (sp_config_refusal). */
 spf_status sp_config_from_name(const char *name, sp_config *out);
+/* The config a name names, by its grammar alone: tuning logs hold configs
+ * of shapes no longer built (bench/results/kernel-budget/). */
+spf_status sp_config_parse(const char *name, sp_config *out);
 
 /* Blocks of c an SM holds (registers, shared memory), 0 when it cannot
  * launch; needs a device. */

@@ -268,11 +268,12 @@ template <typename T, int NB> void *kernel_rt(const sp_config *c, bool gather, b
 {
     if (c->rt == 1)
         return kernel_layout<T, NB, 1>(gather, bnk);
-    if (c->rt == 2)
-        return kernel_layout<T, NB, 2>(gather, bnk);
-    if constexpr (NB <= 4)
+    if constexpr (NB <= 4) {
+        if (c->rt == 2)
+            return kernel_layout<T, NB, 2>(gather, bnk);
         if (c->rt == 4)
             return kernel_layout<T, NB, 4>(gather, bnk);
+    }
     return nullptr;
 }
 

@@ -189,11 +189,8 @@ template <typename T> void *kernel_shape(const sp_config *c, bool gather, bool b
 {
     switch (c->bm * 1000 + c->bn) {
     case 32064: return kernel_layout<T, 1, 2, 4>(gather, bnk);
-    case 32128: return kernel_layout<T, 1, 4, 4>(gather, bnk);
     case 64064: return kernel_layout<T, 2, 2, 4>(gather, bnk);
-    case 64128: return kernel_layout<T, 2, 2, 8>(gather, bnk);
     case 128064: return kernel_layout<T, 4, 2, 4>(gather, bnk);
-    case 128128: return kernel_layout<T, 4, 2, 8>(gather, bnk);
     default: return nullptr;
     }
 }

@@ -398,10 +398,11 @@ template <typename T, int MI, int BN, bool SPLIT> void *kernel_staging(const sp_
                        : kernel_layout<T, MI, BN, false, SPLIT>(mn);
 }
 
+/* (m128 n64 and m128 n128 stage A: sp_config_refusal) */
 template <typename T, int MI, int BN> void *kernel_split(const sp_config *c, bool mn)
 {
-    return c->split_k > 1 ? kernel_staging<T, MI, BN, true>(c, mn)
-                          : kernel_staging<T, MI, BN, false>(c, mn);
+    return c->split_k > 1 ? kernel_layout<T, MI, BN, true, true>(mn)
+                          : kernel_layout<T, MI, BN, true, false>(mn);
 }
 
 /* The shapes sp_config_refusal allows; K split on m128 n64 and n128 only. */

@@ -194,7 +194,6 @@ template <typename T> void *kernel_shape(const sp_config *c, bool gather, bool m
 {
     switch (c->bm * 1000 + c->bn) {
     case 64064: return kernel_layout<T, 1, 1, 64>(gather, mn);
-    case 64128: return kernel_layout<T, 1, 1, 128>(gather, mn);
     case 128128: return kernel_layout<T, 2, 1, 128>(gather, mn);
     case 128256: return kernel_layout<T, 2, 1, 256>(gather, mn);
     case 256128: return kernel_layout<T, 2, 2, 128>(gather, mn);
