@@ -8,7 +8,7 @@
 #include <string.h>
 
 /* The shapes that earn their kernels (bench/results/kernel-budget/): on the
- * 220 problems of the predictor's sweeps the tile kernel's m32 n128,
+ * 440 rows of the predictor's sweeps the tile kernel's m32 n128,
  * m64 n128 and m128 n128 and the wgmma kernel's m64 n128 were never within
  * 2 % of the fastest config; m32 n64 stays as V:2:M's tile for V = 32
  * (bm divides V), the wgmma kernel's m128 n256 and m256 n128 as the TMA
