@@ -4,6 +4,8 @@
 #   include/spforge.h                  the one public header (src/ is internal)
 #   lib/libspforge.so.X.Y.Z, .so.X     the shared library, soname libspforge.so.X
 #   lib/libspforge.so                  its link-time name
+#   lib/libspforge_ptxc.so             the in-process PTX compiler, a module
+#                                      libspforge.so loads (builds that found it)
 #   lib/libspforge.a                   the static library
 #   lib/spforge/libnvptxcompiler_static.a  what libspforge.a calls to assemble PTX
 #                                      in process (builds that found it)
@@ -31,11 +33,17 @@ install(TARGETS spforge EXPORT spforgeTargets
 install(TARGETS spforge_static EXPORT spforgeStaticTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The in-process PTX compiler's module, which libspforge.so loads from its
+# own folder (src/gpu/ptx_compiler.c).
+if(TARGET spforge_ptxc)
+  install(TARGETS spforge_ptxc LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+endif()
 install(TARGETS spforge_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT cli)
 install(FILES ${PROJECT_SOURCE_DIR}/include/spforge.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
 # The in-process PTX compiler that libspforge.a calls into (NVIDIA's PTX
-# Compiler API, a static library; libspforge.so has it inside): installed
+# Compiler API, a static library; libspforge.so loads it from the module
+# libspforge_ptxc.so): installed
 # under lib/spforge/ for the static library's users, as the toolkit or the
 # wheel of scripts/fetch-nvptxcompiler.sh may not be on their machine.
 set(SPF_NVPTXCOMPILER_INSTALLED "")

@@ -15,7 +15,7 @@ static void json_assembler(json_writer *w, const assembler_report *r)
     json_string(w, "forced", r->forced);
     json_string(w, "error", r->why[0] ? r->why : NULL);
     json_string(w, "default_order", r->order);
-    json_string(w, "inprocess", r->inprocess_linked ? version : NULL);
+    json_string(w, "inprocess", r->inprocess ? version : NULL);
     json_string(w, "ptxas", r->ptxas[0] ? r->ptxas : NULL);
     json_object_end(w);
 }
@@ -28,11 +28,11 @@ static void print_assembler(const assembler_report *r)
     else
         printf("jit assembler: none: %s\n", r->why);
     printf("  default order: %s\n", r->order);
-    if (r->inprocess_linked)
-        printf("  in-process PTX compiler: nvPTXCompiler %d.%d, linked\n", r->inprocess_major,
+    if (r->inprocess)
+        printf("  in-process PTX compiler: nvPTXCompiler %d.%d\n", r->inprocess_major,
                r->inprocess_minor);
     else
-        printf("  in-process PTX compiler: not in this build\n");
+        printf("  in-process PTX compiler: none: %s\n", r->inprocess_why);
     printf("  ptxas: %s\n", r->ptxas[0] ? r->ptxas : "not found");
 }
 

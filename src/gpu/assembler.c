@@ -43,11 +43,7 @@ static int available(jit_assembler a, assembler_choice *out, char *why, size_t c
 {
     switch (a) {
     case JIT_ASSEMBLER_INPROCESS:
-        if (ptx_compiler_linked(NULL, NULL))
-            return 1;
-        snprintf(why, cap, "this build has no in-process PTX compiler (nvPTXCompiler was not "
-                           "found when it was configured)");
-        return 0;
+        return ptx_compiler_default(why, cap) != NULL;
     case JIT_ASSEMBLER_PTXAS:
         if (ptxas_locate(out->ptxas, sizeof out->ptxas))
             return 1;
@@ -64,7 +60,7 @@ static int available(jit_assembler a, assembler_choice *out, char *why, size_t c
 
 spf_status assembler_choose(assembler_choice *out)
 {
-    char why[160];
+    char why[1024];
     memset(out, 0, sizeof *out);
     const char *env = getenv("SPFORGE_ASSEMBLER");
     if (env && env[0] && strcmp(env, "auto") != 0) {
@@ -83,7 +79,7 @@ spf_status assembler_choose(assembler_choice *out)
         out->forced = 1;
         return SPF_OK;
     }
-    int inprocess = ptx_compiler_linked(NULL, NULL);
+    int inprocess = ptx_compiler_available(NULL, NULL);
     int ptxas = ptxas_locate(out->ptxas, sizeof out->ptxas);
     out->kind = assembler_first(inprocess, ptxas);
     if (out->kind != JIT_ASSEMBLER_PTXAS)
@@ -107,7 +103,7 @@ spf_status assembler_compile(const assembler_choice *c, const ptx_unit *const *u
 {
     switch (c->kind) {
     case JIT_ASSEMBLER_INPROCESS:
-        return ptx_compiler_compile(units, reg_caps, count, sm, threads, results);
+        return ptx_compiler_compile(NULL, units, reg_caps, count, sm, threads, results);
     case JIT_ASSEMBLER_PTXAS:
         return ptxas_compile(c->ptxas, units, reg_caps, count, sm, threads, results);
     default:
@@ -119,7 +115,9 @@ spf_status assembler_compile(const assembler_choice *c, const ptx_unit *const *u
 void assembler_describe(assembler_report *out)
 {
     memset(out, 0, sizeof *out);
-    out->inprocess_linked = ptx_compiler_linked(&out->inprocess_major, &out->inprocess_minor);
+    out->inprocess = ptx_compiler_available(&out->inprocess_major, &out->inprocess_minor);
+    if (!out->inprocess)
+        (void)ptx_compiler_default(out->inprocess_why, sizeof out->inprocess_why);
     if (!ptxas_locate(out->ptxas, sizeof out->ptxas))
         out->ptxas[0] = '\0';
     const char *env = getenv("SPFORGE_ASSEMBLER");

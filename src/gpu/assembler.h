@@ -59,8 +59,9 @@ spf_status assembler_compile(const assembler_choice *c, const ptx_unit *const *u
 
 /* What this build and machine offer, for spforge info; never fails. */
 typedef struct assembler_report {
-    int inprocess_linked;              /* nvPTXCompiler in this build          */
+    int inprocess;                     /* an nvPTXCompiler, linked or loaded   */
     int inprocess_major, inprocess_minor;
+    char inprocess_why[512];           /* why there is none, else ""           */
     char ptxas[ASSEMBLER_PATH_CAP];    /* the ptxas found, or ""               */
     const char *forced;                /* $SPFORGE_ASSEMBLER, or NULL          */
     jit_assembler chosen;              /* assembler_choose's, NONE if it fails */

@@ -27,7 +27,7 @@
 
 extern char **environ;
 
-static int executable(const char *path) { return path && path[0] && access(path, X_OK) == 0; }
+static int executable(const char *path) { return path[0] && access(path, X_OK) == 0; }
 
 static int try_path(char *path, size_t cap, const char *dir, const char *suffix)
 {

@@ -77,6 +77,14 @@ grep -E 'NEEDED.*libcudart' <<<"$dynamic" && fail "the CUDA runtime should be li
 grep -rq "$build" "$lib/cmake/spforge" "$lib/pkgconfig" && fail "the packages name the build tree"
 grep -rq "$work/stage" "$lib/cmake/spforge" "$lib/pkgconfig" && fail "the packages name the install prefix"
 "$prefix/$SPF_INSTALL_BINDIR/spforge" --version >/dev/null || fail "the installed CLI does not run"
+# the PTX compiler's module, beside the library that loads it, where the
+# build has one: its table its one export
+if [ -e "$build/libspforge_ptxc.so" ]; then
+  [ -e "$lib/libspforge_ptxc.so" ] || fail "not installed: $lib/libspforge_ptxc.so"
+  module_exports=$(nm -D --defined-only "$lib/libspforge_ptxc.so" | awk '{ print $NF }')
+  [ "$module_exports" = spf_ptx_compiler_api ] ||
+    fail "libspforge_ptxc.so exports $(wc -w <<<"$module_exports") symbols, not spf_ptx_compiler_api alone"
+fi
 
 # ---- 3. exported symbols
 step "exported symbols: the header's SPF_API functions, spf_* only"

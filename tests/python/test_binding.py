@@ -227,6 +227,30 @@ class PlanTests(unittest.TestCase):
         self.assertIs(info["available"], False)
         self.assertTrue(info["reason"])
 
+    def test_inprocess_assembler_beside_the_library(self):
+        # libspforge.so loads the PTX compiler from libspforge_ptxc.so in its
+        # own folder: forced, an unrolled plan is assembled by it (or, in a
+        # build without the compiler, refused saying so).
+        if not spforge.device_info()["available"]:
+            self.skipTest("no CUDA device")
+        module = os.path.join(os.path.dirname(spforge._capi.path), "libspforge_ptxc.so")
+        saved = os.environ.get("SPFORGE_ASSEMBLER")
+        os.environ["SPFORGE_ASSEMBLER"] = "inprocess"
+        try:
+            with spforge.Matrix.generate(rows=64, cols=48, sparsity=0.8, seed=3) as a:
+                if not os.path.exists(module):
+                    with self.assertRaises(spforge.Error) as e:
+                        spforge.Plan(a, 8, strategy="unrolled", cache=False)
+                    self.assertIn("SPFORGE_ASSEMBLER=inprocess", e.exception.detail)
+                    return
+                with spforge.Plan(a, 8, strategy="unrolled", cache=False) as plan:
+                    self.assertEqual(plan.info()["assembler"], "inprocess")
+        finally:
+            if saved is None:
+                del os.environ["SPFORGE_ASSEMBLER"]
+            else:
+                os.environ["SPFORGE_ASSEMBLER"] = saved
+
     def test_gpu_pointers_checked(self):
         # Refused before any kernel runs, so fake addresses are safe here.
         if not spforge.device_info()["available"]:

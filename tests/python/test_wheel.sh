@@ -11,7 +11,8 @@
 #   1. pip wheel . with the build backend of pyproject.toml (scikit-build-core,
 #      installed into a build venv from the package index: no network and not
 #      in CI, the test is skipped, saying so; in CI it fails), timed;
-#   2. the wheel holds the package and libspforge.so, nothing else;
+#   2. the wheel holds the package and libspforge.so, nothing else but,
+#      for the build's wheel, the PTX compiler's module built beside it;
 #   3. installed with nothing else (no numpy) into a fresh venv, imported
 #      from outside the source tree with SPF_LIB unset: it loads its own
 #      library and runs a small SpMM on a CPU plan; spforge.torch imports
@@ -76,10 +77,10 @@ wheel() {
     "$(grep -cE "Building (C|CUDA) object" "$dir/wheel.log" || true)"
 
   # 2. what the wheel holds
-  "$python" - "$wheel" <<'EOF'
+  "$python" - "$wheel" "$extra" <<'EOF'
 import sys, zipfile
 names = sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if ".dist-info/" not in n)
-want = sorted(["spforge/__init__.py", "spforge/_capi.py", "spforge/_convert.py",
+want = sorted(sys.argv[2].split() + ["spforge/__init__.py", "spforge/_capi.py", "spforge/_convert.py",
                "spforge/_torch.py", "spforge/_torch_conv.py", "spforge/_torch_fuse.py",
                "spforge/_timing.py", "spforge/distributed.py", "spforge/libspforge.so",
                "spforge/resnet50.py",
@@ -123,8 +124,11 @@ EOF
   )
 }
 
+extra=""
 wheel source --config-settings=cmake.define.SPF_WITH_CUDA=OFF
 [ -n "${SPF_WHEEL_LIBRARY:-}" ] || exit 0
+extra=""
+[ -f "$(dirname "$SPF_WHEEL_LIBRARY")/libspforge_ptxc.so" ] && extra=spforge/libspforge_ptxc.so
 wheel build --config-settings=cmake.define.SPF_WITH_CUDA=OFF \
   --config-settings=cmake.define.SPF_PREBUILT_LIBRARY="$SPF_WHEEL_LIBRARY"
 fresh=$work/build/fresh

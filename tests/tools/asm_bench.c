@@ -166,7 +166,7 @@ int main(int argc, char **argv)
     }
 
     int linked_major = 0, linked_minor = 0;
-    int linked = ptx_compiler_linked(&linked_major, &linked_minor);
+    int linked = ptx_compiler_available(&linked_major, &linked_minor);
     char ptxas[4096];
     int have_ptxas = ptxas_locate(ptxas, sizeof ptxas);
     printf("in-process: %s", linked ? "nvPTXCompiler " : "not in this build");

@@ -6,7 +6,8 @@
  * both are one toolkit version); a malformed unit gives SPF_ERR_COMPILE
  * with a log naming the error, through jit_link_load's detail as ptxas's
  * does; many units side by side give what one thread gives; nothing is
- * left in $TMPDIR. The in-process parts skip, with a NOTE, in a build
+ * left in $TMPDIR; the module the shared library loads is that compiler
+ * and anything else is refused. The in-process parts skip, with a NOTE, in a build
  * without the compiler (CPU-only, or no nvPTXCompiler found). */
 #define _POSIX_C_SOURCE 200809L
 
@@ -229,7 +230,7 @@ static void test_forcing(int linked, int have_ptxas)
     }
     assembler_report r;
     assembler_describe(&r);
-    CHECK(r.chosen == first && r.inprocess_linked == linked && !r.why[0] && !r.forced);
+    CHECK(r.chosen == first && r.inprocess == linked && !r.why[0] && !r.forced);
     setenv("SPFORGE_ASSEMBLER", "bogus", 1);
     assembler_describe(&r);
     CHECK(r.chosen == JIT_ASSEMBLER_NONE && strstr(r.why, "bogus") && r.forced);
@@ -241,7 +242,7 @@ static void test_forcing(int linked, int have_ptxas)
 static void test_same_as_ptxas(const char *ptxas)
 {
     int pmaj = 0, pmin = 0, cmaj = 0, cmin = 0;
-    int same_version = ptxas_version(ptxas, &pmaj, &pmin) && ptx_compiler_linked(&cmaj, &cmin) &&
+    int same_version = ptxas_version(ptxas, &pmaj, &pmin) && ptx_compiler_available(&cmaj, &cmin) &&
                        pmaj == cmaj && pmin == cmin;
     printf("ptxas %d.%d, nvPTXCompiler %d.%d: %s\n", pmaj, pmin, cmaj, cmin,
            same_version ? "one version, the code must match byte for byte"
@@ -331,6 +332,48 @@ static void test_malformed(void)
     jit_object_release(&o);
 }
 
+/* The module libspforge.so loads (libspforge_ptxc.so, built beside it in
+ * $SPF_BUILD_DIR) assembles what the linked compiler does, byte for byte:
+ * it is the same compiler behind its table. What is not such a module is
+ * refused saying why, and nothing is assembled. */
+static void test_module(void)
+{
+    const char *build = getenv("SPF_BUILD_DIR");
+    char path[4096], why[1024];
+    if (!build) {
+        printf("NOTE: SPF_BUILD_DIR not set (run through ctest): the module's checks skipped\n");
+        return;
+    }
+    snprintf(path, sizeof path, "%s/libspforge_ptxc.so", build);
+    const ptx_compiler_api *module = ptx_compiler_open(path, why, sizeof why);
+    CHECK_MSG(module != NULL, "%s", why);
+    const ptx_compiler_api *linked = ptx_compiler_default(why, sizeof why);
+    CHECK(linked != NULL && linked != module);
+    CHECK(ptx_compiler_open(path, why, sizeof why) == module); /* loaded once */
+    if (module && linked) {
+        ptx_unit u = unit_of(good_text);
+        const ptx_unit *units[] = {&u};
+        ptxas_result x, y;
+        CHECK_OK(ptx_compiler_compile(module, units, NULL, 1, 90, 1, &x));
+        CHECK_OK(ptx_compiler_compile(linked, units, NULL, 1, 90, 1, &y));
+        CHECK_OK(x.status);
+        CHECK(x.cubin && y.cubin && x.cubin_size == y.cubin_size &&
+              memcmp(x.cubin, y.cubin, x.cubin_size) == 0);
+        CHECK(x.registers == y.registers && x.registers > 0);
+        ptxas_result_clear(&x);
+        ptxas_result_clear(&y);
+    }
+
+    char missing[4200];
+    snprintf(missing, sizeof missing, "%s/no-such-module/libspforge_ptxc.so", build);
+    why[0] = '\0';
+    CHECK(ptx_compiler_open(missing, why, sizeof why) == NULL);
+    CHECK_MSG(strstr(why, "no-such-module") && strstr(why, "PTX compiler"), "%s", why);
+    why[0] = '\0';
+    CHECK(ptx_compiler_open("libm.so.6", why, sizeof why) == NULL);
+    CHECK_MSG(strstr(why, "libm.so.6: no spf_ptx_compiler_api"), "%s", why);
+}
+
 /* Many units on several threads (more than the cores: the handles are
  * separate, the API thread safe) give what one thread gives, byte for
  * byte, every time. */
@@ -387,7 +430,7 @@ int main(int argc, char **argv)
     unsetenv("SPFORGE_ASSEMBLER");
     char ptxas[4096];
     int have_ptxas = ptxas_locate(ptxas, sizeof ptxas);
-    int linked = ptx_compiler_linked(NULL, NULL);
+    int linked = ptx_compiler_available(NULL, NULL);
 
     test_parse_info_log();
     test_forcing(linked, have_ptxas);
@@ -403,6 +446,7 @@ int main(int argc, char **argv)
         printf("NOTE: no ptxas: the comparison with it skipped\n");
     test_malformed();
     test_parallel_matches_serial();
+    test_module();
     CHECK_MSG(dir_is_empty(base), "files left in %s", base);
     rmdir(base);
     return check_report();

@@ -152,6 +152,8 @@ static double ward(const double *x, const double *y, const double *w, int32_t i,
 static spf_status ward_chain(double *x, double *y, double *w, int32_t points, merge *merges)
 {
     spf_status status = SPF_OK;
+    if (points < 2) /* no merge to make (and the sizes below are positive) */
+        return SPF_OK;
     int32_t *chain = mem_alloc_array((size_t)points, sizeof *chain);
     uint8_t *active = mem_alloc((size_t)points);
     double *height = mem_calloc((size_t)points, sizeof *height);
