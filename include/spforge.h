@@ -367,6 +367,18 @@ typedef enum spf_math {
     SPF_MATH_F16X2 = 2    /* F16 only: accumulate in fp16 (faster, less accurate)              */
 } spf_math;
 
+/* How a plan times the candidates it chooses among (BENCHMARKS.md). COLD:
+ * every launch follows a read that evicts the L2, its time subtracted, so
+ * a kernel is chosen for the time it takes where users run it, in a model
+ * whose layers stream their weights from HBM in turn; a kernel that wins
+ * only with its weights resident in the 60 MB L2 is not chosen. HOT: the
+ * same buffers launched back to back, for launch-bound studies of a
+ * matrix called alone. */
+typedef enum spf_timing {
+    SPF_TIMING_COLD = 0,
+    SPF_TIMING_HOT = 1
+} spf_timing;
+
 /* "default", "tf32", "f16x2". */
 SPF_API const char *spf_math_name(spf_math math);
 SPF_API spf_status spf_math_from_name(const char *name, spf_math *out);
@@ -554,6 +566,7 @@ typedef struct spf_plan_options {
     spf_progress_fn progress;  /* called with the progress of spf_plan_create, or NULL
                                   (default: nothing is reported, nothing changes)        */
     void *progress_user;       /* passed to progress as is                               */
+    spf_timing timing;         /* how candidates are timed (default SPF_TIMING_COLD)     */
 } spf_plan_options;
 
 SPF_API void spf_plan_options_init(spf_plan_options *options);

@@ -63,6 +63,8 @@ _GENERATORS = {"uniform": 0, "magnitude": 1, "column_vector": 2, "vnm": 3, "rmat
 _ACCUMULATE = {"f32": 0, "f64": 1}
 _TUNE_SPACES = {"compact": 0, "full": 1}
 _CONFIG_FIELDS = ("m1", "n1", "v", "prefetch", "ksplit")
+# spf_timing: how a plan times its candidates (weights cold, the default, or hot).
+_WEIGHTS = {"cold": 0, "hot": 1}
 
 
 class Error(Exception):
@@ -688,7 +690,8 @@ def device_info(device=0):
 def _plan_options(strategy="auto", dtype="f32", bias=False, relu=False, device=0, verify=True,
                   exhaustive=False, tune_space="compact", config=None, host_threads=0,
                   reorder=False, math="default", b_layout="n_last", c_layout="n_last",
-                  dense=True, search=False, search_top_k=0, search_proxies=True, cache=True):
+                  dense=True, search=False, search_top_k=0, search_proxies=True, cache=True,
+                  weights="cold"):
     """spf_plan_options from Plan's keyword arguments (Plan says what each
     means), checked; a config is kept alive by the struct's pointer to it."""
     options = _capi.PlanOptions()
@@ -704,6 +707,7 @@ def _plan_options(strategy="auto", dtype="f32", bias=False, relu=False, device=0
                         ("search_proxies", search_proxies), ("cache", cache)):
         setattr(options, name, _flag(value, name))
     options.tune_space = _choice(_TUNE_SPACES, tune_space, "tune space")
+    options.timing = _choice(_WEIGHTS, weights, "weights")
     for name, value in (("device", device), ("host_threads", host_threads),
                         ("search_top_k", search_top_k)):
         _field(options, name, value)
@@ -735,13 +739,18 @@ class Plan:
     None (the default) uses the module's hook (set_progress); False
     reports nothing. A true return value stops the plan: spforge.Cancelled.
     An exception raised by it stops the plan too, and is raised here once
-    everything built is freed (Ctrl-C during a long search works so)."""
+    everything built is freed (Ctrl-C during a long search works so).
+
+    weights: how AUTO and the tuners time the candidates they choose among,
+    "cold" (the default: the L2 flushed before every launch, as in a model
+    whose layers stream their weights from HBM in turn) or "hot" (the same
+    buffers back to back, for a matrix called alone in a loop)."""
 
     def __init__(self, matrix, n, strategy="auto", dtype="f32", bias=False, relu=False,
                  device=0, verify=True, exhaustive=False, tune_space="compact", config=None,
                  host_threads=0, reorder=False, math="default", b_layout="n_last",
                  c_layout="n_last", dense=True, search=False, search_top_k=0,
-                 search_proxies=True, cache=True, progress=None):
+                 search_proxies=True, cache=True, progress=None, weights="cold"):
         self._handle = None
         hook = _progress_hook if progress is None else None if progress is False else progress
         if hook is not None and hook != "logging" and not callable(hook):
@@ -752,7 +761,7 @@ class Plan:
                                 tune_space=tune_space, config=config, host_threads=host_threads,
                                 reorder=reorder, math=math, b_layout=b_layout, c_layout=c_layout,
                                 dense=dense, search=search, search_top_k=search_top_k,
-                                search_proxies=search_proxies, cache=cache)
+                                search_proxies=search_proxies, cache=cache, weights=weights)
         n = _int(n, "n", ctypes.c_int64)
         matrix = _matrix(matrix)
         forward = None if hook is None else _Forward(hook)

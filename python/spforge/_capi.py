@@ -63,7 +63,8 @@ class PlanOptions(ctypes.Structure):
                 ("config", ctypes.POINTER(KernelConfig)), ("host_threads", c_int),
                 ("reorder", c_int), ("search", c_int), ("search_top_k", c_int),
                 ("search_proxies", c_int), ("cache", c_int),
-                ("progress", ProgressFn), ("progress_user", c_void_p)]
+                ("progress", ProgressFn), ("progress_user", c_void_p),
+                ("timing", c_enum)]
 
 
 class SearchInfo(ctypes.Structure):

@@ -80,11 +80,14 @@ def _capturing(device):
     return device is not None and torch.cuda.is_current_stream_capturing()
 
 
-def _compiling():
-    """Whether torch.compile (dynamo) is tracing: then forward calls the
-    op, which it can trace."""
-    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
-    return bool(compiling and compiling())
+# Whether torch.compile (dynamo) is tracing: then forward calls the op,
+# which it can trace.
+_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+
+# torch's current stream of a device index as a cudaStream_t int, without
+# the Stream object torch.cuda.current_stream makes per call.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream)
 
 
 class _Layer:
@@ -107,6 +110,13 @@ class _Layer:
         # dense plans ran through the binding; e2e_bert.py).
         self.dense_ns, self.dense_weight = set(), None
         self.dense_bias = None  # (the fp32 bias given, it in the layer's dtype)
+        # What a call of N rows runs (N -> a function of x and bias), made on
+        # its first call: the plan looked up, the dense choice, the C entry
+        # point and the stream's device bound once, so that an eager call
+        # costs the kernel's launch and little more.
+        self.calls = {}
+        self.x_dtype = getattr(torch, dtype)
+        self.x_device = torch.device("cpu") if device is None else torch.device("cuda", device)
         self.lock = threading.Lock()
         self.key = next(_KEYS)
         _LAYERS[self.key] = self
@@ -164,47 +174,85 @@ class _Layer:
             self.dense_weight = self.dense()
         self.dense_ns.add(n)
 
-    def run(self, x, bias):
+    def set_n_plans(self, policy):
+        self.n_plans, self.calls = policy, {}
+
+    def run(self, x, bias, who="spforge::linear"):
         """Y = X·Wᵀ (+ bias) (ReLU) for an N×K X: a new N×M tensor."""
-        n = x.shape[0]
+        if (x.dim() != 2 or x.shape[1] != self.k or x.dtype != self.x_dtype
+                or x.device != self.x_device or (bias is None) == self.has_bias):
+            self._refuse(x, bias, who)
+        call = self.calls.get(x.shape[0])
+        if call is None:
+            call = self._call_for(x.shape[0])
+        return call(x, bias)
+
+    def _refuse(self, x, bias, who):
+        """The error of a call run() refused."""
         if x.dim() != 2 or x.shape[1] != self.k:
-            raise ValueError("spforge::linear: x must be N×%d, got shape %s"
-                             % (self.k, tuple(x.shape)))
-        if _convert._torch_name(x.dtype) != self.dtype:
-            raise TypeError("spforge::linear: x of %s, the layer's plans take %s"
-                            % (x.dtype, self.dtype))
-        where = None if x.device.type == "cpu" else x.device.index
-        if x.device.type not in ("cpu", "cuda") or where != self.device:
-            raise ValueError("spforge::linear: x on %s, the layer's plans run on %s"
-                             % (x.device, _convert.device_name(self.device)))
-        if (bias is not None) != self.has_bias:
-            raise ValueError("spforge::linear: bias %s, the layer was made %s one"
-                             % ("given" if bias is not None else "missing",
-                                "with" if self.has_bias else "without"))
+            raise ValueError("%s: input of shape %s; the layer takes (..., %d)"
+                             % (who, tuple(x.shape), self.k))
+        if x.dtype != self.x_dtype:
+            raise TypeError("%s: input of %s; the layer's plans take %s (convert the input, or "
+                            "sparsify the model after converting it)" % (who, x.dtype, self.dtype))
+        if x.device != self.x_device:
+            raise ValueError("%s: input on %s; the layer's plans run on %s"
+                             % (who, x.device, _convert.device_name(self.device)))
+        raise ValueError("%s: bias %s, the layer was made %s one"
+                         % (who, "given" if bias is not None else "missing",
+                            "with" if self.has_bias else "without"))
+
+    def _call_for(self, n):
+        """The function that runs calls of n rows (made now: the plan too,
+        if there is none; kept in self.calls)."""
         if n == 0:
-            return x.new_empty((0, self.m))
-        rows = plan_rows(n, self.n_plans)
-        plan = self.plan(rows)
-        if rows in self.dense_ns:
+            call = self._empty
+        else:
+            rows = plan_rows(n, self.n_plans)
+            plan = self.plan(rows)
+            call = self._dense_call() if rows in self.dense_ns else self._plan_call(plan, n, rows)
+        self.calls[n] = call
+        return call
+
+    def _empty(self, x, bias):
+        return x.new_empty((0, self.m))
+
+    def _dense_call(self):
+        """torch's own linear on the pruned weight (the plan chose dense)."""
+        weight, relu, linear = self.dense_weight, self.relu, torch.nn.functional.linear
+
+        def call(x, bias):
             if bias is not None:
                 if self.dense_bias is None or self.dense_bias[0] is not bias:
                     self.dense_bias = (bias, bias.to(x.dtype))
                 bias = self.dense_bias[1]
-            y = torch.nn.functional.linear(x, self.dense_weight, bias)
-            return torch.relu_(y) if self.relu else y
-        if rows != n:
-            x = torch.nn.functional.pad(x, (0, 0, 0, rows - n))
-        elif not x.is_contiguous() or x.data_ptr() % 16:  # dense plans need 16-byte alignment
-            x = x.clone(memory_format=torch.contiguous_format)
-        y = torch.empty((rows, self.m), dtype=x.dtype, device=x.device)
-        stream = 0 if self.device is None else torch.cuda.current_stream(x.device).cuda_stream
-        with plan._use() as ptr:  # a release_plans() on another thread waits for the call
-            _check(lib().spf_plan_execute(ptr, x.data_ptr(), y.data_ptr(),
-                                          None if bias is None else bias.data_ptr(),
-                                          stream or None))
-        return y if rows == n else y[:n]
+            y = linear(x, weight, bias)
+            return torch.relu_(y) if relu else y
+        return call
+
+    def _plan_call(self, plan, n, rows):
+        """The plan's execute on n rows, padded to its rows (n_plans)."""
+        execute, handle, m = lib().spf_plan_execute, plan._handle, self.m
+        index = self.device
+        empty, pad = torch.empty, torch.nn.functional.pad
+
+        def call(x, bias):
+            if rows != n:
+                x = pad(x, (0, 0, 0, rows - n))
+            elif not x.is_contiguous() or x.data_ptr() % 16:  # dense plans need 16-byte alignment
+                x = x.clone(memory_format=torch.contiguous_format)
+            y = empty((rows, m), dtype=x.dtype, device=x.device)
+            stream = 0 if index is None else _raw_stream(index)
+            with handle as ptr:  # a release_plans() on another thread waits for the call
+                status = execute(ptr, x.data_ptr(), y.data_ptr(),
+                                 None if bias is None else bias.data_ptr(), stream or None)
+            if status:
+                _check(status)
+            return y if rows == n else y[:n]
+        return call
 
     def close(self):
+        self.calls = {}
         self.dense_ns, self.dense_weight, self.dense_bias = set(), None, None
         plans, self.plans = self.plans, {}
         for plan in plans.values():
@@ -459,24 +507,15 @@ class SparseLinear(PrunedState, torch.nn.Module):
     def n_plans(self, policy):
         if policy not in N_PLANS:
             raise ValueError("n_plans: expected one of %s, got %r" % (", ".join(N_PLANS), policy))
-        self._layer.n_plans = policy
+        self._layer.set_n_plans(policy)
 
     def forward(self, x):
-        if x.shape[-1] != self.in_features:
-            raise ValueError("SparseLinear: input of shape %s; the layer takes (..., %d)"
-                             % (tuple(x.shape), self.in_features))
-        if x.dtype != self.dtype:
-            raise TypeError("SparseLinear: input of %s; the layer's plans take %s (convert the "
-                            "input, or sparsify the model after converting it)"
-                            % (x.dtype, self.dtype))
-        if x.device != self.device:
-            raise ValueError("SparseLinear: input on %s; the layer's plans run on %s"
-                             % (x.device, self.device))
         lead = tuple(x.shape[:-1])
-        x = x.reshape(-1, self.in_features)
+        x = x.reshape(-1, x.shape[-1]) if x.dim() else x
         if type(x) is torch.Tensor and not _compiling() and not (
                 x.requires_grad and torch.is_grad_enabled()):
-            y = self._layer.run(x, self.bias)  # eager: what the op runs, without its dispatch
+            # eager: what the op runs, without its dispatch
+            y = self._layer.run(x, self.bias, "SparseLinear")
         else:
             y = linear_op(x, self.bias, self._key)
         act = self.activation

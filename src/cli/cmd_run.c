@@ -27,6 +27,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     uint64_t seed = 1;
     int dtype = 0, math = 0, b_layout = 0, c_layout = 0, strategy = 0, no_dense = 0;
     int backend_choice = BACKEND_AUTO, timing_choice = TIMING_LOOP, bias = 0, relu = 0, progress = 0, no_progress = 0;
+    int weights = SPF_TIMING_COLD;
     const char *const *dtype_names = cli_dtype_names();
     const cli_option options[] = {
         {"n", CLI_INT, &n, "N", "columns of B and C (required)", NULL, 1, INT32_MAX, 0},
@@ -49,6 +50,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         {"seed", CLI_U64, &seed, "S", "seed of B, the bias and pattern-only values (default 1)", NULL, 0, 0, 0},
         CLI_RUN_OPTIONS(threads, repeat, backend_choice, timing_choice, run_timing_names,
                         "loop|graph"),
+        CLI_WEIGHTS_OPTION(weights),
         CLI_PROGRESS_OPTIONS(progress, no_progress),
         CLI_READ_OPTIONS(ra),
     };
@@ -73,13 +75,14 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     const run_backend *backend = run_backend_select(backend_choice, &dev, &st, why, sizeof why);
     if (!backend)
         return cli_fail(&ctx, st, "%s", why);
-    int gpu_options = dtype || math || b_layout || c_layout || strategy || no_dense;
+    int gpu_options = dtype || math || b_layout || c_layout || strategy || no_dense || weights;
     if (backend_choice == BACKEND_CPU && gpu_options)
-        return cli_usage_error(&ctx, "--dtype, --math, --strategy, --no-dense and the layouts "
-                                     "shape a GPU plan, not --backend cpu");
+        return cli_usage_error(&ctx, "--dtype, --math, --strategy, --no-dense, --weights and the "
+                                     "layouts shape a GPU plan, not --backend cpu");
     if (backend_choice != BACKEND_GPU && gpu_options && !dev.available)
         return cli_fail(&ctx, SPF_ERR_NO_DEVICE,
-                        "--dtype, --math, --strategy, --no-dense and the layouts shape a GPU plan, "
+                        "--dtype, --math, --strategy, --no-dense, --weights and the layouts shape a "
+                        "GPU plan, "
                         "and there is no usable CUDA device (%s)", dev.reason);
 
     spf_matrix *a = NULL;
@@ -138,6 +141,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
     req.plan.math = (spf_math)math;
     req.plan.b_layout = (spf_layout)b_layout;
     req.plan.c_layout = (spf_layout)c_layout;
+    req.plan.timing = (spf_timing)weights;
     req.plan.dense = !no_dense;
     run_outcome out = {0};
     st = backend->run(&req, &out);
@@ -169,6 +173,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         json_string(&w, "backend_description", backend->description);
         json_string(&w, "kernel", out.detail);
         json_string(&w, "timing", out.timing);
+        json_string(&w, "weights", run_weights_names[weights]);
         if (out.have_plan)
             cli_json_plan(&w, "plan", &out.plan);
         cli_json_stats(&w, "stats", &s);

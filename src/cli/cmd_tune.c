@@ -4,6 +4,7 @@
  * configuration of the same space compiled and timed) and reports the
  * search's loss against it and how much cheaper the search was. */
 #include "cli/cli.h"
+#include "cli/run_backend.h"
 #include "core/budget.h"
 
 #include "gpu/host_run.h"
@@ -117,8 +118,11 @@ static int compare_double(const void *x, const void *y)
 }
 
 static spf_status retime(const spf_plan *pick, const spf_plan *oracle, const spf_matrix *a,
-                         int64_t n, int bias, double *pick_us, double *oracle_us)
+                         int64_t n, int bias, int cold, double *pick_us, double *oracle_us)
 {
+    timing_options topt; /* the rule the plans were chosen by */
+    timing_options_init(&topt);
+    topt.cold = cold;
     spf_status st = SPF_OK;
     int64_t m = spf_matrix_rows(a), k = spf_matrix_cols(a);
     float *b = NULL, *c = NULL, *bias_v = NULL;
@@ -140,7 +144,8 @@ static spf_status retime(const spf_plan *pick, const spf_plan *oracle, const spf
     for (int r = 0; r < RETIME_ROUNDS && st == SPF_OK; r++)
         for (int which = 0; which < 2 && st == SPF_OK; which++) {
             timing_result t;
-            st = host_run_plan(which ? oracle : pick, m, k, n, b, c, bias ? bias_v : NULL, NULL, &t);
+            st = host_run_plan(which ? oracle : pick, m, k, n, b, c, bias ? bias_v : NULL, &topt,
+                               &t);
             if (st == SPF_OK)
                 times[which][r] = t.median_us;
         }
@@ -165,6 +170,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     uint64_t seed = 1;
     int dtype = 0, space = SEARCH_DEFAULT_SPACE, strategy = 0, exhaustive = 0, no_proxies = 0;
     int reorder = 0, no_cache = 0, bias = 0, relu = 0, quiet = 0, progress = 0, no_progress = 0;
+    int weights = SPF_TIMING_COLD;
     const char *log_path = NULL, *oracle_log_path = NULL;
     char top_k_help[128];
     snprintf(top_k_help, sizeof top_k_help,
@@ -203,6 +209,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
         {"quiet", CLI_FLAG, &quiet, NULL,
          "no log lines on stderr (warnings still show; the progress display is --no-progress)",
          NULL, 0, 0, 0},
+        CLI_WEIGHTS_OPTION(weights),
         CLI_PROGRESS_OPTIONS(progress, no_progress),
         {"seed", CLI_U64, &seed, "S", "seed of pattern-only values (default 1)", NULL, 0, 0, 0},
         CLI_READ_OPTIONS(ra),
@@ -252,6 +259,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     o.tune_space = (spf_tune_space)space;
     o.search_top_k = (int)top_k;
     o.search_proxies = !no_proxies;
+    o.timing = (spf_timing)weights;
     o.cache = !no_cache;
     if (display.on) {
         o.progress = cli_progress_event;
@@ -286,7 +294,7 @@ int cmd_tune(const cli_command *cmd, int argc, char **argv)
     if (st == SPF_OK && exhaustive && dtype == SPF_DTYPE_F32) {
         cli_progress_label(&display, NULL);
         cli_progress_note(&display, 1, "timing the search's pick and the oracle's best side by side");
-        st = retime(plan, oracle, a, n, bias, &pick_us, &oracle_us);
+        st = retime(plan, oracle, a, n, bias, weights == SPF_TIMING_COLD, &pick_us, &oracle_us);
     }
     cli_progress_finish(&display);
     spf_set_log_callback(NULL, NULL);

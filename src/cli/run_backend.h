@@ -17,6 +17,17 @@ extern const char *const run_backend_names[];
 enum { TIMING_LOOP, TIMING_GRAPH };
 extern const char *const run_timing_names[];
 
+/* The --weights names, in spf_timing's order. */
+extern const char *const run_weights_names[];
+
+/* How a plan times its candidates and the run its plan (spf_timing). */
+#define CLI_WEIGHTS_OPTION(weights)                                                                \
+    {"weights", CLI_CHOICE, &(weights), "cold|hot",                                                \
+     "GPU: time with the weights cold (default: the L2 flushed before every launch and the "      \
+     "flush's time subtracted, as in a model whose layers stream their weights in turn) or hot "  \
+     "(the same buffers back to back, resident in the L2); the plan chooses its kernel by the "   \
+     "same rule", run_weights_names, 0, 0, 0}
+
 /* C = A·B (+bias, relu) on host buffers: b K×n, c M×n row-major, bias M
  * floats or NULL; threads 0 = all cores; repeat timed runs. */
 typedef struct run_request {

@@ -38,17 +38,15 @@ static spf_status run_path(void *ctx, void *stream)
     return conv_run(r->p, r->path, r->in, r->out, r->bias, r->residual, stream);
 }
 
-/* The GPU's time of one execute on path, replayed in a CUDA graph: in a
- * launch loop the host's cost per launch (several µs on the H200's host)
- * hides kernels of a few µs, and the choice would be a coin toss. */
+/* The GPU's time of one execute on path, replayed in a CUDA graph (in a
+ * launch loop the host's cost per launch, several µs on the H200's host,
+ * hides kernels of a few µs, and the choice would be a coin toss), with
+ * the weights cold: timing_measure's defaults. */
 static spf_status time_path(path_run *r, spf_conv_path path, double *us)
 {
     timing_result t;
-    timing_options topt;
-    timing_options_init(&topt);
-    topt.graph = 1;
     r->path = path;
-    spf_status status = timing_measure(run_path, r, NULL, &topt, &t);
+    spf_status status = timing_measure(run_path, r, NULL, NULL, &t);
     *us = t.median_us;
     return status;
 }

@@ -171,10 +171,24 @@ fail:
     return status;
 }
 
+spf_status selfcheck_set_timing(selfcheck *s, int cold)
+{
+    s->cold = cold;
+    return cold && !s->flush.buffer ? l2_flush_make(&s->flush) : SPF_OK;
+}
+
+void selfcheck_timing(const selfcheck *s, timing_options *out)
+{
+    timing_options_init(out);
+    out->cold = s->cold;
+    out->flush = s->cold && s->flush.buffer ? &s->flush : NULL;
+}
+
 void selfcheck_release(selfcheck *s)
 {
     if (!s)
         return;
+    l2_flush_release(&s->flush);
     cuda_free_quiet(s->b);
     cuda_free_quiet(s->c);
     cuda_free_quiet(s->bias);
@@ -193,6 +207,18 @@ spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out)
     (void)p, (void)threads;
     memset(out, 0, sizeof *out);
     return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+spf_status selfcheck_set_timing(selfcheck *s, int cold)
+{
+    (void)s, (void)cold;
+    return FAIL(SPF_ERR_NO_DEVICE, "built without CUDA");
+}
+
+void selfcheck_timing(const selfcheck *s, timing_options *out)
+{
+    (void)s;
+    timing_options_init(out);
 }
 
 spf_status selfcheck_measure(selfcheck *s, selfcheck_launch_fn fn, void *ctx, double *error)

@@ -17,6 +17,8 @@
 #ifndef SPF_GPU_SELFCHECK_H
 #define SPF_GPU_SELFCHECK_H
 
+#include "gpu/l2_flush.h"
+#include "gpu/timing.h"
 #include "plan/problem.h"
 #include "spforge.h"
 
@@ -43,6 +45,8 @@ typedef struct selfcheck {
     float *c_f32; /* host, m × n: the download as float, m × n                   */
     float *c_tmp; /* host, n × m: the download as float before the transpose of
                      an N_FIRST C, else NULL                                     */
+    int cold;     /* candidates are timed with their weights cold (the default)  */
+    l2_flush flush; /* cold: the flush every timing on these buffers shares      */
 } selfcheck;
 
 /* Allocate and fill the buffers of problem p (its matrix, n, dtype,
@@ -50,6 +54,15 @@ typedef struct selfcheck {
  * (threads host threads, 0 = all cores). out is zeroed first. The
  * tolerance of a result is dtype_tolerance (core/dtype.h). */
 spf_status selfcheck_prepare(const problem *p, int threads, selfcheck *out);
+
+/* The rule every candidate timed on these buffers is timed by: cold
+ * (gpu/timing.h's default, with a flush made here once for the plan) or
+ * hot. Called after selfcheck_prepare; fails only to allocate the flush. */
+spf_status selfcheck_set_timing(selfcheck *s, int cold);
+
+/* The timing options of that rule, into out (timing_options_init's
+ * otherwise), for timing_measure on these buffers. */
+void selfcheck_timing(const selfcheck *s, timing_options *out);
 
 /* Poison C, launch once, synchronize, download and compare: *error is the
  * relative error over the rows checked, relative_error_biased's (+inf if

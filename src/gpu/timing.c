@@ -1,18 +1,26 @@
 /* Event timing. R back-to-back launches amortize the event resolution
  * (~0.5 µs) and the launch gaps of launch-bound problems the same way for
  * every competitor; the median over rounds resists clock and neighbour
- * noise (BENCHMARKS.md). */
+ * noise (BENCHMARKS.md). Cold, the flush's rounds are timed right after
+ * the launches' own, with the same R and the same graph rule, so that the
+ * difference is the launch's time with its operands in HBM. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "gpu/timing.h"
 
 #include "core/error.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 enum { MIN_ROUNDS = 7, MAX_ROUNDS = 1000, MAX_REPEATS = 10000 };
+
+/* Cold: launches a round at least (the flush's noise, averaged), and the
+ * least time a launch is said to take (µs). */
+enum { MIN_COLD_REPEATS = 8 };
+#define MIN_COLD_US 0.01
 
 double timing_now_s(void)
 {
@@ -24,7 +32,7 @@ double timing_now_s(void)
 void timing_options_init(timing_options *options)
 {
     *options = (timing_options){.warmup = 3, .rounds = MIN_ROUNDS, .repeats = 0,
-                                .target_round_us = 500.0};
+                                .target_round_us = 500.0, .graph = 1, .cold = 1};
 }
 
 #ifdef SPF_HAVE_CUDA
@@ -93,14 +101,82 @@ static spf_status capture(timing_launch_fn fn, void *ctx, cudaStream_t stream, i
     return status;
 }
 
+/* The rounds of fn on s: R (*repeats, chosen from one launch's time when
+ * 0) launches a round, replays of their graph when *graph (cleared where
+ * the capture fails: the loop is timed instead); the per-launch time of
+ * each round into samples, sorted. */
+static spf_status time_rounds(timing_launch_fn fn, void *ctx, cudaStream_t s,
+                              const timing_options *opt, int rounds, int *graph, int *repeats,
+                              cudaEvent_t start, cudaEvent_t stop, double *samples)
+{
+    spf_status status = SPF_OK;
+    round_work work = {.fn = fn, .ctx = ctx};
+    int warmup = opt->warmup < 1 ? 1 : opt->warmup;
+    double estimate_us;
+    TRY(time_round(&work, s, warmup, start, stop, &estimate_us));
+    if (*graph) { /* the estimate from one replay: the loop's includes the host's cost */
+        if (capture(fn, ctx, s, 1, &work.graph) != SPF_OK) {
+            /* not capturable (a launch the capture refused): time the loop */
+            error_clear();
+            (void)cudaGetLastError();
+            *graph = 0;
+        } else {
+            TRY(time_round(&work, s, 1, start, stop, &estimate_us));
+            (void)cudaGraphExecDestroy(work.graph);
+            work.graph = NULL;
+        }
+    }
+    if (*repeats <= 0) {
+        double r = estimate_us > 0.0 ? opt->target_round_us / estimate_us : MAX_REPEATS;
+        *repeats = r < 1.0 ? 1 : r > MAX_REPEATS ? MAX_REPEATS : (int)r;
+        if (opt->cold && *repeats < MIN_COLD_REPEATS)
+            *repeats = MIN_COLD_REPEATS;
+    }
+    if (*graph) {
+        TRY(capture(fn, ctx, s, *repeats, &work.graph));
+        TRY(time_round(&work, s, *repeats, start, stop, &estimate_us)); /* the graph's first run */
+    }
+    for (int i = 0; i < rounds; i++)
+        TRY(time_round(&work, s, *repeats, start, stop, &samples[i]));
+    qsort(samples, (size_t)rounds, sizeof samples[0], compare_double);
+fail:
+    if (work.graph)
+        (void)cudaGraphExecDestroy(work.graph);
+    return status;
+}
+
+static double median_of_sorted(const double *x, int count)
+{
+    return count % 2 ? x[count / 2] : 0.5 * (x[count / 2 - 1] + x[count / 2]);
+}
+
+/* A cold launch: the flush, then the thing timed. */
+typedef struct flushed {
+    timing_launch_fn fn;
+    void *ctx;
+    const l2_flush *flush;
+} flushed;
+
+static spf_status flushed_launch(void *ctx, void *stream)
+{
+    const flushed *f = ctx;
+    spf_status st = l2_flush_launch(f->flush, stream);
+    return st == SPF_OK ? f->fn(f->ctx, stream) : st;
+}
+
+static spf_status flush_alone(void *ctx, void *stream)
+{
+    return l2_flush_launch(((const flushed *)ctx)->flush, stream);
+}
+
 spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
                           const timing_options *options, timing_result *out)
 {
     spf_status status = SPF_OK;
     cudaEvent_t start = NULL, stop = NULL;
     cudaStream_t own = NULL;
-    round_work work = {.fn = fn, .ctx = ctx};
-    double samples[MAX_ROUNDS];
+    l2_flush own_flush = {0};
+    double samples[MAX_ROUNDS], flush_samples[MAX_ROUNDS];
     timing_options opt;
     if (options)
         opt = *options;
@@ -119,43 +195,34 @@ spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
         TRY(CUDA_CHECK(cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking)));
         s = own;
     }
-    int warmup = opt.warmup < 1 ? 1 : opt.warmup;
-    double estimate_us;
-    TRY(time_round(&work, s, warmup, start, stop, &estimate_us));
-    int repeats = opt.repeats;
-    if (opt.graph) { /* the estimate from one replay: the loop's includes the host's cost */
-        if (capture(fn, ctx, s, 1, &work.graph) != SPF_OK) {
-            /* not capturable (a launch the capture refused): time the loop */
-            error_clear();
-            (void)cudaGetLastError();
-            opt.graph = 0;
-        } else {
-            TRY(time_round(&work, s, 1, start, stop, &estimate_us));
-            (void)cudaGraphExecDestroy(work.graph);
-            work.graph = NULL;
+    int graph = opt.graph, repeats = opt.repeats;
+    if (!opt.cold) {
+        TRY(time_rounds(fn, ctx, s, &opt, rounds, &graph, &repeats, start, stop, samples));
+    } else {
+        if (!opt.flush) {
+            TRY(l2_flush_make(&own_flush));
+            opt.flush = &own_flush;
         }
+        flushed f = {fn, ctx, opt.flush};
+        TRY(time_rounds(flushed_launch, &f, s, &opt, rounds, &graph, &repeats, start, stop,
+                        samples));
+        /* the flush alone, the same way: what is subtracted */
+        TRY(time_rounds(flush_alone, &f, s, &opt, rounds, &graph, &repeats, start, stop,
+                        flush_samples));
+        out->flush_us = median_of_sorted(flush_samples, rounds);
+        /* a launch shorter than the flush's noise still counts as a time */
+        for (int i = 0; i < rounds; i++)
+            samples[i] = fmax(samples[i] - out->flush_us, MIN_COLD_US);
     }
-    if (repeats <= 0) {
-        double r = estimate_us > 0.0 ? opt.target_round_us / estimate_us : MAX_REPEATS;
-        repeats = r < 1.0 ? 1 : r > MAX_REPEATS ? MAX_REPEATS : (int)r;
-    }
-    if (opt.graph) {
-        TRY(capture(fn, ctx, s, repeats, &work.graph));
-        TRY(time_round(&work, s, repeats, start, stop, &estimate_us)); /* the graph's first run */
-    }
-    for (int i = 0; i < rounds; i++)
-        TRY(time_round(&work, s, repeats, start, stop, &samples[i]));
-    qsort(samples, (size_t)rounds, sizeof samples[0], compare_double);
-    out->median_us = rounds % 2 ? samples[rounds / 2]
-                                : 0.5 * (samples[rounds / 2 - 1] + samples[rounds / 2]);
+    out->median_us = median_of_sorted(samples, rounds);
     out->min_us = samples[0];
     out->max_us = samples[rounds - 1];
     out->repeats = repeats;
     out->rounds = rounds;
-    out->graph = opt.graph;
+    out->graph = graph;
+    out->cold = opt.cold;
 fail:
-    if (work.graph)
-        (void)cudaGraphExecDestroy(work.graph);
+    l2_flush_release(&own_flush);
     if (own)
         (void)cudaStreamDestroy(own);
     if (start)

@@ -1,10 +1,15 @@
 /* Kernel timing with CUDA events, the protocol of BENCHMARKS.md: warm up,
  * then R back-to-back launches between two events per round, the per-launch
- * median over at least 7 rounds. Used by the tuner and by spforge-bench, so
- * that spforge and the vendor libraries are timed the same way. */
+ * median over at least 7 rounds. Weights cold by default: every launch
+ * follows a read that evicts the L2 (gpu/l2_flush.h), as the other layers
+ * of a model do between two calls of one, and the read's own time, timed
+ * in rounds of its own, is subtracted. Used by the planner, every
+ * strategy's tuning and spforge-bench, so that every candidate and every
+ * vendor library is timed by one rule. */
 #ifndef SPF_GPU_TIMING_H
 #define SPF_GPU_TIMING_H
 
+#include "gpu/l2_flush.h"
 #include "spforge.h"
 
 #ifdef __cplusplus
@@ -30,7 +35,12 @@ typedef struct timing_options {
                                host's cost per launch, which bounds launch loops of
                                kernels of a few µs (spf_plan_execute's launches are
                                capturable; where a capture fails, the loop is timed
-                               instead and the result says so); 0 (default): a loop     */
+                               instead and the result says so) (default); 0: a loop       */
+    int cold;               /* 1 (default): the L2 flushed before every launch, the
+                               flush's time subtracted; 0: the operands stay in the L2
+                               from one launch to the next (hot)                          */
+    const l2_flush *flush;  /* cold: the flush to use (a plan's, made once), or NULL for
+                               one made and released by the call                          */
 } timing_options;
 
 void timing_options_init(timing_options *options);
@@ -40,9 +50,12 @@ typedef struct timing_result {
     double min_us, max_us;  /* per launch: the fastest and slowest rounds                  */
     int repeats, rounds;    /* R and the number of rounds used                             */
     int graph;              /* 1: the rounds were replays of a CUDA graph                   */
+    int cold;               /* 1: each launch after an L2 flush, its time subtracted       */
+    double flush_us;        /* cold: the flush's median, subtracted                        */
 } timing_result;
 
-/* Time fn(ctx, stream) on `stream`; options may be NULL for the defaults.
+/* Time fn(ctx, stream) on `stream`; options may be NULL for the defaults
+ * (graph replays, weights cold).
  * Synchronizes the stream. SPF_ERR_NO_DEVICE in a build without CUDA. */
 spf_status timing_measure(timing_launch_fn fn, void *ctx, void *stream,
                           const timing_options *options, timing_result *out);

@@ -34,8 +34,8 @@ static const unsigned char MAGIC[8] = {'S', 'P', 'F', 'P', 'L', 'A', 'N', 0};
 static const uint64_t NAME_SEED = 0x53504643414b0001ULL;
 static const uint64_t TRAILER_SEED = 0x535046434b530001ULL;
 
-/* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 15 i32 | 5 i32 */
-enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 15 * 4 + 5 * 4 };
+/* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 16 i32 | 5 i32 */
+enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 16 * 4 + 5 * 4 };
 /* magic | version | key size, the fixed prefix (those and the key), and
  * the XXH64 trailer */
 enum { HEADER_BYTES = 8 + 4 + 4, PREFIX_BYTES = HEADER_BYTES + KEY_BYTES, TRAILER_BYTES = 8 };
@@ -126,7 +126,7 @@ static void put_key(writer *w, const cache_key *k)
     const int32_t ints[] = {k->dtype,      k->math,         k->b_layout,       k->c_layout,
                             k->bias,       k->relu,         k->sm,             k->strategy,
                             k->dense,      k->exhaustive,   k->tune_space,     k->search,
-                            k->search_top_k, k->search_proxies, k->reorder};
+                            k->search_top_k, k->search_proxies, k->reorder, k->timing};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         put_i32(w, ints[i]);
     put_config(w, &k->forced);
@@ -375,6 +375,7 @@ spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options
     out->search_top_k = o->search ? o->search_top_k : 0;
     out->search_proxies = o->search ? o->search_proxies : 0;
     out->reorder = o->reorder;
+    out->timing = (int32_t)o->timing;
     if (o->config)
         out->forced = *o->config;
     return SPF_OK;

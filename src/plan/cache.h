@@ -84,7 +84,7 @@
 /* Bumped whenever the layout above or the meaning of a field changes; it
  * is part of the key too, so entries of an older format get other file
  * names and are simply not found. */
-#define CACHE_FORMAT_VERSION 4u
+#define CACHE_FORMAT_VERSION 5u
 
 /* The largest entry file loaded or stored. Unrolled kernels carry their
  * values as immediates, so the cubin grows with the nonzeros: the largest
@@ -118,6 +118,7 @@ typedef struct cache_key {
     int32_t search_top_k;      /* as requested; 0 without search         */
     int32_t search_proxies;    /* 0 without search                       */
     int32_t reorder;           /* LO-SpMM Algorithm 1 row order          */
+    int32_t timing;            /* spf_timing: cold and hot choose apart  */
     spf_kernel_config forced;  /* options->config, all zeros if none    */
 } cache_key;
 

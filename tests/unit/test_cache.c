@@ -198,7 +198,7 @@ static void test_key(void)
     CHECK(strcmp(p0, p1) != 0);
 
     spf_kernel_config forced = {8, 64, 2, 2, 4};
-    for (int change = 0; change < 11; change++) {
+    for (int change = 0; change < 12; change++) {
         spf_plan_options q = o;
         int64_t n = 64;
         int sm = 90;
@@ -213,6 +213,7 @@ static void test_key(void)
         case 7: q.exhaustive = 1; break;
         case 8: q.reorder = 1; break;
         case 9: q.search = 1; break;
+        case 10: q.timing = SPF_TIMING_HOT; break;
         default: q.config = &forced; break;
         }
         CHECK_OK(cache_key_make(a, n, &q, sm, &k));

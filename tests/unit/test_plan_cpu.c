@@ -194,7 +194,7 @@ static void test_bad_options(void)
         int64_t n;
         spf_plan_options o;
         spf_status expect;
-    } cases[24];
+    } cases[32];
     int count = 0;
     spf_plan_options base;
     spf_plan_options_init(&base);
@@ -222,6 +222,7 @@ static void test_bad_options(void)
     CASE("math", 4, o->math = (spf_math)5, SPF_ERR_INVALID_ARGUMENT);
     CASE("layout", 4, o->c_layout = (spf_layout)2, SPF_ERR_INVALID_ARGUMENT);
     CASE("dense flag", 4, o->dense = 2, SPF_ERR_INVALID_ARGUMENT);
+    CASE("timing", 4, o->timing = (spf_timing)2, SPF_ERR_INVALID_ARGUMENT);
     CASE("options size", 4, o->size = 8, SPF_ERR_INVALID_ARGUMENT);
     CASE("options not initialized", 4, o->size = 0x5a5a5a5a, SPF_ERR_INVALID_ARGUMENT);
     CASE("config with CPU", 4, o->config = &good, SPF_ERR_INVALID_ARGUMENT);

@@ -468,7 +468,9 @@ static spf_status time_candidates(dense_state *s, const cublasLtMatmulHeuristicR
     for (int i = 0; i < count && i < limit; i++) {
         timed_run t = {s, &res[i].algo, check};
         timing_result r;
-        spf_status st = timing_measure(timed_launch, &t, NULL, NULL, &r);
+        timing_options topt;
+        selfcheck_timing(check, &topt);
+        spf_status st = timing_measure(timed_launch, &t, NULL, &topt, &r);
         ++*tried;
         if (st != SPF_OK) {
             log_msg(SPF_LOG_DEBUG, "dense: algorithm %d (rank %d) did not run: %s",
@@ -633,7 +635,9 @@ static spf_status try_workspace(dense_state *s, const cublasLtMatmulHeuristicRes
     TRY(workspace_keep(s, res[best].workspaceSize));
     timed_run tr = {s, &s->algo, check};
     timing_result r;
-    TRY(timing_measure(ordered_launch, &tr, NULL, NULL, &r));
+    timing_options topt;
+    selfcheck_timing(check, &topt);
+    TRY(timing_measure(ordered_launch, &tr, NULL, &topt, &r));
     ++*tried;
     if (!(r.median_us * (1 + DENSE_WORKSPACE_GAIN) < *best_us)) {
         log_msg(SPF_LOG_INFO, "dense: algorithm %d with a workspace: %.2f us as launched, not "

@@ -176,7 +176,9 @@ static spf_status time_config(const problem *p, const panel_device *dev, const p
 {
     panel_call call = {dev, c, problem_operands(p, check->b, check->c, check->bias)};
     timing_result r;
-    spf_status status = timing_measure(timed_launch, &call, NULL, NULL, &r);
+    timing_options topt;
+    selfcheck_timing(check, &topt);
+    spf_status status = timing_measure(timed_launch, &call, NULL, &topt, &r);
     *us = r.median_us;
     return status;
 }

@@ -327,8 +327,10 @@ static spf_status sp_build(const problem *p, const strategy_env *env, void **sta
         sp_call call = {&dev, c, &apart, p,
                         problem_operands(p, env->check->b, env->check->c, env->check->bias)};
         timing_result r;
+        timing_options topt;
+        selfcheck_timing(env->check, &topt);
         tried++;
-        if (timing_measure(timed_launch, &call, NULL, NULL, &r) != SPF_OK) {
+        if (timing_measure(timed_launch, &call, NULL, &topt, &r) != SPF_OK) {
             log_msg(SPF_LOG_DEBUG, "structured: a config did not run: %s", spf_last_error());
             error_clear();
             continue;

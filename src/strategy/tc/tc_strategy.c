@@ -121,7 +121,9 @@ static spf_status time_config(const tc_state *s, const tc_format *f, const tc_co
         return status;
     timed_config t = {s, &sched, c, check};
     timing_result r;
-    status = timing_measure(timed_launch, &t, NULL, NULL, &r);
+    timing_options topt;
+    selfcheck_timing(check, &topt);
+    status = timing_measure(timed_launch, &t, NULL, &topt, &r);
     *us = r.median_us;
     tc_schedule_release(&sched);
     return status;

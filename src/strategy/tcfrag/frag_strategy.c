@@ -197,7 +197,9 @@ static spf_status time_config(const problem *p, const frag_device *dev, const fr
         return status;
     frag_call call = {p, dev, &sched, c, problem_operands(p, check->b, check->c, check->bias)};
     timing_result r;
-    status = timing_measure(timed_launch, &call, NULL, NULL, &r);
+    timing_options topt;
+    selfcheck_timing(check, &topt);
+    status = timing_measure(timed_launch, &call, NULL, &topt, &r);
     *us = r.median_us;
     frag_schedule_release(&sched);
     return status;

@@ -203,7 +203,7 @@ static spf_status run_shape(const proxy_request *q, const proxy_device *d, shape
                                         : jit_link_load(&s->program, o, &m, &jt);
     *load_s += jt.link_s + jt.load_s;
     timing_options topt;
-    timing_options_init(&topt);
+    selfcheck_timing(q->check, &topt);
     topt.target_round_us = 200.0; /* as the tuner: many candidates, each cheap */
     for (int i = 0; i < count; i++) {
         if (shape_of[i] != index)

@@ -182,7 +182,7 @@ static int check_and_time(const tune_request *q, launch_ctx *l, tune_row *row)
         return 0;
     }
     timing_options topt;
-    timing_options_init(&topt);
+    selfcheck_timing(q->check, &topt);
     topt.target_round_us = 200.0; /* hundreds of configurations: keep each cheap */
     timing_result tr;
     t0 = timing_now_s();
