@@ -86,7 +86,7 @@ _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or 
 
 # torch's current stream of a device index as a cudaStream_t int, without
 # the Stream object torch.cuda.current_stream makes per call.
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+_raw_stream = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None) or (
     lambda index: torch.cuda.current_stream(index).cuda_stream)
 
 
@@ -116,7 +116,7 @@ class _Layer:
         # costs the kernel's launch and little more.
         self.calls = {}
         self.x_dtype = getattr(torch, dtype)
-        self.x_device = torch.device("cpu") if device is None else torch.device("cuda", device)
+        self.x_device = -1 if device is None else device  # as Tensor.get_device() says
         self.lock = threading.Lock()
         self.key = next(_KEYS)
         _LAYERS[self.key] = self
@@ -179,8 +179,9 @@ class _Layer:
 
     def run(self, x, bias, who="spforge::linear"):
         """Y = X·Wᵀ (+ bias) (ReLU) for an N×K X: a new N×M tensor."""
-        if (x.dim() != 2 or x.shape[1] != self.k or x.dtype != self.x_dtype
-                or x.device != self.x_device or (bias is None) == self.has_bias):
+        if (x.dim() != 2 or x.shape[1] != self.k or x.dtype is not self.x_dtype
+                or x.get_device() != self.x_device or (bias is None) == self.has_bias
+                or not (x.is_cuda if self.x_device >= 0 else x.is_cpu)):
             self._refuse(x, bias, who)
         call = self.calls.get(x.shape[0])
         if call is None:
@@ -188,14 +189,15 @@ class _Layer:
         return call(x, bias)
 
     def _refuse(self, x, bias, who):
-        """The error of a call run() refused."""
+        """The error of a call run() refuses."""
         if x.dim() != 2 or x.shape[1] != self.k:
             raise ValueError("%s: input of shape %s; the layer takes (..., %d)"
                              % (who, tuple(x.shape), self.k))
-        if x.dtype != self.x_dtype:
+        if x.dtype is not self.x_dtype:
             raise TypeError("%s: input of %s; the layer's plans take %s (convert the input, or "
                             "sparsify the model after converting it)" % (who, x.dtype, self.dtype))
-        if x.device != self.x_device:
+        on_device = x.is_cuda if self.x_device >= 0 else x.is_cpu
+        if x.get_device() != self.x_device or not on_device:
             raise ValueError("%s: input on %s; the layer's plans run on %s"
                              % (who, x.device, _convert.device_name(self.device)))
         raise ValueError("%s: bias %s, the layer was made %s one"
@@ -510,8 +512,13 @@ class SparseLinear(PrunedState, torch.nn.Module):
         self._layer.set_n_plans(policy)
 
     def forward(self, x):
-        lead = tuple(x.shape[:-1])
-        x = x.reshape(-1, x.shape[-1]) if x.dim() else x
+        flat = x.dim() == 2  # (a 2-D input needs no reshape either way)
+        lead = None if flat else tuple(x.shape[:-1])
+        if not flat:
+            if x.dim() == 0 or x.shape[-1] != self.in_features:
+                raise ValueError("SparseLinear: input of shape %s; the layer takes (..., %d)"
+                                 % (tuple(x.shape), self.in_features))
+            x = x.reshape(-1, self.in_features)
         if type(x) is torch.Tensor and not _compiling() and not (
                 x.requires_grad and torch.is_grad_enabled()):
             # eager: what the op runs, without its dispatch
@@ -527,7 +534,7 @@ class SparseLinear(PrunedState, torch.nn.Module):
             y = torch.nn.functional.silu(y)
         elif callable(act):
             y = act(y)
-        return y.reshape(lead + (self.out_features,))
+        return y if flat else y.reshape(lead + (self.out_features,))
 
     def prepare(self, ns):
         """Make the plans that calls of each N in ns run on (n_plans says

@@ -19,6 +19,8 @@ typedef struct l2_flush {
     void *buffer; /* device, bytes long, zeroed; NULL when not made */
     size_t bytes;
     int blocks;   /* the read's grid: a few blocks per SM */
+    double us;    /* its time per launch in graph replays, once timing_measure has
+                     measured it (0 before): the same for every launch it precedes */
 } l2_flush;
 
 /* A flush for the current device: twice its L2. Fails on allocation. */

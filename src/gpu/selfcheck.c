@@ -174,21 +174,33 @@ fail:
 spf_status selfcheck_set_timing(selfcheck *s, int cold)
 {
     s->cold = cold;
-    return cold && !s->flush.buffer ? l2_flush_make(&s->flush) : SPF_OK;
+    if (!cold || s->flush)
+        return SPF_OK;
+    l2_flush *f = mem_calloc(1, sizeof *f);
+    if (!f)
+        return FAIL(SPF_ERR_OUT_OF_MEMORY, "the L2 flush");
+    spf_status st = l2_flush_make(f);
+    if (st != SPF_OK) {
+        mem_free(f);
+        return st;
+    }
+    s->flush = f;
+    return SPF_OK;
 }
 
 void selfcheck_timing(const selfcheck *s, timing_options *out)
 {
     timing_options_init(out);
     out->cold = s->cold;
-    out->flush = s->cold && s->flush.buffer ? &s->flush : NULL;
+    out->flush = s->cold ? s->flush : NULL;
 }
 
 void selfcheck_release(selfcheck *s)
 {
     if (!s)
         return;
-    l2_flush_release(&s->flush);
+    l2_flush_release(s->flush);
+    mem_free(s->flush);
     cuda_free_quiet(s->b);
     cuda_free_quiet(s->c);
     cuda_free_quiet(s->bias);

@@ -46,7 +46,8 @@ typedef struct selfcheck {
     float *c_tmp; /* host, n × m: the download as float before the transpose of
                      an N_FIRST C, else NULL                                     */
     int cold;     /* candidates are timed with their weights cold (the default)  */
-    l2_flush flush; /* cold: the flush every timing on these buffers shares      */
+    l2_flush *flush; /* cold: the flush every timing on these buffers shares (it
+                        keeps its measured time), else NULL                      */
 } selfcheck;
 
 /* Allocate and fill the buffers of problem p (its matrix, n, dtype,

@@ -39,8 +39,9 @@ typedef struct timing_options {
     int cold;               /* 1 (default): the L2 flushed before every launch, the
                                flush's time subtracted; 0: the operands stay in the L2
                                from one launch to the next (hot)                          */
-    const l2_flush *flush;  /* cold: the flush to use (a plan's, made once), or NULL for
-                               one made and released by the call                          */
+    l2_flush *flush;        /* cold: the flush to use (a plan's, made once; its time is
+                               measured on first use and kept in it), or NULL for one
+                               made, measured and released by the call                    */
 } timing_options;
 
 void timing_options_init(timing_options *options);

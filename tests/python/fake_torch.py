@@ -122,6 +122,17 @@ class Tensor:
     def element_size(self):
         return self.dtype.itemsize
 
+    def get_device(self):
+        return -1 if self.device.type == "cpu" else self.device.index or 0
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self.device.type == "cpu"
+
     def dim(self):
         return len(self.shape)
 
