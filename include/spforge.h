@@ -634,7 +634,7 @@ typedef enum spf_candidate_outcome {
 typedef struct spf_candidate {
     spf_strategy strategy;
     spf_candidate_outcome outcome;
-    double estimate_us;       /* the planner's cost estimate (0 if none)          */
+    double estimate_us;       /* the planner's calibrated estimate (0 if none)    */
     double kernel_us;         /* measured median of the GPU's time, replayed in a
                                  CUDA graph (0 if not timed)                      */
     char detail[160];         /* the kernel's name when built, else the reason    */

@@ -235,7 +235,7 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
     spf_status status = SPF_OK;
     planner_candidate cand[SPF_MAX_CANDIDATES];
     int count = planner_rank(prob, env->device, o, cand);
-    int kept = -1, to_build = 0, built = 0;
+    int kept = -1, to_build = 0, built = 0, others = 0; /* others: built besides the floors */
     /* AUTO times what it builds, so that its choice is a measurement and
      * the info says what each candidate took. */
     int timed = o->strategy == SPF_STRATEGY_AUTO && env->check;
@@ -251,7 +251,7 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
     for (int i = 0; i < count; i++) {
         planner_candidate *c = &cand[i];
         outcome[i] = !c->supported ? SPF_CANDIDATE_REFUSED : SPF_CANDIDATE_SKIPPED;
-        int late = timed && planner_build_late(c, kept >= 0 ? times[kept] : 0, built);
+        int late = timed && planner_build_late(c, kept >= 0 ? times[kept] : 0, others);
         snprintf(details[i], sizeof details[i], "%s", c->reason);
         if (!c->build && !late)
             continue;
@@ -261,6 +261,7 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
         int build_failed = 0;
         spf_status st = build_candidate(c, prob, env, timed, &state, &info, &us, &build_failed);
         built++;
+        others += !c->s->floor;
         if (st != SPF_OK && build_failed && candidate_failure(st) &&
             o->strategy == SPF_STRATEGY_AUTO) {
             snprintf(details[i], sizeof details[i], "%.159s", spf_last_error());

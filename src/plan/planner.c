@@ -1,5 +1,7 @@
 #include "plan/planner.h"
 
+#include "plan/calibration.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -27,7 +29,7 @@ int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_op
         c->s = s;
         c->supported = s->supports(p, dev, o, c->reason, sizeof c->reason);
         if (c->supported)
-            c->estimate_us = s->estimate_us(p, dev);
+            c->estimate_us = calibration_us(s, p, s->estimate_us(p, dev));
         else if (!c->reason[0])
             snprintf(c->reason, sizeof c->reason, "not supported");
     }
@@ -38,28 +40,31 @@ int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_op
             out[j] = out[j - 1];
             out[j - 1] = t;
         }
-    int built = 0;
+    int others = 0;
     double best = count && out[0].supported ? out[0].estimate_us : 0;
     for (int i = 0; i < count && out[i].supported; i++) {
         planner_candidate *c = &out[i];
-        if (c->s->floor || (c->estimate_us <= PLANNER_SLACK * best && built < PLANNER_BUILD_MAX)) {
+        if (c->s->floor) {
             c->build = 1;
-            built++;
+        } else if (c->estimate_us <= PLANNER_SLACK * best && others < PLANNER_OTHERS_MAX) {
+            c->build = 1;
+            others++;
         } else if (c->estimate_us > PLANNER_SLACK * best) {
             snprintf(c->reason, sizeof c->reason,
                      "estimated %.1f us, over %.0f× the best estimate (%.1f us)", c->estimate_us,
                      PLANNER_SLACK, best);
         } else {
             snprintf(c->reason, sizeof c->reason, "estimated %.1f us; %d faster ones built",
-                     c->estimate_us, PLANNER_BUILD_MAX);
+                     c->estimate_us, PLANNER_OTHERS_MAX);
         }
     }
     return count;
 }
 
-int planner_build_late(planner_candidate *c, double best_measured_us, int builds)
+int planner_build_late(planner_candidate *c, double best_measured_us, int others)
 {
-    if (!c->supported || c->build || !(best_measured_us > 0) || builds >= PLANNER_BUILD_MAX)
+    if (!c->supported || c->build || c->s->floor || !(best_measured_us > 0) ||
+        others >= PLANNER_OTHERS_MAX)
         return 0;
     if (c->estimate_us <= PLANNER_SLACK * best_measured_us)
         return 1;

@@ -13,11 +13,15 @@
 
 /* Supported candidates whose estimate is over this many times the best
  * estimate are not built (a floor strategy always is): the estimates are
- * rooflines, good to a factor of two or three, not to ten. */
-#define PLANNER_SLACK 4.0
+ * calibrated rooflines (plan/calibration.h), good to about 1.5× (their
+ * fit's rms log error is 0.1-0.5), not to 3. Tighter, the fit's set
+ * loses its fastest strategy on more problems; looser, more are built for
+ * nothing (scripts/fit_calibration.py counts both). */
+#define PLANNER_SLACK 2.0
 
-/* The most candidates built and timed for one plan. */
-#define PLANNER_BUILD_MAX 4
+/* The most candidates besides the floors built and timed for one plan:
+ * the plan's time is mostly their tuning. */
+#define PLANNER_OTHERS_MAX 2
 
 typedef struct planner_candidate {
     const strategy *s;
@@ -37,11 +41,11 @@ int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_op
 /* Whether a supported candidate that planner_rank left out is built after
  * all, once a plan has timed what it built: when its estimate is within
  * PLANNER_SLACK of best_measured_us (> 0), the fastest time measured so
- * far, and fewer than PLANNER_BUILD_MAX were built. The estimates are
+ * far, and fewer than PLANNER_OTHERS_MAX others than the floors were built. The estimates are
  * rooflines: a kernel far slower than its own (a graph's irregular rows,
  * measured 10-30× over on the H100) must not hide a strategy that was only
  * estimated slower than it. When not, c->reason says why, against the
  * measurement. */
-int planner_build_late(planner_candidate *c, double best_measured_us, int builds);
+int planner_build_late(planner_candidate *c, double best_measured_us, int others);
 
 #endif

@@ -9,6 +9,7 @@
  * tests/gpu/test_strategies.c and tests/gpu/test_plan_cache.c. */
 #include "test_util.h"
 
+#include "plan/calibration.h"
 #include "plan/planner.h"
 #include "plan/problem.h"
 #include "strategy/strategy.h"
@@ -119,7 +120,7 @@ static void test_planner(void)
      * (CUDA or not), which the invariants below do not. */
     o.strategy = SPF_STRATEGY_AUTO;
     count = planner_rank(&p, &dev, &o, c);
-    int device_rows = 0;
+    int device_rows = 0, others = 0;
     for (int i = 0; i < strategy_count; i++)
         device_rows += strategy_table[i]->on_device;
     CHECK(count == device_rows);
@@ -131,12 +132,15 @@ static void test_planner(void)
                   c[i].s->name);
         CHECK_MSG(c[i].build || !c[i].supported || c[i].reason[0], "%s: skipped without why",
                   c[i].s->name);
+        others += c[i].build && !c[i].s->floor;
         if (i > 0) {
             CHECK_MSG(c[i - 1].supported >= c[i].supported, "refused before supported");
             if (c[i].supported)
                 CHECK_MSG(c[i - 1].estimate_us <= c[i].estimate_us, "not by estimate");
         }
     }
+
+    CHECK_MSG(others <= PLANNER_OTHERS_MAX, "%d candidates built besides the floors", others);
 
     /* B as N×K: the unrolled strategy refuses it, and says so (without
      * CUDA every device row says that first) */
@@ -157,28 +161,51 @@ static void test_planner(void)
 /* planner_build_late: a candidate left out by the estimates is built once
  * the fastest measured time shows the estimates were too hopeful (the
  * graphs of the dev set: unrolled estimated 7 us, measured 155 us, tc
- * estimated 152 us and skipped), never past the build limit, never one
- * refused or already built; the reason of one still left out names the
- * measurement. */
+ * estimated 152 us and skipped), never past the limit of candidates besides
+ * the floors, never one refused, already built or a floor (always built);
+ * the reason of one still left out names the measurement. */
 static void test_build_late(void)
 {
-    planner_candidate c = {.supported = 1, .estimate_us = 152.0};
-    snprintf(c.reason, sizeof c.reason, "estimated 152 us, over 4x the best estimate (7.1 us)");
+    planner_candidate c = {.s = strategy_find(SPF_STRATEGY_TC), .supported = 1,
+                           .estimate_us = 152.0};
+    snprintf(c.reason, sizeof c.reason, "estimated 152 us, over 2x the best estimate (7.1 us)");
     CHECK(!planner_build_late(&c, 0.0, 1));           /* nothing measured yet */
-    CHECK(planner_build_late(&c, 155.0, 2));          /* measured far over its estimate */
-    CHECK(planner_build_late(&c, 38.0, 2));           /* 152 <= 4 x 38 */
-    CHECK(!planner_build_late(&c, 155.0, PLANNER_BUILD_MAX));
-    CHECK(!planner_build_late(&c, 37.0, 2));          /* 152 > 4 x 37 */
-    CHECK_MSG(strstr(c.reason, "best measured time (37.0 us)") != NULL, "reason: %s", c.reason);
+    CHECK(planner_build_late(&c, 155.0, 1));          /* measured far over its estimate */
+    CHECK(planner_build_late(&c, 76.0, 1));           /* 152 <= 2 x 76 */
+    CHECK(!planner_build_late(&c, 155.0, PLANNER_OTHERS_MAX));
+    CHECK(!planner_build_late(&c, 75.0, 1));          /* 152 > 2 x 75 */
+    CHECK_MSG(strstr(c.reason, "best measured time (75.0 us)") != NULL, "reason: %s", c.reason);
     c.supported = 0;
     CHECK(!planner_build_late(&c, 155.0, 0));
     c.supported = 1, c.build = 1;
     CHECK(!planner_build_late(&c, 155.0, 0));         /* built already: not twice */
+    c.build = 0, c.s = strategy_find(SPF_STRATEGY_DENSE);
+    CHECK(c.s->floor && !planner_build_late(&c, 155.0, 0)); /* a floor is built up front */
+}
+
+/* The calibration (plan/calibration.h): a strategy the fit has rows for
+ * gets scale · (estimate − launch) + constant, growing with the estimate;
+ * one it has none for (the CPU reference) keeps its raw estimate. */
+static void test_calibration(void)
+{
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    problem p = {.m = 4096, .k = 4096, .n = 16, .dtype = SPF_DTYPE_F16};
+    const strategy *dense = strategy_find(SPF_STRATEGY_DENSE);
+    const strategy *generic = strategy_find(SPF_STRATEGY_GENERIC);
+    const strategy *cpu = strategy_find(SPF_STRATEGY_CPU);
+    CHECK(calibration_us(cpu, &p, 123.0) == 123.0);
+    CHECK(calibration_us(dense, &p, 30.0) < calibration_us(dense, &p, 60.0));
+    CHECK(calibration_us(dense, &p, 30.0) > 0.0 && calibration_us(dense, &p, 1.0) > 0.0);
+    /* the CSR kernel, measured many times its roofline at N = 16, ranks
+     * behind dense with the same estimate */
+    CHECK(calibration_us(generic, &p, 30.0) > calibration_us(dense, &p, 30.0));
 }
 
 int main(int argc, char **argv)
 {
     test_build_late();
+    test_calibration();
     test_rows();
     test_names();
     test_refusals_and_estimates();

@@ -86,8 +86,10 @@ static double dense_estimate_us(const problem *p, const spf_device_info *dev)
 #include "gpu/elementwise.h"
 #include "gpu/launch_order.h"
 #include "gpu/timing.h"
+#include "core/hash.h"
 #include "strategy/dense/cublaslt.h"
 #include "strategy/dense/dense_kernels.h"
+#include "strategy/dense/dense_memo.h"
 
 #include <pthread.h>
 #include <stdint.h>
@@ -654,87 +656,6 @@ fail:
     return status;
 }
 
-static spf_status dense_build(const problem *p, const strategy_env *env, void **state,
-                              spf_plan_info *info)
-{
-    *state = NULL;
-    dense_state *s = NULL;
-    double expand_s = 0;
-    spf_status status = SPF_OK;
-    TRY(state_create(p, &s, &expand_s));
-    info->load_s = expand_s;
-
-    cublasLtMatmulHeuristicResult_t res[HEURISTIC_ALGOS];
-    int count = 0;
-    epilogue_choose(p, 0, &s->epilogue, &s->bias_kernel);
-    spf_status st = heuristic(s, 0, res, &count);
-    if ((st != SPF_OK || count == 0) && s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
-        log_msg(SPF_LOG_INFO, "dense: no cuBLASLt algorithm with epilogue %s (%s); bias and ReLU "
-                "by the kernel instead", epilogue_name(s->epilogue),
-                st != SPF_OK ? spf_last_error() : "none offered");
-        epilogue_choose(p, 1, &s->epilogue, &s->bias_kernel);
-        st = heuristic(s, 0, res, &count);
-    }
-    TRY(st);
-    if (count == 0) {
-        char what[160];
-        problem_describe(p, what, sizeof what);
-        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "dense: cuBLASLt has no algorithm for %s", what);
-    }
-
-    int best = 0;
-    s->algo = res[0].algo;
-    if (env->check) {
-        double t0 = timing_now_s(), best_us = 0;
-        int tried = 0;
-        TRY(time_candidates(s, res, count, TIMED_ALGOS, env->check, &best, &best_us, &tried));
-        s->algo = res[best].algo;
-        TRY(try_workspace(s, res, count, env->check, &best_us, &tried));
-        info->tune_s = timing_now_s() - t0;
-        info->kernel_us = best_us;
-        info->configs_tried = tried;
-    }
-    info_fill(s, p, best + 1, count, info);
-    *state = s;
-    return SPF_OK;
-fail:
-    dense_release(s);
-    return status;
-}
-
-/* One launch's arguments, for launch_ordered. */
-typedef struct dense_call {
-    const dense_state *s;
-    const void *b;
-    void *c;
-    const float *bias;
-} dense_call;
-
-static spf_status dense_call_run(const void *ctx, void *stream)
-{
-    const dense_call *call = ctx;
-    return dense_run(call->s, &call->s->algo, call->b, call->c, call->bias, stream);
-}
-
-static spf_status dense_launch(const void *state, const void *b, void *c, const float *bias,
-                               void *stream)
-{
-    const dense_state *s = state;
-    uintptr_t addr = (uintptr_t)b | (uintptr_t)c;
-    if (s->epilogue & CUBLASLT_EPILOGUE_BIAS)
-        addr |= (uintptr_t)bias;
-    if (addr % DENSE_ALIGN)
-        return FAIL(SPF_ERR_UNSUPPORTED, "dense plans need B, C and bias aligned to %d bytes "
-                    "(cuBLASLt's algorithm was chosen for that; cudaMalloc gives 256)",
-                    DENSE_ALIGN);
-    if (!s->ws)
-        return dense_run(s, &s->algo, b, c, bias, stream);
-    /* A workspace: launches of this plan one after another (the file's
-     * comment) */
-    dense_call call = {s, b, c, bias};
-    return launch_ordered(&s->ws_order, dense_call_run, &call, stream);
-}
-
 /* The cache entry: what decode needs to skip the heuristic and the timing.
  * The algorithm is valid with the cuBLASLt version that chose it only
  * (cublasLt.h: cublasLtMatmulAlgo_t "can be trivially serialized and later
@@ -784,11 +705,13 @@ static int epilogue_valid(const problem *p, const dense_blob *blob)
     return 0;
 }
 
-static spf_status dense_decode(const problem *p, const strategy_env *env,
-                               const spf_plan_info *info, const unsigned char *bytes, size_t size,
-                               void **state)
+/* The state of p that runs the algorithm of an encoded blob (a cache
+ * entry's, or the memo's); SPF_ERR_PARSE for a blob that does not fit p
+ * or the loaded cuBLASLt. */
+static spf_status state_from_blob(const problem *p, const unsigned char *bytes, size_t size,
+                                  dense_state **out, double *expand_s)
 {
-    *state = NULL;
+    *out = NULL;
     dense_blob blob;
     if (!bytes || size != sizeof blob)
         return FAIL(SPF_ERR_PARSE, "dense: cache entry of %zu bytes, expected %zu", size,
@@ -806,9 +729,8 @@ static spf_status dense_decode(const problem *p, const strategy_env *env,
                     (unsigned long long)blob.lt_version, (unsigned long long)lt->GetVersion());
 
     dense_state *s = NULL;
-    double expand_s = 0;
     spf_status status = SPF_OK;
-    TRY(state_create(p, &s, &expand_s));
+    TRY(state_create(p, &s, expand_s));
     s->epilogue = (cublasLtEpilogue_t)blob.epilogue;
     s->bias_kernel = (int)blob.bias_kernel;
     s->algo = blob.algo;
@@ -823,11 +745,167 @@ static spf_status dense_decode(const problem *p, const strategy_env *env,
         check.workspaceSize > s->ws_bytes)
         FAIL_GOTO(SPF_ERR_PARSE, "dense: the cached cuBLASLt algorithm %d no longer checks",
                   algo_id(lt, &s->algo));
+    *out = s;
+    return SPF_OK;
+fail:
+    dense_release(s);
+    return status;
+}
+
+static spf_status dense_decode(const problem *p, const strategy_env *env,
+                               const spf_plan_info *info, const unsigned char *bytes, size_t size,
+                               void **state)
+{
+    (void)env, (void)info;
+    double expand_s = 0;
+    return state_from_blob(p, bytes, size, (dense_state **)state, &expand_s);
+}
+
+/* The memo's key of p on env's device under its timing rule. */
+static dense_memo_key memo_key(const problem *p, const strategy_env *env)
+{
+    dense_memo_key key;
+    memset(&key, 0, sizeof key); /* the padding too: keys compare as bytes */
+    key.m = p->m, key.k = p->k, key.n = p->n;
+    key.dtype = p->dtype, key.math = p->math, key.b_layout = p->b_layout;
+    key.c_layout = p->c_layout, key.bias = p->bias, key.relu = p->relu;
+    key.device = env->options ? env->options->device : 0;
+    key.cold = env->check ? env->check->cold : 0;
+    hash_state h;
+    hash_init(&h, 0);
+    hash_update(&h, env->device->name, sizeof env->device->name); /* zero-padded: spf_device_query */
+    hash_update_u64(&h, (uint64_t)env->device->total_memory);
+    hash_update_u64(&h, (uint64_t)env->device->sm_count);
+    key.device_id = hash_final(&h);
+    return key;
+}
+
+/* A build of a shape the memo holds: the stored algorithm, its time, and
+ * no heuristic or timing. 0 (and no state) when the memo has none that
+ * fits. */
+static int build_from_memo(const problem *p, const strategy_env *env, dense_state **out,
+                           spf_plan_info *info)
+{
+    dense_memo_value v;
+    double expand_s = 0;
+    *out = NULL;
+    if (!env->check || !env->device || !dense_memo_find((dense_memo_key[]){memo_key(p, env)}, &v))
+        return 0;
+    if (state_from_blob(p, v.blob, v.blob_size, out, &expand_s) != SPF_OK) {
+        log_msg(SPF_LOG_DEBUG, "dense: the remembered choice does not fit: %s", spf_last_error());
+        error_clear();
+        return 0;
+    }
+    info->load_s = expand_s;
+    info->kernel_us = v.kernel_us;
+    info_fill(*out, p, v.rank, v.count, info);
+    snprintf(info->config + strlen(info->config), sizeof info->config - strlen(info->config),
+             ", timed for an earlier plan of this shape");
+    return 1;
+}
+
+/* Remember the choice of a timed build for the next plan of its shape. */
+static void memo_store(const problem *p, const strategy_env *env, const dense_state *s,
+                       double kernel_us, int rank, int count)
+{
+    unsigned char *bytes = NULL;
+    size_t size = 0;
+    if (!env->check || !env->device || dense_encode(s, &bytes, &size) != SPF_OK) {
+        error_clear();
+        return;
+    }
+    dense_memo_value v = {.blob_size = size, .kernel_us = kernel_us, .rank = rank, .count = count};
+    if (size <= sizeof v.blob) {
+        memcpy(v.blob, bytes, size);
+        dense_memo_put((dense_memo_key[]){memo_key(p, env)}, &v);
+    }
+    mem_free(bytes);
+}
+
+static spf_status dense_build(const problem *p, const strategy_env *env, void **state,
+                              spf_plan_info *info)
+{
+    *state = NULL;
+    dense_state *s = NULL;
+    double expand_s = 0;
+    spf_status status = SPF_OK;
+    if (build_from_memo(p, env, &s, info)) {
+        *state = s;
+        return SPF_OK;
+    }
+    TRY(state_create(p, &s, &expand_s));
+    info->load_s = expand_s;
+
+    cublasLtMatmulHeuristicResult_t res[HEURISTIC_ALGOS];
+    int count = 0;
+    epilogue_choose(p, 0, &s->epilogue, &s->bias_kernel);
+    spf_status st = heuristic(s, 0, res, &count);
+    if ((st != SPF_OK || count == 0) && s->epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+        log_msg(SPF_LOG_INFO, "dense: no cuBLASLt algorithm with epilogue %s (%s); bias and ReLU "
+                "by the kernel instead", epilogue_name(s->epilogue),
+                st != SPF_OK ? spf_last_error() : "none offered");
+        epilogue_choose(p, 1, &s->epilogue, &s->bias_kernel);
+        st = heuristic(s, 0, res, &count);
+    }
+    TRY(st);
+    if (count == 0) {
+        char what[160];
+        problem_describe(p, what, sizeof what);
+        FAIL_GOTO(SPF_ERR_UNSUPPORTED, "dense: cuBLASLt has no algorithm for %s", what);
+    }
+
+    int best = 0;
+    s->algo = res[0].algo;
+    if (env->check) {
+        double t0 = timing_now_s(), best_us = 0;
+        int tried = 0;
+        TRY(time_candidates(s, res, count, TIMED_ALGOS, env->check, &best, &best_us, &tried));
+        s->algo = res[best].algo;
+        TRY(try_workspace(s, res, count, env->check, &best_us, &tried));
+        info->tune_s = timing_now_s() - t0;
+        info->kernel_us = best_us;
+        info->configs_tried = tried;
+        memo_store(p, env, s, best_us, best + 1, count);
+    }
+    info_fill(s, p, best + 1, count, info);
     *state = s;
     return SPF_OK;
 fail:
     dense_release(s);
     return status;
+}
+
+/* One launch's arguments, for launch_ordered. */
+typedef struct dense_call {
+    const dense_state *s;
+    const void *b;
+    void *c;
+    const float *bias;
+} dense_call;
+
+static spf_status dense_call_run(const void *ctx, void *stream)
+{
+    const dense_call *call = ctx;
+    return dense_run(call->s, &call->s->algo, call->b, call->c, call->bias, stream);
+}
+
+static spf_status dense_launch(const void *state, const void *b, void *c, const float *bias,
+                               void *stream)
+{
+    const dense_state *s = state;
+    uintptr_t addr = (uintptr_t)b | (uintptr_t)c;
+    if (s->epilogue & CUBLASLT_EPILOGUE_BIAS)
+        addr |= (uintptr_t)bias;
+    if (addr % DENSE_ALIGN)
+        return FAIL(SPF_ERR_UNSUPPORTED, "dense plans need B, C and bias aligned to %d bytes "
+                    "(cuBLASLt's algorithm was chosen for that; cudaMalloc gives 256)",
+                    DENSE_ALIGN);
+    if (!s->ws)
+        return dense_run(s, &s->algo, b, c, bias, stream);
+    /* A workspace: launches of this plan one after another (the file's
+     * comment) */
+    dense_call call = {s, b, c, bias};
+    return launch_ordered(&s->ws_order, dense_call_run, &call, stream);
 }
 
 static int dense_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
