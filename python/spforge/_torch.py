@@ -35,6 +35,7 @@ scripts/e2e_bert.py measures both on the decode step of a Llama-like MLP.
 
 import fnmatch
 import itertools
+import sys
 import threading
 import time
 import weakref
@@ -658,6 +659,7 @@ class SparsifyReport:
     def __init__(self, sparsity, min_size):
         self.sparsity, self.min_size = sparsity, min_size
         self.swapped, self.kept, self.fused, self.residual = {}, [], [], []
+        self.seconds = 0.0  # sparsify's wall time, plans included
 
     def rows(self):
         """One dict per swapped layer: name, shape (out, in), nnz, sparsity,
@@ -696,12 +698,13 @@ class SparsifyReport:
         return {"sparsity": self.sparsity, "min_size": self.min_size, "layers": self.rows(),
                 "kept": [{"name": n, "why": why} for n, why in self.kept],
                 "fused_relu": list(self.fused), "fused_residual": list(self.residual),
-                "expected_gain": self.expected_gain()}
+                "expected_gain": self.expected_gain(), "seconds": self.seconds}
 
     def __str__(self):
         lines = ["spforge.torch.sparsify: %d Linear layers swapped, %d kept dense "
-                 "(sparsity %s, min_size %d)" % (len(self.swapped), len(self.kept),
-                                                 self.sparsity, self.min_size)]
+                 "(sparsity %s, min_size %d) in %.1f s" % (len(self.swapped), len(self.kept),
+                                                           self.sparsity, self.min_size,
+                                                           self.seconds)]
         for row in self.rows():
             plans = ", ".join("N=%d %s%s" % (p["n"], p["strategy"],
                                              " %.2fx" % p["gain"] if p["gain"] else "")
@@ -728,8 +731,41 @@ def _strategies(g):
     return ", ".join("%d %s" % (count, s) for s, count in sorted(g["strategies"].items()))
 
 
+class _ProgressBar:
+    """One line on stream, rewritten in place: the layer being planned of
+    all, the time spent and, from the pace of those done, the time left."""
+
+    def __init__(self, total, stream):
+        self.total, self.stream, self.done, self.t0 = total, stream, 0, time.perf_counter()
+
+    def step(self, name):
+        spent = time.perf_counter() - self.t0
+        left = ("about %.0f s left" % (spent / self.done * (self.total - self.done))
+                if self.done else "")
+        self.done += 1
+        self.stream.write("\rsparsify: layer %d/%d, %.0f s, %s (%s)\x1b[K"
+                          % (self.done, self.total, spent, left, name[-40:]))
+        self.stream.flush()
+
+    def close(self):
+        if self.done:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _progress_stream(progress):
+    """Where sparsify's bar goes: progress True: stderr; "auto": stderr
+    when it is a terminal; False: nowhere."""
+    if progress == "auto":
+        isatty = getattr(sys.stderr, "isatty", None)
+        return sys.stderr if isatty is not None and isatty() else None
+    if not isinstance(progress, bool):
+        raise TypeError("progress: True, False or \"auto\", got %r" % (progress,))
+    return sys.stderr if progress else None
+
+
 def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_relu=True,
-             min_gain=None, n_plans="auto", plan_options=None, convs=True):
+             min_gain=None, n_plans="auto", plan_options=None, convs=True, progress="auto"):
     """Swap, in place, each nn.Linear of model with out·in >= min_size
     weights (and a name matching none of the fnmatch patterns of exclude)
     for a SparseLinear: its weights pruned by magnitude to sparsity, or,
@@ -746,8 +782,13 @@ def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_
     SparseConv2d (_torch_conv.py; those it does not take are kept, with
     why), by the same sparsity, min_size and exclude; their plans are made
     per input shape on first call (ns and min_gain are the Linear layers'),
-    and a shape where torch's conv measured faster runs it. Returns a
-    SparsifyReport."""
+    and a shape where torch's conv measured faster runs it.
+    progress: with ns, a one-line bar of the layers planned and the time
+    left on stderr (True), none (False), or on stderr when it is a
+    terminal ("auto"). Returns a SparsifyReport (its seconds: the time
+    sparsify took)."""
+    t0 = time.perf_counter()
+    stream = _progress_stream(progress)
     if isinstance(model, torch.nn.Linear):
         raise TypeError("sparsify swaps the Linear layers inside a module; for a Linear itself "
                         "use SparseLinear.from_linear")
@@ -758,12 +799,32 @@ def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_
         raise ValueError("min_gain needs ns: the gain is measured when the plans are made")
     report = SparsifyReport(sparsity, min_size)
     done = {}  # id(linear) -> its SparseLinear, or the reason it stays
-    for name, parent, attr, linear, following in _linears(model):
+    linears = list(_linears(model))
+    bar = _ProgressBar(len({id(x[3]) for x in linears}), stream) if ns and stream else None
+    try:
+        _swap_linears(linears, report, done, bar, sparsity, min_size, exclude, ns, fuse_relu,
+                      min_gain, n_plans, plan_options)
+    finally:
+        if bar is not None:
+            bar.close()
+    if convs and getattr(torch.nn, "Conv2d", None) is not None:
+        _sparsify_convs(model, sparsity, min_size, exclude, plan_options, report)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _swap_linears(linears, report, done, bar, sparsity, min_size, exclude, ns, fuse_relu,
+                  min_gain, n_plans, plan_options):
+    """sparsify's part for nn.Linear (its arguments; bar: a _ProgressBar
+    stepped per layer, or None)."""
+    for name, parent, attr, linear, following in linears:
         if id(linear) in done:
             swapped = done[id(linear)]
             if isinstance(swapped, SparseLinear):
                 setattr(parent, attr, swapped)
             continue
+        if bar is not None:
+            bar.step(name)
         why = _eligible(name, linear, min_size, exclude)
         if why is not None:
             report.kept.append((name, why))
@@ -794,9 +855,6 @@ def sparsify(model, sparsity=None, min_size=1 << 16, *, exclude=(), ns=(), fuse_
             report.fused.append(name)
         report.swapped[name] = layer
         done[id(linear)] = layer
-    if convs and getattr(torch.nn, "Conv2d", None) is not None:
-        _sparsify_convs(model, sparsity, min_size, exclude, plan_options, report)
-    return report
 
 
 def _sparsify_convs(model, sparsity, min_size, exclude, plan_options, report):

@@ -15,6 +15,7 @@ saying so. Where the library cannot be loaded, exit 77. The GPU half:
 test_torch_gpu.py."""
 
 import copy
+import io
 import json
 import os
 import pickle
@@ -175,7 +176,19 @@ class SparseLinearTests(unittest.TestCase):
         dense = copy.deepcopy(model)
         self.assertEqual(st.magnitude_prune(dense, 0.6, min_size=4096, exclude=["body.2"]),
                          ["body.0", "shared"])
-        report = st.sparsify(model, 0.6, min_size=4096, exclude=["body.2"], ns=[5, 7])
+        bar = io.StringIO()
+        with mock.patch.object(sys, "stderr", bar):
+            report = st.sparsify(model, 0.6, min_size=4096, exclude=["body.2"], ns=[5, 7],
+                                 progress=True)
+        # one line, rewritten per layer (4 distinct Linear layers), the last
+        # one the head's
+        self.assertEqual(bar.getvalue().count("\n"), 1)
+        self.assertIn("layer 4/4", bar.getvalue())
+        self.assertIn("s left (head)", bar.getvalue())
+        self.assertGreater(report.seconds, 0.0)
+        self.assertIn(" s", str(report).splitlines()[0])
+        with self.assertRaises(TypeError):
+            st.sparsify(Tiny(), 0.6, ns=[5], progress="yes")
         self.assertEqual(sorted(report.swapped), ["body.0", "shared"])
         self.assertIs(model.again, model.shared)  # held twice, swapped once
         self.assertIsInstance(model.shared, st.SparseLinear)
