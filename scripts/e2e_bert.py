@@ -17,6 +17,10 @@ fp32 copy (the rounding floor). Also reported: the gain sparsify expects
 from the plans' own timings (the Linear layers' kernel time, dense
 candidate over the plan kept), and the forward pass captured in a CUDA
 graph where transformers lets it be captured (no Python per layer).
+Beside dense eager torch, the dense model compiled by torch.compile
+(inductor, default mode, static shapes; its output checked like the
+sparse one's, its compile time reported as compile_s), eager and in a
+CUDA graph: the best dense a user has (--no-compile: without it).
 
 MLP: a decode step of a Llama-like MLP block, down(silu(gate(x)) · up(x)),
 4096 → 11008 → 4096, no bias, for N = 1..64 rows, pruned to each
@@ -75,6 +79,8 @@ def parse_args(argv):
     p.add_argument("--no-bert", action="store_true")
     p.add_argument("--no-mlp", action="store_true")
     p.add_argument("--no-graphs", action="store_true", help="skip the CUDA-graph timings")
+    p.add_argument("--no-compile", action="store_true",
+                   help="skip the torch.compile baseline (default: on a GPU, timed beside dense)")
     p.add_argument("--repeat", type=int, default=None, help="timed runs (default 20; tiny 3)")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--dtype", default=None, help="float16 (default on cuda), bfloat16, float32")
@@ -106,6 +112,7 @@ def parse_args(argv):
     args.dtype = args.dtype or ("float32" if args.device == "cpu" else "float16")
     if args.tolerance is None:
         args.tolerance = 1e-4 if args.dtype == "float32" else 3e-2
+    args.compile = args.device == "cuda" and not args.no_compile
     return args
 
 
@@ -181,6 +188,40 @@ def max_rel_err(torch, got, want):
     return float((got - want).abs().max()) / (scale or 1.0)
 
 
+def compiled_baseline(torch, args, model, call, want, results):
+    """The dense model compiled by torch.compile, called as call(compiled):
+    {compile_s, compile_ms, compile_graph_ms, compile_max_rel_err} against
+    want, or {compile_failed: why} (recorded once, not tried again)."""
+    if not args.compile or results["compile_off"]:
+        return {}
+    try:
+        compiled = torch.compile(model, dynamic=False)
+        t0 = time.perf_counter()
+        got = call(compiled)
+        torch.cuda.synchronize()
+        out = {"compile_s": time.perf_counter() - t0,
+               "compile_max_rel_err": max_rel_err(torch, got, want)}
+    except Exception as e:  # noqa: BLE001 - recorded, the run goes on
+        results["compile_off"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
+        return {"compile_failed": results["compile_off"]}
+    out["compile_ms"] = timer(torch, "cuda", lambda: call(compiled), args.repeat, args.warmup)
+    if not args.no_graphs:
+        out["compile_graph_ms"], why = graph_timer(torch, lambda: call(compiled), args.repeat,
+                                                   args.warmup)
+        if why:
+            out["compile_graph_failed"] = why
+    return out
+
+
+def best_dense(row):
+    """The fastest dense of the row, eager and in a graph: (ms, name) each."""
+    def pick(*keys):
+        have = [(row[k], k) for k in keys if row.get(k)]
+        return min(have) if have else (None, None)
+    return {"eager": pick("dense_ms", "compile_ms"),
+            "graph": pick("dense_graph_ms", "compile_graph_ms")}
+
+
 def environment(torch, args):
     env = {"python": platform.python_version(), "torch": torch.__version__,
            "host": platform.node(), "args": vars(args)}
@@ -211,6 +252,20 @@ def environment(torch, args):
 def sparse_layers(torch, model):
     import spforge.torch as st
     return [(name, m) for name, m in model.named_modules() if isinstance(m, st.SparseLinear)]
+
+
+def vs_best(row, eager_key, graph_key):
+    """The row's time over the best dense, eager and in a graph."""
+    for timing, key in (("eager", eager_key), ("graph", graph_key)):
+        ms, name = best_dense(row)[timing]
+        row["best_dense_%s" % timing] = name
+        row["vs_best_dense_%s" % timing] = ms / row[key] if ms and row.get(key) else None
+
+
+def best_note(row):
+    parts = ["%s %.2fx (%s)" % (t, row["vs_best_dense_" + t], row["best_dense_" + t])
+             for t in ("eager", "graph") if row.get("vs_best_dense_" + t)]
+    return "; vs best dense: " + ", ".join(parts) if parts else ""
 
 
 def prepare(layers, n, deadline, clock):
@@ -291,6 +346,9 @@ def run_bert(torch, args, clock, deadline, results):
                         if graphs[kind][1]:  # a failed capture is not tried again
                             results["bert_graphs_off"] = "%s: %s" % (kind, graphs[kind][1])
                             break
+                compiled = compiled_baseline(torch, args, dense,
+                                             lambda m: m(input_ids=ids).last_hidden_state, want,
+                                             results)
             expected = next((g for g in report.expected_gain() if g["n"] == n), None)
             row = {"sparsity": sparsity, "batch": batch, "seq": seq, "n": n,
                    "layers": len(layers), "plans": plans, "plans_from_cache": cached,
@@ -305,14 +363,16 @@ def run_bert(torch, args, clock, deadline, results):
                    "expected_linear_gain": expected and expected["gain"],
                    "linear_dense_us": expected and expected["dense_us"],
                    "linear_sparse_us": expected and expected["sparse_us"]}
+            row.update(compiled)
             if row["dense_graph_ms"] and row["sparse_graph_ms"]:
                 row["graph_speedup"] = row["dense_graph_ms"] / row["sparse_graph_ms"]
+            vs_best(row, "sparse_ms", "sparse_graph_ms")
             results["bert"].append(row)
             print("  %s: plans %d (%d cached) in %.1f s %s; dense %.3f ms, sparse %.3f ms "
-                  "(%.2fx; Linear layers expected %s); max_rel_err %.2e%s%s"
+                  "(%.2fx; Linear layers expected %s)%s; max_rel_err %.2e%s%s"
                   % (tag, plans, cached, plan_s, strategies, dense_ms, sparse_ms,
                      row["speedup"], "%.2fx" % row["expected_linear_gain"]
-                     if row["expected_linear_gain"] else "?", err,
+                     if row["expected_linear_gain"] else "?", best_note(row), err,
                      " (dense fp16 vs fp32 %.2e)" % floor if floor is not None else "",
                      "" if row["ok"] else " ABOVE TOLERANCE %.1e" % args.tolerance), flush=True)
             for _, layer in layers:  # bounded device memory: one N's plans at a time
@@ -370,6 +430,8 @@ def run_mlp(torch, args, clock, deadline, results):
                 if device == "cuda" and not args.no_graphs:
                     row["dense_graph_ms"], why = graph_timer(torch, lambda: dense_mlp(x),
                                                              args.repeat, args.warmup)
+                row.update(compiled_baseline(torch, args, lambda v: dense_mlp(v), lambda f: f(x),
+                                             want, results))
                 for policy in policies:
                     for layer in sparse:
                         layer.n_plans = policy  # one table of plans for both policies
@@ -391,13 +453,14 @@ def run_mlp(torch, args, clock, deadline, results):
                     row[policy + "_strategies"] = [next(p["strategy"] for p in layer.plans()
                                                         if p["n"] == rows) for layer in sparse]
             row["ok"] = all(row[p + "_max_rel_err"] <= args.tolerance for p in policies)
+            vs_best(row, "pow2_ms", "pow2_graph_ms")  # n_plans="auto": pow2 up to 64
             results["mlp"].append(row)
-            print("  %s N=%d: dense %.3f ms%s; exact %.3f ms%s %s; pow2 (N=%d) %.3f ms%s %s; "
+            print("  %s N=%d: dense %.3f ms%s; exact %.3f ms%s %s; pow2 (N=%d) %.3f ms%s %s%s; "
                   "max_rel_err %.1e / %.1e%s"
                   % (tag, n, row["dense_ms"], graph_note(row, "dense"), row["exact_ms"],
                      graph_note(row, "exact"), "/".join(row["exact_strategies"]),
                      row["pow2_plan_n"], row["pow2_ms"], graph_note(row, "pow2"),
-                     "/".join(row["pow2_strategies"]), row["exact_max_rel_err"],
+                     "/".join(row["pow2_strategies"]), best_note(row), row["exact_max_rel_err"],
                      row["pow2_max_rel_err"], "" if row["ok"] else " ABOVE TOLERANCE"),
                   flush=True)
         measured = [r["n"] for r in results["mlp"] if r["sparsity"] == sparsity]
@@ -423,9 +486,14 @@ BERT_COLUMNS = ["sparsity", "batch", "seq", "n", "layers", "plans", "plans_from_
                 "dense_ms", "sparse_ms", "speedup", "dense_graph_ms", "sparse_graph_ms",
                 "graph_speedup", "expected_linear_gain", "linear_dense_us", "linear_sparse_us",
                 "max_rel_err", "dense_fp32_max_rel_err", "ok", "strategies", "graph_failed"]
+COMPILE_COLUMNS = ["compile_s", "compile_ms", "compile_graph_ms", "compile_max_rel_err",
+                   "best_dense_eager", "vs_best_dense_eager", "best_dense_graph",
+                   "vs_best_dense_graph"]
+BERT_COLUMNS += COMPILE_COLUMNS
 MLP_COLUMNS = ["sparsity", "n", "dense_ms", "dense_graph_ms", "exact_plan_n", "exact_ms",
                "exact_graph_ms", "exact_max_rel_err", "exact_strategies", "pow2_plan_n",
-               "pow2_ms", "pow2_graph_ms", "pow2_max_rel_err", "pow2_strategies", "ok"]
+               "pow2_ms", "pow2_graph_ms", "pow2_max_rel_err", "pow2_strategies", "ok"
+               ] + COMPILE_COLUMNS
 
 
 def write_csv(path, rows, columns):
@@ -540,6 +608,8 @@ def summary(results, args):
                                                       for r in rows)
                     lines.append("  s=%.2f %s: pow2 / exact step time, geomean over N: %.3f"
                                  % (s, "eager" if key == "ms" else "graph", ratio))
+    if results["compile_off"]:
+        lines.append("  torch.compile failed, not tried again (%s)" % results["compile_off"])
     if results["bert_graphs_off"]:
         lines.append("  BERT in a CUDA graph: capture failed, not tried again (%s)"
                      % results["bert_graphs_off"])
@@ -581,7 +651,7 @@ def main(argv=None):
         torch.set_num_threads(1)  # the CPU plans' threads and torch's share small CI machines
     clock = Clock(args.budget_s)
     results = {"environment": environment(torch, args), "bert": [], "mlp": [], "mlp_plans": [],
-               "skipped": [], "bert_graphs_off": None}
+               "skipped": [], "bert_graphs_off": None, "compile_off": None}
     print("e2e_bert: %s on %s, %s; plan cache %s; budget %.0f s"
           % (results["environment"]["commit"], results["environment"].get("gpu", "cpu"),
              args.dtype, cache, args.budget_s), flush=True)
