@@ -83,12 +83,12 @@ static double dense_estimate_us(const problem *p, const spf_device_info *dev)
 #include "core/log.h"
 #include "core/matrix.h"
 #include "gpu/cuda_check.h"
+#include "gpu/dense_copy.h"
 #include "gpu/elementwise.h"
 #include "gpu/launch_order.h"
 #include "gpu/timing.h"
 #include "core/hash.h"
 #include "strategy/dense/cublaslt.h"
-#include "strategy/dense/dense_kernels.h"
 #include "strategy/dense/dense_memo.h"
 
 #include <pthread.h>
@@ -319,43 +319,6 @@ static void dense_release(void *state)
     mem_free(s);
 }
 
-static spf_status upload(void **dst, const void *src, size_t bytes)
-{
-    /* One byte at least, so an empty array still gets a valid pointer. */
-    spf_status st = CUDA_CHECK(cudaMalloc(dst, bytes ? bytes : 1));
-    if (st == SPF_OK && bytes)
-        st = CUDA_CHECK(cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice));
-    return st;
-}
-
-/* A's dense copy: the CSR uploaded for the scatter only, freed after it
- * (build time: the synchronization is fine here). */
-static spf_status expand_a(const problem *p, dense_state *s)
-{
-    const spf_matrix *a = p->a;
-    spf_status status = SPF_OK;
-    void *row_ptr = NULL, *col_idx = NULL, *values = NULL;
-    size_t nnz = (size_t)a->nnz;
-    size_t bytes = (size_t)(s->m * s->k) * dtype_size(s->dtype);
-    cudaError_t err = cudaMalloc(&s->a, bytes);
-    if (err == cudaErrorMemoryAllocation) { /* not this candidate, not a failed plan */
-        (void)cudaGetLastError();
-        FAIL_GOTO(SPF_ERR_OUT_OF_MEMORY, "dense: %zu MiB for the dense copy of A: %s",
-                  bytes >> 20, cudaGetErrorString(err));
-    }
-    TRY(CUDA_CHECK(err));
-    TRY(upload(&row_ptr, a->row_ptr, ((size_t)a->rows + 1) * sizeof *a->row_ptr));
-    TRY(upload(&col_idx, a->col_idx, nnz * sizeof *a->col_idx));
-    TRY(upload(&values, a->values, nnz * sizeof *a->values));
-    TRY(dense_expand(s->m, s->k, row_ptr, col_idx, values, s->dtype, s->a, NULL));
-    TRY(CUDA_CHECK(cudaStreamSynchronize(NULL)));
-fail:
-    cuda_free_quiet(row_ptr);
-    cuda_free_quiet(col_idx);
-    cuda_free_quiet(values);
-    return status;
-}
-
 /* What build and decode share: the state with A's dense copy, the handle
  * and the layouts; the epilogue and the algorithm are left to them. */
 static spf_status state_create(const problem *p, dense_state **out, double *expand_s)
@@ -381,7 +344,7 @@ static spf_status state_create(const problem *p, dense_state **out, double *expa
     spf_status status = SPF_OK;
     TRY(LT_CHECK(lt, Create(&s->handle)));
     double t0 = timing_now_s();
-    TRY(expand_a(p, s));
+    TRY(dense_copy_make(p->a, p->dtype, "dense", &s->a));
     *expand_s = timing_now_s() - t0;
     TRY(layouts_init(s));
     *out = s;

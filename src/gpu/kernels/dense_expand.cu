@@ -1,13 +1,11 @@
-/* The dense strategy's kernel (dense_kernels.h): the scatter of A's CSR
- * into its dense copy, grid-stride in int64, so any M·K fits one launch of
- * a bounded grid. (The bias / ReLU pass where cuBLASLt's epilogue cannot
- * take them is gpu/elementwise.h's.) */
+/* The scatter of A's CSR into its dense copy (dense_copy.h), grid-stride
+ * in int64, so any M·K fits one launch of a bounded grid. */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "gpu/cuda_check.h"
-#include "strategy/dense/dense_kernels.h"
+#include "gpu/dense_copy.h"
 
 namespace {
 
