@@ -1,6 +1,7 @@
 /* spforge info: what this build and machine offer. */
 #include "cli/cli.h"
 #include "gpu/assembler.h"
+#include "strategy/strategy.h"
 
 #include <stdio.h>
 
@@ -36,6 +37,33 @@ static void print_assembler(const assembler_report *r)
     printf("  ptxas: %s\n", r->ptxas[0] ? r->ptxas : "not found");
 }
 
+/* Every strategy and whether AUTO can choose it on this machine. */
+static void json_strategies(json_writer *w, const spf_device_info *dev)
+{
+    json_array_begin(w, "strategies");
+    for (int i = 0; i < strategy_count; i++) {
+        char why[768] = "";
+        int ok = strategy_available(strategy_table[i], dev, why, sizeof why);
+        json_object_begin(w, NULL);
+        json_string(w, "name", strategy_table[i]->name);
+        json_bool(w, "available", ok);
+        json_string(w, "reason", ok ? NULL : why);
+        json_object_end(w);
+    }
+    json_array_end(w);
+}
+
+static void print_strategies(const spf_device_info *dev)
+{
+    printf("strategies:\n");
+    for (int i = 0; i < strategy_count; i++) {
+        char why[768] = "";
+        int ok = strategy_available(strategy_table[i], dev, why, sizeof why);
+        printf("  %-10s %s%s\n", strategy_table[i]->name, ok ? "available" : "unavailable: ",
+               ok ? "" : why);
+    }
+}
+
 int cmd_info(const cli_command *cmd, int argc, char **argv)
 {
     cli_context ctx;
@@ -55,11 +83,13 @@ int cmd_info(const cli_command *cmd, int argc, char **argv)
         cli_json_device(&w, "device", &dev);
         json_int(&w, "host_cores", cli_host_cores());
         json_assembler(&w, &asm_report);
+        json_strategies(&w, &dev);
         return cli_json_end(&ctx, &w);
     }
     printf("spforge %s\n", spf_version());
     cli_print_device(&dev);
     printf("host cores: %d\n", cli_host_cores());
     print_assembler(&asm_report);
+    print_strategies(&dev);
     return CLI_EXIT_OK;
 }

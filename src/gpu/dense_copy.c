@@ -1,6 +1,8 @@
 /* A's dense copy on the device (dense_copy.h). */
 #include "gpu/dense_copy.h"
 
+#ifdef SPF_HAVE_CUDA
+
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/matrix.h"
@@ -48,3 +50,5 @@ fail:
     }
     return status;
 }
+
+#endif /* SPF_HAVE_CUDA */

@@ -43,6 +43,12 @@ typedef struct strategy {
                           whatever the estimates say: the dense computation a
                           plan must never be slower than (DESIGN.md 7)        */
 
+    /* 1 when the strategy can run on this machine at all, whatever the
+     * problem: the libraries it loads are there (spforge info lists it);
+     * else 0 with why in reason. NULL: it needs nothing but a device (when
+     * on_device), which strategy_available checks for every row. */
+    int (*available)(char *reason, size_t cap);
+
     /* 1 when the strategy can compute p on dev (NULL: no device) under o;
      * else 0 with a reason a user can read in reason (never empty). */
     int (*supports)(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
@@ -94,6 +100,19 @@ spf_status strategy_build_without_cuda(const problem *p, const strategy_env *env
 spf_status strategy_launch_without_cuda(const void *state, const void *b, void *c,
                                         const float *bias, void *stream);
 void strategy_release_nothing(void *state);
+
+/* Whether s can run here (dev: the device plans would use, NULL for
+ * none): a device row needs an available device of compute capability 8.0
+ * or later, then its own available(). 0 with why in reason. */
+int strategy_available(const strategy *s, const spf_device_info *dev, char *reason, size_t cap);
+
+/* The refusals the 16-bit tensor-core and cp.async rows share, in this
+ * order: a build without CUDA, no device, a device older than compute
+ * capability 8.0 ("<needs> needs compute capability 8.0 or later"), B and
+ * C neither f16 nor bf16 ("f16 and bf16 only (<why_16>)"), a math other
+ * than fp32 accumulation. 1 when none applies, else 0 with the reason. */
+int strategy_supports_16bit(const problem *p, const spf_device_info *dev, const char *needs,
+                            const char *why_16, char *reason, size_t cap);
 
 /* Every strategy, in the order the planner lists them. */
 extern const strategy *const strategy_table[];

@@ -8,7 +8,7 @@
 
 extern const strategy strategy_unrolled, strategy_generic, strategy_cpu;
 extern const strategy strategy_dense, strategy_tc, strategy_tcfrag, strategy_panel;
-extern const strategy strategy_structured;
+extern const strategy strategy_structured, strategy_cusparselt;
 
 /* The planner lists candidates in this order; AUTO considers the rows that
  * run on a device. */
@@ -19,6 +19,7 @@ const strategy *const strategy_table[] = {
     &strategy_tcfrag,
     &strategy_panel,
     &strategy_structured,
+    &strategy_cusparselt,
     &strategy_dense,
     &strategy_cpu,
 };
@@ -40,6 +41,49 @@ spf_status strategy_launch_without_cuda(const void *state, const void *b, void *
 }
 
 void strategy_release_nothing(void *state) { (void)state; }
+
+int strategy_available(const strategy *s, const spf_device_info *dev, char *reason, size_t cap)
+{
+    if (s->on_device && (!dev || !dev->available)) {
+        snprintf(reason, cap, "no device: %s", dev ? dev->reason : "none");
+        return 0;
+    }
+    if (s->on_device && dev->cc_major < 8) {
+        snprintf(reason, cap, "needs compute capability 8.0 or later; the device is %d.%d",
+                 dev->cc_major, dev->cc_minor);
+        return 0;
+    }
+    return s->available ? s->available(reason, cap) : 1;
+}
+
+int strategy_supports_16bit(const problem *p, const spf_device_info *dev, const char *needs,
+                            const char *why_16, char *reason, size_t cap)
+{
+#ifndef SPF_HAVE_CUDA
+    (void)p, (void)dev, (void)needs, (void)why_16;
+    snprintf(reason, cap, "built without CUDA");
+    return 0;
+#else
+    if (!dev || !dev->available) {
+        snprintf(reason, cap, "no device: %s", dev ? dev->reason : "none");
+        return 0;
+    }
+    if (dev->cc_major < 8) {
+        snprintf(reason, cap, "%s needs compute capability 8.0 or later; the device is %d.%d",
+                 needs, dev->cc_major, dev->cc_minor);
+        return 0;
+    }
+    if (p->dtype != SPF_DTYPE_F16 && p->dtype != SPF_DTYPE_BF16) {
+        snprintf(reason, cap, "f16 and bf16 only (%s)", why_16);
+        return 0;
+    }
+    if (p->math != SPF_MATH_DEFAULT) {
+        snprintf(reason, cap, "accumulates in fp32 (math %s asked)", spf_math_name(p->math));
+        return 0;
+    }
+    return 1;
+#endif
+}
 
 const strategy *strategy_find(spf_strategy id)
 {

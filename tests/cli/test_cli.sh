@@ -23,6 +23,8 @@ check "info --json parses" parses info_json
 json_true info_json "d['version'] == '$("$cli" --version | cut -d' ' -f2)'" "info version"
 json_true info_json "d['host_cores'] >= 1 and 'available' in d['device']" "info fields"
 json_true info_json "d['device']['available'] or len(d['device']['reason']) > 0" "info reason when no device"
+json_true info_json "{'dense', 'cusparselt', 'cpu'} <= {s['name'] for s in d['strategies']} and all(s['available'] or s['reason'] for s in d['strategies'])" "info lists the strategies, a reason for each one unavailable"
+check "info lists cuSPARSELt's availability" grep -Eq "^  cusparselt +(available|unavailable: .+)$" "$tmp/info.out"
 
 # ---- gen -> stat: the same matrix, the same hashes
 expect_rc 0 gen gen "$tmp/a.mtx" --rows 100 --cols 80 --sparsity 0.8 --seed 7 --json
@@ -82,7 +84,8 @@ json_true run_default "d['default_input'] and d['stats']['rows'] == 768 and d['s
 json_true run_default "d['stats']['nnz'] == 768 * 77" "default input is uniform at 0.9"
 # --backend auto: a GPU plan where there is a device, else the CPU reference
 backend=cpu
-grep -q '"available":true' <("$cli" info --json) && backend=gpu
+device_available() { "$cli" info --json | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["device"]["available"] else 1)'; }
+device_available && backend=gpu
 json_true run_default "d['relative_error'] <= 1e-6 and d['passed'] and d['backend'] == '$backend'" "default run error"
 json_true run_default "d['time_ms_median'] > 0 and d['gflops'] > 0 and d['repeat'] == 5" "run timing"
 expect_rc 0 run_text run --n 33 --repeat 2
@@ -158,7 +161,7 @@ stderr_has strategy_cpu "--backend cpu"
 expect_rc 2 bad_math run --n 8 --math fast
 stderr_has bad_math "default|tf32|f16x2"
 run_cli gpu run --n 8 --backend gpu
-if grep -q '"available":false' <("$cli" info --json); then
+if ! device_available; then
   check "--backend gpu without a GPU exits 1" [ "$rc" -eq 1 ]
   stderr_has gpu "no usable CUDA device"
   expect_rc 1 dtype run --n 8 --dtype f16

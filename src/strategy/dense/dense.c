@@ -871,6 +871,11 @@ static spf_status dense_launch(const void *state, const void *b, void *c, const 
     return launch_ordered(&s->ws_order, dense_call_run, &call, stream);
 }
 
+static int dense_available(char *reason, size_t cap)
+{
+    return cublaslt_get(reason, cap) != NULL;
+}
+
 static int dense_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                           char *reason, size_t cap)
 {
@@ -906,7 +911,7 @@ static int dense_supports(const problem *p, const spf_device_info *dev, const sp
         return 0;
     }
     char why[256];
-    if (!cublaslt_get(why, sizeof why)) {
+    if (!dense_available(why, sizeof why)) {
         snprintf(reason, cap, "unavailable: %s", why);
         return 0;
     }
@@ -914,6 +919,8 @@ static int dense_supports(const problem *p, const spf_device_info *dev, const sp
 }
 
 #else /* no CUDA toolkit at build time: the row is there and says why not */
+
+#define dense_available NULL
 
 static int dense_supports(const problem *p, const spf_device_info *dev, const spf_plan_options *o,
                           char *reason, size_t cap)
@@ -959,6 +966,7 @@ const strategy strategy_dense = {
     .name = "dense",
     .on_device = 1,
     .floor = 1,
+    .available = dense_available,
     .supports = dense_supports,
     .estimate_us = dense_estimate_us,
     .build = dense_build,

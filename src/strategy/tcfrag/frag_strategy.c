@@ -47,27 +47,8 @@ static int frag_supports(const problem *p, const spf_device_info *dev, const spf
                          char *reason, size_t cap)
 {
     (void)o;
-#ifndef SPF_HAVE_CUDA
-    snprintf(reason, cap, "built without CUDA");
-    return 0;
-#endif
-    if (!dev || !dev->available) {
-        snprintf(reason, cap, "no device: %s", dev ? dev->reason : "none");
+    if (!strategy_supports_16bit(p, dev, "mma.sync", "the tc strategy runs f32 under TF32", reason, cap))
         return 0;
-    }
-    if (dev->cc_major < 8) {
-        snprintf(reason, cap, "mma.sync needs compute capability 8.0 or later; the device is "
-                 "%d.%d", dev->cc_major, dev->cc_minor);
-        return 0;
-    }
-    if (p->dtype != SPF_DTYPE_F16 && p->dtype != SPF_DTYPE_BF16) {
-        snprintf(reason, cap, "f16 and bf16 only (the tc strategy runs f32 under TF32)");
-        return 0;
-    }
-    if (p->math != SPF_MATH_DEFAULT) {
-        snprintf(reason, cap, "accumulates in fp32 (math %s asked)", spf_math_name(p->math));
-        return 0;
-    }
     if (p->n > FRAG_MAX_N) {
         snprintf(reason, cap, "N = %lld: at most %lld columns", (long long)p->n,
                  (long long)FRAG_MAX_N);
