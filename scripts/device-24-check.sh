@@ -39,9 +39,9 @@ cat "$log"
 export PYTHONPATH=$PWD/python SPF_LIB=/tmp/b/libspforge.so SPFORGE_CACHE_DIR=off
 timeout 120 python3 -X faulthandler scripts/bench_24.py --json "$out/bench24.json" >"$out/bench24.log" 2>&1
 grep -v -i "warn\|return cls" "$out/bench24.log" | tail -25
-timeout 170 python3 scripts/sparsify_llama.py --summary "$out/plan-summary.json" \
+timeout 150 python3 scripts/sparsify_llama.py --summary "$out/plan-summary.json" \
   --json "$out/sparsify.json" 2>&1 | tail -4
-timeout 200 python3 scripts/e2e_bert.py --out /tmp/e2e --budget-s 170 --sparsities 0.9,0.7 \
+timeout 150 python3 scripts/e2e_bert.py --out /tmp/e2e --budget-s 125 --sparsities 0.9,0.7 \
   --seqs 128 --batches 1,8 --mlp-ns 1,16,64 --mlp-sparsities 0.7 >"$out/e2e.log" 2>&1
 cp /tmp/e2e/e2e_bert.json "$out/e2e_bert.json" 2>/dev/null
 grep -E "vs best|bert s=|mlp s=" "$out/e2e.log" | tail -12
