@@ -71,6 +71,7 @@ def main(argv):
             model = build(torch, args.blocks, args.sparsity, 0)
             torch.cuda.synchronize()
             build_s = time.perf_counter() - t0
+            print("%s: model built and pruned in %.1f s" % (run, build_s), flush=True)
             report = st.sparsify(model, None, min_size=0, ns=ns, progress=False)
             layers = [m for m in model.modules() if isinstance(m, st.SparseLinear)]
             made = [q for layer in layers for q in layer.plans()]
@@ -84,10 +85,8 @@ def main(argv):
             strategies = {}
             for q in made:
                 strategies[q["strategy"]] = strategies.get(q["strategy"], 0) + 1
-            print("%s: model built and pruned in %.1f s; sparsify %.1f s, %d plans (%d from the "
-                  "cache), median %.3f s a plan; %s" % (run, build_s, report.seconds, len(made),
-                                                        cached, median or 0, strategies),
-                  flush=True)
+            print("%s: sparsify %.1f s, %d plans (%d from the cache), median %.3f s a plan; %s"
+                  % (run, report.seconds, len(made), cached, median or 0, strategies), flush=True)
             if run == "empty cache":
                 plans = [{"n": q["n"], "plan_s": q["plan_s"], "strategy": q["strategy"]}
                          for q in made]
