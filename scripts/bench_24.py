@@ -6,7 +6,8 @@ two largest of every aligned group of four along K), fp16, and N rows of
 X as a Linear layer is called (Y = X·Wᵀ, both row-major):
   - dense: torch's F.linear on the pruned weight (cuBLAS);
   - torch 2:4: F.linear on to_sparse_semi_structured(W) (cuSPARSELt);
-  - spforge AUTO, and the structured and cusparselt strategies forced.
+  - spforge AUTO, and the structured strategy forced (and cusparselt,
+    where the build has that strategy: a row says why where it has not).
 Every time is the GPU's per call by graph replay with the weights cold
 (spforge._timing: the L2 read through before every call, its time taken
 off), and every output is checked against the float64 product.
@@ -84,7 +85,7 @@ def main(argv):
                 try:
                     plan = spforge.Plan(a, n, strategy=s, dtype="f16", b_layout="n_first",
                                         c_layout="n_first", cache=False, progress=False)
-                except spforge.Error as e:
+                except (spforge.Error, ValueError) as e:  # ValueError: a name not built
                     row[s + "_failed"] = str(e)[:160]
                     continue
                 row[s + "_plan_s"] = time.perf_counter() - t0
