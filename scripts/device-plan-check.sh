@@ -11,13 +11,6 @@
 set -uo pipefail
 out=${OUT:-./device-plan-check-out}
 mkdir -p "$out"
-# cuSPARSELt from the Python wheels (torch's dependency), for the cusparselt
-# strategy: the library loads $SPF_CUSPARSELT when set.
-if [ -z "${SPF_CUSPARSELT:-}" ]; then
-  SPF_CUSPARSELT=$(python3 -c 'import glob, site; print(next(iter(sorted(p for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/*/lib/libcusparseLt.so*"))), ""))' 2>/dev/null)
-  [ -n "$SPF_CUSPARSELT" ] && export SPF_CUSPARSELT
-fi
-echo "cuSPARSELt: ${SPF_CUSPARSELT:-none found}"
 cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" >"$out/cfg.log" 2>&1
 cmake --build /tmp/b -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }

@@ -41,28 +41,10 @@ spf_status strategy_launch_without_cuda(const void *state, const void *b, void *
 
 void strategy_release_nothing(void *state) { (void)state; }
 
-int strategy_available(const strategy *s, const spf_device_info *dev, char *reason, size_t cap)
+/* A device plans can run on: one, available, of compute capability 8.0 or
+ * later ("<needs> needs ..."); else 0 with the reason. */
+static int device_ready(const spf_device_info *dev, const char *needs, char *reason, size_t cap)
 {
-    if (s->on_device && (!dev || !dev->available)) {
-        snprintf(reason, cap, "no device: %s", dev ? dev->reason : "none");
-        return 0;
-    }
-    if (s->on_device && dev->cc_major < 8) {
-        snprintf(reason, cap, "needs compute capability 8.0 or later; the device is %d.%d",
-                 dev->cc_major, dev->cc_minor);
-        return 0;
-    }
-    return s->available ? s->available(reason, cap) : 1;
-}
-
-int strategy_supports_16bit(const problem *p, const spf_device_info *dev, const char *needs,
-                            const char *why_16, char *reason, size_t cap)
-{
-#ifndef SPF_HAVE_CUDA
-    (void)p, (void)dev, (void)needs, (void)why_16;
-    snprintf(reason, cap, "built without CUDA");
-    return 0;
-#else
     if (!dev || !dev->available) {
         snprintf(reason, cap, "no device: %s", dev ? dev->reason : "none");
         return 0;
@@ -72,6 +54,26 @@ int strategy_supports_16bit(const problem *p, const spf_device_info *dev, const 
                  needs, dev->cc_major, dev->cc_minor);
         return 0;
     }
+    return 1;
+}
+
+int strategy_available(const strategy *s, const spf_device_info *dev, char *reason, size_t cap)
+{
+    if (s->on_device && !device_ready(dev, s->name, reason, cap))
+        return 0;
+    return s->available ? s->available(reason, cap) : 1;
+}
+
+int strategy_supports_16bit(const problem *p, const spf_device_info *dev, const char *needs,
+                            const char *why_16, char *reason, size_t cap)
+{
+#ifndef SPF_HAVE_CUDA
+    (void)p, (void)dev, (void)needs, (void)why_16, (void)device_ready;
+    snprintf(reason, cap, "built without CUDA");
+    return 0;
+#else
+    if (!device_ready(dev, needs, reason, cap))
+        return 0;
     if (p->dtype != SPF_DTYPE_F16 && p->dtype != SPF_DTYPE_BF16) {
         snprintf(reason, cap, "f16 and bf16 only (%s)", why_16);
         return 0;
