@@ -40,6 +40,11 @@ json_true() {
   got=$(json "$1" "$2" 2>&1)
   if [ "$got" = "True" ]; then ok; else bad "$3 ($2 -> $got)"; fi
 }
+# device_available: whether `spforge info` reports a usable device (the JSON's
+# device.available; the strategy list holds "available" keys too)
+device_available() {
+  "$cli" info --json | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["device"]["available"] else 1)'
+}
 # stderr_has NAME TEXT
 stderr_has() {
   if grep -qF -- "$2" "$tmp/$1.err"; then ok; else

@@ -84,7 +84,6 @@ json_true run_default "d['default_input'] and d['stats']['rows'] == 768 and d['s
 json_true run_default "d['stats']['nnz'] == 768 * 77" "default input is uniform at 0.9"
 # --backend auto: a GPU plan where there is a device, else the CPU reference
 backend=cpu
-device_available() { "$cli" info --json | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["device"]["available"] else 1)'; }
 device_available && backend=gpu
 json_true run_default "d['relative_error'] <= 1e-6 and d['passed'] and d['backend'] == '$backend'" "default run error"
 json_true run_default "d['time_ms_median'] > 0 and d['gflops'] > 0 and d['repeat'] == 5" "run timing"

@@ -50,7 +50,7 @@ expect_rc 1 junk tune "$tmp/junk.smtx" --n 8
 stderr_has junk "junk.smtx"
 
 # ---- the device
-if ! "$cli" info --json | python3 -c 'import json, sys; sys.exit(0 if json.load(sys.stdin)["device"]["available"] else 1)'; then
+if ! device_available; then
   expect_rc 1 nogpu tune "$tmp/a.mtx" --n 8
   stderr_has nogpu "no CUDA device: "
   check "no GPU: nothing on stdout" [ ! -s "$tmp/nogpu.out" ]
