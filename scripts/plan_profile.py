@@ -25,6 +25,7 @@ def main(argv):
     p.add_argument("--ns", default="1,16,128")
     p.add_argument("--sparsity", type=float, default=0.7)
     p.add_argument("--weights", default="cold")
+    p.add_argument("--gaps", type=int, default=0, help="print the K longest waits of each plan")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     import numpy
@@ -38,25 +39,35 @@ def main(argv):
         a = spforge.Matrix(w, mask=keep)
         for n in (int(v) for v in args.ns.split(",")):
             stages = collections.defaultdict(float)
+            timeline = []  # (perf_counter, what): progress events and log messages
 
             def hook(e):
+                timeline.append((time.perf_counter(), "%s %s %s" % (e.stage, e.phase, e.text)))
                 if e.phase == "end" and e.depth > 0:
                     stages[e.stage + (":" + e.text if e.stage in ("build", "time") else "")] += \
                         e.stage_s
+            spforge.set_log(lambda level, message: timeline.append((time.perf_counter(), message)))
             t0 = time.perf_counter()
             plan = spforge.Plan(a, n, dtype="f16", b_layout="n_first", c_layout="n_first",
                                 cache=False, weights=args.weights, progress=hook)
             wall = time.perf_counter() - t0
+            spforge.set_log(None)
             info = plan.info()
-            cands = [(c["strategy"], c["outcome"], round(c["kernel_us"] or 0, 2))
+            cands = [(c["strategy"], c["outcome"], round(c["estimate_us"] or 0, 2),
+                      round(c["kernel_us"] or 0, 2))
                      for c in info["candidates"] if c["outcome"] != "refused"]
+            marks = [(t0, "Plan() called")] + timeline + [(t0 + wall, "Plan() returned")]
+            gaps = sorted(((b[0] - a[0], a[1], b[1]) for a, b in zip(marks, marks[1:])),
+                          reverse=True)[:args.gaps]
             rows.append({"shape": name, "m": m, "k": k, "n": n, "plan_s": wall,
                          "strategy": info["strategy"], "stages": dict(stages),
-                         "candidates": cands})
+                         "candidates": cands, "gaps": gaps})
             print("%-9s N=%-4d %.3f s %-8s %s\n    %s" % (
                 name, n, wall, info["strategy"], cands,
                 ", ".join("%s %.3f" % kv for kv in sorted(stages.items(), key=lambda kv: -kv[1]))),
                 flush=True)
+            for gap, before, after in gaps:
+                print("      %6.1f ms  %.60s  ->  %.60s" % (1e3 * gap, before, after))
             plan.close()
     print("median plan %.3f s over %d plans" % (statistics.median(r["plan_s"] for r in rows),
                                                   len(rows)))

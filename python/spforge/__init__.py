@@ -55,7 +55,7 @@ from . import _capi, _convert
 from ._capi import lib
 
 __all__ = ["Error", "Cancelled", "Matrix", "Plan", "ProgressEvent", "set_progress",
-           "log_progress", "reference_spmm", "relative_error", "device_info", "version"]
+           "log_progress", "set_log", "reference_spmm", "relative_error", "device_info", "version"]
 
 _DUPLICATES = {"reject": 0, "sum": 1}
 _FORMATS = {"auto": 0, "mtx": 1, "smtx": 2, "npy": 3}
@@ -197,6 +197,52 @@ def set_progress(hook="logging"):
         raise TypeError("progress hook: expected a callable, \"logging\" or None, got %r"
                         % (hook,))
     previous, _progress_hook = _progress_hook, hook
+    return previous
+
+
+# ----------------------------------------------------------------- log
+
+_LOG_LEVELS = ("debug", "info", "warn")
+_log_hook = None   # what set_log installed: None, "logging" or a callable
+_log_c = None      # its C function, kept alive while installed
+
+
+def _log_logging(level, message):
+    _logger.log({"debug": logging.DEBUG, "info": logging.INFO}.get(level, logging.WARNING),
+                "%s", message)
+
+
+def _log_forward(level, message, user):
+    hook = _log_logging if _log_hook == "logging" else _log_hook
+    if hook is None:
+        return
+    try:
+        hook(_LOG_LEVELS[level] if 0 <= level < len(_LOG_LEVELS) else "warn",
+             (message or b"").decode("utf-8", "replace"))
+    except Exception:  # a C callback cannot raise: the message is dropped, the plan goes on
+        pass
+
+
+def set_log(hook="logging"):
+    """Where the library's log messages go (spf_set_log_callback: what the
+    planner built, timed and chose, and why): "logging" (the logger
+    "spforge", "debug" at DEBUG, "info" at INFO, "warn" at WARNING), a
+    callable taking (level, message) with level "debug", "info" or "warn",
+    or None (dropped: the initial state). Process-wide, from any thread;
+    an exception the callable raises drops that message. Returns the
+    previous hook. TypeError for anything else."""
+    global _log_hook, _log_c
+    if hook is not None and hook != "logging" and not callable(hook):
+        raise TypeError("log hook: expected a callable, \"logging\" or None, got %r" % (hook,))
+    previous = _log_hook
+    if hook is None:
+        lib().spf_set_log_callback(_capi.LogFn(), None)
+        _log_hook, _log_c = None, None
+    else:
+        _log_hook = hook
+        if _log_c is None:
+            _log_c = _capi.LogFn(_log_forward)
+            lib().spf_set_log_callback(_log_c, None)
     return previous
 
 
@@ -600,6 +646,22 @@ class Matrix:
                                         (lib().spf_matrix_values, "f", nnz)):
                 a = array.array(typecode)
                 a.frombytes(ctypes.string_at(fn(ptr), count * a.itemsize))
+                out.append(a)
+        return tuple(out)
+
+    def _csr_numpy(self):
+        """Copies of (row_ptr, col_idx, values) as numpy int64 / int32 /
+        float32 arrays: one copy each, where csr() makes two."""
+        numpy = _convert._need_numpy("Matrix arrays")
+        out = []
+        with self._use() as ptr:
+            m, nnz = lib().spf_matrix_rows(ptr), lib().spf_matrix_nnz(ptr)
+            for fn, dtype, count in ((lib().spf_matrix_row_ptr, numpy.int64, m + 1),
+                                     (lib().spf_matrix_col_idx, numpy.int32, nnz),
+                                     (lib().spf_matrix_values, numpy.float32, nnz)):
+                a = numpy.empty(count, dtype)
+                if count:
+                    ctypes.memmove(a.ctypes.data, fn(ptr), a.nbytes)
                 out.append(a)
         return tuple(out)
 

@@ -54,6 +54,9 @@ class Progress(ctypes.Structure):
 # spf_progress_fn: int (*)(const spf_progress *event, void *user)
 ProgressFn = ctypes.CFUNCTYPE(c_int, ctypes.POINTER(Progress), c_void_p)
 
+# spf_log_fn: void (*)(spf_log_level level, const char *message, void *user)
+LogFn = ctypes.CFUNCTYPE(None, c_enum, c_char_p, c_void_p)
+
 
 class PlanOptions(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("strategy", c_enum), ("dtype", c_enum),
@@ -124,6 +127,7 @@ _SIGNATURES = {
     "spf_status_string": (c_char_p, [c_int]),
     "spf_last_error": (c_char_p, []),
     "spf_version": (c_char_p, []),
+    "spf_set_log_callback": (None, [LogFn, c_void_p]),
     # Array arguments as addresses (ints), which _convert.Operand.ptr gives.
     "spf_matrix_create_csr": (c_int, [c_int64, c_int64, c_int64, c_void_p, c_void_p, c_void_p,
                                       c_uint64, _P(c_void_p)]),

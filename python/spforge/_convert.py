@@ -604,12 +604,15 @@ def _values(numpy, values, what):
     """values as float32: float16 / bfloat16 / float32 widen exactly,
     float64 rounds to the nearest float32 (A is held as float32). TypeError
     for integers, bools and complex numbers."""
-    name = values.dtype.name
+    _value_type(values.dtype.name, what)
+    return numpy.ascontiguousarray(values, dtype=numpy.float32)
+
+
+def _value_type(name, what):
     if name not in ("float16", "bfloat16", "float32", "float64"):
         raise TypeError("%s: values of dtype %s; spforge holds float32 values and takes float16, "
                         "bfloat16, float32 or float64 (convert with .astype(numpy.float32))"
                         % (what, name))
-    return numpy.ascontiguousarray(values, dtype=numpy.float32)
 
 
 def _indices(numpy, index, what, dtype, bound=_INT32_MAX):
@@ -699,6 +702,46 @@ def _is_scipy_sparse(obj):
             and hasattr(obj, "format"))
 
 
+def _check_threshold(threshold):
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+        raise TypeError("threshold: expected a real number, got %r" % (threshold,))
+    if not threshold >= 0:
+        raise ValueError("threshold: expected a number >= 0, got %r" % (threshold,))
+
+
+def _cuda_dense(numpy, t, threshold, mask, what):
+    """to_sparse of a dense torch tensor on a cuda device, the entries
+    selected there (a 7B layer's weight need not cross to the host; its
+    nonzeros do): the same entries, order and checks as the host path."""
+    torch = _module(t)
+    t = t.detach()
+    shape = _shape(tuple(t.shape), what)
+    _value_type(_torch_name(t.dtype), what)
+    if mask is not None:
+        if _is_torch(mask):
+            keep = mask.detach().to(device=t.device)
+        else:
+            keep = torch.from_numpy(numpy.ascontiguousarray(_host_numpy(mask, "mask")))
+            keep = keep.to(device=t.device)
+        if tuple(keep.shape) != tuple(t.shape):
+            raise ValueError("mask: expected the matrix's shape %s, got %s"
+                             % (shape, tuple(keep.shape)))
+        if keep.dtype.is_complex:
+            raise TypeError("mask: expected bools or numbers, got dtype %s"
+                            % _torch_name(keep.dtype))
+        keep = keep != 0
+    elif threshold is not None:
+        _check_threshold(threshold)
+        keep = ~(t.abs() <= threshold)  # NaN stays in, to be refused
+    else:
+        keep = t != 0
+    values = t[keep].float()  # row-major, as nonzero's order
+    cols = torch.nonzero(keep)[:, 1].to(dtype=torch.int32)
+    row_ptr = numpy.zeros(shape[0] + 1, numpy.int64)
+    numpy.cumsum(keep.sum(dim=1).cpu().numpy(), out=row_ptr[1:])
+    return ("csr", shape, row_ptr, cols.cpu().numpy(), values.cpu().numpy())
+
+
 def to_sparse(obj, threshold=None, mask=None, what="matrix"):
     """obj as ("csr", (rows, cols), row_ptr int64, col_idx int32, values
     float32) or ("coo", (rows, cols), row int32, col int32, values float32)
@@ -750,10 +793,12 @@ def to_sparse(obj, threshold=None, mask=None, what="matrix"):
     if isinstance(obj, (bool, numbers.Number, str)) or obj is None:
         raise TypeError("%s: expected a matrix (scipy.sparse, a tensor, an array), got %r"
                         % (what, obj))
-    w = _host_numpy(obj, what)
-    shape = _shape(w.shape, what)
     if threshold is not None and mask is not None:
         raise ValueError("%s: give threshold or mask, not both" % what)
+    if _is_torch(obj) and getattr(obj.device, "type", "cpu") == "cuda":
+        return _cuda_dense(numpy, obj, threshold, mask, what)
+    w = _host_numpy(obj, what)
+    shape = _shape(w.shape, what)
     if mask is not None:
         keep = _host_numpy(mask, "mask")
         if keep.shape != w.shape:
@@ -762,10 +807,7 @@ def to_sparse(obj, threshold=None, mask=None, what="matrix"):
             raise TypeError("mask: expected bools or numbers, got dtype %s" % keep.dtype.name)
         keep = keep != 0
     elif threshold is not None:
-        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
-            raise TypeError("threshold: expected a real number, got %r" % (threshold,))
-        if not threshold >= 0:
-            raise ValueError("threshold: expected a number >= 0, got %r" % (threshold,))
+        _check_threshold(threshold)
         keep = ~(numpy.abs(w) <= threshold)  # NaN stays in, to be refused
     else:
         keep = ~(w == 0)

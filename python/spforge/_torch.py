@@ -267,15 +267,15 @@ _LAYERS = weakref.WeakValueDictionary()
 
 
 def dense_of(matrix, dtype, device):
-    """A Matrix as a dense M×K tensor of dtype on device: exactly its entries."""
+    """A Matrix as a dense M×K tensor of dtype on device: exactly its
+    entries (scattered on the device: the CSR arrays cross, not M×K)."""
     m, k = matrix.shape
-    row_ptr, col_idx, values = matrix.csr()
-    counts = torch.tensor([row_ptr[i + 1] - row_ptr[i] for i in range(m)], dtype=torch.long)
-    rows = torch.repeat_interleave(torch.arange(m), counts)
-    dense = torch.zeros((m, k), dtype=torch.float32)
-    dense[rows, torch.tensor(col_idx, dtype=torch.long)] = torch.tensor(values,
-                                                                      dtype=torch.float32)
-    return dense.to(device=device, dtype=dtype)
+    row_ptr, col_idx, values = (torch.from_numpy(a).to(device=device)
+                                for a in matrix._csr_numpy())
+    rows = torch.repeat_interleave(torch.arange(m, device=device), row_ptr[1:] - row_ptr[:-1])
+    dense = torch.zeros((m, k), dtype=dtype, device=device)
+    dense[rows, col_idx.long()] = values.to(dtype)
+    return dense
 
 
 def _layer(key, kind=None, op="spforge::linear", module="SparseLinear"):
@@ -316,20 +316,54 @@ def _check_sparsity(sparsity):
         raise ValueError("sparsity: expected a number in [0, 1), got %r" % (sparsity,))
 
 
-def magnitude_mask(weight, sparsity):
-    """The mask (numpy bool, the weight's shape) keeping the
-    round((1 - sparsity) · size) entries of largest magnitude."""
+def _keep_count(size, sparsity):
+    return size - int(round(sparsity * size))
+
+
+def _magnitude_keep(weight, sparsity):
+    """magnitude_mask's mask where the weight is: a bool tensor on the
+    device for a cuda weight (selected there, in milliseconds where the
+    host took a second on a 7B layer), else the numpy mask. Both keep the
+    same entries: those above the keep-th largest magnitude, then the ties
+    at it in row-major order."""
     _check_sparsity(sparsity)
+    if getattr(getattr(weight, "device", None), "type", "cpu") != "cuda":
+        return _host_magnitude_keep(weight, sparsity)
+    with torch.no_grad():
+        magnitude = weight.detach().abs().float().flatten()
+        size = magnitude.numel()
+        keep = _keep_count(size, sparsity)
+        if keep >= size or keep == 0:
+            return torch.full(tuple(weight.shape), keep > 0, dtype=torch.bool,
+                              device=weight.device)
+        cut = torch.kthvalue(magnitude, size - keep + 1).values
+        mask = magnitude > cut
+        ties = torch.nonzero(magnitude == cut).flatten()[:keep - int(mask.sum())]
+        mask[ties] = True
+        return mask.reshape(tuple(weight.shape))
+
+
+def _host_magnitude_keep(weight, sparsity):
     w = _host_weight(weight)
     numpy = _convert._need_numpy("magnitude pruning")
     magnitude = numpy.abs(w.astype(numpy.float32, copy=False)).ravel()
-    keep = magnitude.size - int(round(sparsity * magnitude.size))
-    mask = numpy.zeros(magnitude.size, bool)
-    if keep >= magnitude.size:
-        mask[:] = True
-    elif keep > 0:
-        mask[numpy.argpartition(-magnitude, keep - 1)[:keep]] = True
+    size = magnitude.size
+    keep = _keep_count(size, sparsity)
+    if keep >= size or keep == 0:
+        return numpy.full(w.shape, keep > 0, bool)
+    cut = numpy.partition(magnitude, size - keep)[size - keep]
+    mask = magnitude > cut
+    mask[numpy.flatnonzero(magnitude == cut)[:keep - int(mask.sum())]] = True
     return mask.reshape(w.shape)
+
+
+def magnitude_mask(weight, sparsity):
+    """The mask (numpy bool, the weight's shape) keeping the
+    round((1 - sparsity) · size) entries of largest magnitude (of equal
+    ones, the first in row-major order). A cuda weight is ranked on its
+    device."""
+    mask = _magnitude_keep(weight, sparsity)
+    return mask.cpu().numpy() if isinstance(mask, torch.Tensor) else mask
 
 
 def _plan_device(device):
@@ -458,7 +492,7 @@ class SparseLinear(PrunedState, torch.nn.Module):
         else:
             options["device"] = device
         if sparsity is not None:
-            mask = magnitude_mask(weight, sparsity)
+            mask = _magnitude_keep(weight, sparsity)
         matrix = Matrix(weight.detach(), mask=mask, threshold=threshold)
         out_features, in_features = matrix.shape
         if bias is not None:
@@ -627,9 +661,12 @@ def _linears(model, kind=None):
 
 
 def _zero_outside(linear, mask):
-    """linear.weight *= mask (a numpy bool array), in place."""
+    """linear.weight *= mask (a numpy bool array, or a bool tensor on the
+    weight's device), in place."""
     w = linear.weight
-    keep = torch.from_numpy(mask.astype("float32")).to(device=w.device, dtype=w.dtype)
+    if not isinstance(mask, torch.Tensor):
+        mask = torch.from_numpy(mask)
+    keep = mask.to(device=w.device, dtype=w.dtype)
     with torch.no_grad():
         w.mul_(keep)
 
@@ -643,7 +680,7 @@ def magnitude_prune(model, sparsity, min_size=1 << 16, exclude=()):
     exclude = (exclude,) if isinstance(exclude, str) else tuple(exclude)
     for name, _, _, linear, _ in _linears(model):
         if id(linear) not in done and _eligible(name, linear, min_size, exclude) is None:
-            _zero_outside(linear, magnitude_mask(linear.weight, sparsity))
+            _zero_outside(linear, _magnitude_keep(linear.weight, sparsity))
             names.append(name)
         done.add(id(linear))
     return names
@@ -832,7 +869,7 @@ def _swap_linears(linears, report, done, bar, sparsity, min_size, exclude, ns, f
             continue
         fuse = (fuse_relu and following is not None
                 and type(following[1]) is torch.nn.ReLU)
-        mask = None if sparsity is None else magnitude_mask(linear.weight, sparsity)
+        mask = None if sparsity is None else _magnitude_keep(linear.weight, sparsity)
         layer = SparseLinear(linear.weight, linear.bias, mask=mask,
                              activation="relu" if fuse else None, n_plans=n_plans,
                              plan_options=plan_options, name=name)
@@ -875,7 +912,7 @@ def _sparsify_convs(model, sparsity, min_size, exclude, plan_options, report):
             report.kept.append((name, why))
             done[id(conv)] = why
             continue
-        mask = None if sparsity is None else magnitude_mask(conv.weight, sparsity)
+        mask = None if sparsity is None else _magnitude_keep(conv.weight, sparsity)
         options = {k: v for k, v in (plan_options or {}).items()
                    if k in ("strategy", "verify", "cache", "dense", "math")}
         layer = SparseConv2d.from_conv(conv, mask=mask, plan_options=options, name=name)

@@ -22,7 +22,7 @@ from . import Error, Matrix, _Handle, _capi, _check, _convert, _named
 from ._timing import graph_time_us
 from ._capi import lib
 from ._torch import (_GPU_DTYPES, _KEYS, _LAYERS, PrunedState, _capturing, _compiling, _layer,
-                     _no_backward, _plan_device, dense_of, magnitude_mask)
+                     _magnitude_keep, _no_backward, _plan_device, dense_of)
 
 _NHWC = 1  # spf_conv_layout
 _PLAN_OPTIONS = ("strategy", "verify", "cache", "dense", "math")
@@ -236,7 +236,9 @@ def _pruned(weight, mask, threshold):
     nonzeros) and the same as a dense K × C × R × S tensor of weight's
     dtype on its device, channels_last: exactly the matrix's entries."""
     k = int(weight.shape[0])
-    if mask is not None:
+    if isinstance(mask, torch.Tensor):  # a device mask stays there (_magnitude_keep)
+        mask = mask.reshape(k, -1)
+    elif mask is not None:
         mask = _convert._host_numpy(mask, "mask").reshape(k, -1)
     matrix = Matrix(weight.detach().reshape(k, -1), mask=mask, threshold=threshold)
     dense = dense_of(matrix, weight.dtype, weight.device).reshape(tuple(weight.shape))
@@ -317,7 +319,7 @@ class SparseConv2d(PrunedState, torch.nn.Module):
         if stride < 1:
             raise ValueError("SparseConv2d: stride 0")
         if sparsity is not None:
-            mask = magnitude_mask(weight, sparsity)
+            mask = _magnitude_keep(weight, sparsity)
         matrix, dense = _pruned(weight, mask, threshold)
         if bias is not None:
             if tuple(bias.shape) != (k,):

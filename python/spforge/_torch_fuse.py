@@ -20,7 +20,7 @@ import operator
 
 import torch
 
-from ._torch import SparsifyReport, _check_sparsity, magnitude_mask
+from ._torch import SparsifyReport, _check_sparsity, _magnitude_keep
 from ._torch_conv import _PLAN_OPTIONS, SparseConv2d, conv_unsupported
 
 _ADD_FUNCTIONS = (operator.add, operator.iadd, torch.add)
@@ -120,7 +120,7 @@ def sparsify_fused(model, example, sparsity=None, min_size=1 << 16, *, exclude=(
         relu = len(chain[-1].users) == 1 and _is_relu(next(iter(chain[-1].users)), modules)
         if relu:
             chain.append(next(iter(chain[-1].users)))
-        mask = None if sparsity is None else magnitude_mask(conv.weight, sparsity)
+        mask = None if sparsity is None else _magnitude_keep(conv.weight, sparsity)
         layer = SparseConv2d.from_conv(conv, mask=mask, activation="relu" if relu else None,
                                        residual=skip is not None, plan_options=options,
                                        name=name)

@@ -34,6 +34,7 @@ class dtype:
         self.name, self.storage = name, numpy.dtype(storage)
         self.itemsize = self.storage.itemsize
         self.is_floating_point = name.startswith(("float", "bfloat"))
+        self.is_complex = name.startswith("complex")
 
     def __repr__(self):
         return "torch." + self.name
@@ -189,7 +190,32 @@ class Tensor:
         return Tensor(self._data.T, self.dtype, self.device)
 
     def __getitem__(self, index):
-        return Tensor(self._data[index], self.dtype, self.device)
+        if isinstance(index, Tensor):  # a bool mask: the kept elements, row-major
+            index = index._data
+        data = self._data[index]
+        return Tensor(data, self.dtype if data.dtype == self._data.dtype
+                      else _BY_NAME[data.dtype.name], self.device)
+
+    # elementwise, as spforge's selection of a device matrix's entries uses them
+    def abs(self):
+        return Tensor(numpy.abs(self._elements()), self.dtype if self.dtype is not bfloat16
+                      else float32, self.device)
+
+    def _compare(self, other, op):
+        other = other._elements() if isinstance(other, Tensor) else other
+        return Tensor(op(self._elements(), other), bool, self.device)
+
+    def __ne__(self, other):
+        return self._compare(other, numpy.not_equal)
+
+    def __le__(self, other):
+        return self._compare(other, numpy.less_equal)
+
+    def __invert__(self):
+        return Tensor(~self._data, self.dtype, self.device)
+
+    def sum(self, dim=None):
+        return Tensor(numpy.asarray(self._data.sum(axis=dim), numpy.int64), int64, self.device)
 
     def to_sparse_csr(self):
         keep = self._data != 0
@@ -284,6 +310,10 @@ contiguous_format = object()
 def from_numpy(array):
     array = numpy.asarray(array)
     return Tensor(array, _BY_NAME[array.dtype.name])
+
+
+def nonzero(x):
+    return Tensor(numpy.argwhere(x._data).astype(numpy.int64), int64, x.device)
 
 
 _rng = numpy.random.default_rng(0)

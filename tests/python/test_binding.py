@@ -286,6 +286,46 @@ def shaped(values, typecode, shape):
     return memoryview(array.array(typecode, values)).cast("B").cast(typecode, shape)
 
 
+class LogTests(unittest.TestCase):
+    """set_log: the library's messages to a callable or the logger
+    "spforge"; its refusals; a message is forwarded as (level, text), an
+    exception in the hook stays in it; on a GPU, a plan's real messages."""
+
+    def tearDown(self):
+        spforge.set_log(None)
+
+    def test_hooks(self):
+        self.assertIsNone(spforge.set_log(None))
+        with self.assertRaises(TypeError):
+            spforge.set_log(42)
+        got = []
+        self.assertIsNone(spforge.set_log(lambda level, text: got.append((level, text))))
+        forward = spforge._log_c  # the C function the library calls
+        forward(0, b"a debug line", None)
+        forward(2, "caf\u00e9".encode(), None)
+        self.assertEqual(got, [("debug", "a debug line"), ("warn", "caf\u00e9")])
+
+        def broken(level, text):
+            raise RuntimeError("the hook's own failure")
+        spforge.set_log(broken)
+        forward(1, b"dropped", None)  # nothing raised through C
+        self.assertIs(spforge.set_log("logging"), broken)
+        with self.assertLogs("spforge", level="DEBUG") as logs:
+            forward(1, b"an info line", None)
+            forward(0, b"a debug line", None)
+        self.assertEqual(logs.output, ["INFO:spforge:an info line", "DEBUG:spforge:a debug line"])
+        self.assertEqual(spforge.set_log(None), "logging")
+
+    def test_plan_messages(self):
+        if not spforge.device_info()["available"]:
+            self.skipTest("no GPU: the CPU strategy logs nothing")
+        got = []
+        spforge.set_log(lambda level, text: got.append((level, text)))
+        a = spforge.Matrix.generate(rows=256, cols=256, sparsity=0.9, seed=5)
+        spforge.Plan(a, 16, cache=False).close()
+        self.assertTrue(any(text.startswith("dense:") for _, text in got), got)
+
+
 class ProgressTests(unittest.TestCase):
     """Plan(progress=...) and the module's hook (set_progress) on the CPU
     strategy, which runs without a GPU: events in order, a cancellation by

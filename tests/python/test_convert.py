@@ -538,6 +538,42 @@ class TorchCases:
         self.assertLessEqual(float(numpy.abs(got - want).max()),
                              tol * max(1.0, float(numpy.abs(want).max())))
 
+    def same_csr(self, got, want):
+        for g, w in zip(got.csr(), want.csr()):
+            self.assertEqual(list(g), list(w))
+
+    def test_device_dense_selection(self):
+        """A dense cuda tensor's entries are selected on its device: the
+        same matrix as from the host array, by nonzeros, threshold and mask
+        (numpy or a tensor, on the host or the device), and the same
+        errors."""
+        T, w, dev = self.T, self.w, self.cuda()
+        mask = numpy.abs(w) > 0.7
+        for dtype in (T.float32, T.float16, T.bfloat16, T.float64):
+            t = T.tensor(w, dtype=dtype, device=dev)
+            host = T.tensor(w, dtype=dtype)
+            with self.subTest(dtype=str(dtype)):
+                self.same_csr(spforge.Matrix(t), spforge.Matrix(host))
+                self.same_csr(spforge.Matrix(t, threshold=0.5), spforge.Matrix(host, threshold=0.5))
+                for m in (mask, T.tensor(mask), T.tensor(mask, device=dev),
+                          T.tensor(mask.astype(numpy.float32), device=dev)):
+                    self.same_csr(spforge.Matrix(t, mask=m), spforge.Matrix(host, mask=mask))
+        t = T.tensor(w, device=dev)
+        cases = [(ValueError, "expected the matrix's shape", dict(mask=mask[1:])),
+                 (ValueError, "give threshold or mask", dict(mask=mask, threshold=0.1)),
+                 (ValueError, "expected a number >= 0", dict(threshold=-1.0)),
+                 (TypeError, "expected a real number", dict(threshold="0.1"))]
+        for kind, words, kwargs in cases:
+            with self.subTest(kwargs=sorted(kwargs)), self.assertRaises(kind) as ctx:
+                spforge.Matrix(t, **kwargs)
+            self.assertIn(words, str(ctx.exception))
+        with self.assertRaises(TypeError) as ctx:
+            spforge.Matrix(T.tensor(w.astype(numpy.int32), dtype=T.int32, device=dev))
+        self.assertIn("values of dtype int32", str(ctx.exception))
+        with self.assertRaises(ValueError) as ctx:
+            spforge.Matrix(T.tensor(w[0], device=dev))
+        self.assertIn("a matrix (2-D) is needed", str(ctx.exception))
+
     def test_host_tensors(self):
         T = self.T
         a = spforge.Matrix(T.tensor(self.w))
@@ -637,8 +673,9 @@ class TorchCases:
         made = _convert.new_like(_convert.describe(b, "b"), (m, n), "bfloat16")
         self.assertEqual((type(made), made.shape, str(made.dtype), str(made.device)),
                          (T.Tensor, (m, n), "torch.bfloat16", "cuda:0"))
-        a = spforge.Matrix(T.tensor(self.w, device=dev))  # copied to the host
+        a = spforge.Matrix(T.tensor(self.w, device=dev))  # its entries selected on the device
         self.assertEqual(a.nnz, int((self.w != 0).sum()))
+        self.same_csr(a, spforge.Matrix(self.w))
         if not has_gpu():
             with self.assertRaises(spforge.Error) as ctx:
                 a @ b

@@ -152,6 +152,13 @@ class SparseLinearTests(unittest.TestCase):
         self.assertEqual(int(m.sum()), round(0.1 * w.size))
         self.assertTrue(numpy.abs(w[m]).min() >= numpy.abs(w[~m]).max())
         self.assertEqual(int(st.magnitude_mask(linear.weight, 0).sum()), w.size)
+        # of equal magnitudes, the first in row-major order: the rule the
+        # device ranking (test_torch_gpu.py) shares
+        ties = torch.tensor(numpy.array([[1, -2, 2, 1], [2, 1, -1, 3]], numpy.float32))
+        self.assertEqual(st.magnitude_mask(ties, 0.5).tolist(),
+                         [[False, True, True, False], [True, False, False, True]])
+        self.assertEqual(st.magnitude_mask(ties, 0.25).tolist(),
+                         [[True, True, True, True], [True, False, False, True]])
 
     def test_activations(self):
         linear = torch.nn.Linear(40, 30)

@@ -93,6 +93,27 @@ class GpuTests(unittest.TestCase):
                 self.assertEqual([p["n"] for p in plans], [1, 8, 64, 65, 300])
                 self.assertTrue(all(p["strategy"] != "cpu" for p in plans), plans)
 
+    def test_pruning_on_the_device(self):
+        """A cuda weight is ranked, selected and made dense again on its
+        device: the same mask as the host's rule (fp16 weights have many
+        equal magnitudes, so the ties are exercised), the same matrix as from
+        the host copy, and dense_of gives back exactly the pruned weight."""
+        from spforge._torch import _host_magnitude_keep, _magnitude_keep, dense_of
+        for dtype in (torch.float16, torch.bfloat16, torch.float32):
+            w = torch.randn(301, 517, device="cuda").to(dtype)
+            w[:, :40] = 0.5  # a block of ties at the cut
+            for sparsity in (0.0, 0.5, 0.9, 0.999):
+                with self.subTest(dtype=str(dtype), sparsity=sparsity):
+                    mask = _magnitude_keep(w, sparsity)
+                    self.assertEqual(mask.device.type, "cuda")
+                    host = _host_magnitude_keep(w.cpu(), sparsity)
+                    self.assertTrue((mask.cpu().numpy() == host).all())
+                    a = spforge.Matrix(w, mask=mask)
+                    self.assertEqual([list(x) for x in a.csr()],
+                                     [list(x) for x in spforge.Matrix(w.cpu(), mask=host).csr()])
+                    dense = dense_of(a, dtype, w.device)
+                    self.assertTrue(torch.equal(dense, w * mask.to(dtype)))
+
     def test_streams(self):
         linear = self.pruned_linear(512, 256, "float16", 0.9)
         layer = self.st.SparseLinear.from_linear(linear)
