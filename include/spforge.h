@@ -402,7 +402,8 @@ typedef enum spf_strategy {
     SPF_STRATEGY_TC = 5,       /* tensor cores: A as 16×16 bitmap tiles, mma (f16, bf16, TF32)  */
     SPF_STRATEGY_TCFRAG = 6,   /* tensor cores at small N: A as a fragment-ordered stream (f16, bf16) */
     SPF_STRATEGY_PANEL = 7,    /* CUDA cores at small N, high sparsity: 16-bit entries by K panels */
-    SPF_STRATEGY_STRUCTURED = 8 /* tensor cores: 2:4, V:2:M (mma.sp), column vectors (f16, bf16) */
+    SPF_STRATEGY_STRUCTURED = 8, /* tensor cores: 2:4, V:2:M (mma.sp), column vectors (f16, bf16) */
+    SPF_STRATEGY_CUSPARSELT = 9  /* 2:4 by cuSPARSELt (loaded at run time; f16, bf16)      */
 } spf_strategy;
 
 /* "auto", "unrolled", "generic", "cpu", "dense" ("?" for an unknown

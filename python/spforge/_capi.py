@@ -213,12 +213,34 @@ _lib = None
 path = None  # the file the library was loaded from, once loaded
 
 
+def _wheel_cusparselt():
+    """libcusparseLt from NVIDIA's wheel (nvidia-cusparselt-cu12 / -cu13,
+    a dependency of torch's CUDA wheels) in this interpreter's site
+    folders, or None. The library dlopens cuSPARSELt by its soname, which
+    finds no wheel; $SPF_CUSPARSELT names the file instead."""
+    import glob
+    import site
+    folders = list(getattr(site, "getsitepackages", lambda: [])())
+    folders.append(getattr(site, "getusersitepackages", lambda: "")())
+    for folder in folders:
+        for pattern in ("nvidia/cusparselt/lib/libcusparseLt.so*",
+                        "nvidia/cu*/lib/libcusparseLt.so*"):
+            found = sorted(glob.glob(os.path.join(folder, pattern)))
+            if found:
+                return found[0]
+    return None
+
+
 def lib():
     """The loaded library with every signature declared (loaded once).
     Raises OSError naming every place looked at if none loads."""
     global _lib, path
     if _lib is not None:
         return _lib
+    if "SPF_CUSPARSELT" not in os.environ:  # before the library's first plan loads it
+        wheel = _wheel_cusparselt()
+        if wheel:
+            os.environ["SPF_CUSPARSELT"] = wheel
     tried = []
     for path_ in _candidates():
         if os.path.sep in path_ and not os.path.exists(path_):

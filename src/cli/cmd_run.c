@@ -38,7 +38,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
          "allowed (f32); f16x2: fp16 accumulation (f16)", cli_math_names(), 0, 0, 0},
         {"strategy", CLI_CHOICE, &strategy, "NAME",
          "the GPU plan's strategy: auto (default: the planner times its candidates and keeps the "
-         "fastest, never slower than dense), unrolled, generic, tc, tcfrag, panel, structured, dense", cli_strategy_names(), 0, 0, 0},
+         "fastest, never slower than dense), unrolled, generic, tc, tcfrag, panel, structured, cusparselt, dense", cli_strategy_names(), 0, 0, 0},
         {"no-dense", CLI_FLAG, &no_dense, NULL,
          "AUTO may not use the dense strategy (it holds A as M×K dense values)", NULL, 0, 0, 0},
         {"b-layout", CLI_CHOICE, &b_layout, "n_last|n_first",

@@ -1,6 +1,6 @@
-/* A sparse matrix's dense copy on the device, for a strategy that hands A
- * to a vendor library as a dense array (the dense strategy: cuBLASLt
- * multiplies it). C-callable. */
+/* A sparse matrix's dense copy on the device, for the strategies that hand
+ * A to a vendor library as a dense array: cuBLASLt multiplies it (dense),
+ * cuSPARSELt compresses it (cusparselt). C-callable. */
 #ifndef SPF_GPU_DENSE_COPY_H
 #define SPF_GPU_DENSE_COPY_H
 

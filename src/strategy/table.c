@@ -8,7 +8,7 @@
 
 extern const strategy strategy_unrolled, strategy_generic, strategy_cpu;
 extern const strategy strategy_dense, strategy_tc, strategy_tcfrag, strategy_panel;
-extern const strategy strategy_structured;
+extern const strategy strategy_structured, strategy_cusparselt;
 
 /* The planner lists candidates in this order; AUTO considers the rows that
  * run on a device. */
@@ -19,6 +19,7 @@ const strategy *const strategy_table[] = {
     &strategy_tcfrag,
     &strategy_panel,
     &strategy_structured,
+    &strategy_cusparselt,
     &strategy_dense,
     &strategy_cpu,
 };

@@ -23,8 +23,8 @@ check "info --json parses" parses info_json
 json_true info_json "d['version'] == '$("$cli" --version | cut -d' ' -f2)'" "info version"
 json_true info_json "d['host_cores'] >= 1 and 'available' in d['device']" "info fields"
 json_true info_json "d['device']['available'] or len(d['device']['reason']) > 0" "info reason when no device"
-json_true info_json "{'dense', 'structured', 'cpu'} <= {s['name'] for s in d['strategies']} and all(s['available'] or s['reason'] for s in d['strategies'])" "info lists the strategies, a reason for each one unavailable"
-check "info lists the dense floor's availability" grep -Eq "^  dense +(available|unavailable: .+)$" "$tmp/info.out"
+json_true info_json "{'dense', 'cusparselt', 'cpu'} <= {s['name'] for s in d['strategies']} and all(s['available'] or s['reason'] for s in d['strategies'])" "info lists the strategies, a reason for each one unavailable"
+check "info lists cuSPARSELt's availability" grep -Eq "^  cusparselt +(available|unavailable: .+)$" "$tmp/info.out"
 
 # ---- gen -> stat: the same matrix, the same hashes
 expect_rc 0 gen gen "$tmp/a.mtx" --rows 100 --cols 80 --sparsity 0.8 --seed 7 --json

@@ -219,12 +219,13 @@ static void inputs_free(inputs *in)
 static int rounds_a(spf_strategy s)
 {
     return s == SPF_STRATEGY_TC || s == SPF_STRATEGY_TCFRAG || s == SPF_STRATEGY_PANEL ||
-           s == SPF_STRATEGY_STRUCTURED || s == SPF_STRATEGY_DENSE;
+           s == SPF_STRATEGY_STRUCTURED || s == SPF_STRATEGY_CUSPARSELT || s == SPF_STRATEGY_DENSE;
 }
 
 /* Run plan p on fresh inputs; the relative error against the reference.
- * round_a: the plan's strategy stores A in the dtype (tc, tcfrag, panel, structured, dense), so the
- * reference multiplies A rounded to it, as it does B (one output of a long
+ * round_a: the plan's strategy stores A in the dtype (tc, tcfrag, panel,
+ * structured, cusparselt, dense), so the reference multiplies A rounded to
+ * it, as it does B (one output of a long
  * row with cancellation otherwise measures bf16's rounding of A, not the
  * kernel). */
 static double check_plan_result(const spf_plan *p, int on_device, const spf_matrix *a, int64_t n,

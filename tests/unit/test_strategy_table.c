@@ -205,28 +205,54 @@ static void test_calibration(void)
     CHECK(calibration_us(generic, &p, 30.0) > calibration_us(dense, &p, 30.0));
 }
 
-/* strategy_available: a device row cannot run without a device and says
- * why; cpu always can; the dense floor, with a device, exactly when its
- * cuBLASLt loads, named otherwise. */
-static void test_available(void)
+/* The cusparselt row: exact 2:4 in f16 / bf16 only, M and K multiples of
+ * 16, and supported exactly when strategy_available finds its library
+ * (named in the refusal otherwise); strategy_available says why a device
+ * row cannot run without a device, and that cpu always can. */
+static void test_cusparselt(void)
 {
+    const strategy *s = strategy_find(SPF_STRATEGY_CUSPARSELT);
+    CHECK(s != NULL && s->on_device && !s->floor);
     spf_device_info dev = h100(), none = {0};
     snprintf(none.reason, sizeof none.reason, "no GPU in this test");
-    const strategy *dense = strategy_find(SPF_STRATEGY_DENSE);
-    char why[768] = "";
-    CHECK(!strategy_available(dense, &none, why, sizeof why) && strstr(why, "no GPU in this test"));
-    CHECK(!strategy_available(dense, NULL, why, sizeof why) && why[0]);
-    CHECK(strategy_available(strategy_find(SPF_STRATEGY_CPU), NULL, why, sizeof why));
-    why[0] = 0;
-    int ok = strategy_available(dense, &dev, why, sizeof why);
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    o.dtype = SPF_DTYPE_F16;
+    spf_matrix *two_four = gen_vnm(64, 128, 1, 2, 4, 5);
+    spf_matrix *uniform = gen_matrix(SPF_GEN_UNIFORM, 64, 128, 0.4, 6);
+    spf_matrix *short_k = gen_vnm(64, 100, 1, 2, 4, 7);
+    char reason[160] = "", why[768] = "";
+    problem p = problem_make(two_four, 16, &o);
+    int yes = s->supports(&p, &dev, &o, reason, sizeof reason);
 #ifdef SPF_HAVE_CUDA
-    CHECK_MSG(ok || strstr(why, "libcublasLt"), "dense unavailable: %s", why);
+    int here = strategy_available(s, &dev, why, sizeof why);
+    CHECK_MSG(yes == here, "2:4: supports %d, available %d (%s / %s)", yes, here, reason, why);
+    CHECK_MSG(yes || (strstr(reason, "unavailable: ") && strstr(reason, "libcusparseLt")),
+              "2:4 refused: %s", reason);
+    const struct {
+        spf_matrix *a;
+        spf_dtype dtype;
+        const char *says;
+    } refused[] = {{uniform, SPF_DTYPE_F16, "not 2:4"},
+                   {short_k, SPF_DTYPE_F16, "multiples of 16"},
+                   {two_four, SPF_DTYPE_F32, "f16 and bf16 only"}};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        o.dtype = refused[i].dtype;
+        p = problem_make(refused[i].a, 16, &o);
+        reason[0] = 0;
+        CHECK_MSG(!s->supports(&p, &dev, &o, reason, sizeof reason) &&
+                      strstr(reason, refused[i].says),
+                  "case %zu: %s", i, reason);
+    }
 #else
-    CHECK_MSG(ok, "no CUDA: dense has no library to load (%s)", why);
+    CHECK_MSG(!yes && strstr(reason, "built without CUDA"), "%s", reason);
 #endif
-    spf_device_info old = dev;
-    old.cc_major = 7;
-    CHECK(!strategy_available(dense, &old, why, sizeof why) && strstr(why, "8.0"));
+    CHECK(!strategy_available(s, &none, why, sizeof why) && strstr(why, "no GPU in this test"));
+    CHECK(!strategy_available(s, NULL, why, sizeof why) && why[0]);
+    CHECK(strategy_available(strategy_find(SPF_STRATEGY_CPU), NULL, why, sizeof why));
+    spf_matrix_free(two_four);
+    spf_matrix_free(uniform);
+    spf_matrix_free(short_k);
 }
 
 int main(int argc, char **argv)
@@ -237,6 +263,6 @@ int main(int argc, char **argv)
     test_names();
     test_refusals_and_estimates();
     test_planner();
-    test_available();
+    test_cusparselt();
     return check_report();
 }
