@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# One device call: 2:4 against dense and torch's cuSPARSELt path
-# (scripts/bench_24.py, under faulthandler), the Llama-7B-shaped sparsify
-# timing (scripts/sparsify_llama.py) and BERT / the MLP block end to end
-# with the sparse model compiled too. Few files under $OUT (the device
+# One device call (about 7 minutes): a Release build in /tmp/b, the GPU
+# tests of the strategies (the cusparselt row included), the planner and
+# the torch layer, 2:4 against dense and torch's cuSPARSELt path
+# (scripts/bench_24.py), the plan-time profile (scripts/plan_profile.py)
+# and the Llama-7B-shaped sparsify timing (scripts/sparsify_llama.py:
+# 32 blocks, empty cache then from it). Few files under $OUT (the device
 # tool returns a bounded count).
 #
 #   SPF_GIT_COMMIT=<sha> bash scripts/device-24-check.sh
@@ -11,13 +13,14 @@ out=${OUT:-./device-24-check-out}
 mkdir -p "$out"
 cmake -S . -B /tmp/b -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" >/dev/null 2>&1
-cmake --build /tmp/b -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+cmake --build /tmp/b -j"$(nproc)" >/tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
+(cd /tmp/b && timeout 150 ctest -R "test_strategies|test_plan$|test_plan_cache|python_torch_gpu" \
+  --output-on-failure -j4 >"$out/ctest.log" 2>&1)
+grep -E "tests passed|Failed|FAIL|Timeout|cusparselt" "$out/ctest.log" | head -12
 export PYTHONPATH=$PWD/python SPF_LIB=/tmp/b/libspforge.so SPFORGE_CACHE_DIR=off
-timeout 120 python3 -X faulthandler scripts/bench_24.py --json "$out/bench24.json" >"$out/bench24.log" 2>&1
-grep -v -i "warn\|return cls" "$out/bench24.log" | tail -25
-timeout 150 python3 scripts/sparsify_llama.py --summary "$out/plan-summary.json" \
-  --json "$out/sparsify.json" 2>&1 | tail -4
-timeout 150 python3 scripts/e2e_bert.py --out /tmp/e2e --budget-s 125 --sparsities 0.9,0.7 \
-  --seqs 128 --batches 1,8 --mlp-ns 1,16,64 --mlp-sparsities 0.7 >"$out/e2e.log" 2>&1
-cp /tmp/e2e/e2e_bert.json "$out/e2e_bert.json" 2>/dev/null
-grep -E "vs best|bert s=|mlp s=" "$out/e2e.log" | tail -12
+timeout 150 python3 -X faulthandler scripts/bench_24.py --json "$out/bench24.json" >/tmp/bench24.log 2>&1
+grep -v -i "warn\|return cls" /tmp/bench24.log | tail -10
+timeout 60 python3 scripts/plan_profile.py --gaps 3 --json "$out/profile.json" >"$out/profile.log" 2>&1
+grep -E "^[a-z]" "$out/profile.log" | cut -c1-60
+unset SPFORGE_CACHE_DIR
+timeout 280 python3 scripts/sparsify_llama.py --summary "$out/plan-summary.json" 2>&1 | tail -4

@@ -18,4 +18,8 @@
 /* The calibrated time of s on p whose roofline estimate is estimate_us. */
 double calibration_us(const strategy *s, const problem *p, double estimate_us);
 
+/* The rms error of log(time) of the fit calibration_us used for s on p,
+ * or -1 where it has no row (the raw estimate is kept). */
+double calibration_rms_log(const strategy *s, const problem *p);
+
 #endif

@@ -248,10 +248,18 @@ static spf_status build_best(spf_plan *p, const problem *prob, const spf_plan_op
     for (int i = 0; i < count; i++)
         to_build += cand[i].build;
     TRY(progress_begin(SPF_STAGE_CANDIDATES, to_build, "%d of %d strategies", to_build, count));
-    for (int i = 0; i < count; i++) {
+    /* The floors first, so that every other candidate is weighed against a
+     * measured time before it is built (planner_still_worth). */
+    for (int step = 0; step < 2 * count; step++) {
+        int i = step % count;
         planner_candidate *c = &cand[i];
+        if ((step < count) != (c->s->floor != 0))
+            continue;
         outcome[i] = !c->supported ? SPF_CANDIDATE_REFUSED : SPF_CANDIDATE_SKIPPED;
-        int late = timed && planner_build_late(c, kept >= 0 ? times[kept] : 0, others);
+        double best = kept >= 0 ? times[kept] : 0;
+        int late = timed && planner_build_late(c, best, others);
+        if (c->build && timed && !planner_still_worth(c, best))
+            c->build = 0;
         snprintf(details[i], sizeof details[i], "%s", c->reason);
         if (!c->build && !late)
             continue;

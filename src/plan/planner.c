@@ -2,6 +2,7 @@
 
 #include "plan/calibration.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -28,8 +29,11 @@ int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_op
         memset(c, 0, sizeof *c);
         c->s = s;
         c->supported = s->supports(p, dev, o, c->reason, sizeof c->reason);
-        if (c->supported)
+        if (c->supported) {
             c->estimate_us = calibration_us(s, p, s->estimate_us(p, dev));
+            double rms = calibration_rms_log(s, p);
+            c->reach = rms < 0 ? PLANNER_SLACK : fmax(PLANNER_REACH_MIN, exp(2.0 * rms));
+        }
         else if (!c->reason[0])
             snprintf(c->reason, sizeof c->reason, "not supported");
     }
@@ -61,15 +65,27 @@ int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_op
     return count;
 }
 
+static int within_reach(planner_candidate *c, double best_measured_us)
+{
+    if (c->estimate_us <= c->reach * best_measured_us)
+        return 1;
+    snprintf(c->reason, sizeof c->reason,
+             "estimated %.1f us, over %.2f× the best measured time (%.1f us)", c->estimate_us,
+             c->reach, best_measured_us);
+    return 0;
+}
+
 int planner_build_late(planner_candidate *c, double best_measured_us, int others)
 {
     if (!c->supported || c->build || c->s->floor || !(best_measured_us > 0) ||
         others >= PLANNER_OTHERS_MAX)
         return 0;
-    if (c->estimate_us <= PLANNER_SLACK * best_measured_us)
+    return within_reach(c, best_measured_us);
+}
+
+int planner_still_worth(planner_candidate *c, double best_measured_us)
+{
+    if (c->s->floor || !(best_measured_us > 0))
         return 1;
-    snprintf(c->reason, sizeof c->reason,
-             "estimated %.1f us, over %.0f× the best measured time (%.1f us)", c->estimate_us,
-             PLANNER_SLACK, best_measured_us);
-    return 0;
+    return within_reach(c, best_measured_us);
 }

@@ -23,11 +23,22 @@
  * the plan's time is mostly their tuning. */
 #define PLANNER_OTHERS_MAX 2
 
+/* Once a time is measured, a candidate is built and timed only when its
+ * calibrated estimate is within its reach of that time: exp(2 rms) of its
+ * calibration row's log error (about two standard errors), at least
+ * PLANNER_REACH_MIN (the timing's own spread and a held-out matrix's
+ * larger error), and PLANNER_SLACK for a strategy the fit has no rows for.
+ * A sparse candidate estimated 1.5× the measured dense time, with a fit
+ * good to 6 %, costs a plan 0.1-0.5 s of format building and tuning on an
+ * LLM layer for a loss (scripts/plan_profile.py). */
+#define PLANNER_REACH_MIN 1.25
+
 typedef struct planner_candidate {
     const strategy *s;
     int supported;       /* supports() said yes                              */
     int build;           /* the plan builds (and under AUTO times) it        */
     double estimate_us;  /* s->estimate_us, for supported candidates         */
+    double reach;        /* the most estimate_us / a measured time it is built at */
     char reason[160];    /* why not supported, or why not built              */
 } planner_candidate;
 
@@ -40,12 +51,18 @@ int planner_rank(const problem *p, const spf_device_info *dev, const spf_plan_op
 
 /* Whether a supported candidate that planner_rank left out is built after
  * all, once a plan has timed what it built: when its estimate is within
- * PLANNER_SLACK of best_measured_us (> 0), the fastest time measured so
- * far, and fewer than PLANNER_OTHERS_MAX others than the floors were built. The estimates are
- * rooflines: a kernel far slower than its own (a graph's irregular rows,
- * measured 10-30× over on the H100) must not hide a strategy that was only
- * estimated slower than it. When not, c->reason says why, against the
- * measurement. */
+ * its reach of best_measured_us (> 0), the fastest time measured so far,
+ * and fewer than PLANNER_OTHERS_MAX others than the floors were built. The
+ * estimates are rooflines: a kernel far slower than its own (a graph's
+ * irregular rows, measured 10-30× over on the H100) must not hide a
+ * strategy that was only estimated slower than it. When not, c->reason
+ * says why, against the measurement. */
 int planner_build_late(planner_candidate *c, double best_measured_us, int others);
+
+/* Whether a candidate planner_rank chose to build is still worth it once
+ * best_measured_us (> 0; 0: nothing measured yet) is known: a floor always,
+ * another while its estimate is within its reach of the measurement. When
+ * not, c->reason says why. */
+int planner_still_worth(planner_candidate *c, double best_measured_us);
 
 #endif

@@ -170,7 +170,7 @@ static void test_planner(void)
 static void test_build_late(void)
 {
     planner_candidate c = {.s = strategy_find(SPF_STRATEGY_TC), .supported = 1,
-                           .estimate_us = 152.0};
+                           .estimate_us = 152.0, .reach = 2.0};
     snprintf(c.reason, sizeof c.reason, "estimated 152 us, over 2x the best estimate (7.1 us)");
     CHECK(!planner_build_late(&c, 0.0, 1));           /* nothing measured yet */
     CHECK(planner_build_late(&c, 155.0, 1));          /* measured far over its estimate */
@@ -184,6 +184,27 @@ static void test_build_late(void)
     CHECK(!planner_build_late(&c, 155.0, 0));         /* built already: not twice */
     c.build = 0, c.s = strategy_find(SPF_STRATEGY_DENSE);
     CHECK(c.s->floor && !planner_build_late(&c, 155.0, 0)); /* a floor is built up front */
+}
+
+/* planner_still_worth: a candidate chosen by the estimates is dropped once
+ * a measured time beats its estimate by more than its reach (the reason
+ * names both); before any measurement, and for a floor, it stays. And the
+ * reach planner_rank gives: two rms of the calibration's log error, at
+ * least PLANNER_REACH_MIN, PLANNER_SLACK where the fit has no row. */
+static void test_still_worth(void)
+{
+    planner_candidate c = {.s = strategy_find(SPF_STRATEGY_TCFRAG), .supported = 1, .build = 1,
+                           .estimate_us = 35.8, .reach = 1.25};
+    CHECK(planner_still_worth(&c, 0.0));
+    CHECK(planner_still_worth(&c, 30.0));  /* 35.8 <= 1.25 x 30 */
+    CHECK(!planner_still_worth(&c, 23.4)); /* the LLM layer's dense time at N = 1 */
+    CHECK_MSG(strstr(c.reason, "best measured time (23.4 us)") != NULL, "reason: %s", c.reason);
+    c.s = strategy_find(SPF_STRATEGY_DENSE);
+    CHECK(planner_still_worth(&c, 1.0));
+
+    problem p = {.m = 4096, .k = 4096, .n = 1, .dtype = SPF_DTYPE_F16};
+    CHECK(calibration_rms_log(strategy_find(SPF_STRATEGY_TCFRAG), &p) > 0);
+    CHECK(calibration_rms_log(strategy_find(SPF_STRATEGY_CPU), &p) < 0);
 }
 
 /* The calibration (plan/calibration.h): a strategy the fit has rows for
@@ -258,6 +279,7 @@ static void test_cusparselt(void)
 int main(int argc, char **argv)
 {
     test_build_late();
+    test_still_worth();
     test_calibration();
     test_rows();
     test_names();
