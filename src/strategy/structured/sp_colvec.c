@@ -15,7 +15,8 @@
 
 enum { TILE = 16 };
 
-static const int32_t lengths[] = {16, 8, 4}; /* the longest first: ties go to it */
+static const int32_t lengths[] = {16, 8, 4}; /* the longest first: ties go to it; each
+                                                 * a multiple of the next */
 
 /* What blocks of l rows in order store: the sum of rows × |U| (stored)
  * and of |U| (columns). stamp holds a->cols entries, reset here. Stops
@@ -120,6 +121,17 @@ int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t 
             break;
         }
         double best_bytes = 0;
+        /* A block of 2l rows is the union of two of l (the same order), so
+         * its fill is at least theirs: where the shortest vectors store too
+         * much, the longer ones do too, and one measure settles the order
+         * (a pruned LLM layer: one of three). */
+        int64_t shortest, shortest_columns;
+        measure(a, order, lengths[sizeof lengths / sizeof *lengths - 1], stamp, &shortest,
+                &shortest_columns);
+        if (shortest < 0 || (double)shortest / nnz > SP_COLVEC_FILL) {
+            mem_free(order);
+            continue;
+        }
         for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
             int64_t stored, columns;
             measure(a, order, lengths[li], stamp, &stored, &columns);
