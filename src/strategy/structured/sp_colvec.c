@@ -125,16 +125,17 @@ int sp_colvec_detect(const spf_matrix *a, sp_pattern *out, char *reason, size_t 
          * its fill is at least theirs: where the shortest vectors store too
          * much, the longer ones do too, and one measure settles the order
          * (a pruned LLM layer: one of three). */
+        const size_t last = sizeof lengths / sizeof *lengths - 1;
         int64_t shortest, shortest_columns;
-        measure(a, order, lengths[sizeof lengths / sizeof *lengths - 1], stamp, &shortest,
-                &shortest_columns);
+        measure(a, order, lengths[last], stamp, &shortest, &shortest_columns);
         if (shortest < 0 || (double)shortest / nnz > SP_COLVEC_FILL) {
             mem_free(order);
             continue;
         }
         for (size_t li = 0; li < sizeof lengths / sizeof *lengths; li++) {
-            int64_t stored, columns;
-            measure(a, order, lengths[li], stamp, &stored, &columns);
+            int64_t stored = shortest, columns = shortest_columns;
+            if (li != last)
+                measure(a, order, lengths[li], stamp, &stored, &columns);
             double f = (double)stored / nnz, bytes = 2.0 * (double)stored + 4.0 * (double)columns;
             if (stored < 0 || f > SP_COLVEC_FILL || (found && bytes >= best_bytes))
                 continue;
