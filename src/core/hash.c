@@ -16,9 +16,21 @@ static const uint64_t P5 = 0x27D4EB2F165667C5ULL;
 
 static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
+/* A little-endian host's words are their own encoding: it hashes arrays
+ * in place, where another host encodes them byte by byte. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+enum { HOST_LE = 1 };
+#else
+enum { HOST_LE = 0 };
+#endif
+
 static uint64_t read_le64(const unsigned char *p)
 {
     uint64_t v = 0;
+    if (HOST_LE) {
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
     for (int i = 7; i >= 0; i--)
         v = (v << 8) | p[i];
     return v;
@@ -140,6 +152,10 @@ void hash_update_u64(hash_state *h, uint64_t v)
 
 void hash_update_i64_array(hash_state *h, const int64_t *v, size_t count)
 {
+    if (HOST_LE) {
+        hash_update(h, v, count * sizeof *v);
+        return;
+    }
     unsigned char stage[STAGE_BYTES];
     size_t used = 0;
     for (size_t i = 0; i < count; i++) {
@@ -156,6 +172,10 @@ void hash_update_i64_array(hash_state *h, const int64_t *v, size_t count)
 /* 32-bit words: int32 indices and float bit patterns share this loop. */
 static void update_u32_words(hash_state *h, const void *words, size_t count)
 {
+    if (HOST_LE) {
+        hash_update(h, words, count * 4);
+        return;
+    }
     unsigned char stage[STAGE_BYTES];
     size_t used = 0;
     for (size_t i = 0; i < count; i++) {
@@ -186,7 +206,20 @@ void hash_update_f32_bits(hash_state *h, const float *v, size_t count)
 static const uint64_t PATTERN_SEED = 0x5350465041540001ULL;
 static const uint64_t VALUES_SEED = 0x53504656414c0001ULL;
 
-uint64_t matrix_pattern_hash(const spf_matrix *a)
+/* A matrix's arrays never change once it is made, so each hash is
+ * computed once and kept in it (0: not yet; a hash that is 0 is computed
+ * again each time). Plans of several N on one matrix, each keying the
+ * cache, read it from there. Threads racing on a matrix compute the same
+ * value; the word is read and written whole. */
+static uint64_t kept(const uint64_t *slot) { return __atomic_load_n(slot, __ATOMIC_RELAXED); }
+
+static uint64_t keep(const uint64_t *slot, uint64_t v)
+{
+    __atomic_store_n((uint64_t *)slot, v, __ATOMIC_RELAXED);
+    return v;
+}
+
+static uint64_t pattern_hash(const spf_matrix *a)
 {
     hash_state h;
     hash_init(&h, PATTERN_SEED);
@@ -197,11 +230,23 @@ uint64_t matrix_pattern_hash(const spf_matrix *a)
     return hash_final(&h);
 }
 
-uint64_t matrix_values_hash(const spf_matrix *a)
+static uint64_t values_hash(const spf_matrix *a)
 {
     hash_state h;
     hash_init(&h, VALUES_SEED);
     hash_update_u64(&h, (uint64_t)a->nnz);
     hash_update_f32_bits(&h, a->values, (size_t)a->nnz);
     return hash_final(&h);
+}
+
+uint64_t matrix_pattern_hash(const spf_matrix *a)
+{
+    uint64_t v = kept(&a->pattern_hash);
+    return v ? v : keep(&a->pattern_hash, pattern_hash(a));
+}
+
+uint64_t matrix_values_hash(const spf_matrix *a)
+{
+    uint64_t v = kept(&a->values_hash);
+    return v ? v : keep(&a->values_hash, values_hash(a));
 }

@@ -11,6 +11,9 @@ struct spf_matrix {
     int64_t *row_ptr; /* rows + 1 */
     int32_t *col_idx; /* nnz, sorted and unique within each row */
     float *values;    /* nnz */
+    /* matrix_pattern_hash and matrix_values_hash once computed (0 before;
+     * core/hash.c): the arrays are not changed after the matrix is made. */
+    uint64_t pattern_hash, values_hash;
 };
 
 /* Allocate an uninitialised matrix of the given shape and nnz (row_ptr,

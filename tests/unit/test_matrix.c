@@ -4,6 +4,8 @@
 #include "core/matrix.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void test_csr_roundtrip(void)
 {
@@ -48,6 +50,49 @@ static void test_csr_rejects(void)
     CHECK_STATUS(spf_matrix_create_csr(-1, 3, 0, rp, range, NULL, 1, &a), SPF_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(spf_matrix_create_csr((int64_t)1 << 31, 3, 0, rp, range, NULL, 1, &a), SPF_ERR_OVERFLOW);
     CHECK_STATUS(spf_matrix_create_csr(2, 3, 3, rp, range, NULL, 1, NULL), SPF_ERR_INVALID_ARGUMENT);
+}
+
+/* A matrix past spf_matrix_create_csr's grain is checked and copied in row
+ * ranges on several threads: the copy is whole, and of several faults the
+ * message names the first row's, as the one-thread check does. */
+static void test_csr_in_ranges(void)
+{
+    enum { ROWS = 3000, COLS = 2048, PER_ROW = 1000 };
+    const int64_t nnz = (int64_t)ROWS * PER_ROW;
+    int64_t *rp = malloc((ROWS + 1) * sizeof *rp);
+    int32_t *ci = malloc((size_t)nnz * sizeof *ci);
+    float *v = malloc((size_t)nnz * sizeof *v);
+    CHECK(rp && ci && v);
+    if (!rp || !ci || !v)
+        goto done;
+    for (int64_t r = 0; r <= ROWS; r++)
+        rp[r] = r * PER_ROW;
+    for (int64_t e = 0; e < nnz; e++)
+        ci[e] = (int32_t)(2 * (e % PER_ROW) + (e / PER_ROW) % 2), v[e] = (float)(e % 977) - 488;
+    spf_matrix *a = NULL;
+    CHECK_OK(spf_matrix_create_csr(ROWS, COLS, nnz, rp, ci, v, 0, &a));
+    if (a) {
+        CHECK(memcmp(a->row_ptr, rp, (ROWS + 1) * sizeof *rp) == 0);
+        CHECK(memcmp(a->col_idx, ci, (size_t)nnz * sizeof *ci) == 0);
+        CHECK(memcmp(a->values, v, (size_t)nnz * sizeof *v) == 0);
+        spf_matrix_free(a);
+    }
+    v[(int64_t)2900 * PER_ROW + 5] = NAN;
+    CHECK_STATUS(spf_matrix_create_csr(ROWS, COLS, nnz, rp, ci, v, 0, &a), SPF_ERR_INVALID_MATRIX);
+    CHECK(a == NULL);
+    CHECK_DETAIL("row 2900, column 10: value NaN");
+    int32_t saved = ci[(int64_t)1500 * PER_ROW + 7];
+    ci[(int64_t)1500 * PER_ROW + 7] = 0;
+    CHECK_STATUS(spf_matrix_create_csr(ROWS, COLS, nnz, rp, ci, v, 0, &a), SPF_ERR_INVALID_MATRIX);
+    CHECK_DETAIL("row 1500, entry 1500007");
+    ci[(int64_t)1500 * PER_ROW + 7] = saved;
+    rp[201] = rp[200] - 1;
+    CHECK_STATUS(spf_matrix_create_csr(ROWS, COLS, nnz, rp, ci, v, 0, &a), SPF_ERR_INVALID_MATRIX);
+    CHECK_DETAIL("row 200: row_ptr");
+done:
+    free(rp);
+    free(ci);
+    free(v);
 }
 
 static void test_coo_duplicates(void)
@@ -141,6 +186,7 @@ int main(int argc, char **argv)
 {
     test_csr_roundtrip();
     test_csr_rejects();
+    test_csr_in_ranges();
     test_coo_duplicates();
     test_random_values_seeded();
     test_non_finite_values();
