@@ -97,12 +97,15 @@ class _Layer:
     deep copies of its SparseLinear (plans are read-only once made and may
     run from several threads and streams at once)."""
 
-    def __init__(self, matrix, device, dtype, has_bias, relu, n_plans, options, name):
+    def __init__(self, matrix, device, dtype, has_bias, relu, n_plans, options, name,
+                 source=None):
         self.matrix, self.device, self.dtype = matrix, device, dtype
         self.m, self.k = matrix.shape
         self.has_bias, self.relu, self.n_plans = has_bias, relu, n_plans
         self.options, self.name = options, name
-        self.plans, self.made = {}, {}  # plan N -> Plan; plan N -> seconds spent making it
+        # plan N -> its Plan, or DENSE; plan N -> seconds spent making it
+        self.plans, self.made = {}, {}
+        self.summaries = {}  # plan N -> _summary of a DENSE one (its Plan is freed)
         # Plan Ns whose AUTO plan chose the dense strategy run torch's own
         # linear on the pruned weight instead (made once, on first need):
         # the same dense computation without the binding's per-call cost,
@@ -111,6 +114,11 @@ class _Layer:
         # dense plans ran through the binding; e2e_bert.py).
         self.dense_ns, self.dense_weight = set(), None
         self.dense_bias = None  # (the fp32 bias given, it in the layer's dtype)
+        # The pruned weight, dense on the device as the layer was made from
+        # it, until its first plans are made: a plan that AUTO makes dense
+        # runs on it, with no trip through the host CSR (seconds on a 7B
+        # model); else it is let go.
+        self.source = source
         # What a call of N rows runs (N -> a function of x and bias), made on
         # its first call: the plan looked up, the dense choice, the C entry
         # point and the stream's device bound once, so that an eager call
@@ -135,6 +143,8 @@ class _Layer:
     def dense(self):
         """The pruned weight as torch's linear takes it: exactly the matrix's
         entries, M×K, in the layer's dtype, on its device."""
+        if self.source is not None:
+            return self.source
         where = torch.device("cpu") if self.device is None else torch.device("cuda", self.device)
         return dense_of(self.matrix, getattr(torch, self.dtype), where)
 
@@ -163,17 +173,30 @@ class _Layer:
                             % (self.name or "?", self.m, self.k, self.matrix.nnz, n,
                                e.detail)) from None
             self.made[n] = time.perf_counter() - start
-            self.plans[n] = plan
             if self.device is not None and plan.info().get("strategy") == "dense":
-                self._use_dense(n)
+                self._use_dense(n, plan)
+                plan = DENSE
+            self.plans[n] = plan
             return plan
 
-    def _use_dense(self, n):
+    def _use_dense(self, n, plan):
         """Plan N n runs torch's linear on the pruned weight (made from the
-        matrix's nonzeros, in the layer's dtype, on its device, once)."""
+        matrix's nonzeros, in the layer's dtype, on its device, once).
+        The plan is freed, its facts kept: its own dense copy of the
+        weight would double the layer's memory."""
         if self.dense_weight is None:
             self.dense_weight = self.dense()
         self.dense_ns.add(n)
+        self.summaries[n] = _summary(plan, n, self.made.get(n))
+        plan.close()
+
+    def summary(self, n):
+        """_summary of the plan of plan N n."""
+        return self.summaries.get(n) or _summary(self.plans[n], n, self.made.get(n))
+
+    def sources_done(self):
+        """The plans asked for are made: the source is let go."""
+        self.source = None
 
     def set_n_plans(self, policy):
         self.n_plans, self.calls = policy, {}
@@ -213,6 +236,7 @@ class _Layer:
         else:
             rows = plan_rows(n, self.n_plans)
             plan = self.plan(rows)
+            self.sources_done()
             call = self._dense_call() if rows in self.dense_ns else self._plan_call(plan, n, rows)
         self.calls[n] = call
         return call
@@ -255,13 +279,16 @@ class _Layer:
         return call
 
     def close(self):
-        self.calls = {}
+        self.calls, self.summaries, self.source = {}, {}, None
         self.dense_ns, self.dense_weight, self.dense_bias = set(), None, None
         plans, self.plans = self.plans, {}
         for plan in plans.values():
-            plan.close()
+            if plan is not DENSE:
+                plan.close()
 
 
+# What _Layer.plans holds for a plan N that runs torch's linear.
+DENSE = "dense"
 _KEYS = itertools.count(1)
 _LAYERS = weakref.WeakValueDictionary()
 
@@ -436,7 +463,10 @@ class SparseLinear(PrunedState, torch.nn.Module):
     bfloat16 on a cuda device) and keeps its entries where mask is nonzero,
     or the round((1 - sparsity) · size) of largest magnitude, or those with
     |w| > threshold, or, with none of these, its nonzeros. The weight is
-    copied into spforge (the tensor is not kept). bias: out values, any
+    copied into spforge (the tensor is not kept); a cuda layer holds the
+    pruned weight dense on its device too, until its first plans are made,
+    and after only if AUTO made one of them dense (that plan runs torch's
+    linear on it, and the dense plan itself is freed). bias: out values, any
     float dtype, kept as float32 (the plans add it in fp32). activation:
     None, "relu" (fused into the plan), "gelu", "gelu_tanh", "silu" or a
     callable, applied after. n_plans: which plan a batch of N rows runs on
@@ -493,6 +523,11 @@ class SparseLinear(PrunedState, torch.nn.Module):
             options["device"] = device
         if sparsity is not None:
             mask = _magnitude_keep(weight, sparsity)
+        pruned = None
+        if device is not None:  # (a dtype of the weight's: the layer's)
+            keep = _convert.cuda_keep(_convert._need_numpy("a SparseLinear"), weight.detach(),
+                                      threshold, mask)
+            pruned, mask, threshold = weight.detach().masked_fill(~keep, 0), keep, None
         matrix = Matrix(weight.detach(), mask=mask, threshold=threshold)
         out_features, in_features = matrix.shape
         if bias is not None:
@@ -505,7 +540,7 @@ class SparseLinear(PrunedState, torch.nn.Module):
         self.activation = activation
         relu = activation == "relu"
         self._layer = _Layer(matrix, device, dtype, bias is not None, relu, n_plans, options,
-                             name)
+                             name, pruned)
         self.register_buffer("bias", bias)
 
     def _pruned_weight(self):
@@ -577,6 +612,7 @@ class SparseLinear(PrunedState, torch.nn.Module):
         rows = sorted({plan_rows(int(n), self._layer.n_plans) for n in ns if int(n) > 0})
         for n in rows:
             self._layer.plan(n)
+        self._layer.sources_done()
         return [p for p in self.plans() if p["n"] in rows]
 
     def plans(self):
@@ -586,7 +622,7 @@ class SparseLinear(PrunedState, torch.nn.Module):
         measured: cpu plans, dense=False), plan_s (seconds making it took
         here), from_cache."""
         layer = self._layer
-        return [_summary(layer.plans[n], n, layer.made.get(n)) for n in sorted(layer.plans)]
+        return [layer.summary(n) for n in sorted(layer.plans)]
 
     def release_plans(self):
         """Free every plan (made again on use). Not while work queued on them

@@ -251,7 +251,15 @@ class Tensor:
     def new_empty(self, shape):
         return empty(shape, dtype=self.dtype, device=self.device)
 
-    def to(self, device=None, dtype=None):
+    def __mod__(self, other):
+        return Tensor(self._data % other, self.dtype, self.device)
+
+    def masked_fill(self, mask, value):
+        data = numpy.array(self._data, order="C")
+        data[mask._data] = _storage(numpy.asarray(value, numpy.float32), self.dtype)
+        return Tensor(data, self.dtype, self.device)
+
+    def to(self, device=None, dtype=None, non_blocking=False):
         dt = dtype or self.dtype
         data = self._data if dt is self.dtype else _storage(self._elements(), dt)
         return Tensor(numpy.array(data, order="C"), dt, self.device if device is None else device)
@@ -301,6 +309,10 @@ class cuda:
     @staticmethod
     def is_current_stream_capturing():
         return False
+
+    @staticmethod
+    def synchronize(device=None):
+        pass
 
 
 # ---- what spforge.torch uses of the module -------------------------------

@@ -114,6 +114,39 @@ class GpuTests(unittest.TestCase):
                     dense = dense_of(a, dtype, w.device)
                     self.assertTrue(torch.equal(dense, w * mask.to(dtype)))
 
+    def test_dense_plans_run_torch_linear(self):
+        """A plan AUTO (here the strategy option) makes dense is freed and
+        its N runs torch's linear on the pruned weight: made from the
+        weight the layer was given (a copy: changing that weight after does
+        not change the layer), exactly the matrix's entries; after
+        release_plans the weight is made again from the matrix."""
+        from spforge._torch import DENSE, dense_of
+        linear = self.pruned_linear(384, 200, "float16", 0.7)
+        pruned = linear.weight.detach().clone()
+        layer = self.st.SparseLinear.from_linear(linear, plan_options={"strategy": "dense"})
+        with torch.no_grad():
+            linear.weight.mul_(2)
+        plans = layer.prepare([1, 16])
+        state = layer._layer
+        self.assertEqual([p["strategy"] for p in plans], ["dense", "dense"])
+        self.assertTrue(all(p["kernel_us"] and p["kernel_us"] > 0 for p in plans), plans)
+        self.assertTrue(all(state.plans[n] is DENSE for n in (1, 16)))
+        self.assertIsNone(state.source)
+        self.assertTrue(torch.equal(state.dense_weight, pruned))
+        self.assertTrue(torch.equal(dense_of(state.matrix, torch.float16, pruned.device),
+                                    pruned))
+        for made_again in (False, True):
+            for n in (1, 5, 16):
+                x = torch.randn(n, 384, device="cuda", dtype=torch.float16)
+                with torch.no_grad():
+                    self.close(layer(x), reference(x, pruned, linear.bias), "float16")
+            self.assertEqual([p["n"] for p in layer.plans()], [1, 8, 16])
+            self.assertTrue(torch.equal(state.dense_weight, pruned))
+            if not made_again:
+                self.assertEqual(layer.plans()[0], plans[0])
+            layer.release_plans()
+            self.assertEqual(layer.plans(), [])
+
     def test_streams(self):
         linear = self.pruned_linear(512, 256, "float16", 0.9)
         layer = self.st.SparseLinear.from_linear(linear)
