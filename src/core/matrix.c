@@ -70,15 +70,21 @@ static spf_status finite_check(int64_t row, int32_t col, float value, const char
                 isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf");
 }
 
-spf_status csr_check(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row_ptr,
-                     const int32_t *col_idx, const float *values)
+static spf_status check_ends(int64_t rows, int64_t nnz, const int64_t *row_ptr)
 {
     if (row_ptr[0] != 0)
         return FAIL(SPF_ERR_INVALID_MATRIX, "row_ptr[0] is %lld, expected 0", (long long)row_ptr[0]);
     if (row_ptr[rows] != nnz)
         return FAIL(SPF_ERR_INVALID_MATRIX, "row_ptr[%lld] is %lld, expected nnz = %lld",
                     (long long)rows, (long long)row_ptr[rows], (long long)nnz);
-    for (int64_t i = 0; i < rows; i++) {
+    return SPF_OK;
+}
+
+/* csr_check's rules for rows [begin, end), row_ptr's ends already checked. */
+static spf_status check_rows(int64_t begin, int64_t end, int64_t cols, int64_t nnz,
+                             const int64_t *row_ptr, const int32_t *col_idx, const float *values)
+{
+    for (int64_t i = begin; i < end; i++) {
         int64_t lo = row_ptr[i], hi = row_ptr[i + 1];
         if (hi < lo || hi > nnz)
             return FAIL(SPF_ERR_INVALID_MATRIX, "row %lld: row_ptr %lld .. %lld is not "
@@ -102,10 +108,17 @@ spf_status csr_check(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row
     return SPF_OK;
 }
 
-/* spf_matrix_create_csr's pass over a range of rows: csr_check's rules
- * (without its message) and the copy of the rows' entries. A 7B-model
- * layer has 10^7 nonzeros: the pass runs on every core, and the first
- * rows in error are found again by csr_check, for its message. */
+spf_status csr_check(int64_t rows, int64_t cols, int64_t nnz, const int64_t *row_ptr,
+                     const int32_t *col_idx, const float *values)
+{
+    spf_status st = check_ends(rows, nnz, row_ptr);
+    return st != SPF_OK ? st : check_rows(0, rows, cols, nnz, row_ptr, col_idx, values);
+}
+
+/* spf_matrix_create_csr's pass over a range of rows: check_rows, then the
+ * copy of the rows' entries. A 7B-model layer has 10^7 nonzeros: the pass
+ * runs on every core; on a fault, csr_check on the calling thread names
+ * the first row in error, whichever range failed first. */
 typedef struct csr_fill {
     const int64_t *row_ptr;
     const int32_t *col_idx;
@@ -118,17 +131,9 @@ static spf_status fill_rows(void *ctx, int64_t begin, int64_t end, int worker)
     const csr_fill *f = ctx;
     spf_matrix *a = f->a;
     (void)worker;
-    for (int64_t i = begin; i < end; i++) {
-        int64_t lo = f->row_ptr[i], hi = f->row_ptr[i + 1];
-        if (hi < lo || hi > a->nnz)
-            return SPF_ERR_INVALID_MATRIX;
-        for (int64_t j = lo; j < hi; j++) {
-            int32_t c = f->col_idx[j];
-            if (c < 0 || c >= a->cols || (j > lo && c <= f->col_idx[j - 1]) ||
-                (f->values && !isfinite(f->values[j])))
-                return SPF_ERR_INVALID_MATRIX;
-        }
-    }
+    spf_status st = check_rows(begin, end, a->cols, a->nnz, f->row_ptr, f->col_idx, f->values);
+    if (st != SPF_OK)
+        return st;
     /* Every row checked has lo <= hi, so the ranges' entries are disjoint. */
     int64_t lo = f->row_ptr[begin], count = f->row_ptr[end] - lo;
     if (count > 0) {
@@ -154,8 +159,7 @@ spf_status spf_matrix_create_csr(int64_t rows, int64_t cols, int64_t nnz, const 
     spf_status status = matrix_alloc(rows, cols, nnz, &a);
     if (status != SPF_OK)
         return status;
-    if (row_ptr[0] != 0 || row_ptr[rows] != nnz)
-        TRY(csr_check(rows, cols, nnz, row_ptr, col_idx, values));
+    TRY(check_ends(rows, nnz, row_ptr));
     memcpy(a->row_ptr, row_ptr, ((size_t)rows + 1) * sizeof *row_ptr);
     int64_t grain = nnz > FILL_GRAIN_NNZ ? rows / (nnz / FILL_GRAIN_NNZ) : rows;
     csr_fill fill = {row_ptr, col_idx, values && nnz ? values : NULL, a};
