@@ -12,14 +12,20 @@ the layer up, takes the plan for N (made on first use: spforge.Plan with
 both layouts N_FIRST, so C = A·B is Y = X·Wᵀ on X and Y as torch holds
 them, nothing transposed) and runs it on torch's current stream into a
 new tensor. Its fake (meta) implementation gives torch.compile the
-output's shape; its autograd formula raises INFERENCE_ONLY. In eager mode,
-for a plain tensor that needs no gradient, forward runs the same code
-without the op: the dispatcher's round trip through Python cost 6-17 µs
-a call more than the same code called directly (CPU plans, torch 2.15,
-the 2-core build machine, under inference_mode and no_grad), about the
-kernel time of a decode-sized layer. Under
-torch.compile, for tensor subclasses (fake tensors of tracing, ...) and
-where autograd records, it calls the op.
+output's shape; its autograd formula raises INFERENCE_ONLY.
+
+Two ways around the op, where it would only cost time. In eager mode, for
+a plain tensor that needs no gradient, forward runs the same code without
+the op, through a function bound once per input shape (_Layer.run_eager):
+the dispatcher's round trip through Python cost 6-17 µs a call more than
+the same code called directly (CPU plans, torch 2.15, the 2-core build
+machine, under inference_mode and no_grad), about the kernel time of a
+decode-sized layer. Under torch.compile, a layer whose plans are all dense
+is traced as torch's linear on the pruned weight, which inductor fuses
+with its neighbours like any nn.Linear (_all_dense says when, and what it
+costs). Otherwise (a sparse plan, none made yet, tensor subclasses such as
+the fake tensors of tracing, and where autograd records) forward calls the
+op.
 
 Plans per N. A plan is made for one N and making one costs 0.1-1 s (the
 plan cache on disk, $SPFORGE_CACHE_DIR, makes repeats cheap). n_plans
@@ -35,6 +41,7 @@ scripts/e2e_bert.py measures both on the decode step of a Llama-like MLP.
 
 import fnmatch
 import itertools
+import math
 import sys
 import threading
 import time
@@ -122,8 +129,11 @@ class _Layer:
         # What a call of N rows runs (N -> a function of x and bias), made on
         # its first call: the plan looked up, the dense choice, the C entry
         # point and the stream's device bound once, so that an eager call
-        # costs the kernel's launch and little more.
-        self.calls = {}
+        # costs the kernel's launch and little more. eager: the same by the
+        # input's (shape, dtype, device), for inputs of any rank, checked
+        # once (with whether a bias is given): an eager forward is a dict
+        # lookup and the call.
+        self.calls, self.eager = {}, {}
         self.x_dtype = getattr(torch, dtype)
         self.x_device = -1 if device is None else device  # as Tensor.get_device() says
         self.lock = threading.Lock()
@@ -199,22 +209,72 @@ class _Layer:
         self.source = None
 
     def set_n_plans(self, policy):
-        self.n_plans, self.calls = policy, {}
+        self.n_plans, self.calls, self.eager = policy, {}, {}
 
     def run(self, x, bias, who="spforge::linear"):
         """Y = X·Wᵀ (+ bias) (ReLU) for an N×K X: a new N×M tensor."""
-        if (x.dim() != 2 or x.shape[1] != self.k or x.dtype is not self.x_dtype
-                or x.get_device() != self.x_device or (bias is None) == self.has_bias
-                or not (x.is_cuda if self.x_device >= 0 else x.is_cpu)):
-            self._refuse(x, bias, who)
+        self._check(x, bias, who, x.dim() == 2)
         call = self.calls.get(x.shape[0])
         if call is None:
             call = self._call_for(x.shape[0])
         return call(x, bias)
 
-    def _refuse(self, x, bias, who):
-        """The error of a call run() refuses."""
-        if x.dim() != 2 or x.shape[1] != self.k:
+    def run_eager(self, x, bias):
+        """run() for an (..., K) X of an eager forward: (..., M), by the
+        call bound to X's (shape, dtype, device) on its first meeting."""
+        call = self.eager.get((x.shape, x.dtype, x.device, bias is None))
+        if call is None:
+            call = self._eager_for(x, bias)
+        return call(x, bias)
+
+    def _eager_for(self, x, bias):
+        """The function run_eager keeps for inputs like x (checked now)."""
+        self._check(x, bias, "SparseLinear", x.dim() >= 1)
+        n = math.prod(x.shape[:-1])
+        flat = self.calls.get(n) or self._call_for(n)
+        if x.dim() == 2 or (n and plan_rows(n, self.n_plans) in self.dense_ns):
+            call = flat  # (torch's linear takes any leading dimensions)
+        else:
+            k, out = self.k, tuple(x.shape[:-1]) + (self.m,)
+
+            def call(x, bias):
+                return flat(x.reshape(-1, k), bias).reshape(out)
+        if len(self.eager) >= EAGER_SHAPES:  # shapes met once each stay bounded
+            self.eager.clear()
+        self.eager[(x.shape, x.dtype, x.device, bias is None)] = call
+        return call
+
+    def traced_dense(self, bias):
+        """For torch.compile's trace: (the pruned weight, bias in the
+        layer's dtype) when every plan the layer has made is dense
+        (_all_dense), so that the compiled graph has torch's own linear (its
+        fusions, no Python call); else None (the op runs)."""
+        if not _all_dense(self.key):
+            return None
+        if bias is not None:
+            held = self.dense_bias
+            bias = held[1] if held is not None and held[0] is bias else bias.to(self.x_dtype)
+        return self.dense_weight, bias
+
+    def hold_dense_bias(self, bias):
+        """bias in the layer's dtype, as the dense calls add it (made once
+        per bias tensor)."""
+        if self.dense_bias is None or self.dense_bias[0] is not bias:
+            self.dense_bias = (bias, bias.to(self.x_dtype))
+        return self.dense_bias[1]
+
+    def _check(self, x, bias, who, rank_ok):
+        """Refuse (_refuse) an input of another rank (rank_ok false), width,
+        dtype or device, or a bias given to a layer made without one (or
+        the reverse)."""
+        if (not rank_ok or x.shape[-1] != self.k or x.dtype is not self.x_dtype
+                or x.get_device() != self.x_device or (bias is None) == self.has_bias
+                or not (x.is_cuda if self.x_device >= 0 else x.is_cpu)):
+            self._refuse(x, bias, who, rank_ok)
+
+    def _refuse(self, x, bias, who, rank_ok):
+        """The error of a call _check refuses."""
+        if not rank_ok or x.shape[-1] != self.k:
             raise ValueError("%s: input of shape %s; the layer takes (..., %d)"
                              % (who, tuple(x.shape), self.k))
         if x.dtype is not self.x_dtype:
@@ -250,9 +310,7 @@ class _Layer:
 
         def call(x, bias):
             if bias is not None:
-                if self.dense_bias is None or self.dense_bias[0] is not bias:
-                    self.dense_bias = (bias, bias.to(x.dtype))
-                bias = self.dense_bias[1]
+                bias = self.hold_dense_bias(bias)
             y = linear(x, weight, bias)
             return torch.relu_(y) if relu else y
         return call
@@ -279,7 +337,7 @@ class _Layer:
         return call
 
     def close(self):
-        self.calls, self.summaries, self.source = {}, {}, None
+        self.calls, self.eager, self.summaries, self.source = {}, {}, {}, None
         self.dense_ns, self.dense_weight, self.dense_bias = set(), None, None
         plans, self.plans = self.plans, {}
         for plan in plans.values():
@@ -289,6 +347,9 @@ class _Layer:
 
 # What _Layer.plans holds for a plan N that runs torch's linear.
 DENSE = "dense"
+# Input shapes a layer keeps eager calls bound for (_Layer.eager); past it
+# they are bound again as met.
+EAGER_SHAPES = 256
 _KEYS = itertools.count(1)
 _LAYERS = weakref.WeakValueDictionary()
 
@@ -311,6 +372,30 @@ def _layer(key, kind=None, op="spforge::linear", module="SparseLinear"):
     if not isinstance(layer, kind or _Layer):
         raise RuntimeError("%s: no live %s has key %d (the layer was freed)" % (op, module, key))
     return layer
+
+
+def _assume_constant(fn):
+    """fn, which torch.compile's trace calls once and whose result it keeps
+    with no guard (torch._dynamo.assume_constant_result) where torch has
+    it."""
+    dynamo = getattr(torch, "_dynamo", None)
+    return getattr(dynamo, "assume_constant_result", lambda f: f)(fn)
+
+
+@_assume_constant
+def _all_dense(key):
+    """Whether layer key has made plans and every one is dense. A trace
+    reads it once and keeps it unguarded: a guard on the layer's plans
+    failed, and compiled the graph again, each time a plan was made. It
+    asks nothing of N, which a trace with dynamic shapes holds as a symbol
+    (that a constant function may not take). So a graph traced before the
+    layer's plans existed runs the op, and one traced while all were dense
+    runs torch's linear at any N, even where a sparse plan is made later:
+    both correct, the first a Python call slower, the second without that
+    plan's gain until the model is compiled again."""
+    layer = _LAYERS.get(key)
+    return layer is not None and bool(layer.plans) and all(
+        plan is DENSE for plan in layer.plans.values())
 
 
 @torch.library.custom_op("spforge::linear", mutates_args=(),
@@ -582,19 +667,12 @@ class SparseLinear(PrunedState, torch.nn.Module):
         self._layer.set_n_plans(policy)
 
     def forward(self, x):
-        flat = x.dim() == 2  # (a 2-D input needs no reshape either way)
-        lead = None if flat else tuple(x.shape[:-1])
-        if not flat:
-            if x.dim() == 0 or x.shape[-1] != self.in_features:
-                raise ValueError("SparseLinear: input of shape %s; the layer takes (..., %d)"
-                                 % (tuple(x.shape), self.in_features))
-            x = x.reshape(-1, self.in_features)
         if type(x) is torch.Tensor and not _compiling() and not (
                 x.requires_grad and torch.is_grad_enabled()):
-            # eager: what the op runs, without its dispatch
-            y = self._layer.run(x, self.bias, "SparseLinear")
+            # eager: what the op runs, without its dispatch (nor a reshape)
+            y = self._layer.run_eager(x, self._buffers["bias"])
         else:
-            y = linear_op(x, self.bias, self._key)
+            y = self._traced(x)
         act = self.activation
         if act == "gelu":
             y = torch.nn.functional.gelu(y)
@@ -604,7 +682,25 @@ class SparseLinear(PrunedState, torch.nn.Module):
             y = torch.nn.functional.silu(y)
         elif callable(act):
             y = act(y)
-        return y if flat else y.reshape(lead + (self.out_features,))
+        return y
+
+    def _traced(self, x):
+        """forward under torch.compile, for tensor subclasses and where
+        autograd records: torch's linear where every plan of the layer is
+        dense (compiling only, _all_dense), else the op on X flattened to
+        N×K."""
+        if x.dim() == 0 or x.shape[-1] != self.in_features:
+            raise ValueError("SparseLinear: input of shape %s; the layer takes (..., %d)"
+                             % (tuple(x.shape), self.in_features))
+        dense = self._layer.traced_dense(self.bias) if _compiling() else None
+        if dense is not None:
+            y = torch.nn.functional.linear(x, *dense)
+            return torch.relu(y) if self._layer.relu else y
+        if x.dim() == 2:
+            return linear_op(x, self.bias, self._key)
+        lead = tuple(x.shape[:-1])
+        y = linear_op(x.reshape(-1, self.in_features), self.bias, self._key)
+        return y.reshape(lead + (self.out_features,))
 
     def prepare(self, ns):
         """Make the plans that calls of each N in ns run on (n_plans says
@@ -613,6 +709,8 @@ class SparseLinear(PrunedState, torch.nn.Module):
         for n in rows:
             self._layer.plan(n)
         self._layer.sources_done()
+        if self._layer.dense_ns and self.bias is not None:
+            self._layer.hold_dense_bias(self.bias)  # (what a compiled call's trace takes)
         return [p for p in self.plans() if p["n"] in rows]
 
     def plans(self):

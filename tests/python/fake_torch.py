@@ -71,6 +71,9 @@ class device:
         other = device(other)
         return (self.type, self.index) == (other.type, other.index)
 
+    def __hash__(self):  # (torch.device is hashable)
+        return hash((self.type, self.index))
+
 
 class layout:
     def __init__(self, name):

@@ -463,6 +463,35 @@ class SparseLinearTests(unittest.TestCase):
             layer(x.requires_grad_())  # autograd records: through the op
         self.assertEqual(calls, [1])
 
+    def test_eager_calls_bound_per_shape(self):
+        """An eager call binds its function to the input's shape, dtype and
+        device once (checks included); later calls of that shape reuse it,
+        an input that differs is checked again, and the shapes kept are
+        bounded."""
+        linear = torch.nn.Linear(16, 8)
+        dense = pruned(linear, 0.5)
+        layer = st.SparseLinear.from_linear(linear, sparsity=0.5)
+        state = layer._layer
+        made = []
+        bind = state._eager_for
+        with mock.patch.object(state, "_eager_for", lambda x, b: made.append(1) or bind(x, b)):
+            for shape in ((2, 3, 16), (2, 3, 16), (6, 16), (2, 3, 16), (6, 16)):
+                x = torch.randn(*shape)
+                self.close(layer(x), dense(x))
+            self.assertEqual(len(made), 2)
+            with self.assertRaises(TypeError):
+                layer(torch.randn(2, 3, 16, dtype=torch.float64))
+            self.assertEqual(len(made), 3)
+        self.assertEqual(len(state.eager), 2)
+        with mock.patch.object(_torch, "EAGER_SHAPES", 2):
+            for n in (1, 2, 3):
+                layer(torch.randn(n, 16))
+        self.assertLessEqual(len(state.eager), 2)
+        layer.release_plans()
+        self.assertEqual(state.eager, {})
+        x = torch.randn(4, 16)
+        self.close(layer(x), dense(x))
+
     @real
     def test_custom_op_under_torch_compile(self):
         layer = st.SparseLinear.from_linear(torch.nn.Linear(32, 24), sparsity=0.7,

@@ -2,7 +2,8 @@
 SparseConv2d against torch's conv2d (ConvGpuTests); SparseLinear against an fp32 reference of the same pruned weights in
 float16, bfloat16 and float32, on torch's current stream and on another
 one; under torch.compile (inductor, dynamic N, fullgraph; and
-mode="reduce-overhead", which captures CUDA graphs itself); captured in a
+mode="reduce-overhead", which captures CUDA graphs itself; a layer of
+dense plans traced as torch's linear); captured in a
 CUDA graph by hand and replayed on new inputs; the error when a graph is
 captured before a plan exists; sparsify on a small model with the
 planner's gains in its report; backward raising "inference only".
@@ -184,6 +185,51 @@ class GpuTests(unittest.TestCase):
                 x = torch.randn(n, 256, device="cuda", dtype=torch.float16)
                 with self.subTest(mode="reduce-overhead", n=n):
                     self.close(graphed(x).clone(), dense(x), dtype)
+
+    def test_compiled_dense_plans_trace_torch_linear(self):
+        """Under torch.compile, a layer whose plans are all dense is traced
+        as torch's linear (inductor fuses around it, no Python call per
+        step); a layer with a sparse plan stays the op. Eager calls of 3-D
+        inputs run both kinds too."""
+        dtype = "float16"
+        first, second = (self.pruned_linear(256, 384, dtype, 0.7),
+                         self.pruned_linear(384, 128, dtype, 0.7))
+        dense = torch.nn.Sequential(first, torch.nn.ReLU(), second)
+        model = torch.nn.Sequential(
+            self.st.SparseLinear.from_linear(first, activation="relu",
+                                             plan_options={"strategy": "dense"}),
+            self.st.SparseLinear.from_linear(second, plan_options={"strategy": "generic"}))
+        for layer in model:
+            layer.prepare([16])
+        self.assertEqual([layer.plans()[0]["strategy"] for layer in model], ["dense", "generic"])
+        graphs = []
+
+        def record(gm, example_inputs):
+            graphs.append(gm)
+            return gm.forward
+        compiled = torch.compile(model, backend=record, fullgraph=True, dynamic=False)
+        with torch.no_grad():
+            for shape in ((16, 256), (2, 8, 256)):
+                x = torch.randn(*shape, device="cuda", dtype=torch.float16)
+                with self.subTest(shape=shape):
+                    self.close(compiled(x), dense(x), dtype)
+                    self.close(model(x), dense(x), dtype)  # eager
+            x = torch.randn(3, 0, 256, device="cuda", dtype=torch.float16)
+            self.assertEqual(tuple(model(x).shape), (3, 0, 128))
+        self.assertEqual(len(graphs), 2)  # one a shape
+
+        def ops(gm):
+            targets = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+            return (sum("spforge" in str(t) for t in targets),
+                    targets.count(torch.nn.functional.linear))
+        self.assertEqual([ops(gm) for gm in graphs], [(1, 1), (1, 1)])
+        # Its plans freed, the dense layer is traced again, as the op.
+        model[0].release_plans()
+        with torch.no_grad():
+            x = torch.randn(16, 256, device="cuda", dtype=torch.float16)
+            self.close(compiled(x), dense(x), dtype)
+        self.assertEqual(len(graphs), 3)
+        self.assertEqual(ops(graphs[2]), (2, 0))
 
     def test_cuda_graph_capture(self):
         linear = self.pruned_linear(384, 1024, "float16", 0.7)
