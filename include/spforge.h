@@ -22,11 +22,12 @@
  *     generating, writing, stats, the reference, spf_plan_create, and so on.
  *   - Calls that only read an object may share it: any number of threads may
  *     at once read a const spf_matrix (stats, reference, write, clone,
- *     spf_plan_create on it) or use one plan (spf_plan_execute,
- *     spf_plan_get_info, spf_plan_write_tuning_log). spf_plan_execute on one
- *     plan from several threads, and on several CUDA streams, at once is
- *     safe: it keeps no state between calls; each call needs its own C (and
- *     the plan's device current on the calling thread, as for one thread).
+ *     spf_plan_create or spf_plan_cache_peek on it) or use one plan
+ *     (spf_plan_execute, spf_plan_get_info, spf_plan_write_tuning_log).
+ *     spf_plan_execute on one plan from several threads, and on several
+ *     CUDA streams, at once is safe: it keeps no state between calls; each
+ *     call needs its own C (and the plan's device current on the calling
+ *     thread, as for one thread).
  *     A DENSE plan whose cuBLASLt algorithm needs a workspace (its info's
  *     config names one) keeps one per plan and runs such launches one after
  *     another on the GPU (an event, no host synchronization); inside a
@@ -680,6 +681,20 @@ typedef struct spf_plan_info {
 } spf_plan_info;
 
 SPF_API spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out);
+
+/* Whether spf_plan_create(a, n, options) would load its plan from the plan
+ * cache, without making it: *found = 1 and *out (size set as for
+ * spf_plan_get_info) the info that plan would have (from_cache = 1; plan_s
+ * and load_s the time of this lookup), else *found = 0 and *out as it was.
+ * Nothing is uploaded, decoded or compiled: a caller that runs the chosen
+ * strategy itself (a layer whose AUTO plan is DENSE running its framework's
+ * dense GEMM) learns the choice in the time of a file read. An entry that
+ * cannot be used is no hit. Host strategies are never cached (*found = 0);
+ * SPF_ERR_NO_DEVICE for device strategies without a device, as
+ * spf_plan_create. a is read during the call only. */
+SPF_API spf_status spf_plan_cache_peek(const spf_matrix *a, int64_t n,
+                                       const spf_plan_options *options, spf_plan_info *out,
+                                       int *found);
 
 /* Per-configuration tuner results (exhaustive tuning, or the search's
  * evaluated candidates), for training the rank model: writes a CSV with one

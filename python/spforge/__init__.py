@@ -55,7 +55,8 @@ from . import _capi, _convert
 from ._capi import lib
 
 __all__ = ["Error", "Cancelled", "Matrix", "Plan", "ProgressEvent", "set_progress",
-           "log_progress", "set_log", "reference_spmm", "relative_error", "device_info", "version"]
+           "log_progress", "set_log", "reference_spmm", "relative_error", "device_info",
+           "cached_plan_info", "version"]
 
 _DUPLICATES = {"reject": 0, "sum": 1}
 _FORMATS = {"auto": 0, "mtx": 1, "smtx": 2, "npy": 3}
@@ -784,6 +785,46 @@ def _plan_options(strategy="auto", dtype="f32", bias=False, relu=False, device=0
     return options
 
 
+def _info_dict(i):
+    """A filled spf_plan_info as Plan.info() gives it."""
+    out = {name: getattr(i, name) for name, _ in i._fields_ if name != "size"}
+    for kind, name in (("strategy", "strategy"), ("dtype", "dtype"), ("math", "math"),
+                       ("layout", "b_layout"), ("layout", "c_layout")):
+        out[name] = _name(kind, getattr(i, name))
+    out["config"] = i.config.decode("utf-8", "replace")
+    out["kernel_name"] = i.kernel_name.decode("utf-8", "replace")
+    out["assembler"] = i.assembler.decode("utf-8", "replace")
+    out["candidates"] = [{"strategy": _name("strategy", c.strategy),
+                          "outcome": _name("candidate_outcome", c.outcome),
+                          "estimate_us": c.estimate_us,
+                          "kernel_us": c.kernel_us,
+                          "detail": c.detail.decode("utf-8", "replace")}
+                         for c in i.candidates[:i.candidate_count]]
+    del out["candidate_count"]
+    out["search"] = {name: getattr(i.search, name) for name, _ in i.search._fields_}
+    out["from_cache"] = bool(i.from_cache)
+    return out
+
+
+def cached_plan_info(matrix, n, **options):
+    """What Plan(matrix, n, **options) would be if the plan cache has it
+    (spf_plan_cache_peek): its info() as a dict, from_cache True, read from
+    the cache without making the plan; None when the plan would be made (a
+    miss, the cache off, a host strategy). The options are Plan's, but
+    progress; spforge.Error NO_DEVICE for a device strategy without a GPU,
+    as Plan."""
+    options = _plan_options(**options)
+    n = _int(n, "n", ctypes.c_int64)
+    matrix = _matrix(matrix)
+    i = _capi.PlanInfo()
+    i.size = ctypes.sizeof(i)
+    found = ctypes.c_int(0)
+    with matrix._use() as ptr:
+        _check(lib().spf_plan_cache_peek(ptr, n, ctypes.byref(options), ctypes.byref(i),
+                                         ctypes.byref(found)))
+    return _info_dict(i) if found.value else None
+
+
 class Plan:
     """A compiled SpMM for one matrix and one n (spf_plan_create); the matrix
     (a Matrix, or anything Matrix() converts) is only read during
@@ -893,23 +934,7 @@ class Plan:
         i.size = ctypes.sizeof(i)
         with self._use() as ptr:
             _check(lib().spf_plan_get_info(ptr, ctypes.byref(i)))
-        out = {name: getattr(i, name) for name, _ in i._fields_ if name != "size"}
-        for kind, name in (("strategy", "strategy"), ("dtype", "dtype"), ("math", "math"),
-                           ("layout", "b_layout"), ("layout", "c_layout")):
-            out[name] = _name(kind, getattr(i, name))
-        out["config"] = i.config.decode("utf-8", "replace")
-        out["kernel_name"] = i.kernel_name.decode("utf-8", "replace")
-        out["assembler"] = i.assembler.decode("utf-8", "replace")
-        out["candidates"] = [{"strategy": _name("strategy", c.strategy),
-                              "outcome": _name("candidate_outcome", c.outcome),
-                              "estimate_us": c.estimate_us,
-                              "kernel_us": c.kernel_us,
-                              "detail": c.detail.decode("utf-8", "replace")}
-                             for c in i.candidates[:i.candidate_count]]
-        del out["candidate_count"]
-        out["search"] = {name: getattr(i.search, name) for name, _ in i.search._fields_}
-        out["from_cache"] = bool(i.from_cache)
-        return out
+        return _info_dict(i)
 
     def _use(self):
         """The handle, to use as `with plan._use() as ptr:` around a C call."""

@@ -157,6 +157,8 @@ _SIGNATURES = {
     "spf_plan_create": (c_int, [c_void_p, c_int64, _P(PlanOptions), _P(c_void_p)]),
     "spf_plan_execute": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
     "spf_plan_get_info": (c_int, [c_void_p, _P(PlanInfo)]),
+    "spf_plan_cache_peek": (c_int, [c_void_p, c_int64, _P(PlanOptions), _P(PlanInfo),
+                                    _P(c_int)]),
     "spf_plan_free": (None, [c_void_p]),
     "spf_conv_desc_init": (None, [_P(ConvDesc)]),
     "spf_conv_plan_create": (c_int, [c_void_p, _P(ConvDesc), _P(PlanOptions), _P(c_void_p)]),

@@ -53,7 +53,7 @@ except ImportError as e:
     raise ImportError("spforge.torch needs PyTorch (pip install torch, version 2.4 or later); "
                       "the rest of spforge does not: %s" % e) from None
 
-from . import Error, Matrix, Plan, _check, _convert
+from . import Error, Matrix, Plan, _check, _convert, cached_plan_info
 from ._capi import lib
 
 if not hasattr(getattr(torch, "library", None), "custom_op"):
@@ -174,35 +174,44 @@ class _Layer:
                     "these shapes before capturing (or SparseLinear.prepare([N]) / "
                     "sparsify(ns=[N]))" % (self.name or "?", n))
             start = time.perf_counter()
+            options = dict(self.options, dtype=self.dtype, b_layout="n_first",
+                           c_layout="n_first", bias=self.has_bias, relu=self.relu)
             try:
-                plan = Plan(self.matrix, n, dtype=self.dtype, b_layout="n_first",
-                            c_layout="n_first", bias=self.has_bias, relu=self.relu,
-                            **self.options)
+                # A dense decision the plan cache holds is run by torch's
+                # linear without making the plan (which would upload and
+                # expand the weight only to be freed): _use_dense.
+                info = None if self.device is None else _cached_info(self.matrix, n, options)
+                if info is not None and info["strategy"] == "dense":
+                    plan = None
+                else:
+                    plan, info = Plan(self.matrix, n, **options), None
             except Error as e:
                 raise Error(e.status, e.name, "layer %s (%d×%d, nnz %d), N = %d: %s"
                             % (self.name or "?", self.m, self.k, self.matrix.nnz, n,
                                e.detail)) from None
             self.made[n] = time.perf_counter() - start
-            if self.device is not None and plan.info().get("strategy") == "dense":
-                self._use_dense(n, plan)
+            if info is None and self.device is not None and plan.info()["strategy"] == "dense":
+                info = plan.info()
+                plan.close()
+            if info is not None:
+                self._use_dense(n, info)
                 plan = DENSE
             self.plans[n] = plan
             return plan
 
-    def _use_dense(self, n, plan):
+    def _use_dense(self, n, info):
         """Plan N n runs torch's linear on the pruned weight (made from the
         matrix's nonzeros, in the layer's dtype, on its device, once).
-        The plan is freed, its facts kept: its own dense copy of the
-        weight would double the layer's memory."""
+        Its Plan is not kept, the facts of its info are: its own dense copy
+        of the weight would double the layer's memory."""
         if self.dense_weight is None:
             self.dense_weight = self.dense()
         self.dense_ns.add(n)
-        self.summaries[n] = _summary(plan, n, self.made.get(n))
-        plan.close()
+        self.summaries[n] = _summary(info, n, self.made.get(n))
 
     def summary(self, n):
         """_summary of the plan of plan N n."""
-        return self.summaries.get(n) or _summary(self.plans[n], n, self.made.get(n))
+        return self.summaries.get(n) or _summary(self.plans[n].info(), n, self.made.get(n))
 
     def sources_done(self):
         """The plans asked for are made: the source is let go."""
@@ -487,10 +496,16 @@ def _plan_device(device):
     raise ValueError("spforge.torch: weights on %s; spforge plans run on cpu and cuda" % device)
 
 
-def _summary(plan, n, made_s):
-    """One plan's facts for reports: strategy, kernel time and the dense
-    candidate's (both measured by the planner under AUTO), their ratio."""
-    info = plan.info()
+def _cached_info(matrix, n, options):
+    """cached_plan_info of a layer's plan (its options less the progress
+    hook, which a cache lookup has nothing to report to)."""
+    return cached_plan_info(matrix, n, **{k: v for k, v in options.items() if k != "progress"})
+
+
+def _summary(info, n, made_s):
+    """One plan's facts for reports, from its info(): strategy, kernel time
+    and the dense candidate's (both measured by the planner under AUTO),
+    their ratio."""
     chosen = info["kernel_us"] or next((c["kernel_us"] for c in info["candidates"]
                                         if c["outcome"] == "chosen"), 0.0)
     dense = next((c["kernel_us"] for c in info["candidates"]

@@ -337,11 +337,11 @@ typedef struct cache_slot {
     cache_key key;
 } cache_slot;
 
-/* The plan rebuilt from a cache entry by its strategy's decode, the info of
- * the build that stored it restored. SPF_ERR_PARSE for an entry that does
- * not fit the request. */
-static spf_status plan_from_entry(spf_plan *p, const problem *prob, const spf_plan_options *o,
-                                  const strategy_env *env, const cache_entry *e)
+/* The strategy of a cache entry, if this request may use it: one that
+ * is cached (has a decode) and that the request allows. SPF_ERR_PARSE for
+ * an entry that does not fit the request. */
+static spf_status entry_strategy(const spf_plan_options *o, const cache_entry *e,
+                                 const strategy **out)
 {
     const strategy *s = strategy_find(e->strategy);
     if (!s || !s->decode)
@@ -349,40 +349,61 @@ static spf_status plan_from_entry(spf_plan *p, const problem *prob, const spf_pl
     if (o->strategy != SPF_STRATEGY_AUTO && o->strategy != s->id)
         return FAIL(SPF_ERR_PARSE, "a plan of strategy %s stored for a request of strategy %s",
                     s->name, spf_strategy_name(o->strategy));
-    spf_status st = s->decode(prob, env, &e->info, e->payload, e->payload_size, &p->state);
-    if (st != SPF_OK)
-        return st;
-    p->s = s;
-    p->info = e->info;
+    *out = s;
     return SPF_OK;
 }
 
+/* The entry of this request on a device of architecture sm, if the cache
+ * has one this request may use (*found = 1, *e filled, *s its strategy).
+ * slot's dir is left "" when the cache is off for this plan (options, or
+ * a folder that cannot be named: logged). An error is an entry that is
+ * there but cannot be used. */
+static spf_status cache_find(const problem *prob, const spf_plan_options *o, int sm,
+                             cache_slot *slot, cache_entry *e, const strategy **s, int *found)
+{
+    *found = 0;
+    slot->dir[0] = 0;
+    if (!o->cache)
+        return SPF_OK;
+    spf_status st = cache_dir_default(slot->dir, sizeof slot->dir);
+    if (st == SPF_OK && slot->dir[0])
+        st = cache_key_make(prob->a, prob->n, o, sm, &slot->key);
+    if (st != SPF_OK) {
+        log_msg(SPF_LOG_WARN, "plan cache: off for this plan: %s", spf_last_error());
+        error_clear();
+        slot->dir[0] = 0;
+        return SPF_OK;
+    }
+    if (slot->dir[0])
+        st = cache_load(slot->dir, &slot->key, e, found);
+    if (st == SPF_OK && *found)
+        st = entry_strategy(o, e, s);
+    if (st != SPF_OK)
+        *found = 0;
+    return st;
+}
+
 /* DESIGN.md decision 5: the plan of this request from the on-disk cache,
- * with nothing searched, compiled or checked (only verified plans are
- * stored); 1 on a hit. The cache can cost a miss, never a plan: an entry
- * that cannot be used is logged and rebuilt (and overwritten by
+ * rebuilt by its strategy's decode with nothing searched, compiled or
+ * checked (only verified plans are stored), the info of the build that
+ * stored it restored; 1 on a hit. The cache can cost a miss, never a plan:
+ * an entry that cannot be used is logged and rebuilt (and overwritten by
  * cache_save), and a folder that cannot be named turns it off. */
 static int cache_lookup(spf_plan *p, const problem *prob, const spf_plan_options *o,
                         const strategy_env *env, cache_slot *slot)
 {
     cache_entry e = {0};
+    const strategy *s = NULL;
     int found = 0;
     double t0 = timing_now_s();
-    slot->dir[0] = 0;
-    if (!o->cache)
-        return 0;
-    spf_status st = cache_dir_default(slot->dir, sizeof slot->dir);
-    if (st == SPF_OK && slot->dir[0])
-        st = cache_key_make(prob->a, prob->n, o, env->device->cc_major * 10 + env->device->cc_minor,
-                            &slot->key);
-    if (st != SPF_OK) {
-        log_msg(SPF_LOG_WARN, "plan cache: off for this plan: %s", spf_last_error());
-        slot->dir[0] = 0;
-    }
-    if (slot->dir[0])
-        st = cache_load(slot->dir, &slot->key, &e, &found);
+    spf_status st = cache_find(prob, o, env->device->cc_major * 10 + env->device->cc_minor, slot,
+                               &e, &s, &found);
     if (st == SPF_OK && found)
-        st = plan_from_entry(p, prob, o, env, &e);
+        st = s->decode(prob, env, &e.info, e.payload, e.payload_size, &p->state);
+    if (st == SPF_OK && found) {
+        p->s = s;
+        p->info = e.info;
+    }
     if (st != SPF_OK && slot->dir[0]) {
         log_msg(SPF_LOG_WARN, "plan cache: entry not used, building the plan: %s", spf_last_error());
         plan_release_state(p);
@@ -497,6 +518,33 @@ fail:
     return status;
 }
 
+/* spf_plan_cache_peek on a device: the stored info of this request's
+ * entry, nothing decoded. An entry that cannot be used is no hit (and
+ * logged once more by the spf_plan_create that rebuilds it). */
+static spf_status peek_on_device(const problem *prob, const spf_plan_options *o,
+                                 spf_plan_info *info, spf_strategy *id, int *found)
+{
+    spf_device_info dev;
+    spf_status st = spf_device_query(o->device, &dev);
+    if (st != SPF_OK)
+        return st;
+    if (!dev.available)
+        return FAIL(SPF_ERR_NO_DEVICE, "device %d: %s", o->device, dev.reason);
+    cache_slot slot;
+    cache_entry e = {0};
+    const strategy *s = NULL;
+    st = cache_find(prob, o, dev.cc_major * 10 + dev.cc_minor, &slot, &e, &s, found);
+    if (st != SPF_OK)
+        log_msg(SPF_LOG_INFO, "plan cache: entry not usable: %s", spf_last_error());
+    if (*found) {
+        *info = e.info;
+        *id = s->id;
+    }
+    cache_entry_release(&e);
+    error_clear();
+    return SPF_OK;
+}
+
 static spf_status device_current(const spf_plan *p)
 {
     int current;
@@ -518,6 +566,13 @@ static spf_status create_on_device(spf_plan *p, const problem *prob, const spf_p
                 o->device);
 }
 
+static spf_status peek_on_device(const problem *prob, const spf_plan_options *o,
+                                 spf_plan_info *info, spf_strategy *id, int *found)
+{
+    (void)prob, (void)info, (void)id, (void)found;
+    return create_on_device(NULL, NULL, o);
+}
+
 static spf_status device_current(const spf_plan *p)
 {
     (void)p;
@@ -527,6 +582,40 @@ static spf_status device_current(const spf_plan *p)
 #endif
 
 /* -------------------------------------------------------------- the API */
+
+/* What a plan's info says of the problem it was made for, and its wall
+ * time since t0 (the stored info of a cache entry lacks these). */
+static void info_complete(spf_plan_info *info, spf_strategy id, const problem *prob,
+                          double t0)
+{
+    info->size = sizeof *info;
+    info->strategy = id;
+    info->dtype = prob->dtype;
+    info->math = prob->math;
+    info->b_layout = prob->b_layout;
+    info->c_layout = prob->c_layout;
+    info->plan_s = timing_now_s() - t0;
+}
+
+/* The caller's *out says a size that some spf_plan_info has. */
+static spf_status info_size_check(const spf_plan_info *out)
+{
+    if (out->size < INFO_FIRST_SIZE || out->size > GROWABLE_MAX)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "info.size = %u: not the size of any spf_plan_info (this library's is %zu): "
+                    "set info.size = sizeof(spf_plan_info) first",
+                    out->size, sizeof *out);
+    return SPF_OK;
+}
+
+/* Copy info into the caller's *out, as much as its size says it holds
+ * (checked): a later header's fields past ours are left as they were. */
+static void info_copy_out(const spf_plan_info *info, spf_plan_info *out)
+{
+    uint32_t size = out->size;
+    memcpy(out, info, size < sizeof *out ? size : sizeof *out);
+    out->size = size;
+}
 
 spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_options *options,
                            spf_plan **out)
@@ -567,13 +656,7 @@ spf_status spf_plan_create(const spf_matrix *a, int64_t n, const spf_plan_option
     }
     p->shape = prob;
     p->shape.a = NULL;
-    p->info.size = sizeof p->info;
-    p->info.strategy = p->s->id;
-    p->info.dtype = prob.dtype;
-    p->info.math = prob.math;
-    p->info.b_layout = prob.b_layout;
-    p->info.c_layout = prob.c_layout;
-    p->info.plan_s = timing_now_s() - t0;
+    info_complete(&p->info, p->s->id, &prob, t0);
 fail:
     if (entered)
         status = progress_leave(&reporter, status); /* a cancellation wins */
@@ -616,15 +699,41 @@ spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out)
 {
     error_clear();
     CHECK_ARG(plan != NULL && out != NULL);
-    uint32_t size = out->size;
-    if (size < INFO_FIRST_SIZE || size > GROWABLE_MAX)
-        return FAIL(SPF_ERR_INVALID_ARGUMENT,
-                    "info.size = %u: not the size of any spf_plan_info (this library's is %zu): "
-                    "set info.size = sizeof(spf_plan_info) first",
-                    size, sizeof *out);
-    /* a later header's fields past ours are left as the caller had them */
-    memcpy(out, &plan->info, size < sizeof *out ? size : sizeof *out);
-    out->size = size;
+    spf_status st = info_size_check(out);
+    if (st == SPF_OK)
+        info_copy_out(&plan->info, out);
+    return st;
+}
+
+spf_status spf_plan_cache_peek(const spf_matrix *a, int64_t n, const spf_plan_options *options,
+                               spf_plan_info *out, int *found)
+{
+    spf_plan_options o;
+    error_clear();
+    double t0 = timing_now_s();
+    CHECK_ARG(found != NULL);
+    *found = 0;
+    CHECK_ARG(a != NULL && out != NULL);
+    spf_status st = info_size_check(out);
+    if (st == SPF_OK)
+        st = plan_options_read(options, &o);
+    if (st == SPF_OK)
+        st = check_options(n, &o);
+    if (st != SPF_OK)
+        return st;
+    const strategy *forced = strategy_find(o.strategy);
+    if (forced && !forced->on_device)
+        return SPF_OK; /* host plans are never cached */
+    problem prob = problem_make(a, n, &o);
+    spf_plan_info info;
+    spf_strategy id = SPF_STRATEGY_AUTO;
+    st = peek_on_device(&prob, &o, &info, &id, found);
+    if (st != SPF_OK || !*found)
+        return st;
+    info_complete(&info, id, &prob, t0);
+    info.from_cache = 1;
+    info.load_s = info.plan_s;
+    info_copy_out(&info, out);
     return SPF_OK;
 }
 

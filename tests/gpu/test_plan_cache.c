@@ -3,7 +3,8 @@
  * $SPFORGE_CACHE_DIR: a first create builds and stores the verified plan;
  * a second of the same request loads it (from_cache, timed against the
  * issue's 50 ms) with the first one's info; another N or other values
- * miss; options.cache = 0 neither reads nor writes; a plan built with
+ * miss; spf_plan_cache_peek finds what a create would load, and only
+ * that; options.cache = 0 neither reads nor writes; a plan built with
  * verify = 0 is not stored; a truncated
  * entry, a flipped byte and another key's file under the entry's name are
  * each a warning and a rebuild that overwrites them; a folder that cannot
@@ -147,8 +148,34 @@ static void check_hit(const char *label, const spf_matrix *a, int64_t n, const s
     CHECK(info.verify_s == 0.0 && info.load_s > 0.0 && info.load_s * 1e3 <= ms);
 }
 
+/* spf_plan_cache_peek of a request: whether it finds an entry (expect),
+ * and then the info the create that stored it had, with nothing built. */
+static void check_peek(const char *label, const spf_matrix *a, int64_t n,
+                       const spf_plan_options *o, int expect, const spf_plan_info *built)
+{
+    spf_plan_info info = {.size = sizeof info, .kernel_us = -7.0};
+    int found = -1;
+    double t0 = now_ms();
+    CHECK_OK(spf_plan_cache_peek(a, n, o, &info, &found));
+    printf("  peek %-24s N=%-4lld found %d %.3f ms\n", label, (long long)n, found, now_ms() - t0);
+    CHECK_MSG(found == expect, "%s: peek found %d, expected %d", label, found, expect);
+    if (!found) {
+        CHECK_MSG(info.kernel_us == -7.0, "%s: a miss wrote the info", label);
+        return;
+    }
+    CHECK(info.size == sizeof info && info.from_cache == 1);
+    CHECK(info.strategy == built->strategy && info.dtype == built->dtype);
+    CHECK(info.b_layout == built->b_layout && info.c_layout == built->c_layout);
+    CHECK(strcmp(info.kernel_name, built->kernel_name) == 0);
+    CHECK(strcmp(info.config, built->config) == 0);
+    CHECK(info.kernel_us == built->kernel_us && info.verify_error == built->verify_error);
+    CHECK(info.candidate_count == built->candidate_count);
+    CHECK(info.plan_s > 0.0 && info.load_s == info.plan_s);
+}
+
 /* A hit, and what must not hit: another N, other values on the same
- * pattern, the cache switched off, a plan left unchecked. */
+ * pattern, the cache switched off, a plan left unchecked; a peek at each
+ * says the same as the create. */
 static void test_hit(spf_strategy s, const char *name)
 {
     char dir[512], path[1024], label[64];
@@ -161,10 +188,12 @@ static void test_hit(spf_strategy s, const char *name)
     create_once(label, a, 64, &o, 0, &built);
     entry_path(a, 64, &o, dir, path, sizeof path);
     CHECK_MSG(file_exists(path), "%s: no cache entry %s", name, path);
+    check_peek(name, a, 64, &o, 1, &built);
     check_hit(name, a, 64, &o, &built);
     CHECK_MSG(warnings == before, "%s: %d warnings: %s", name, warnings - before, last_warning);
 
     snprintf(label, sizeof label, "%s other N", name);
+    check_peek(label, a, 65, &o, 0, &built);
     create_once(label, a, 65, &o, 0, &info);
 
     /* the same pattern, one value changed */
@@ -176,13 +205,16 @@ static void test_hit(spf_strategy s, const char *name)
     CHECK_OK(spf_matrix_create_csr(spf_matrix_rows(a), spf_matrix_cols(a), nnz,
                                    spf_matrix_row_ptr(a), spf_matrix_col_idx(a), values, 0, &other));
     snprintf(label, sizeof label, "%s other values", name);
-    if (other)
+    if (other) {
+        check_peek(label, other, 64, &o, 0, &built);
         create_once(label, other, 64, &o, 0, &info);
+    }
 
     /* options.cache = 0 neither reads nor writes */
     spf_plan_options off = o;
     off.cache = 0;
     snprintf(label, sizeof label, "%s cache off", name);
+    check_peek(label, a, 64, &off, 0, &built);
     create_once(label, a, 64, &off, 0, &info);
     entry_path(a, 48, &off, dir, path, sizeof path);
     create_once(label, a, 48, &off, 0, &info);

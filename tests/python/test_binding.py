@@ -280,6 +280,24 @@ class PlanTests(unittest.TestCase):
         self.assertRegex(ctx.exception.detail, "no CUDA|without CUDA")
 
 
+    def test_cached_plan_info_without_gpu(self):
+        """The cache lookup checks Plan's options, finds nothing for a host
+        plan, and refuses a device plan as Plan does."""
+        with spforge.Matrix.generate(rows=8, cols=8, sparsity=0.5, seed=4) as a:
+            self.assertIsNone(spforge.cached_plan_info(a, 4, strategy="cpu"))
+            with self.assertRaises(TypeError):
+                spforge.cached_plan_info(a, 4, progress=False)  # not an option of a lookup
+            with self.assertRaises(ValueError):
+                spforge.cached_plan_info(a, 4, weights="warm")
+            with self.assertRaises(spforge.Error) as ctx:
+                spforge.cached_plan_info(a, 0, strategy="cpu")
+            self.assertEqual(ctx.exception.name, "invalid argument")
+            if spforge.device_info()["available"]:
+                return
+            with self.assertRaises(spforge.Error) as ctx:
+                spforge.cached_plan_info(a, 4)
+            self.assertEqual(ctx.exception.name, "no CUDA device")
+
 def shaped(values, typecode, shape):
     """A C-contiguous memoryview of the given shape over a copy of values
     (a 2-D buffer without numpy)."""

@@ -225,23 +225,18 @@ class SparseLinearTests(unittest.TestCase):
         self.assertIn("no plans yet", str(lazy))
 
     def test_expected_gain_from_the_plans_timings(self):
-        class FakePlan:
-            def __init__(self, chosen, candidates):
-                self._info = {"strategy": chosen, "config": "", "kernel_us": 0.0,
-                              "from_cache": True,
-                              "candidates": [{"strategy": s, "outcome": o, "kernel_us": us}
-                                             for s, o, us in candidates]}
+        def info(chosen, candidates):  # what Plan.info() gives, in part
+            return {"strategy": chosen, "config": "", "kernel_us": 0.0, "from_cache": True,
+                    "candidates": [{"strategy": s, "outcome": o, "kernel_us": us}
+                                   for s, o, us in candidates]}
 
-            def info(self):
-                return self._info
-
-        tc = _torch._summary(FakePlan("tcfrag", [("tcfrag", "chosen", 20.0),
-                                                 ("dense", "slower", 30.0),
-                                                 ("generic", "skipped", 0.0)]), 16, 0.5)
+        tc = _torch._summary(info("tcfrag", [("tcfrag", "chosen", 20.0),
+                                             ("dense", "slower", 30.0),
+                                             ("generic", "skipped", 0.0)]), 16, 0.5)
         self.assertEqual((tc["strategy"], tc["kernel_us"], tc["dense_us"], tc["gain"]),
                          ("tcfrag", 20.0, 30.0, 1.5))
-        nodense = _torch._summary(FakePlan("generic", [("generic", "chosen", 10.0),
-                                                       ("dense", "refused", 0.0)]), 16, 0.1)
+        nodense = _torch._summary(info("generic", [("generic", "chosen", 10.0),
+                                                   ("dense", "refused", 0.0)]), 16, 0.1)
         self.assertEqual((nodense["kernel_us"], nodense["gain"]), (10.0, None))
         # min_gain: a layer whose plans measured less stays an nn.Linear, pruned
         model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Linear(64, 64))
@@ -491,6 +486,45 @@ class SparseLinearTests(unittest.TestCase):
         self.assertEqual(state.eager, {})
         x = torch.randn(4, 16)
         self.close(layer(x), dense(x))
+
+    def test_cached_dense_decision_makes_no_plan(self):
+        """A device layer asks the plan cache first (its plan options less
+        the progress hook): a dense decision found there runs torch's
+        linear with no Plan made; anything else makes the Plan."""
+        linear = torch.nn.Linear(16, 8)
+        pruned(linear, 0.5)
+        matrix = spforge.Matrix(linear.weight.detach().numpy())
+        layer = _torch._Layer(matrix, 0, "float32", True, False, "pow2", {"progress": False},
+                              "fc", source=linear.weight.detach())
+        asked = []
+        hit = {"strategy": "dense", "config": "algo 3", "kernel_us": 4.0, "from_cache": True,
+               "candidates": [{"strategy": "dense", "outcome": "chosen", "kernel_us": 4.0}]}
+
+        def cached(matrix_, n, options):
+            asked.append((matrix_, n, options))
+            return hit if n == 8 else None
+
+        made = mock.Mock(side_effect=_torch.Error(1, "NO_DEVICE", "made a Plan"))
+        with mock.patch.object(_torch, "_cached_info", cached), \
+                mock.patch.object(_torch, "_capturing", lambda device: False), \
+                mock.patch.object(_torch, "Plan", made):
+            self.assertIs(layer.plan(8), _torch.DENSE)
+            self.assertEqual(made.call_count, 0)
+            self.assertEqual(layer.dense_ns, {8})
+            self.assertIs(layer.dense_weight, layer.source)
+            summary = layer.summary(8)
+            self.assertEqual((summary["strategy"], summary["kernel_us"], summary["from_cache"]),
+                             ("dense", 4.0, True))
+            with self.assertRaises(_torch.Error) as ctx:
+                layer.plan(16)  # a miss makes the Plan
+            self.assertEqual(made.call_count, 1)
+            self.assertIn("layer fc (8×16, nnz %d), N = 16: made a Plan" % matrix.nnz,
+                          str(ctx.exception))
+        self.assertIs(asked[0][0], matrix)
+        self.assertEqual(asked[0][2], {"progress": False, "dtype": "float32", "bias": True,
+                                       "b_layout": "n_first", "c_layout": "n_first",
+                                       "relu": False})
+        self.assertEqual(made.call_args.kwargs, asked[1][2])
 
     @real
     def test_custom_op_under_torch_compile(self):

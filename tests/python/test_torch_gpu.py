@@ -148,6 +148,37 @@ class GpuTests(unittest.TestCase):
             layer.release_plans()
             self.assertEqual(layer.plans(), [])
 
+    def test_cached_dense_plans_are_not_made(self):
+        """With the plan cache on, a layer made again from the same weight
+        finds its dense decisions there and runs them without making a Plan
+        (cached_plan_info): the same summaries, from_cache, the same
+        output; a miss (another N) still makes its plan."""
+        import tempfile
+        from unittest import mock
+        from spforge import _torch
+        linear = self.pruned_linear(320, 96, "float16", 0.7)
+        x = torch.randn(16, 320, device="cuda", dtype=torch.float16)
+        with tempfile.TemporaryDirectory() as folder, \
+                mock.patch.dict(os.environ, {"SPFORGE_CACHE_DIR": folder}):
+            first = self.st.SparseLinear.from_linear(linear, plan_options={"strategy": "dense"})
+            built = first.prepare([1, 16])
+            self.assertEqual([p["from_cache"] for p in built], [False, False])
+            info = spforge.cached_plan_info(first._layer.matrix, 16, strategy="dense",
+                                            dtype="float16", b_layout="n_first",
+                                            c_layout="n_first", bias=True)
+            self.assertEqual((info["strategy"], info["from_cache"], info["kernel_us"]),
+                             ("dense", True, built[1]["kernel_us"]))
+            again = self.st.SparseLinear.from_linear(linear, plan_options={"strategy": "dense"})
+            with mock.patch.object(_torch, "Plan", side_effect=AssertionError("a Plan made")):
+                loaded = again.prepare([1, 16])
+            self.assertEqual([(p["strategy"], p["from_cache"], p["kernel_us"]) for p in loaded],
+                             [("dense", True, p["kernel_us"]) for p in built])
+            with torch.no_grad():
+                self.close(again(x), reference(x, linear.weight, linear.bias), "float16")
+            with mock.patch.object(_torch, "Plan", wraps=_torch.Plan) as made:
+                again.prepare([64])
+            self.assertEqual(made.call_count, 1)
+
     def test_streams(self):
         linear = self.pruned_linear(512, 256, "float16", 0.9)
         layer = self.st.SparseLinear.from_linear(linear)

@@ -185,6 +185,39 @@ static void test_no_device(void)
     spf_matrix_free(a);
 }
 
+/* spf_plan_cache_peek's answers that need no device: its arguments
+ * checked, host plans never cached, device plans refused as
+ * spf_plan_create refuses them. */
+static void test_cache_peek(void)
+{
+    spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 16, 16, 0.5, 5);
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    spf_plan_info info = {.size = sizeof info, .kernel_us = -7.0};
+    int found = -1;
+    CHECK_STATUS(spf_plan_cache_peek(a, 8, &o, &info, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(spf_plan_cache_peek(NULL, 8, &o, &info, &found), SPF_ERR_INVALID_ARGUMENT);
+    CHECK(found == 0);
+    spf_plan_info small = {.size = 4};
+    found = -1;
+    CHECK_STATUS(spf_plan_cache_peek(a, 8, &o, &small, &found), SPF_ERR_INVALID_ARGUMENT);
+    CHECK(found == 0);
+    CHECK_DETAIL("info.size = 4");
+    CHECK_STATUS(spf_plan_cache_peek(a, 0, &o, &info, &found), SPF_ERR_INVALID_ARGUMENT);
+    o.strategy = SPF_STRATEGY_CPU;
+    found = -1;
+    CHECK_OK(spf_plan_cache_peek(a, 8, &o, &info, &found));
+    CHECK(found == 0 && info.kernel_us == -7.0);
+    spf_device_info dev;
+    CHECK_OK(spf_device_query(0, &dev));
+    if (!dev.available) {
+        o.strategy = SPF_STRATEGY_AUTO;
+        CHECK_STATUS(spf_plan_cache_peek(a, 8, &o, &info, &found), SPF_ERR_NO_DEVICE);
+        CHECK(found == 0 && info.kernel_us == -7.0);
+    }
+    spf_matrix_free(a);
+}
+
 static void test_bad_options(void)
 {
     spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 8, 8, 0.5, 4);
@@ -370,6 +403,7 @@ int main(int argc, char **argv)
     test_cpu_plan();
     test_overlapping_buffers();
     test_no_device();
+    test_cache_peek();
     test_bad_options();
     test_alloc_failures();
     test_dtype_conversions();
