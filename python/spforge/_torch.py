@@ -190,9 +190,11 @@ class _Layer:
                             % (self.name or "?", self.m, self.k, self.matrix.nnz, n,
                                e.detail)) from None
             self.made[n] = time.perf_counter() - start
-            if info is None and self.device is not None and plan.info()["strategy"] == "dense":
-                info = plan.info()
-                plan.close()
+            if info is None and self.device is not None:
+                made = plan.info()
+                if made["strategy"] == "dense":
+                    info = made
+                    plan.close()
             if info is not None:
                 self._use_dense(n, info)
                 plan = DENSE
