@@ -696,6 +696,36 @@ SPF_API spf_status spf_plan_cache_peek(const spf_matrix *a, int64_t n,
                                        const spf_plan_options *options, spf_plan_info *out,
                                        int *found);
 
+/* A matrix named by a hash its owner made of it, where it lives: a layer's
+ * weight on its GPU, whose CSR would otherwise cross to the host only to be
+ * hashed for the plan cache's key. The plan cache records under such a
+ * name what it holds for the matrix itself (spf_plan_cache_note) and says
+ * it back from the name alone (spf_plan_cache_peek_named). Two matrices of
+ * one name (a collision of the owner's hash) share that record, so it is
+ * a decision, never a plan: a caller uses it to choose how to run (its own
+ * dense GEMM on its own weight where the plan would be DENSE) and makes
+ * any other plan from the matrix, under the matrix's own key. */
+typedef struct spf_matrix_name {
+    uint32_t size;        /* set by the caller: sizeof(spf_matrix_name)      */
+    int64_t rows, cols;   /* the matrix's shape                              */
+    int64_t nnz;          /* its stored entries                              */
+    uint64_t hash[2];     /* 128 bits of the owner's hash of its entries     */
+} spf_matrix_name;
+
+/* Record under name what the plan cache holds for spf_plan_create(a, n,
+ * options): *noted = 1 when it held that plan (then a peek of the name
+ * finds its info), 0 when it did not (a miss, the cache off, a host
+ * strategy), nothing recorded. name must have a's shape and nnz. */
+SPF_API spf_status spf_plan_cache_note(const spf_matrix *a, const spf_matrix_name *name,
+                                       int64_t n, const spf_plan_options *options, int *noted);
+
+/* spf_plan_cache_peek by a name spf_plan_cache_note recorded: *found = 1
+ * and *out the info of the plan noted (from_cache = 1), else *found = 0.
+ * Nothing about the matrix is read but its name. */
+SPF_API spf_status spf_plan_cache_peek_named(const spf_matrix_name *name, int64_t n,
+                                             const spf_plan_options *options,
+                                             spf_plan_info *out, int *found);
+
 /* Per-configuration tuner results (exhaustive tuning, or the search's
  * evaluated candidates), for training the rank model: writes a CSV with one
  * row per configuration tried. */

@@ -56,7 +56,7 @@ from ._capi import lib
 
 __all__ = ["Error", "Cancelled", "Matrix", "Plan", "ProgressEvent", "set_progress",
            "log_progress", "set_log", "reference_spmm", "relative_error", "device_info",
-           "cached_plan_info", "version"]
+           "cached_plan_info", "note_cached_plan", "MatrixName", "version"]
 
 _DUPLICATES = {"reject": 0, "sum": 1}
 _FORMATS = {"auto": 0, "mtx": 1, "smtx": 2, "npy": 3}
@@ -806,23 +806,74 @@ def _info_dict(i):
     return out
 
 
+class MatrixName(collections.namedtuple("MatrixName", "rows cols nnz hash")):
+    """A matrix named by a hash its owner made of it (spf_matrix_name):
+    rows × cols with nnz stored entries, hash a pair of 64-bit unsigned
+    ints. spforge.torch names a layer's weight by a hash computed on its
+    GPU, so that a plan cache lookup needs no CSR on the host. The plan
+    cache records under a name what it holds for the matrix
+    (note_cached_plan) and says it back (cached_plan_info). Two matrices
+    of one name share that record: it decides how to run, it is never a
+    plan."""
+
+    __slots__ = ()
+
+    def _c(self):
+        name = _capi.MatrixName()
+        name.size = ctypes.sizeof(name)
+        for field in ("rows", "cols", "nnz"):
+            _field(name, field, getattr(self, field), "MatrixName." + field)
+        if len(self.hash) != 2:
+            raise ValueError("MatrixName.hash: two 64-bit ints, got %d" % len(self.hash))
+        for i, h in enumerate(self.hash):
+            name.hash[i] = _int(h, "MatrixName.hash[%d]" % i, ctypes.c_uint64)
+        return name
+
+
+def _peek_options(n, options):
+    """cached_plan_info's and note_cached_plan's options and n as C takes them."""
+    return _plan_options(**options), _int(n, "n", ctypes.c_int64)
+
+
 def cached_plan_info(matrix, n, **options):
     """What Plan(matrix, n, **options) would be if the plan cache has it
     (spf_plan_cache_peek): its info() as a dict, from_cache True, read from
     the cache without making the plan; None when the plan would be made (a
     miss, the cache off, a host strategy). The options are Plan's, but
     progress; spforge.Error NO_DEVICE for a device strategy without a GPU,
-    as Plan."""
-    options = _plan_options(**options)
-    n = _int(n, "n", ctypes.c_int64)
-    matrix = _matrix(matrix)
+    as Plan. matrix may be a MatrixName: then the info note_cached_plan
+    recorded under it (spf_plan_cache_peek_named), the matrix not read."""
+    options, n = _peek_options(n, options)
     i = _capi.PlanInfo()
     i.size = ctypes.sizeof(i)
     found = ctypes.c_int(0)
-    with matrix._use() as ptr:
-        _check(lib().spf_plan_cache_peek(ptr, n, ctypes.byref(options), ctypes.byref(i),
-                                         ctypes.byref(found)))
+    if isinstance(matrix, MatrixName):
+        _check(lib().spf_plan_cache_peek_named(ctypes.byref(matrix._c()), n,
+                                               ctypes.byref(options), ctypes.byref(i),
+                                               ctypes.byref(found)))
+    else:
+        matrix = _matrix(matrix)
+        with matrix._use() as ptr:
+            _check(lib().spf_plan_cache_peek(ptr, n, ctypes.byref(options), ctypes.byref(i),
+                                             ctypes.byref(found)))
     return _info_dict(i) if found.value else None
+
+
+def note_cached_plan(matrix, name, n, **options):
+    """Record under name (a MatrixName of matrix's shape and nnz) what the
+    plan cache holds for Plan(matrix, n, **options) (spf_plan_cache_note),
+    so that cached_plan_info(name, n, **options) says it without the
+    matrix. True when it did; False when the cache has no such plan (a
+    miss, the cache off, a host strategy)."""
+    options, n = _peek_options(n, options)
+    if not isinstance(name, MatrixName):
+        raise TypeError("name: expected a spforge.MatrixName, got %s" % type(name).__name__)
+    matrix = _matrix(matrix)
+    noted = ctypes.c_int(0)
+    with matrix._use() as ptr:
+        _check(lib().spf_plan_cache_note(ptr, ctypes.byref(name._c()), n, ctypes.byref(options),
+                                         ctypes.byref(noted)))
+    return bool(noted.value)
 
 
 class Plan:

@@ -100,6 +100,11 @@ class PlanInfo(ctypes.Structure):
                 ("candidates", Candidate * MAX_CANDIDATES), ("assembler", ctypes.c_char * 16)]
 
 
+class MatrixName(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_uint32), ("rows", c_int64), ("cols", c_int64),
+                ("nnz", c_int64), ("hash", ctypes.c_uint64 * 2)]
+
+
 class ConvDesc(ctypes.Structure):
     _fields_ = [("size", ctypes.c_uint32), ("batch", c_int64), ("channels", c_int64),
                 ("height", c_int64), ("width", c_int64), ("kernel_h", c_int64),
@@ -158,6 +163,10 @@ _SIGNATURES = {
     "spf_plan_execute": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p, c_void_p]),
     "spf_plan_get_info": (c_int, [c_void_p, _P(PlanInfo)]),
     "spf_plan_cache_peek": (c_int, [c_void_p, c_int64, _P(PlanOptions), _P(PlanInfo),
+                                    _P(c_int)]),
+    "spf_plan_cache_peek_named": (c_int, [_P(MatrixName), c_int64, _P(PlanOptions),
+                                          _P(PlanInfo), _P(c_int)]),
+    "spf_plan_cache_note": (c_int, [c_void_p, _P(MatrixName), c_int64, _P(PlanOptions),
                                     _P(c_int)]),
     "spf_plan_free": (None, [c_void_p]),
     "spf_conv_desc_init": (None, [_P(ConvDesc)]),

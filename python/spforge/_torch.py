@@ -4,8 +4,11 @@ Imported on the first use of one of spforge.torch's names, so that
 `import spforge` and `import spforge.torch` never need torch.
 
 How a layer runs: a SparseLinear holds its pruned weight as a spforge
-Matrix (a host CSR copy) and an integer key into a registry of layers
-(_LAYERS). forward() flattens X to N×K and calls the custom op
+Matrix (a host CSR copy; a cuda layer makes it on first need, which a
+layer whose plan cache decisions are dense never has: it finds them by a
+name of its weight made on the device, _torch_name.py) and an integer key
+into a registry of layers (_LAYERS). forward() flattens X to N×K and
+calls the custom op
 spforge::linear(x, bias, key) (torch.library.custom_op): custom ops take
 tensors and primitives, not Python objects, hence the key. The op looks
 the layer up, takes the plan for N (made on first use: spforge.Plan with
@@ -53,8 +56,9 @@ except ImportError as e:
     raise ImportError("spforge.torch needs PyTorch (pip install torch, version 2.4 or later); "
                       "the rest of spforge does not: %s" % e) from None
 
-from . import Error, Matrix, Plan, _check, _convert, cached_plan_info
+from . import Error, Matrix, Plan, _check, _convert, cached_plan_info, note_cached_plan
 from ._capi import lib
+from ._torch_name import weights_name
 
 if not hasattr(getattr(torch, "library", None), "custom_op"):
     raise ImportError("spforge.torch needs torch >= 2.4 (torch.library.custom_op); this is torch "
@@ -105,9 +109,12 @@ class _Layer:
     run from several threads and streams at once)."""
 
     def __init__(self, matrix, device, dtype, has_bias, relu, n_plans, options, name,
-                 source=None):
-        self.matrix, self.device, self.dtype = matrix, device, dtype
-        self.m, self.k = matrix.shape
+                 source=None, known_as=None):
+        # matrix None: a cuda layer known by known_as (a MatrixName of
+        # source, _torch_name.py), its Matrix made on first need (matrix).
+        self._matrix, self.known_as, self.device, self.dtype = matrix, known_as, device, dtype
+        self.m, self.k = matrix.shape if matrix is not None else (known_as.rows, known_as.cols)
+        self.nnz = matrix.nnz if matrix is not None else known_as.nnz
         self.has_bias, self.relu, self.n_plans = has_bias, relu, n_plans
         self.options, self.name = options, name
         # plan N -> its Plan, or DENSE; plan N -> seconds spent making it
@@ -124,7 +131,8 @@ class _Layer:
         # The pruned weight, dense on the device as the layer was made from
         # it, until its first plans are made: a plan that AUTO makes dense
         # runs on it, with no trip through the host CSR (seconds on a 7B
-        # model); else it is let go.
+        # model); else it is let go. A layer made without its Matrix keeps
+        # it (as source, or as dense_weight) until the Matrix is made.
         self.source = source
         # What a call of N rows runs (N -> a function of x and bias), made on
         # its first call: the plan looked up, the dense choice, the C entry
@@ -150,11 +158,21 @@ class _Layer:
         return (_Layer, (self.matrix, self.device, self.dtype, self.has_bias, self.relu,
                          self.n_plans, self.options, self.name))
 
+    @property
+    def matrix(self):
+        """The weight as a Matrix; a layer made without one (known_as) makes
+        it now from the pruned weight it holds, whose nonzeros are exactly
+        its entries (_torch_name.weights_name)."""
+        if self._matrix is None:
+            self._matrix = Matrix(self.dense())
+        return self._matrix
+
     def dense(self):
         """The pruned weight as torch's linear takes it: exactly the matrix's
         entries, M×K, in the layer's dtype, on its device."""
-        if self.source is not None:
-            return self.source
+        for weight in (self.source, self.dense_weight):
+            if weight is not None:
+                return weight
         where = torch.device("cpu") if self.device is None else torch.device("cuda", self.device)
         return dense_of(self.matrix, getattr(torch, self.dtype), where)
 
@@ -180,14 +198,16 @@ class _Layer:
                 # A dense decision the plan cache holds is run by torch's
                 # linear without making the plan (which would upload and
                 # expand the weight only to be freed): _use_dense.
-                info = None if self.device is None else _cached_info(self.matrix, n, options)
+                info, noted = self._cached_info(n, options)
                 if info is not None and info["strategy"] == "dense":
                     plan = None
                 else:
                     plan, info = Plan(self.matrix, n, **options), None
+                if not noted:  # for the next process: the decision by the name
+                    note_cached_plan(self.matrix, self.known_as, n, **_peek_options(options))
             except Error as e:
                 raise Error(e.status, e.name, "layer %s (%d×%d, nnz %d), N = %d: %s"
-                            % (self.name or "?", self.m, self.k, self.matrix.nnz, n,
+                            % (self.name or "?", self.m, self.k, self.nnz, n,
                                e.detail)) from None
             self.made[n] = time.perf_counter() - start
             if info is None and self.device is not None:
@@ -200,6 +220,19 @@ class _Layer:
                 plan = DENSE
             self.plans[n] = plan
             return plan
+
+    def _cached_info(self, n, options):
+        """(the plan cache's info of plan N n or None, whether the weight's
+        name needs no note of it): by the name first (no Matrix needed),
+        else by the Matrix. A cpu layer's plans are never cached."""
+        if self.device is None:
+            return None, True
+        options = _peek_options(options)
+        if self.known_as is not None:
+            info = cached_plan_info(self.known_as, n, **options)
+            if info is not None:
+                return info, True
+        return cached_plan_info(self.matrix, n, **options), self.known_as is None
 
     def _use_dense(self, n, info):
         """Plan N n runs torch's linear on the pruned weight (made from the
@@ -216,7 +249,11 @@ class _Layer:
         return self.summaries.get(n) or _summary(self.plans[n].info(), n, self.made.get(n))
 
     def sources_done(self):
-        """The plans asked for are made: the source is let go."""
+        """The plans asked for are made: the source is let go (a layer
+        without its Matrix keeps its weight as dense_weight, or makes the
+        Matrix first)."""
+        if self._matrix is None and self.dense_weight is None:
+            self.matrix
         self.source = None
 
     def set_n_plans(self, policy):
@@ -348,7 +385,8 @@ class _Layer:
         return call
 
     def close(self):
-        self.calls, self.eager, self.summaries, self.source = {}, {}, {}, None
+        source = self.dense() if self._matrix is None else None  # (its Matrix to be)
+        self.calls, self.eager, self.summaries, self.source = {}, {}, {}, source
         self.dense_ns, self.dense_weight, self.dense_bias = set(), None, None
         plans, self.plans = self.plans, {}
         for plan in plans.values():
@@ -498,10 +536,10 @@ def _plan_device(device):
     raise ValueError("spforge.torch: weights on %s; spforge plans run on cpu and cuda" % device)
 
 
-def _cached_info(matrix, n, options):
-    """cached_plan_info of a layer's plan (its options less the progress
-    hook, which a cache lookup has nothing to report to)."""
-    return cached_plan_info(matrix, n, **{k: v for k, v in options.items() if k != "progress"})
+def _peek_options(options):
+    """A layer's plan options for cached_plan_info and note_cached_plan:
+    less the progress hook, which a cache lookup has nothing to report to."""
+    return {k: v for k, v in options.items() if k != "progress"}
 
 
 def _summary(info, n, made_s):
@@ -568,7 +606,9 @@ class SparseLinear(PrunedState, torch.nn.Module):
     copied into spforge (the tensor is not kept); a cuda layer holds the
     pruned weight dense on its device too, until its first plans are made,
     and after only if AUTO made one of them dense (that plan runs torch's
-    linear on it, and the dense plan itself is freed). bias: out values, any
+    linear on it, and the dense plan itself is freed); with the plan cache
+    on, its nonzeros cross to the host only when a plan needs them (not for
+    plans the cache holds as dense). bias: out values, any
     float dtype, kept as float32 (the plans add it in fp32). activation:
     None, "relu" (fused into the plan), "gelu", "gelu_tanh", "silu" or a
     callable, applied after. n_plans: which plan a batch of N rows runs on
@@ -625,24 +665,29 @@ class SparseLinear(PrunedState, torch.nn.Module):
             options["device"] = device
         if sparsity is not None:
             mask = _magnitude_keep(weight, sparsity)
-        pruned = None
+        pruned = known_as = None
         if device is not None:  # (a dtype of the weight's: the layer's)
             keep = _convert.cuda_keep(_convert._need_numpy("a SparseLinear"), weight.detach(),
                                       threshold, mask)
             pruned, mask, threshold = weight.detach().masked_fill(~keep, 0), keep, None
-        matrix = Matrix(weight.detach(), mask=mask, threshold=threshold)
-        out_features, in_features = matrix.shape
+            if options.get("cache", True):  # its plans found in the cache by its name
+                _convert._shape(tuple(weight.shape), "SparseLinear's weight")
+                known_as = weights_name(pruned, keep)
+        matrix = (None if known_as is not None
+                  else Matrix(weight.detach(), mask=mask, threshold=threshold))
+        out_features, in_features = tuple(weight.shape)
         if bias is not None:
             if tuple(bias.shape) != (out_features,):
                 raise ValueError("SparseLinear: bias must have %d values, got shape %s"
                                  % (out_features, tuple(bias.shape)))
             bias = bias.detach().to(dtype=torch.float32).contiguous()
         self.in_features, self.out_features = in_features, out_features
-        self.nnz, self.dtype, self.device = matrix.nnz, weight.dtype, weight.device
+        self.dtype, self.device = weight.dtype, weight.device
         self.activation = activation
         relu = activation == "relu"
         self._layer = _Layer(matrix, device, dtype, bias is not None, relu, n_plans, options,
-                             name, pruned)
+                             name, pruned, known_as)
+        self.nnz = self._layer.nnz
         self.register_buffer("bias", bias)
 
     def _pruned_weight(self):

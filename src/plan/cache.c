@@ -34,8 +34,8 @@ static const unsigned char MAGIC[8] = {'S', 'P', 'F', 'P', 'L', 'A', 'N', 0};
 static const uint64_t NAME_SEED = 0x53504643414b0001ULL;
 static const uint64_t TRAILER_SEED = 0x535046434b530001ULL;
 
-/* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 16 i32 | 5 i32 */
-enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 16 * 4 + 5 * 4 };
+/* u32 version | 32 bytes | 2 u64 hashes | 4 i64 sizes | 17 i32 | 5 i32 */
+enum { KEY_BYTES = 4 + 32 + 2 * 8 + 4 * 8 + 17 * 4 + 5 * 4 };
 /* magic | version | key size, the fixed prefix (those and the key), and
  * the XXH64 trailer */
 enum { HEADER_BYTES = 8 + 4 + 4, PREFIX_BYTES = HEADER_BYTES + KEY_BYTES, TRAILER_BYTES = 8 };
@@ -126,7 +126,8 @@ static void put_key(writer *w, const cache_key *k)
     const int32_t ints[] = {k->dtype,      k->math,         k->b_layout,       k->c_layout,
                             k->bias,       k->relu,         k->sm,             k->strategy,
                             k->dense,      k->exhaustive,   k->tune_space,     k->search,
-                            k->search_top_k, k->search_proxies, k->reorder, k->timing};
+                            k->search_top_k, k->search_proxies, k->reorder, k->timing,
+                            k->named};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         put_i32(w, ints[i]);
     put_config(w, &k->forced);
@@ -346,17 +347,12 @@ static spf_status decode(const unsigned char *buf, size_t size, cache_entry *e, 
 
 /* ------------------------------------------------------------ the files */
 
-spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options *o, int sm,
-                          cache_key *out)
+/* The request's part of a key: everything but the matrix. */
+static void key_of_request(int64_t n, const spf_plan_options *o, int sm, cache_key *out)
 {
-    CHECK_ARG(out != NULL);
-    memset(out, 0, sizeof *out);
-    CHECK_ARG(a != NULL && o != NULL && n >= 1 && sm > 0);
     out->format_version = CACHE_FORMAT_VERSION;
     snprintf(out->library_version, sizeof out->library_version, "%s", SPF_VERSION_STRING);
-    out->pattern_hash = matrix_pattern_hash(a);
-    out->values_hash = matrix_values_hash(a);
-    out->m = a->rows, out->k = a->cols, out->n = n, out->nnz = a->nnz;
+    out->n = n;
     out->dtype = (int32_t)o->dtype;
     out->math = (int32_t)o->math;
     out->b_layout = (int32_t)o->b_layout;
@@ -378,6 +374,32 @@ spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options
     out->timing = (int32_t)o->timing;
     if (o->config)
         out->forced = *o->config;
+}
+
+spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options *o, int sm,
+                          cache_key *out)
+{
+    CHECK_ARG(out != NULL);
+    memset(out, 0, sizeof *out);
+    CHECK_ARG(a != NULL && o != NULL && n >= 1 && sm > 0);
+    key_of_request(n, o, sm, out);
+    out->pattern_hash = matrix_pattern_hash(a);
+    out->values_hash = matrix_values_hash(a);
+    out->m = a->rows, out->k = a->cols, out->nnz = a->nnz;
+    return SPF_OK;
+}
+
+spf_status cache_key_make_named(const spf_matrix_name *name, int64_t n,
+                                const spf_plan_options *o, int sm, cache_key *out)
+{
+    CHECK_ARG(out != NULL);
+    memset(out, 0, sizeof *out);
+    CHECK_ARG(name != NULL && o != NULL && n >= 1 && sm > 0);
+    key_of_request(n, o, sm, out);
+    out->pattern_hash = name->hash[0];
+    out->values_hash = name->hash[1];
+    out->m = name->rows, out->k = name->cols, out->nnz = name->nnz;
+    out->named = 1;
     return SPF_OK;
 }
 

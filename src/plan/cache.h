@@ -61,9 +61,15 @@
  *   | u64 payload bytes | payload | u64 XXH64 of everything before it
  * and the key as: u32 format version | 32 bytes library version (NUL
  *   padded) | u64 pattern hash, values hash | i64 m k n nnz
- *   | i32 dtype f16x2 bias relu sm strategy exhaustive tune_space search
- *     search_top_k search_proxies reorder | i32 forced m1 n1 v prefetch
- *     ksplit.
+ *   | i32 dtype math b_layout c_layout bias relu sm strategy dense
+ *     exhaustive tune_space search search_top_k search_proxies reorder
+ *     timing named | i32 forced m1 n1 v prefetch ksplit.
+ *
+ * Named entries (spf_plan_cache_note): the key of a caller's name of the
+ * matrix (its hashes in place of the matrix's, named = 1) holds a copy of
+ * the info of the plan stored under the matrix's own key and no payload.
+ * No plan is ever made from one: spf_plan_create never looks one up, and
+ * spf_plan_cache_peek_named only reads its info.
  *
  * spf_plan_create (src/gpu/plan.c) looks a GPU plan up once the device
  * context exists, unless options.cache is 0 or the folder is "off": a hit
@@ -84,7 +90,7 @@
 /* Bumped whenever the layout above or the meaning of a field changes; it
  * is part of the key too, so entries of an older format get other file
  * names and are simply not found. */
-#define CACHE_FORMAT_VERSION 5u
+#define CACHE_FORMAT_VERSION 6u
 
 /* The largest entry file loaded or stored. Unrolled kernels carry their
  * values as immediates, so the cubin grows with the nonzeros: the largest
@@ -119,6 +125,7 @@ typedef struct cache_key {
     int32_t search_proxies;    /* 0 without search                       */
     int32_t reorder;           /* LO-SpMM Algorithm 1 row order          */
     int32_t timing;            /* spf_timing: cold and hot choose apart  */
+    int32_t named;             /* 1: a caller's name of the matrix (above) */
     spf_kernel_config forced;  /* options->config, all zeros if none    */
 } cache_key;
 
@@ -128,6 +135,12 @@ typedef struct cache_key {
  * during the call only. Fails only on invalid arguments. */
 spf_status cache_key_make(const spf_matrix *a, int64_t n, const spf_plan_options *o, int sm,
                           cache_key *out);
+
+/* The key of the same request for the matrix a caller named name (its
+ * shape, nnz and hashes in place of the matrix's; named = 1). Fails only
+ * on invalid arguments. */
+spf_status cache_key_make_named(const spf_matrix_name *name, int64_t n,
+                                const spf_plan_options *o, int sm, cache_key *out);
 
 /* A plan as stored. cache_load fills one that owns its payload
  * (cache_entry_release frees it); cache_store only reads one, so a caller

@@ -353,34 +353,49 @@ static spf_status entry_strategy(const spf_plan_options *o, const cache_entry *e
     return SPF_OK;
 }
 
-/* The entry of this request on a device of architecture sm, if the cache
- * has one this request may use (*found = 1, *e filled, *s its strategy).
- * slot's dir is left "" when the cache is off for this plan (options, or
- * a folder that cannot be named: logged). An error is an entry that is
- * there but cannot be used. */
-static spf_status cache_find(const problem *prob, const spf_plan_options *o, int sm,
-                             cache_slot *slot, cache_entry *e, const strategy **s, int *found)
+/* slot->dir: the cache folder of this request, left "" when the cache is
+ * off for it (options, or a folder that cannot be named: logged). */
+static void cache_dir_for(const spf_plan_options *o, cache_slot *slot)
 {
-    *found = 0;
     slot->dir[0] = 0;
-    if (!o->cache)
-        return SPF_OK;
-    spf_status st = cache_dir_default(slot->dir, sizeof slot->dir);
-    if (st == SPF_OK && slot->dir[0])
-        st = cache_key_make(prob->a, prob->n, o, sm, &slot->key);
-    if (st != SPF_OK) {
+    if (o->cache && cache_dir_default(slot->dir, sizeof slot->dir) != SPF_OK) {
         log_msg(SPF_LOG_WARN, "plan cache: off for this plan: %s", spf_last_error());
         error_clear();
         slot->dir[0] = 0;
-        return SPF_OK;
     }
-    if (slot->dir[0])
-        st = cache_load(slot->dir, &slot->key, e, found);
+}
+
+/* The entry under slot's key in its folder, if this request may use it
+ * (*found = 1, *e filled, *s its strategy). An error is an entry that is
+ * there but cannot be used. */
+static spf_status cache_find_key(const spf_plan_options *o, const cache_slot *slot,
+                                 cache_entry *e, const strategy **s, int *found)
+{
+    spf_status st = cache_load(slot->dir, &slot->key, e, found);
     if (st == SPF_OK && *found)
         st = entry_strategy(o, e, s);
     if (st != SPF_OK)
         *found = 0;
     return st;
+}
+
+/* The entry of this request on a device of architecture sm, as
+ * cache_find_key; slot's dir is left "" when the cache is off for this
+ * plan. */
+static spf_status cache_find(const problem *prob, const spf_plan_options *o, int sm,
+                             cache_slot *slot, cache_entry *e, const strategy **s, int *found)
+{
+    *found = 0;
+    cache_dir_for(o, slot);
+    if (!slot->dir[0])
+        return SPF_OK;
+    if (cache_key_make(prob->a, prob->n, o, sm, &slot->key) != SPF_OK) {
+        log_msg(SPF_LOG_WARN, "plan cache: off for this plan: %s", spf_last_error());
+        error_clear();
+        slot->dir[0] = 0;
+        return SPF_OK;
+    }
+    return cache_find_key(o, slot, e, s, found);
 }
 
 /* DESIGN.md decision 5: the plan of this request from the on-disk cache,
@@ -518,11 +533,8 @@ fail:
     return status;
 }
 
-/* spf_plan_cache_peek on a device: the stored info of this request's
- * entry, nothing decoded. An entry that cannot be used is no hit (and
- * logged once more by the spf_plan_create that rebuilds it). */
-static spf_status peek_on_device(const problem *prob, const spf_plan_options *o,
-                                 spf_plan_info *info, spf_strategy *id, int *found)
+/* The architecture of the request's device, as keys name it. */
+static spf_status device_sm(const spf_plan_options *o, int *sm)
 {
     spf_device_info dev;
     spf_status st = spf_device_query(o->device, &dev);
@@ -530,15 +542,70 @@ static spf_status peek_on_device(const problem *prob, const spf_plan_options *o,
         return st;
     if (!dev.available)
         return FAIL(SPF_ERR_NO_DEVICE, "device %d: %s", o->device, dev.reason);
+    *sm = dev.cc_major * 10 + dev.cc_minor;
+    return SPF_OK;
+}
+
+/* spf_plan_cache_peek on a device: the stored info of this request's
+ * entry (under name's key when name is given, else the matrix's), nothing
+ * decoded. An entry that cannot be used is no hit (and logged once more by
+ * the spf_plan_create that rebuilds it). */
+static spf_status peek_on_device(const problem *prob, const spf_matrix_name *name,
+                                 const spf_plan_options *o, spf_plan_info *info,
+                                 spf_strategy *id, int *found)
+{
+    int sm = 0;
+    spf_status st = device_sm(o, &sm);
+    if (st != SPF_OK)
+        return st;
     cache_slot slot;
     cache_entry e = {0};
     const strategy *s = NULL;
-    st = cache_find(prob, o, dev.cc_major * 10 + dev.cc_minor, &slot, &e, &s, found);
+    if (!name) {
+        st = cache_find(prob, o, sm, &slot, &e, &s, found);
+    } else {
+        cache_dir_for(o, &slot);
+        if (slot.dir[0])
+            st = cache_key_make_named(name, prob->n, o, sm, &slot.key);
+        if (st == SPF_OK && slot.dir[0])
+            st = cache_find_key(o, &slot, &e, &s, found);
+    }
     if (st != SPF_OK)
         log_msg(SPF_LOG_INFO, "plan cache: entry not usable: %s", spf_last_error());
     if (*found) {
         *info = e.info;
         *id = s->id;
+    }
+    cache_entry_release(&e);
+    error_clear();
+    return SPF_OK;
+}
+
+/* spf_plan_cache_note on a device: the request's entry, found under the
+ * matrix's key, copied under name's without its payload. A failure to
+ * store is logged and notes nothing, as a plan the cache cannot hold. */
+static spf_status note_on_device(const problem *prob, const spf_matrix_name *name,
+                                 const spf_plan_options *o, int *noted)
+{
+    int sm = 0, found = 0;
+    spf_status st = device_sm(o, &sm);
+    if (st != SPF_OK)
+        return st;
+    cache_slot slot;
+    cache_entry e = {0};
+    const strategy *s = NULL;
+    if (cache_find(prob, o, sm, &slot, &e, &s, &found) != SPF_OK)
+        log_msg(SPF_LOG_INFO, "plan cache: entry not usable: %s", spf_last_error());
+    if (found) {
+        cache_key key;
+        cache_entry copy = {.strategy = e.strategy, .info = e.info};
+        st = cache_key_make_named(name, prob->n, o, sm, &key);
+        if (st == SPF_OK)
+            st = cache_store(slot.dir, &key, &copy);
+        if (st != SPF_OK)
+            log_msg(SPF_LOG_WARN, "plan cache: %s not noted under its name: %s",
+                    e.info.kernel_name, spf_last_error());
+        *noted = st == SPF_OK;
     }
     cache_entry_release(&e);
     error_clear();
@@ -566,10 +633,18 @@ static spf_status create_on_device(spf_plan *p, const problem *prob, const spf_p
                 o->device);
 }
 
-static spf_status peek_on_device(const problem *prob, const spf_plan_options *o,
-                                 spf_plan_info *info, spf_strategy *id, int *found)
+static spf_status peek_on_device(const problem *prob, const spf_matrix_name *name,
+                                 const spf_plan_options *o, spf_plan_info *info,
+                                 spf_strategy *id, int *found)
 {
-    (void)prob, (void)info, (void)id, (void)found;
+    (void)prob, (void)name, (void)info, (void)id, (void)found;
+    return create_on_device(NULL, NULL, o);
+}
+
+static spf_status note_on_device(const problem *prob, const spf_matrix_name *name,
+                                 const spf_plan_options *o, int *noted)
+{
+    (void)prob, (void)name, (void)noted;
     return create_on_device(NULL, NULL, o);
 }
 
@@ -705,10 +780,52 @@ spf_status spf_plan_get_info(const spf_plan *plan, spf_plan_info *out)
     return st;
 }
 
+/* A name's fields: a shape and nnz any matrix could have. */
+static spf_status name_check(const spf_matrix_name *name)
+{
+    if (name->size < sizeof *name || name->size > GROWABLE_MAX)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "name.size = %u: not the size of any spf_matrix_name (this library's is %zu): "
+                    "set name.size = sizeof(spf_matrix_name) first",
+                    name->size, sizeof *name);
+    if (name->rows < 0 || name->cols < 0 || name->rows > INT32_MAX || name->cols > INT32_MAX ||
+        name->nnz < 0 || (double)name->nnz > (double)name->rows * (double)name->cols)
+        return FAIL(SPF_ERR_INVALID_ARGUMENT,
+                    "name of a %lld×%lld matrix with %lld entries: no matrix has that shape",
+                    (long long)name->rows, (long long)name->cols, (long long)name->nnz);
+    return SPF_OK;
+}
+
+/* The checks spf_plan_cache_peek, _peek_named and _note share: the
+ * options read into *o and n checked. *cached 0 for a host strategy,
+ * which is never cached. */
+static spf_status cache_request(int64_t n, const spf_plan_options *options, spf_plan_options *o,
+                                int *cached)
+{
+    spf_status st = plan_options_read(options, o);
+    if (st == SPF_OK)
+        st = check_options(n, o);
+    const strategy *forced = st == SPF_OK ? strategy_find(o->strategy) : NULL;
+    *cached = st == SPF_OK && !(forced && !forced->on_device);
+    return st;
+}
+
+/* A peek's answer: found's info completed for prob, as a plan from the
+ * cache would have it, copied out. */
+static void peek_answer(spf_plan_info *info, spf_strategy id, const problem *prob, double t0,
+                        spf_plan_info *out)
+{
+    info_complete(info, id, prob, t0);
+    info->from_cache = 1;
+    info->load_s = info->plan_s;
+    info_copy_out(info, out);
+}
+
 spf_status spf_plan_cache_peek(const spf_matrix *a, int64_t n, const spf_plan_options *options,
                                spf_plan_info *out, int *found)
 {
     spf_plan_options o;
+    int cached = 0;
     error_clear();
     double t0 = timing_now_s();
     CHECK_ARG(found != NULL);
@@ -716,25 +833,66 @@ spf_status spf_plan_cache_peek(const spf_matrix *a, int64_t n, const spf_plan_op
     CHECK_ARG(a != NULL && out != NULL);
     spf_status st = info_size_check(out);
     if (st == SPF_OK)
-        st = plan_options_read(options, &o);
-    if (st == SPF_OK)
-        st = check_options(n, &o);
-    if (st != SPF_OK)
+        st = cache_request(n, options, &o, &cached);
+    if (st != SPF_OK || !cached)
         return st;
-    const strategy *forced = strategy_find(o.strategy);
-    if (forced && !forced->on_device)
-        return SPF_OK; /* host plans are never cached */
     problem prob = problem_make(a, n, &o);
     spf_plan_info info;
     spf_strategy id = SPF_STRATEGY_AUTO;
-    st = peek_on_device(&prob, &o, &info, &id, found);
-    if (st != SPF_OK || !*found)
+    st = peek_on_device(&prob, NULL, &o, &info, &id, found);
+    if (st == SPF_OK && *found)
+        peek_answer(&info, id, &prob, t0, out);
+    return st;
+}
+
+spf_status spf_plan_cache_peek_named(const spf_matrix_name *name, int64_t n,
+                                     const spf_plan_options *options, spf_plan_info *out,
+                                     int *found)
+{
+    spf_plan_options o;
+    int cached = 0;
+    error_clear();
+    double t0 = timing_now_s();
+    CHECK_ARG(found != NULL);
+    *found = 0;
+    CHECK_ARG(name != NULL && out != NULL);
+    spf_status st = info_size_check(out);
+    if (st == SPF_OK)
+        st = name_check(name);
+    if (st == SPF_OK)
+        st = cache_request(n, options, &o, &cached);
+    if (st != SPF_OK || !cached)
         return st;
-    info_complete(&info, id, &prob, t0);
-    info.from_cache = 1;
-    info.load_s = info.plan_s;
-    info_copy_out(&info, out);
-    return SPF_OK;
+    problem prob = problem_make_shape(name->rows, name->cols, n, &o);
+    spf_plan_info info;
+    spf_strategy id = SPF_STRATEGY_AUTO;
+    st = peek_on_device(&prob, name, &o, &info, &id, found);
+    if (st == SPF_OK && *found)
+        peek_answer(&info, id, &prob, t0, out);
+    return st;
+}
+
+spf_status spf_plan_cache_note(const spf_matrix *a, const spf_matrix_name *name, int64_t n,
+                               const spf_plan_options *options, int *noted)
+{
+    spf_plan_options o;
+    int cached = 0;
+    error_clear();
+    CHECK_ARG(noted != NULL);
+    *noted = 0;
+    CHECK_ARG(a != NULL && name != NULL);
+    spf_status st = name_check(name);
+    if (st == SPF_OK && (name->rows != a->rows || name->cols != a->cols || name->nnz != a->nnz))
+        st = FAIL(SPF_ERR_INVALID_ARGUMENT,
+                  "a name of a %lld×%lld matrix with %lld entries for a %lld×%lld matrix with "
+                  "%lld", (long long)name->rows, (long long)name->cols, (long long)name->nnz,
+                  (long long)a->rows, (long long)a->cols, (long long)a->nnz);
+    if (st == SPF_OK)
+        st = cache_request(n, options, &o, &cached);
+    if (st != SPF_OK || !cached)
+        return st;
+    problem prob = problem_make(a, n, &o);
+    return note_on_device(&prob, name, &o, noted);
 }
 
 spf_status spf_plan_write_tuning_log(const spf_plan *plan, const char *path)

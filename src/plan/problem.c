@@ -5,11 +5,18 @@
 
 #include <stdio.h>
 
+problem problem_make_shape(int64_t m, int64_t k, int64_t n, const spf_plan_options *o)
+{
+    return (problem){.m = m, .k = k, .n = n, .dtype = o->dtype, .math = o->math,
+                     .b_layout = o->b_layout, .c_layout = o->c_layout, .bias = o->bias,
+                     .relu = o->relu};
+}
+
 problem problem_make(const spf_matrix *a, int64_t n, const spf_plan_options *o)
 {
-    return (problem){.a = a, .m = a->rows, .k = a->cols, .n = n, .dtype = o->dtype,
-                     .math = o->math, .b_layout = o->b_layout, .c_layout = o->c_layout,
-                     .bias = o->bias, .relu = o->relu};
+    problem p = problem_make_shape(a->rows, a->cols, n, o);
+    p.a = a;
+    return p;
 }
 
 operand_strides problem_b_strides(const problem *p)

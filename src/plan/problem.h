@@ -21,6 +21,10 @@ typedef struct problem {
 /* The problem of spf_plan_create(a, n, o); o already checked. */
 problem problem_make(const spf_matrix *a, int64_t n, const spf_plan_options *o);
 
+/* The same problem of an M×K matrix known by its shape alone (a = NULL): what
+ * a lookup by a name of the matrix (spf_matrix_name) knows of it. */
+problem problem_make_shape(int64_t m, int64_t k, int64_t n, const spf_plan_options *o);
+
 /* Element strides of B and C: element (kk, j) of B is at
  * b[kk·row + j·col], element (i, j) of C at c[i·row + j·col]. */
 typedef struct operand_strides {

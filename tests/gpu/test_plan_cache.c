@@ -148,15 +148,20 @@ static void check_hit(const char *label, const spf_matrix *a, int64_t n, const s
     CHECK(info.verify_s == 0.0 && info.load_s > 0.0 && info.load_s * 1e3 <= ms);
 }
 
-/* spf_plan_cache_peek of a request: whether it finds an entry (expect),
- * and then the info the create that stored it had, with nothing built. */
-static void check_peek(const char *label, const spf_matrix *a, int64_t n,
-                       const spf_plan_options *o, int expect, const spf_plan_info *built)
+/* spf_plan_cache_peek of a request (by name when one is given, with
+ * spf_plan_cache_peek_named): whether it finds an entry (expect), and
+ * then the info the create that stored it had, with nothing built. */
+static void check_peek_as(const char *label, const spf_matrix *a, const spf_matrix_name *name,
+                          int64_t n, const spf_plan_options *o, int expect,
+                          const spf_plan_info *built)
 {
     spf_plan_info info = {.size = sizeof info, .kernel_us = -7.0};
     int found = -1;
     double t0 = now_ms();
-    CHECK_OK(spf_plan_cache_peek(a, n, o, &info, &found));
+    if (name)
+        CHECK_OK(spf_plan_cache_peek_named(name, n, o, &info, &found));
+    else
+        CHECK_OK(spf_plan_cache_peek(a, n, o, &info, &found));
     printf("  peek %-24s N=%-4lld found %d %.3f ms\n", label, (long long)n, found, now_ms() - t0);
     CHECK_MSG(found == expect, "%s: peek found %d, expected %d", label, found, expect);
     if (!found) {
@@ -171,6 +176,41 @@ static void check_peek(const char *label, const spf_matrix *a, int64_t n,
     CHECK(info.kernel_us == built->kernel_us && info.verify_error == built->verify_error);
     CHECK(info.candidate_count == built->candidate_count);
     CHECK(info.plan_s > 0.0 && info.load_s == info.plan_s);
+}
+
+static void check_peek(const char *label, const spf_matrix *a, int64_t n,
+                       const spf_plan_options *o, int expect, const spf_plan_info *built)
+{
+    check_peek_as(label, a, NULL, n, o, expect, built);
+}
+
+/* A name of a (an owner's hash: any 128 bits) found only once noted, for
+ * the N noted, and not under another hash or with the cache off. */
+static void check_named(const char *label, const spf_matrix *a, int64_t n,
+                        const spf_plan_options *o, const spf_plan_info *built)
+{
+    spf_matrix_name name = {.size = sizeof name, .rows = spf_matrix_rows(a),
+                            .cols = spf_matrix_cols(a), .nnz = spf_matrix_nnz(a),
+                            .hash = {0x5350464e414d4531ULL, (uint64_t)built->strategy}};
+    char what[96];
+    int noted = -1;
+    snprintf(what, sizeof what, "%s named, before", label);
+    check_peek_as(what, a, &name, n, o, 0, built);
+    spf_plan_options off = *o;
+    off.cache = 0;
+    CHECK_OK(spf_plan_cache_note(a, &name, n, &off, &noted));
+    CHECK_MSG(noted == 0, "%s: noted with the cache off", label);
+    CHECK_OK(spf_plan_cache_note(a, &name, n + 7, o, &noted));
+    CHECK_MSG(noted == 0, "%s: noted an N the cache does not hold", label);
+    CHECK_OK(spf_plan_cache_note(a, &name, n, o, &noted));
+    CHECK_MSG(noted == 1, "%s: not noted", label);
+    snprintf(what, sizeof what, "%s named", label);
+    check_peek_as(what, a, &name, n, o, 1, built);
+    check_peek_as(what, a, &name, n + 7, o, 0, built);
+    check_peek_as(what, a, &name, n, &off, 0, built);
+    name.hash[1] ^= 1;
+    snprintf(what, sizeof what, "%s other name", label);
+    check_peek_as(what, a, &name, n, o, 0, built);
 }
 
 /* A hit, and what must not hit: another N, other values on the same
@@ -189,6 +229,7 @@ static void test_hit(spf_strategy s, const char *name)
     entry_path(a, 64, &o, dir, path, sizeof path);
     CHECK_MSG(file_exists(path), "%s: no cache entry %s", name, path);
     check_peek(name, a, 64, &o, 1, &built);
+    check_named(name, a, 64, &o, &built);
     check_hit(name, a, 64, &o, &built);
     CHECK_MSG(warnings == before, "%s: %d warnings: %s", name, warnings - before, last_warning);
 

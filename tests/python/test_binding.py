@@ -298,6 +298,37 @@ class PlanTests(unittest.TestCase):
                 spforge.cached_plan_info(a, 4)
             self.assertEqual(ctx.exception.name, "no CUDA device")
 
+    def test_named_lookups_without_gpu(self):
+        """A MatrixName's fields are checked (as C ints, and by the library
+        as a shape), a host plan is never noted or found, and a device
+        lookup is refused as Plan is."""
+        with spforge.Matrix.generate(rows=8, cols=6, sparsity=0.5, seed=4) as a:
+            name = spforge.MatrixName(8, 6, a.nnz, (2**64 - 1, 7))
+            self.assertIsNone(spforge.cached_plan_info(name, 4, strategy="cpu"))
+            self.assertFalse(spforge.note_cached_plan(a, name, 4, strategy="cpu"))
+            for bad, error in (((8, 6, a.nnz, (2**64, 0)), OverflowError),
+                               ((8, 6, a.nnz, (1, 2, 3)), ValueError),
+                               ((8, 6.0, a.nnz, (1, 2)), TypeError)):
+                with self.assertRaises(error):
+                    spforge.cached_plan_info(spforge.MatrixName(*bad), 4, strategy="cpu")
+            with self.assertRaises(spforge.Error) as ctx:
+                spforge.cached_plan_info(spforge.MatrixName(8, 6, 49, (1, 2)), 4, strategy="cpu")
+            self.assertIn("8×6 matrix with 49 entries", ctx.exception.detail)
+            with self.assertRaises(spforge.Error) as ctx:
+                spforge.note_cached_plan(a, spforge.MatrixName(8, 7, a.nnz, (1, 2)), 4,
+                                         strategy="cpu")
+            self.assertIn("for a 8×6 matrix", ctx.exception.detail)
+            with self.assertRaises(TypeError):
+                spforge.note_cached_plan(a, (8, 6, a.nnz, (1, 2)), 4, strategy="cpu")
+            if spforge.device_info()["available"]:
+                return
+            for call in (lambda: spforge.cached_plan_info(name, 4),
+                         lambda: spforge.note_cached_plan(a, name, 4)):
+                with self.assertRaises(spforge.Error) as ctx:
+                    call()
+                self.assertEqual(ctx.exception.name, "no CUDA device")
+
+
 def shaped(values, typecode, shape):
     """A C-contiguous memoryview of the given shape over a copy of values
     (a 2-D buffer without numpy)."""
@@ -664,7 +695,8 @@ class MirrorTests(unittest.TestCase):
                "spf_matrix_stats": "MatrixStats", "spf_device_info": "DeviceInfo",
                "spf_kernel_config": "KernelConfig", "spf_plan_options": "PlanOptions",
                "spf_search_info": "SearchInfo", "spf_candidate": "Candidate",
-               "spf_plan_info": "PlanInfo", "spf_progress": "Progress",
+               "spf_plan_info": "PlanInfo", "spf_matrix_name": "MatrixName",
+               "spf_progress": "Progress",
                "spf_conv_desc": "ConvDesc", "spf_conv_info": "ConvInfo",
                "spf_dist_layout_info": "DistLayoutInfo"}
     SCALARS = {"int": "i32", "int32_t": "i32", "uint32_t": "u32", "int64_t": "i64",
@@ -712,7 +744,7 @@ class MirrorTests(unittest.TestCase):
                 kind += "[%s]" % length
         else:
             self.assertIn(base, self.SCALARS, "field %s: no mirror type for C type %s" % (name, base))
-            kind = self.SCALARS[base]
+            kind = self.SCALARS[base] + ("[%s]" % length if length else "")
         return name, kind
 
     @staticmethod
@@ -729,7 +761,8 @@ class MirrorTests(unittest.TestCase):
         if getattr(ctype, "_type_", None) is ctypes.c_char and hasattr(ctype, "_length_"):
             return "char[%d]" % ctype._length_
         if hasattr(ctype, "_length_"):
-            return "%s[%d]" % (ctype._type_.__name__, ctype._length_)
+            inner = names.get(ctype._type_) or ctype._type_.__name__
+            return "%s[%d]" % (inner, ctype._length_)
         if hasattr(ctype, "contents"):
             return "ptr(%s)" % ctype._type_.__name__
         return ctype.__name__

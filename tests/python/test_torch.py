@@ -500,12 +500,14 @@ class SparseLinearTests(unittest.TestCase):
         hit = {"strategy": "dense", "config": "algo 3", "kernel_us": 4.0, "from_cache": True,
                "candidates": [{"strategy": "dense", "outcome": "chosen", "kernel_us": 4.0}]}
 
-        def cached(matrix_, n, options):
+        def cached(matrix_, n, **options):
             asked.append((matrix_, n, options))
             return hit if n == 8 else None
 
         made = mock.Mock(side_effect=_torch.Error(1, "NO_DEVICE", "made a Plan"))
-        with mock.patch.object(_torch, "_cached_info", cached), \
+        noted = mock.Mock(return_value=True)
+        with mock.patch.object(_torch, "cached_plan_info", cached), \
+                mock.patch.object(_torch, "note_cached_plan", noted), \
                 mock.patch.object(_torch, "_capturing", lambda device: False), \
                 mock.patch.object(_torch, "Plan", made):
             self.assertIs(layer.plan(8), _torch.DENSE)
@@ -520,11 +522,95 @@ class SparseLinearTests(unittest.TestCase):
             self.assertEqual(made.call_count, 1)
             self.assertIn("layer fc (8×16, nnz %d), N = 16: made a Plan" % matrix.nnz,
                           str(ctx.exception))
+        self.assertEqual(noted.call_count, 0)  # a layer made with its Matrix has no name
         self.assertIs(asked[0][0], matrix)
-        self.assertEqual(asked[0][2], {"progress": False, "dtype": "float32", "bias": True,
+        self.assertEqual(asked[0][2], {"dtype": "float32", "bias": True,
                                        "b_layout": "n_first", "c_layout": "n_first",
                                        "relu": False})
-        self.assertEqual(made.call_args.kwargs, asked[1][2])
+        self.assertEqual(made.call_args.kwargs, dict(asked[1][2], progress=False))
+
+    @real
+    def test_weights_name(self):
+        """A weight's name: its shape and nnz, the same hash for equal
+        weights (any device), another for a value changed or two swapped;
+        none where a kept entry is zero or a value is not finite."""
+        from spforge._torch_name import BLOCK, weights_name
+        for dtype, shape in ((torch.float16, (300, 200)), (torch.bfloat16, (7, 33)),
+                             (torch.float32, (64, BLOCK // 32 + 3))):
+            w = torch.randn(*shape).to(dtype)
+            w[w.abs() < 0.5] = 0
+            keep = w != 0
+            name = weights_name(w, keep)
+            self.assertEqual((name.rows, name.cols, name.nnz), shape + (int(keep.sum()),))
+            self.assertEqual(weights_name(w.clone(), keep.clone()), name)
+            changed = w.clone()
+            changed[-1, -1] = 2.5
+            other = weights_name(changed, changed != 0)
+            self.assertNotEqual(other.hash[0], name.hash[0])
+            self.assertNotEqual(other.hash[1], name.hash[1])
+            swapped = w.clone()
+            i, j = keep.reshape(-1).nonzero()[:2, 0].tolist()
+            flat = swapped.reshape(-1)
+            flat[i], flat[j] = w.reshape(-1)[j], w.reshape(-1)[i]
+            if flat[i] != flat[j]:
+                self.assertNotEqual(weights_name(swapped, keep).hash, name.hash)
+            zero_kept = keep.clone()
+            zero_kept.reshape(-1)[(~keep).reshape(-1).nonzero()[0, 0]] = True
+            self.assertIsNone(weights_name(w, zero_kept))
+            bad = w.clone()
+            bad.reshape(-1)[i] = float("nan")
+            self.assertIsNone(weights_name(bad, keep))
+
+    def test_named_layer_makes_its_matrix_only_when_needed(self):
+        """A cuda layer known by its weight's name (no Matrix made) asks the
+        cache by the name: a dense decision there needs no Matrix; a miss
+        makes the Matrix from the pruned weight (its nonzeros), asks by it,
+        makes the Plan and notes what the cache then holds under the name."""
+        linear = torch.nn.Linear(16, 8)
+        pruned(linear, 0.5)
+        weight = linear.weight.detach()
+        nnz = spforge.Matrix(weight.numpy()).nnz
+        name = spforge.MatrixName(8, 16, nnz, (1, 2))
+        layer = _torch._Layer(None, 0, "float32", False, False, "exact", {}, "fc",
+                              source=weight, known_as=name)
+        self.assertEqual((layer.m, layer.k, layer.nnz), (8, 16, nnz))
+        hit = {"strategy": "dense", "config": "algo 3", "kernel_us": 4.0, "from_cache": True,
+               "candidates": []}
+        asked = []
+
+        def cached(what, n, **options):
+            asked.append((what, n))
+            return hit if (what is name and n == 8) or n == 32 else None
+
+        plan = mock.Mock()
+        plan.info.return_value = dict(hit, from_cache=False)
+        noted = mock.Mock(return_value=True)
+        with mock.patch.object(_torch, "cached_plan_info", cached), \
+                mock.patch.object(_torch, "note_cached_plan", noted), \
+                mock.patch.object(_torch, "_capturing", lambda device: False), \
+                mock.patch.object(_torch, "Plan", mock.Mock(return_value=plan)) as made:
+            self.assertIs(layer.plan(8), _torch.DENSE)
+            self.assertIsNone(layer._matrix)
+            self.assertEqual((asked, made.call_count, noted.call_count), ([(name, 8)], 0, 0))
+            self.assertIs(layer.plan(16), _torch.DENSE)  # made, dense, closed
+            self.assertIsNotNone(layer._matrix)
+            self.assertEqual(layer._matrix.nnz, nnz)
+            self.assertEqual(asked[1:], [(name, 16), (layer._matrix, 16)])
+            self.assertEqual(made.call_count, 1)
+            self.assertEqual(plan.close.call_count, 1)
+            self.assertEqual(noted.call_args.args, (layer._matrix, name, 16))
+            self.assertIs(layer.plan(32), _torch.DENSE)  # found by the name
+            self.assertEqual(asked[3:], [(name, 32)])
+            self.assertEqual(noted.call_count, 1)
+            other = _torch._Layer(None, 0, "float32", False, False, "exact", {}, "fc",
+                                  source=weight, known_as=name)
+            self.assertIs(other.plan(8), _torch.DENSE)
+        other.sources_done()
+        self.assertIsNone(other.source)
+        self.assertIs(other.dense(), weight)  # kept as the dense plans' weight
+        other.close()
+        self.assertIsNone(other._matrix)
+        self.assertIs(other.source, weight)  # what its Matrix would be made from
 
     @real
     def test_custom_op_under_torch_compile(self):

@@ -150,9 +150,10 @@ class GpuTests(unittest.TestCase):
 
     def test_cached_dense_plans_are_not_made(self):
         """With the plan cache on, a layer made again from the same weight
-        finds its dense decisions there and runs them without making a Plan
-        (cached_plan_info): the same summaries, from_cache, the same
-        output; a miss (another N) still makes its plan."""
+        finds its dense decisions there by the weight's name and runs them
+        without making a Plan or a Matrix (cached_plan_info): the same
+        summaries, from_cache, the same output; a miss (another N) still
+        makes its plan."""
         import tempfile
         from unittest import mock
         from spforge import _torch
@@ -168,9 +169,15 @@ class GpuTests(unittest.TestCase):
                                             c_layout="n_first", bias=True)
             self.assertEqual((info["strategy"], info["from_cache"], info["kernel_us"]),
                              ("dense", True, built[1]["kernel_us"]))
-            again = self.st.SparseLinear.from_linear(linear, plan_options={"strategy": "dense"})
-            with mock.patch.object(_torch, "Plan", side_effect=AssertionError("a Plan made")):
+            no = AssertionError("made")
+            with mock.patch.object(_torch, "Plan", side_effect=no), \
+                    mock.patch.object(_torch, "Matrix", side_effect=no):
+                # found by the weight's name: no Matrix (no CSR on the host)
+                again = self.st.SparseLinear.from_linear(linear,
+                                                         plan_options={"strategy": "dense"})
                 loaded = again.prepare([1, 16])
+            self.assertIsNone(again._layer._matrix)
+            self.assertEqual(again._layer.known_as, first._layer.known_as)
             self.assertEqual([(p["strategy"], p["from_cache"], p["kernel_us"]) for p in loaded],
                              [("dense", True, p["kernel_us"]) for p in built])
             with torch.no_grad():

@@ -82,6 +82,7 @@ import sys, zipfile
 names = sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if ".dist-info/" not in n)
 want = sorted(sys.argv[2].split() + ["spforge/__init__.py", "spforge/_capi.py", "spforge/_convert.py",
                "spforge/_torch.py", "spforge/_torch_conv.py", "spforge/_torch_fuse.py",
+               "spforge/_torch_name.py",
                "spforge/_timing.py", "spforge/distributed.py", "spforge/libspforge.so",
                "spforge/resnet50.py",
                "spforge/torch.py"])

@@ -19,6 +19,7 @@ int main(int argc, char **argv)
     SIZE(spf_search_info);
     SIZE(spf_candidate);
     SIZE(spf_plan_info);
+    SIZE(spf_matrix_name);
     SIZE(spf_progress);
     SIZE(spf_conv_desc);
     SIZE(spf_conv_info);

@@ -218,6 +218,60 @@ static void test_cache_peek(void)
     spf_matrix_free(a);
 }
 
+/* The named lookups' arguments: a name of no matrix, a name that is not
+ * the matrix's, a host strategy (never cached), no device. */
+static void test_cache_named(void)
+{
+    spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 16, 12, 0.5, 5);
+    spf_matrix_name name = {.size = sizeof name, .rows = 16, .cols = 12,
+                            .nnz = spf_matrix_nnz(a), .hash = {1, 2}};
+    spf_plan_options o;
+    spf_plan_options_init(&o);
+    spf_plan_info info = {.size = sizeof info, .kernel_us = -7.0};
+    int found = -1, noted = -1;
+    CHECK_STATUS(spf_plan_cache_peek_named(&name, 8, &o, &info, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(spf_plan_cache_peek_named(NULL, 8, &o, &info, &found), SPF_ERR_INVALID_ARGUMENT);
+    CHECK(found == 0);
+    CHECK_STATUS(spf_plan_cache_note(a, &name, 8, &o, NULL), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_STATUS(spf_plan_cache_note(NULL, &name, 8, &o, &noted), SPF_ERR_INVALID_ARGUMENT);
+    CHECK(noted == 0);
+    CHECK_STATUS(spf_plan_cache_note(a, NULL, 8, &o, &noted), SPF_ERR_INVALID_ARGUMENT);
+
+    spf_matrix_name bad = name;
+    bad.size = 8;
+    CHECK_STATUS(spf_plan_cache_peek_named(&bad, 8, &o, &info, &found), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("name.size = 8");
+    bad = name;
+    bad.nnz = 16 * 12 + 1;
+    CHECK_STATUS(spf_plan_cache_peek_named(&bad, 8, &o, &info, &found), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("16×12 matrix with 193 entries");
+    bad = name;
+    bad.rows = -1;
+    CHECK_STATUS(spf_plan_cache_peek_named(&bad, 8, &o, &info, &found), SPF_ERR_INVALID_ARGUMENT);
+    bad = name;
+    bad.cols = 13;
+    CHECK_STATUS(spf_plan_cache_note(a, &bad, 8, &o, &noted), SPF_ERR_INVALID_ARGUMENT);
+    CHECK_DETAIL("for a 16×12 matrix");
+    CHECK_STATUS(spf_plan_cache_peek_named(&name, 0, &o, &info, &found), SPF_ERR_INVALID_ARGUMENT);
+
+    o.strategy = SPF_STRATEGY_CPU;
+    found = noted = -1;
+    CHECK_OK(spf_plan_cache_peek_named(&name, 8, &o, &info, &found));
+    CHECK(found == 0 && info.kernel_us == -7.0);
+    CHECK_OK(spf_plan_cache_note(a, &name, 8, &o, &noted));
+    CHECK(noted == 0);
+    spf_device_info dev;
+    CHECK_OK(spf_device_query(0, &dev));
+    if (!dev.available) {
+        o.strategy = SPF_STRATEGY_AUTO;
+        CHECK_STATUS(spf_plan_cache_peek_named(&name, 8, &o, &info, &found), SPF_ERR_NO_DEVICE);
+        CHECK(found == 0 && info.kernel_us == -7.0);
+        CHECK_STATUS(spf_plan_cache_note(a, &name, 8, &o, &noted), SPF_ERR_NO_DEVICE);
+        CHECK(noted == 0);
+    }
+    spf_matrix_free(a);
+}
+
 static void test_bad_options(void)
 {
     spf_matrix *a = gen_matrix(SPF_GEN_MAGNITUDE, 8, 8, 0.5, 4);
@@ -404,6 +458,7 @@ int main(int argc, char **argv)
     test_overlapping_buffers();
     test_no_device();
     test_cache_peek();
+    test_cache_named();
     test_bad_options();
     test_alloc_failures();
     test_dtype_conversions();
