@@ -810,66 +810,55 @@ static spf_status cache_request(int64_t n, const spf_plan_options *options, spf_
     return st;
 }
 
-/* A peek's answer: found's info completed for prob, as a plan from the
- * cache would have it, copied out. */
-static void peek_answer(spf_plan_info *info, spf_strategy id, const problem *prob, double t0,
-                        spf_plan_info *out)
+/* What spf_plan_cache_peek (name NULL) and _peek_named (a NULL) share
+ * once their pointers are checked. */
+static spf_status peek(const spf_matrix *a, const spf_matrix_name *name, int64_t n,
+                       const spf_plan_options *options, double t0, spf_plan_info *out,
+                       int *found)
 {
-    info_complete(info, id, prob, t0);
-    info->from_cache = 1;
-    info->load_s = info->plan_s;
-    info_copy_out(info, out);
+    spf_plan_options o;
+    int cached = 0;
+    spf_status st = info_size_check(out);
+    if (st == SPF_OK && name)
+        st = name_check(name);
+    if (st == SPF_OK)
+        st = cache_request(n, options, &o, &cached);
+    if (st != SPF_OK || !cached)
+        return st;
+    problem prob = a ? problem_make(a, n, &o) : problem_make_shape(name->rows, name->cols, n, &o);
+    spf_plan_info info;
+    spf_strategy id = SPF_STRATEGY_AUTO;
+    st = peek_on_device(&prob, name, &o, &info, &id, found);
+    if (st == SPF_OK && *found) {
+        info_complete(&info, id, &prob, t0);
+        info.from_cache = 1;
+        info.load_s = info.plan_s;
+        info_copy_out(&info, out);
+    }
+    return st;
 }
 
 spf_status spf_plan_cache_peek(const spf_matrix *a, int64_t n, const spf_plan_options *options,
                                spf_plan_info *out, int *found)
 {
-    spf_plan_options o;
-    int cached = 0;
     error_clear();
     double t0 = timing_now_s();
     CHECK_ARG(found != NULL);
     *found = 0;
     CHECK_ARG(a != NULL && out != NULL);
-    spf_status st = info_size_check(out);
-    if (st == SPF_OK)
-        st = cache_request(n, options, &o, &cached);
-    if (st != SPF_OK || !cached)
-        return st;
-    problem prob = problem_make(a, n, &o);
-    spf_plan_info info;
-    spf_strategy id = SPF_STRATEGY_AUTO;
-    st = peek_on_device(&prob, NULL, &o, &info, &id, found);
-    if (st == SPF_OK && *found)
-        peek_answer(&info, id, &prob, t0, out);
-    return st;
+    return peek(a, NULL, n, options, t0, out, found);
 }
 
 spf_status spf_plan_cache_peek_named(const spf_matrix_name *name, int64_t n,
                                      const spf_plan_options *options, spf_plan_info *out,
                                      int *found)
 {
-    spf_plan_options o;
-    int cached = 0;
     error_clear();
     double t0 = timing_now_s();
     CHECK_ARG(found != NULL);
     *found = 0;
     CHECK_ARG(name != NULL && out != NULL);
-    spf_status st = info_size_check(out);
-    if (st == SPF_OK)
-        st = name_check(name);
-    if (st == SPF_OK)
-        st = cache_request(n, options, &o, &cached);
-    if (st != SPF_OK || !cached)
-        return st;
-    problem prob = problem_make_shape(name->rows, name->cols, n, &o);
-    spf_plan_info info;
-    spf_strategy id = SPF_STRATEGY_AUTO;
-    st = peek_on_device(&prob, name, &o, &info, &id, found);
-    if (st == SPF_OK && *found)
-        peek_answer(&info, id, &prob, t0, out);
-    return st;
+    return peek(NULL, name, n, options, t0, out, found);
 }
 
 spf_status spf_plan_cache_note(const spf_matrix *a, const spf_matrix_name *name, int64_t n,
