@@ -33,6 +33,8 @@ spf_status matrix_alloc(int64_t rows, int64_t cols, int64_t nnz, spf_matrix **ou
     spf_matrix *a = mem_calloc(1, sizeof *a);
     if (!a)
         return FAIL(SPF_ERR_OUT_OF_MEMORY, "matrix header");
+    static uint64_t last_id;
+    a->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
     a->rows = rows;
     a->cols = cols;
     a->nnz = nnz;

@@ -14,6 +14,9 @@ struct spf_matrix {
     /* matrix_pattern_hash and matrix_values_hash once computed (0 before;
      * core/hash.c): the arrays are not changed after the matrix is made. */
     uint64_t pattern_hash, values_hash;
+    /* A number no other matrix of this process has (matrix_alloc, from 1):
+     * what a memo of facts about one matrix keys on (sp_pattern_detect's). */
+    uint64_t id;
 };
 
 /* Allocate an uninitialised matrix of the given shape and nnz (row_ptr,
