@@ -5,8 +5,9 @@ spforge's time, the best dense time of the same run and which dense that
 was: torch eager (F.linear), or torch.compile of the dense model where the
 run timed it, each eager or replayed in a CUDA graph as the row says. The weights are cold in every row: each model's layers stream more
 weights a step than the L2 holds (BERT-base 170 MB, the Llama-7B MLP
-block 270 MB in fp16). Rows already in the summary for other models are kept; those of the
-models this run measured are replaced.
+block 270 MB in fp16). Rows already in the summary for other models or
+devices are kept; those of the models this run measured on its device are
+replaced.
 
     python3 scripts/e2e_summary.py RESULTS/e2e_bert.json bench/results/e2e/summary.json
 """
@@ -69,8 +70,8 @@ def main(argv):
     if os.path.exists(argv[1]):
         with open(argv[1]) as f:
             old = json.load(f)
-    models = {r["model"] for r in new}
-    rows = [r for r in old if r["model"] not in models] + new
+    measured = {(r["model"], r["device"]) for r in new}
+    rows = [r for r in old if (r["model"], r["device"]) not in measured] + new
     with open(argv[1], "w") as f:
         json.dump(rows, f, indent=1)
         f.write("\n")

@@ -6,7 +6,7 @@ random normal weights, no bias), every layer pruned by magnitude to
 --sparsity, then spforge.torch.sparsify(model, ns=...) timed twice: with
 an empty plan cache, and again on a fresh copy of the model from the cache
 the first run filled. Writes the plan-time summary rows (--summary: the
-file's rows of this model are replaced) and prints them.
+file's rows of this model on this device are replaced) and prints them.
 
     PYTHONPATH=python SPF_LIB=build/libspforge.so python3 scripts/sparsify_llama.py \\
         --summary bench/results/plan-time/summary.json
@@ -99,7 +99,8 @@ def main(argv):
         old = []
         if os.path.exists(args.summary):
             with open(args.summary) as f:
-                old = [r for r in json.load(f) if r["model"] != model_name]
+                old = [r for r in json.load(f)
+                       if (r["model"], r["device"]) != (model_name, rows[0]["device"])]
         with open(args.summary, "w") as f:
             json.dump(old + rows, f, indent=1)
             f.write("\n")
