@@ -160,9 +160,13 @@ class _Layer:
 
     @property
     def matrix(self):
-        """The weight as a Matrix; a layer made without one (known_as) makes
-        it now from the pruned weight it holds, whose nonzeros are exactly
-        its entries (_torch_name.weights_name)."""
+        """The weight as a Matrix (_matrix_now)."""
+        return self._matrix_now()
+
+    def _matrix_now(self):
+        """The Matrix; a layer made without one (known_as) makes it now from
+        the pruned weight it holds, whose nonzeros are exactly its entries
+        (_torch_name.weights_name)."""
         if self._matrix is None:
             self._matrix = Matrix(self.dense())
         return self._matrix
@@ -252,8 +256,8 @@ class _Layer:
         """The plans asked for are made: the source is let go (a layer
         without its Matrix keeps its weight as dense_weight, or makes the
         Matrix first)."""
-        if self._matrix is None and self.dense_weight is None:
-            self.matrix
+        if self.dense_weight is None:
+            self._matrix_now()
         self.source = None
 
     def set_n_plans(self, policy):
