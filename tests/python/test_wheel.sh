@@ -71,7 +71,7 @@ wheel() {
     echo "FAIL: pip wheel . ($name; the whole log: $dir/wheel.log)" >&2
     exit 1
   fi
-  wheel=$(ls "$dir"/dist/spforge-*.whl)
+  wheel=$(ls "$dir"/dist/spforge_spmm-*.whl)
   printf 'wheel (%s): %s built in %d s, %s C and CUDA objects compiled\n' "$name" \
     "$(basename "$wheel")" $((SECONDS - start)) \
     "$(grep -cE "Building (C|CUDA) object" "$dir/wheel.log" || true)"
@@ -89,6 +89,19 @@ want = sorted(sys.argv[2].split() + ["spforge/__init__.py", "spforge/_capi.py", 
 if names != want:
     sys.exit("FAIL: the wheel holds %s, expected %s" % (names, want))
 print("wheel: holds " + ", ".join(names))
+# its metadata: the distribution's own name, the licence and its text
+wheel = zipfile.ZipFile(sys.argv[1])
+info = [n for n in wheel.namelist() if ".dist-info/" in n]
+meta = wheel.read(next(n for n in info if n.endswith("/METADATA"))).decode()
+for line in ("Name: spforge-spmm", "Requires-Python: >=3.8"):
+    if line not in meta.splitlines():
+        sys.exit("FAIL: the wheel's METADATA lacks %r" % line)
+if "Apache-2.0" not in meta or "License :: OSI Approved :: Apache Software License" not in meta:
+    sys.exit("FAIL: the wheel's METADATA does not name the Apache-2.0 licence")
+texts = [n for n in info if n.rsplit("/", 1)[-1] == "LICENSE"]
+if not texts or b"Apache License" not in wheel.read(texts[0]):
+    sys.exit("FAIL: the wheel carries no LICENSE (its files: %s)" % info)
+print("wheel: metadata names spforge-spmm, Apache-2.0, Python >= 3.8; LICENSE at " + texts[0])
 EOF
 
   # 3. a fresh venv with the wheel alone
