@@ -46,6 +46,7 @@ memory with an input); spforge.Error for what the library refuses.
 import array
 import collections
 import ctypes
+import errno
 import logging
 import numbers
 import os
@@ -71,11 +72,20 @@ _WEIGHTS = {"cold": 0, "hot": 1}
 class Error(Exception):
     """A failing spforge call: status (the negative spf_status), name
     (spf_status_string) and detail (spf_last_error, naming the function and,
-    for files, the file and line)."""
+    for files, the file and line). Where a builtin exception says the same,
+    the error is that one too, so that the usual except clauses catch it:
+    InvalidArgument (ValueError: a bad argument, a malformed file or
+    matrix), Overflow (OverflowError), OutOfMemory (MemoryError), IOFailure
+    (OSError, with errno where the library named the system's error:
+    FileNotFound is also FileNotFoundError, PermissionDenied
+    PermissionError), Cancelled."""
 
     def __init__(self, status, name, detail):
         super().__init__("%s: %s" % (name, detail))
         self.status, self.name, self.detail = status, name, detail
+
+    def __str__(self):  # (OSError's own would give errno and strerror alone)
+        return "%s: %s" % (self.name, self.detail)
 
 
 class Cancelled(Error):
@@ -83,7 +93,50 @@ class Cancelled(Error):
     (returned a true value): status SPF_ERR_CANCELLED, nothing built."""
 
 
-_CANCELLED = -13  # SPF_ERR_CANCELLED
+class InvalidArgument(Error, ValueError):
+    """An argument, a file's contents or a matrix the library refuses
+    (statuses invalid argument, parse, invalid matrix)."""
+
+
+class Overflow(Error, OverflowError):
+    """A size beyond int32 indices or int64 byte counts."""
+
+
+class OutOfMemory(Error, MemoryError):
+    """An allocation failed, or a read's memory bound was reached."""
+
+
+class IOFailure(Error, OSError):
+    """A file could not be opened, read or written; errno and strerror are
+    set where the library's message ends with the system's reason."""
+
+
+class FileNotFound(IOFailure, FileNotFoundError):
+    """IOFailure of a file or folder that does not exist (ENOENT)."""
+
+
+class PermissionDenied(IOFailure, PermissionError):
+    """IOFailure for want of permission (EACCES, EPERM)."""
+
+
+_CANCELLED, _IO = -13, -3  # SPF_ERR_CANCELLED, SPF_ERR_IO
+_ERRORS = {-1: InvalidArgument, -2: OutOfMemory, -4: InvalidArgument, -6: Overflow,
+           -7: InvalidArgument, _CANCELLED: Cancelled}
+_IO_ERRORS = {errno.ENOENT: FileNotFound, errno.EACCES: PermissionDenied,
+              errno.EPERM: PermissionDenied}
+
+
+def _error(status, name, detail):
+    """The exception of a failing status (Error's classes)."""
+    if status != _IO:
+        return _ERRORS.get(status, Error)(status, name, detail)
+    # the library's messages end with strerror(errno): "...: No such file or directory"
+    code = next((e for e in sorted(errno.errorcode) if detail.endswith(": " + os.strerror(e))),
+                None)
+    error = _IO_ERRORS.get(code, IOFailure)(status, name, detail)
+    if code is not None:
+        error.errno, error.strerror = code, os.strerror(code)
+    return error
 
 
 def _check(status):
@@ -91,7 +144,7 @@ def _check(status):
         # Read the detail first: it is per-thread and valid until the next call.
         detail = lib().spf_last_error().decode("utf-8", "replace")
         name = lib().spf_status_string(status).decode("utf-8", "replace")
-        raise (Cancelled if status == _CANCELLED else Error)(status, name, detail)
+        raise _error(status, name, detail)
 
 
 class _Handle:
@@ -362,6 +415,14 @@ def _matrix(matrix):
 
 def version():
     return lib().spf_version().decode()
+
+
+def __getattr__(name):
+    """spforge.__version__: the library's version (spf_version), read when
+    asked, so that importing spforge loads nothing."""
+    if name == "__version__":
+        return version()
+    raise AttributeError("module 'spforge' has no attribute %r" % name)
 
 
 _MATMUL_PLANS = 8  # the plans A @ B keeps per matrix, least recently used dropped first
@@ -636,6 +697,59 @@ class Matrix:
     def nnz(self):
         with self._use() as ptr:
             return lib().spf_matrix_nnz(ptr)
+
+    @property
+    def dtype(self):
+        """The values' type, "float32": the library keeps them so; a plan
+        rounds them to its dtype."""
+        return "float32"
+
+    @property
+    def ndim(self):
+        return 2
+
+    @property
+    def T(self):
+        """The transpose (transpose())."""
+        return self.transpose()
+
+    def transpose(self):
+        """A new Matrix, cols × rows, with this one's entries transposed."""
+        rows, cols = self.shape
+        with self._use() as ptr:
+            nnz = lib().spf_matrix_nnz(ptr)
+            r, c, v = (ctypes.c_int32 * nnz)(), (ctypes.c_int32 * nnz)(), (ctypes.c_float * nnz)()
+            address = [ctypes.addressof(x) for x in (r, c, v)]
+            _check(lib().spf_matrix_to_coo(ptr, *address))
+        return Matrix._create(lib().spf_matrix_create_coo, cols, rows, nnz, address[1],
+                              address[0], address[2], _DUPLICATES["reject"], 1)
+
+    def toarray(self):
+        """The matrix dense, a rows × cols float32 numpy array (numpy needed)."""
+        numpy = _convert._need_numpy("Matrix.toarray")
+        row_ptr, col_idx, values = self._csr_numpy()
+        out = numpy.zeros(self.shape, numpy.float32)
+        out[numpy.repeat(numpy.arange(self.shape[0]), numpy.diff(row_ptr)), col_idx] = values
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy.asarray(matrix): toarray(), in dtype if given (a copy each time)."""
+        if copy is False:
+            raise ValueError("a spforge.Matrix has no dense array to share: numpy.asarray "
+                             "of it makes one (copy=False cannot)")
+        dense = self.toarray()
+        return dense if dtype is None else dense.astype(dtype)
+
+    def to_scipy(self):
+        """A scipy.sparse CSR array of the same entries (csr_array where
+        scipy has it, else csr_matrix; scipy needed)."""
+        try:
+            import scipy.sparse as sparse
+        except ImportError:
+            raise ImportError("Matrix.to_scipy needs scipy (pip install scipy)") from None
+        kind = getattr(sparse, "csr_array", None) or sparse.csr_matrix
+        row_ptr, col_idx, values = self._csr_numpy()
+        return kind((values, col_idx, row_ptr), shape=self.shape)
 
     def csr(self):
         """Copies of (row_ptr, col_idx, values) as array.array('q' / 'i' / 'f')."""

@@ -138,6 +138,7 @@ _SIGNATURES = {
                                       c_uint64, _P(c_void_p)]),
     "spf_matrix_create_coo": (c_int, [c_int64, c_int64, c_int64, c_void_p, c_void_p, c_void_p,
                                       c_enum, c_uint64, _P(c_void_p)]),
+    "spf_matrix_to_coo": (c_int, [c_void_p, c_void_p, c_void_p, c_void_p]),
     "spf_matrix_clone": (c_int, [c_void_p, _P(c_void_p)]),
     "spf_matrix_free": (None, [c_void_p]),
     "spf_matrix_rows": (c_int64, [c_void_p]),

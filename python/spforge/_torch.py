@@ -56,7 +56,8 @@ except ImportError as e:
     raise ImportError("spforge.torch needs PyTorch (pip install torch, version 2.4 or later); "
                       "the rest of spforge does not: %s" % e) from None
 
-from . import Error, Matrix, Plan, _check, _convert, cached_plan_info, note_cached_plan
+from . import (Error, Matrix, Plan, _check, _convert, _error, cached_plan_info,
+               note_cached_plan)
 from ._capi import lib
 from ._torch_name import weights_name
 
@@ -210,9 +211,9 @@ class _Layer:
                 if not noted:  # for the next process: the decision by the name
                     note_cached_plan(self.matrix, self.known_as, n, **_peek_options(options))
             except Error as e:
-                raise Error(e.status, e.name, "layer %s (%d×%d, nnz %d), N = %d: %s"
-                            % (self.name or "?", self.m, self.k, self.nnz, n,
-                               e.detail)) from None
+                raise _error(e.status, e.name, "layer %s (%d×%d, nnz %d), N = %d: %s"
+                             % (self.name or "?", self.m, self.k, self.nnz, n,
+                                e.detail)) from None
             self.made[n] = time.perf_counter() - start
             if info is None and self.device is not None:
                 made = plan.info()

@@ -18,7 +18,7 @@ import time
 
 import torch
 
-from . import Error, Matrix, _Handle, _capi, _check, _convert, _named
+from . import Error, Matrix, _Handle, _capi, _check, _convert, _error, _named
 from ._timing import graph_time_us
 from ._capi import lib
 from ._torch import (_GPU_DTYPES, _KEYS, _LAYERS, PrunedState, _capturing, _compiling, _layer,
@@ -97,9 +97,10 @@ class _ConvPlans:
         try:
             _check(status)
         except Error as e:
-            raise Error(e.status, e.name, "layer %s (%d×%d×%d×%d, nnz %d), input %d×%d×%d×%d: %s"
-                        % (self.name or "?", self.k, self.c, self.r, self.s, self.matrix.nnz, n,
-                           self.c, h, w, e.detail)) from None
+            raise _error(e.status, e.name,
+                         "layer %s (%d×%d×%d×%d, nnz %d), input %d×%d×%d×%d: %s"
+                         % (self.name or "?", self.k, self.c, self.r, self.s, self.matrix.nnz, n,
+                            self.c, h, w, e.detail)) from None
         info = _capi.ConvInfo()
         info.size = ctypes.sizeof(info)
         info.spmm.size = ctypes.sizeof(info.spmm)

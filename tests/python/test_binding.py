@@ -12,6 +12,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -107,6 +108,51 @@ class MatrixTests(unittest.TestCase):
         self.assertEqual(ctx.exception.status, -7)
         with self.assertRaises(ValueError):  # row_ptr too short
             spforge.Matrix.from_csr(2, 4, [0, 1], [0])
+
+
+    def test_array_like_facts_and_transpose(self):
+        """What a newcomer reads first: dtype, ndim, shape, nnz, the version,
+        and the transpose as a new Matrix of the entries transposed."""
+        self.assertEqual(spforge.__version__, spforge.version())
+        self.assertRegex(spforge.__version__, r"^\d+\.\d+\.\d+")
+        with self.assertRaises(AttributeError):
+            spforge.__no_such_name__
+        a = spforge.Matrix.from_csr(2, 3, [0, 2, 3], [0, 2, 1], array.array("f", [1.5, -2, 4]))
+        self.assertEqual((a.dtype, a.ndim, a.shape, a.nnz), ("float32", 2, (2, 3), 3))
+        t = a.T
+        self.assertEqual((t.shape, t.nnz), ((3, 2), 3))
+        self.assertEqual(t.csr(), (array.array("q", [0, 1, 2, 3]), array.array("i", [0, 1, 0]),
+                                   array.array("f", [1.5, 4, -2])))
+        self.assertEqual(a.transpose().T.csr(), a.csr())
+        self.assertEqual(spforge.Matrix.from_csr(4, 0, [0, 0, 0, 0, 0], []).T.shape, (0, 4))
+
+    def test_errors_are_the_builtins_they_mean(self):
+        """A file that is not there is a FileNotFoundError (errno ENOENT), a
+        malformed file or matrix a ValueError, each still a spforge.Error
+        with its status and the library's whole message."""
+        import errno
+        missing = os.path.join(CORPUS, "no_such_file.mtx")
+        with self.assertRaises(FileNotFoundError) as ctx:
+            spforge.Matrix.read(missing)
+        e = ctx.exception
+        self.assertIsInstance(e, spforge.IOFailure)
+        self.assertEqual((e.status, e.errno), (-3, errno.ENOENT))
+        self.assertIn("no_such_file.mtx: cannot open for reading", str(e))
+        with tempfile.TemporaryDirectory(suffix=".mtx") as folder, \
+                self.assertRaises(OSError) as ctx:  # a folder is not a matrix file
+            spforge.Matrix.read(folder)
+        self.assertIsInstance(ctx.exception, spforge.IOFailure)
+        with self.assertRaises(ValueError) as ctx:
+            spforge.Matrix.read(os.path.join(CORPUS, "col_range.mtx"))
+        self.assertIsInstance(ctx.exception, spforge.InvalidArgument)
+        self.assertEqual(ctx.exception.status, -4)
+        with self.assertRaises(ValueError) as ctx:
+            spforge.Matrix.from_csr(1, 4, [0, 2], [3, 1], [1.0, 2.0])
+        self.assertEqual(ctx.exception.status, -7)
+        self.assertIsInstance(ctx.exception, spforge.Error)
+        with self.assertRaises(MemoryError) as ctx:
+            spforge.Matrix.read(os.path.join(CORPUS, "good_general.mtx"), max_bytes=8)
+        self.assertEqual(ctx.exception.status, -2)
 
 
 class ReferenceTests(unittest.TestCase):
@@ -656,6 +702,25 @@ class NumpyBoundaryTests(unittest.TestCase):
             c = numpy.full((self.m, self.n), numpy.nan, numpy.float32)
             plan.execute(self.b, c)
             self.assertLessEqual(spforge.relative_error(c, want), 1e-6)
+
+    def test_dense_and_scipy_views(self):
+        """toarray() and numpy.asarray give the matrix dense; to_scipy() the
+        same entries as scipy's CSR."""
+        dense = self.a.toarray()
+        self.assertEqual((dense.shape, dense.dtype), ((self.m, self.k), numpy.float32))
+        row_ptr, col_idx, values = self.a._csr_numpy()
+        self.assertEqual(int(numpy.count_nonzero(dense)), self.a.nnz)
+        self.assertTrue(numpy.array_equal(numpy.asarray(self.a), dense))
+        self.assertEqual(numpy.asarray(self.a, dtype=numpy.float64).dtype, numpy.float64)
+        self.assertTrue(numpy.array_equal(self.a.T.toarray(), dense.T))
+        try:
+            import scipy  # noqa: F401
+        except ImportError:
+            return
+        s = self.a.to_scipy()
+        self.assertEqual(s.shape, (self.m, self.k))
+        self.assertTrue(numpy.array_equal(s.toarray(), dense))
+        self.assertTrue(numpy.array_equal(s.indptr, row_ptr))
 
     def test_wrong_arrays_raise(self):
         m, k, n, a, b = self.m, self.k, self.n, self.a, self.b
