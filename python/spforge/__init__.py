@@ -126,8 +126,16 @@ _IO_ERRORS = {errno.ENOENT: FileNotFound, errno.EACCES: PermissionDenied,
               errno.EPERM: PermissionDenied}
 
 
+# The C names a library message may suggest, as this binding's arguments spell them.
+_PYTHON_TERMS = (("SPF_STRATEGY_CPU", 'strategy="cpu"'), ("SPF_DUPLICATES_SUM", 'duplicates="sum"'),
+                 ("duplicates = SUM", 'duplicates="sum"'))
+
+
 def _error(status, name, detail):
-    """The exception of a failing status (Error's classes)."""
+    """The exception of a failing status (Error's classes), its detail in
+    the binding's terms where it names a C option."""
+    for c_name, python_name in _PYTHON_TERMS:
+        detail = detail.replace(c_name, python_name)
     if status != _IO:
         return _ERRORS.get(status, Error)(status, name, detail)
     # the library's messages end with strerror(errno): "...: No such file or directory"
@@ -669,6 +677,8 @@ class Matrix:
             raise TypeError("A @ b: b of %s; a device plan takes float32, float16 or bfloat16"
                             % dtype)
         _convert.check(op, "b", dtype, shape, op.device, flat=False, order=order)
+        if n == 0:  # a K×0 B: the M×0 product, with nothing to plan (a plan needs N >= 1)
+            return _convert.new_like(op, (m, 0), dtype, order)
         with self._matmul_plan(n, op.device, dtype, layout) as plan:
             c = _convert.new_like(op, (m, n) if len(shape) == 2 else (m,), dtype, order)
             cop = _convert.check(_convert.describe(c, "c", dtype, writable=True), "c", dtype,

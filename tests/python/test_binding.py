@@ -80,6 +80,7 @@ class MatrixTests(unittest.TestCase):
         with self.assertRaises(spforge.Error) as ctx:
             spforge.Matrix.read(path)
         self.assertIn("duplicate.mtx:5", ctx.exception.detail)
+        self.assertIn('read with duplicates="sum"', ctx.exception.detail)  # Python's terms
         with spforge.Matrix.read(path, duplicates="sum") as a:
             self.assertGreater(a.nnz, 0)
 
@@ -322,6 +323,7 @@ class PlanTests(unittest.TestCase):
             spforge.Plan(a, 4, strategy="auto")
         self.assertEqual(ctx.exception.name, "no CUDA device")
         self.assertEqual(ctx.exception.status, -8)
+        self.assertIn('strategy="cpu" runs the CPU reference', ctx.exception.detail)
         # no driver, or a build without the CUDA toolkit
         self.assertRegex(ctx.exception.detail, "no CUDA|without CUDA")
 
@@ -702,6 +704,17 @@ class NumpyBoundaryTests(unittest.TestCase):
             c = numpy.full((self.m, self.n), numpy.nan, numpy.float32)
             plan.execute(self.b, c)
             self.assertLessEqual(spforge.relative_error(c, want), 1e-6)
+
+    def test_matmul_of_no_columns(self):
+        """A @ B with B of N = 0 columns is the M×0 product (no plan made);
+        B's K is still checked."""
+        for order in ("C", "F"):
+            c = self.a @ numpy.ones((self.k, 0), numpy.float32, order=order)
+            self.assertEqual((type(c), c.shape, c.dtype), (numpy.ndarray, (self.m, 0),
+                                                           numpy.float32))
+        self.assertEqual(len(self.a._plans), 0)
+        with self.assertRaises(ValueError):
+            self.a @ numpy.ones((self.k + 1, 0), numpy.float32)
 
     def test_dense_and_scipy_views(self):
         """toarray() and numpy.asarray give the matrix dense; to_scipy() the
