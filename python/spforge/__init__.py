@@ -61,7 +61,9 @@ __all__ = ["Error", "Cancelled", "Matrix", "Plan", "ProgressEvent", "set_progres
 
 _DUPLICATES = {"reject": 0, "sum": 1}
 _FORMATS = {"auto": 0, "mtx": 1, "smtx": 2, "npy": 3}
-_GENERATORS = {"uniform": 0, "magnitude": 1, "column_vector": 2, "vnm": 3, "rmat": 4}
+# The CLI's names too (spforge gen --kind): colvec, and 2:4 for V:N:M with V = 1, N:M = 2:4.
+_GENERATORS = {"uniform": 0, "magnitude": 1, "column_vector": 2, "colvec": 2, "vnm": 3, "2:4": 3,
+               "rmat": 4}
 _ACCUMULATE = {"f32": 0, "f64": 1}
 _TUNE_SPACES = {"compact": 0, "full": 1}
 _CONFIG_FIELDS = ("m1", "n1", "v", "prefetch", "ksplit")
@@ -558,7 +560,10 @@ class Matrix:
                  vector_length=None, n=None, m=None, rmat=None):
         """A synthetic matrix; arguments left None keep the library defaults
         (768 x 768, sparsity 0.9, seed 1, vector_length 4, 2:4, R-MAT
-        (0.57, 0.19, 0.19)); rmat is the (a, b, c) triple. TypeError /
+        (0.57, 0.19, 0.19)); rmat is the (a, b, c) triple. kind: "uniform",
+        "magnitude", "column_vector" (or the CLI's "colvec"), "vnm", "2:4"
+        (vnm with V = 1 and N:M = 2:4; ValueError for other n, m or
+        vector_length), "rmat". TypeError /
         OverflowError for a value that is not of its field's C type (rows,
         cols int64, seed uint64, vector_length, n, m int32, the others
         double), ValueError for an rmat of another length, spforge.Error
@@ -566,6 +571,14 @@ class Matrix:
         options = _capi.GenOptions()
         lib().spf_gen_options_init(ctypes.byref(options))
         options.kind = _choice(_GENERATORS, kind, "generator")
+        if kind == "2:4":
+            given = {"vector_length": vector_length, "n": n, "m": m}
+            fixed = {"vector_length": 1, "n": 2, "m": 4}
+            wrong = ["%s=%r" % (k, v) for k, v in given.items() if v is not None and v != fixed[k]]
+            if wrong:
+                raise ValueError("generate: kind \"2:4\" is vnm with vector_length=1, n=2, m=4; "
+                                 "got %s (use kind=\"vnm\")" % ", ".join(wrong))
+            vector_length, n, m = 1, 2, 4
         for name, value in (("rows", rows), ("cols", cols), ("sparsity", sparsity),
                             ("seed", seed), ("vector_length", vector_length), ("n", n),
                             ("m", m)):

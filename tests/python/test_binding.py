@@ -127,6 +127,23 @@ class MatrixTests(unittest.TestCase):
         self.assertEqual(a.transpose().T.csr(), a.csr())
         self.assertEqual(spforge.Matrix.from_csr(4, 0, [0, 0, 0, 0, 0], []).T.shape, (0, 4))
 
+    def test_generator_names_of_the_cli(self):
+        """generate takes the CLI's kind names: colvec is column_vector, 2:4
+        is vnm with V = 1, N:M = 2:4 (and refuses another N:M)."""
+        def stats(**kw):
+            with spforge.Matrix.generate(rows=16, cols=32, sparsity=0.5, seed=3, **kw) as a:
+                return a.stats()
+        self.assertEqual(stats(kind="colvec"), stats(kind="column_vector"))
+        self.assertEqual(stats(kind="2:4"), stats(kind="vnm", vector_length=1, n=2, m=4))
+        with spforge.Matrix.generate(kind="2:4", rows=8, cols=16, seed=1) as a:
+            row_ptr, col_idx, _ = a.csr()
+            for r in range(8):
+                groups = [c // 4 for c in col_idx[row_ptr[r]:row_ptr[r + 1]]]
+                self.assertLessEqual(max(groups.count(g) for g in groups), 2)
+        with self.assertRaises(ValueError) as ctx:
+            spforge.Matrix.generate(kind="2:4", m=8)
+        self.assertIn("m=8", str(ctx.exception))
+
     def test_errors_are_the_builtins_they_mean(self):
         """A file that is not there is a FileNotFoundError (errno ENOENT), a
         malformed file or matrix a ValueError, each still a spforge.Error
