@@ -52,6 +52,7 @@ typedef struct cli_command {
 typedef struct cli_context {
     const cli_command *cmd;
     int json;                       /* --json given                         */
+    int json_done;                  /* the command's JSON object printed    */
     const char *args[CLI_MAX_ARGS]; /* positional arguments, borrowed        */
     int arg_count;
     int64_t max_bytes;              /* --max-bytes (every command takes it:  */
@@ -133,10 +134,11 @@ void cli_print_stats(const spf_matrix_stats *s);
 void cli_json_stats(json_writer *w, const char *key, const spf_matrix_stats *s);
 
 /* Start w as the command's one JSON object, {"command": "<name>", ...};
- * cli_json_end closes that object, prints it as one line on stdout and
- * returns the exit code. */
+ * cli_json_end closes that object, prints it as one line on stdout (noted
+ * in ctx: a failure after it prints no second object) and returns the exit
+ * code. */
 void cli_json_begin(json_writer *w, const cli_context *ctx);
-int cli_json_end(const cli_context *ctx, json_writer *w);
+int cli_json_end(cli_context *ctx, json_writer *w);
 
 /* The progress display of run and tune (cli_progress.c) on stderr: the
  * plan's progress events and the command's own steps, one line redrawn in

@@ -1,6 +1,9 @@
 /* The one option parser of the CLI, --help text and the error convention. */
 #include "cli/cli.h"
 
+#include "core/alloc.h"
+#include "core/json.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -31,18 +34,56 @@ static void print_help(const cli_command *cmd, const cli_option *options, int co
     printf("  %-26s %s\n", "--help", "show this help and exit");
 }
 
-static void vreport(const cli_context *ctx, const char *status, const char *fmt, va_list ap)
+/* With --json, a failure is also the one JSON object on stdout, unless the
+ * command printed its own (ctx->json_done: a run whose result failed its
+ * check says so in it): {"command", "error": {"status", "name", "detail"},
+ * "exit_code"}, so that a script reading stdout always gets an object. */
+static void json_report(const cli_context *ctx, spf_status st, const char *message, int exit_code)
 {
-    fprintf(stderr, "spforge %s: %s: ", ctx->cmd->name, status);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    if (!ctx->json || ctx->json_done)
+        return;
+    json_writer w;
+    char *text = NULL;
+    json_init(&w);
+    json_object_begin(&w, NULL);
+    json_string(&w, "command", ctx->cmd->name);
+    json_object_begin(&w, "error");
+    json_int(&w, "status", st);
+    json_string(&w, "name", spf_status_string(st));
+    json_string(&w, "detail", message);
+    json_object_end(&w);
+    json_int(&w, "exit_code", exit_code);
+    json_object_end(&w);
+    if (json_finish(&w, &text) == SPF_OK)
+        puts(text);
+    mem_free(text);
+}
+
+/* "spforge <cmd>: <status string>: <message>" on stderr, and with --json
+ * the object above. */
+static void vreport(const cli_context *ctx, spf_status st, int exit_code, const char *fmt,
+                    va_list ap)
+{
+    char fixed[1024], *message = fixed;
+    va_list again;
+    va_copy(again, ap);
+    int len = vsnprintf(fixed, sizeof fixed, fmt, ap);
+    if (len >= (int)sizeof fixed && (message = mem_alloc((size_t)len + 1)) != NULL)
+        vsnprintf(message, (size_t)len + 1, fmt, again);
+    va_end(again);
+    if (!message || len < 0)
+        message = fixed; /* cut short: the first 1023 bytes */
+    fprintf(stderr, "spforge %s: %s: %s\n", ctx->cmd->name, spf_status_string(st), message);
+    json_report(ctx, st, message, exit_code);
+    if (message != fixed)
+        mem_free(message);
 }
 
 int cli_usage_error(const cli_context *ctx, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport(ctx, spf_status_string(SPF_ERR_INVALID_ARGUMENT), fmt, ap);
+    vreport(ctx, SPF_ERR_INVALID_ARGUMENT, CLI_EXIT_USAGE, fmt, ap);
     va_end(ap);
     fprintf(stderr, "(see spforge %s --help)\n", ctx->cmd->name);
     return CLI_EXIT_USAGE;
@@ -52,7 +93,7 @@ int cli_fail(const cli_context *ctx, spf_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport(ctx, spf_status_string(st), fmt, ap);
+    vreport(ctx, st, CLI_EXIT_FAIL, fmt, ap);
     va_end(ap);
     return CLI_EXIT_FAIL;
 }
@@ -155,6 +196,9 @@ int cli_parse(cli_context *ctx, const cli_command *cmd, const cli_option *option
 {
     memset(ctx, 0, sizeof *ctx);
     ctx->cmd = cmd;
+    /* --json anywhere: a usage error before it is reported as JSON too */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        ctx->json |= strcmp(argv[i], "--json") == 0;
     int only_args = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];

@@ -124,7 +124,7 @@ void cli_json_begin(json_writer *w, const cli_context *ctx)
     json_string(w, "command", ctx->cmd->name);
 }
 
-int cli_json_end(const cli_context *ctx, json_writer *w)
+int cli_json_end(cli_context *ctx, json_writer *w)
 {
     char *text = NULL;
     json_object_end(w);
@@ -133,6 +133,7 @@ int cli_json_end(const cli_context *ctx, json_writer *w)
         return cli_fail_status(ctx, st);
     puts(text);
     mem_free(text);
+    ctx->json_done = 1;
     return CLI_EXIT_OK;
 }
 

@@ -249,4 +249,14 @@ stderr_has bad_sparsity "--sparsity: out of range [0, 1), got '1.5'"
 expect_rc 2 extra stat "$tmp/a.mtx" "$tmp/b.smtx"
 check "usage errors write nothing to stdout" [ ! -s "$tmp/bogus.out" ]
 
+# With --json a failure is one JSON object on stdout, with the text on stderr and the same exit code
+expect_rc 1 json_missing stat "$tmp/no_such.mtx" --json
+check "a failed stat --json prints one JSON object" parses json_missing
+json_true json_missing "d['command'] == 'stat' and d['error']['status'] == -3 and d['error']['name'] == 'I/O error' and 'no_such.mtx: cannot open for reading' in d['error']['detail'] and d['exit_code'] == 1" "stat --json error object"
+stderr_has json_missing "spforge stat: I/O error:"
+expect_rc 2 json_usage run --bogus --json
+json_true json_usage "d['error'] == {'status': -1, 'name': 'invalid argument', 'detail': \"unknown option '--bogus'\"} and d['exit_code'] == 2" "a usage error before --json is JSON too"
+expect_rc 2 json_range gen "$tmp/y.mtx" --json --rows 0
+json_true json_range "d['command'] == 'gen' and 'out of range' in d['error']['detail']" "gen --json usage error"
+
 report
