@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 
 #include "core/alloc.h"
+#include "core/parallel.h"
 #include "plan/info_json.h"
 
 #include <inttypes.h>
@@ -32,11 +33,7 @@ static double rusage_s(int who)
 
 double cli_cpu_s(void) { return rusage_s(RUSAGE_SELF) + rusage_s(RUSAGE_CHILDREN); }
 
-int cli_host_cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
+int cli_host_cores(void) { return parallel_default_threads(); }
 
 /* "13.0" from 13000. */
 static void version_text(int v, char *out, size_t cap)

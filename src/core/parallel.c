@@ -1,16 +1,20 @@
 /* parallel_for: dynamic hand-out of fixed-size ranges through an atomic
  * counter, so uneven work (rows of different lengths, PTX functions of
  * different sizes) balances without a scheduler. */
-#define _POSIX_C_SOURCE 200809L /* pthread_condattr_setclock, clock_gettime */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT; pthread_condattr_setclock, clock_gettime */
 
 #include "core/parallel.h"
 
 #include "core/error.h"
+#include "core/log.h"
 #include "core/progress.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,12 +42,73 @@ typedef struct worker_arg {
     int worker;
 } worker_arg;
 
+/* A thread count from the environment variable name: its value if it is a
+ * positive integer (OMP_NUM_THREADS: the first of its list), else 0, with
+ * a warning for a value that is not one. */
+static long threads_from_env(const char *name)
+{
+    const char *text = getenv(name);
+    if (!text || !text[0])
+        return 0;
+    char *end = NULL;
+    long n = strtol(text, &end, 10);
+    if (n >= 1 && end != text && (*end == '\0' || (*end == ',' && strcmp(name, "OMP_NUM_THREADS") == 0)))
+        return n;
+    log_msg(SPF_LOG_WARN, "%s=%s: not a positive thread count, ignored", name, text);
+    return 0;
+}
+
+/* The CPUs a cgroup's quota gives (cgroup v2's cpu.max "QUOTA PERIOD", v1's
+ * cfs_quota_us and cfs_period_us), rounded up; 0 for no quota. */
+static long cgroup_cpus(void)
+{
+    long long quota = -1, period = 0;
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (f) {
+        if (fscanf(f, "%lld %lld", &quota, &period) != 2)
+            quota = -1; /* "max PERIOD": no quota */
+        fclose(f);
+    } else if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "r")) != NULL) {
+        if (fscanf(f, "%lld", &quota) != 1)
+            quota = -1;
+        fclose(f);
+        if ((f = fopen("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "r")) != NULL) {
+            if (fscanf(f, "%lld", &period) != 1)
+                period = 0;
+            fclose(f);
+        }
+    }
+    if (quota <= 0 || period <= 0)
+        return 0;
+    return (long)((quota + period - 1) / period);
+}
+
+/* The default, worked out once: $SPFORGE_THREADS, else $OMP_NUM_THREADS,
+ * else the CPUs this process may run on (its affinity mask, within a
+ * cgroup's CPU quota), else the online cores. */
+static int default_threads;
+static pthread_once_t default_once = PTHREAD_ONCE_INIT;
+
+static void default_threads_find(void)
+{
+    long n = threads_from_env("SPFORGE_THREADS");
+    if (!n)
+        n = threads_from_env("OMP_NUM_THREADS");
+    if (!n) {
+        cpu_set_t set;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                        : sysconf(_SC_NPROCESSORS_ONLN);
+        long quota = cgroup_cpus();
+        if (quota > 0 && quota < n)
+            n = quota;
+    }
+    default_threads = n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
 int parallel_default_threads(void)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1)
-        return 1;
-    return n > MAX_THREADS ? MAX_THREADS : (int)n;
+    pthread_once(&default_once, default_threads_find);
+    return default_threads;
 }
 
 int parallel_workers(int64_t count, int64_t grain, int threads)

@@ -14,7 +14,11 @@
  * return stops the loop: ranges not yet started are skipped. */
 typedef spf_status (*parallel_body)(void *ctx, int64_t begin, int64_t end, int worker);
 
-/* All online cores (at least 1), for a thread count of 0. */
+/* The thread count 0 stands for, worked out once per process:
+ * $SPFORGE_THREADS, else $OMP_NUM_THREADS (a positive integer; another
+ * value is ignored with a warning), else the CPUs the process may run on
+ * (its affinity mask, at most its cgroup's CPU quota rounded up), at least
+ * 1 and at most MAX_THREADS. */
 int parallel_default_threads(void);
 
 /* The number of workers parallel_for will use for `count` items in grains

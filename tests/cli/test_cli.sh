@@ -249,6 +249,18 @@ stderr_has bad_sparsity "--sparsity: out of range [0, 1), got '1.5'"
 expect_rc 2 extra stat "$tmp/a.mtx" "$tmp/b.smtx"
 check "usage errors write nothing to stdout" [ ! -s "$tmp/bogus.out" ]
 
+# The default thread count: $SPFORGE_THREADS, else $OMP_NUM_THREADS, else the CPUs the process may use
+threads_of() { "$@" | python3 -c 'import json, sys; print(json.load(sys.stdin)["host_cores"])'; }
+check "SPFORGE_THREADS sets the default threads" [ "$(threads_of env SPFORGE_THREADS=3 "$cli" info --json)" = 3 ]
+check "OMP_NUM_THREADS sets them (its first value)" [ "$(threads_of env -u SPFORGE_THREADS OMP_NUM_THREADS=5,2 "$cli" info --json)" = 5 ]
+check "SPFORGE_THREADS before OMP_NUM_THREADS" [ "$(threads_of env SPFORGE_THREADS=2 OMP_NUM_THREADS=7 "$cli" info --json)" = 2 ]
+if command -v taskset >/dev/null && taskset -c 0 true 2>/dev/null; then
+  check "one CPU in the affinity mask: one thread" \
+    [ "$(threads_of env -u SPFORGE_THREADS -u OMP_NUM_THREADS taskset -c 0 "$cli" info --json)" = 1 ]
+else
+  echo "skip: taskset cannot pin this process (the affinity check)"
+fi
+
 # With --json a failure is one JSON object on stdout, with the text on stderr and the same exit code
 expect_rc 1 json_missing stat "$tmp/no_such.mtx" --json
 check "a failed stat --json prints one JSON object" parses json_missing
