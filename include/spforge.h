@@ -534,7 +534,8 @@ typedef struct spf_plan_options {
     const spf_kernel_config *config; /* force one configuration (UNROLLED), or NULL: then,
                                   without search or exhaustive, the rank model's first
                                   choice (float32), else a fixed default                 */
-    int host_threads;          /* compile / reference threads, 0 = all cores             */
+    int host_threads;          /* compile / reference threads, 0: $SPFORGE_THREADS, else
+                                  $OMP_NUM_THREADS, else the CPUs the process may use     */
     int reorder;               /* LO-SpMM Algorithm 1 row order for the unrolled kernel,
                                   kept only where it does not raise the non-empty columns
                                   per tile (default 0); with exhaustive or search, one

@@ -111,6 +111,11 @@ double cli_cpu_s(void);
  * CPUs this process may use, or $SPFORGE_THREADS / $OMP_NUM_THREADS). */
 int cli_host_cores(void);
 
+/* The --threads help of run, conv and tune. */
+#define CLI_THREADS_HELP                                                                           \
+    "host threads (default 0: $SPFORGE_THREADS, else $OMP_NUM_THREADS, else the CPUs this "       \
+    "process may use)"
+
 /* One line about the device, or "no CUDA device: <reason> — using the CPU
  * reference"; and the same as a JSON object under key. */
 void cli_print_device(const spf_device_info *d);

@@ -14,24 +14,60 @@
 
 const char *const cli_duplicates_names[] = {"reject", "sum", NULL};
 
+/* --help's width: text is wrapped at spaces to HELP_COLUMNS, an option's
+ * help continued under its first line (HELP_INDENT). */
+enum { HELP_COLUMNS = 100, HELP_INDENT = 29 };
+
+/* text from column `column` on (the line's first `column` characters
+ * printed already), wrapped: each line of text broken at its last space
+ * before HELP_COLUMNS and continued `indent` spaces in (a word longer than
+ * a line stands alone). */
+static void print_wrapped(const char *text, int column, int indent)
+{
+    while (*text) {
+        int room = HELP_COLUMNS - column, len = 0, cut = -1;
+        while (text[len] && text[len] != '\n' && (len < room || cut < 0)) {
+            if (text[len] == ' ')
+                cut = len;
+            len++;
+        }
+        if (((!text[len] || text[len] == '\n') && len <= room) || cut < 0)
+            cut = len; /* the rest of this line fits, or a word longer than it */
+        printf("%.*s\n", cut, text);
+        text += cut;
+        if (*text == '\n' || *text == ' ')
+            text++;
+        column = *text ? printf("%*s", indent, "") : 0;
+    }
+}
+
+static void print_option(const char *left, const char *help)
+{
+    int column = printf("  %-26s ", left);
+    print_wrapped(help, column, HELP_INDENT);
+}
+
 static void print_help(const cli_command *cmd, const cli_option *options, int count)
 {
-    printf("usage: spforge %s%s%s [options]\n\n%s\n", cmd->name, cmd->synopsis[0] ? " " : "",
-           cmd->synopsis, cmd->summary);
-    if (cmd->details)
-        printf("\n%s\n", cmd->details);
+    printf("usage: spforge %s%s%s [options]\n\n", cmd->name, cmd->synopsis[0] ? " " : "",
+           cmd->synopsis);
+    print_wrapped(cmd->summary, 0, 0);
+    if (cmd->details) {
+        printf("\n");
+        print_wrapped(cmd->details, 0, 0);
+    }
     printf("\noptions:\n");
     for (int i = 0; i < count; i++) {
         char left[64];
         snprintf(left, sizeof left, "--%s%s%s", options[i].name, options[i].kind == CLI_FLAG ? "" : " ",
                  options[i].kind == CLI_FLAG ? "" : options[i].metavar);
-        printf("  %-26s %s\n", left, options[i].help);
+        print_option(left, options[i].help);
     }
-    printf("  %-26s %s\n", "--max-bytes BYTES", "the work budget: most host memory one step may "
-           "take for what the input declares (default $SPFORGE_MAX_BYTES, else 4 GiB or half the "
-           "memory; 0: that default; < 0: none)");
-    printf("  %-26s %s\n", "--json", "print one JSON object on stdout instead of text");
-    printf("  %-26s %s\n", "--help", "show this help and exit");
+    print_option("--max-bytes BYTES", "the work budget: most host memory one step may take for "
+                 "what the input declares (default $SPFORGE_MAX_BYTES, else 4 GiB or half the "
+                 "memory; 0: that default; < 0: none)");
+    print_option("--json", "print one JSON object on stdout instead of text");
+    print_option("--help", "show this help and exit");
 }
 
 /* With --json, a failure is also the one JSON object on stdout, unless the

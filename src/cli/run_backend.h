@@ -29,7 +29,8 @@ extern const char *const run_weights_names[];
      "same rule", run_weights_names, 0, 0, 0}
 
 /* C = A·B (+bias, relu) on host buffers: b K×n, c M×n row-major, bias M
- * floats or NULL; threads 0 = all cores; repeat timed runs. */
+ * floats or NULL; threads 0 = the default (parallel_default_threads); repeat
+ * timed runs. */
 typedef struct run_request {
     const spf_matrix *a;
     int64_t n;
@@ -62,8 +63,7 @@ typedef struct run_backend {
  * GPU's timing (an index into timing_names, whose first two are
  * run_timing_names'; timing_metavar lists them). */
 #define CLI_RUN_OPTIONS(threads, repeat, backend, timing, timing_names, timing_metavar)            \
-    {"threads", CLI_INT, &(threads), "T", "host threads, 0 = all cores (default 0)", NULL, 0,     \
-     4096, 0},                                                                                     \
+    {"threads", CLI_INT, &(threads), "T", CLI_THREADS_HELP, NULL, 0, 4096, 0},                    \
     {"repeat", CLI_INT, &(repeat), "R", "CPU: timed repeats, the median is reported (default "     \
      "5); GPU: the timing protocol of BENCHMARKS.md", NULL, 1, 100000, 0},                         \
     {"backend", CLI_CHOICE, &(backend), "auto|cpu|gpu",                                            \

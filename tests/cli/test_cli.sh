@@ -7,9 +7,10 @@
 
 # ---- --help everywhere, exit 0
 expect_rc 0 help --help
-for cmd in info gen stat convert run; do
+for cmd in info gen stat convert run tune conv partition; do
   expect_rc 0 "help_$cmd" "$cmd" --help
   check "$cmd --help prints its usage" grep -q "usage: spforge $cmd" "$tmp/help_$cmd.out"
+  check "$cmd --help fits 100 columns" [ -z "$(LC_ALL=C awk 'length > 100' "$tmp/help_$cmd.out")" ]
 done
 expect_rc 2 noargs
 expect_rc 2 unknown_cmd frobnicate
