@@ -2,8 +2,9 @@
 # The Python package end to end (ctest python_wheel, label python), for two
 # wheels:
 #   - "source": pip wheel . from the sources, as on a fresh machine without
-#     a GPU (SPF_WITH_CUDA=OFF: CMake configures and compiles the library
-#     in the wheel's own build folder);
+#     a GPU (with no GPU listed the default, which must build the CPU
+#     library and say so; on a GPU host SPF_WITH_CUDA=OFF: CMake configures
+#     and compiles the library in the wheel's own build folder);
 #   - "build": the wheel of the library this build compiled, CUDA kernels
 #     and all ($SPF_WHEEL_LIBRARY through SPF_PREBUILT_LIBRARY: nothing is
 #     compiled again);
@@ -139,7 +140,21 @@ EOF
 }
 
 extra=""
-wheel source --config-settings=cmake.define.SPF_WITH_CUDA=OFF
+# The source wheel as a user's `pip install .` builds it: with no GPU listed
+# here, the default is the CPU library (CMakeLists.txt), so nothing is asked;
+# on a GPU host it is asked for, to stay as quick.
+if nvidia-smi -L 2>/dev/null | grep -q "GPU [0-9]"; then
+  wheel source --config-settings=cmake.define.SPF_WITH_CUDA=OFF
+else
+  rm -rf "$work/source/cmake-build" # a fresh configure: the default is decided there
+  wheel source
+  if grep -q "Building CUDA object" "$work/source/wheel.log"; then
+    echo "FAIL: pip wheel . compiled CUDA objects on a machine with no GPU listed" >&2
+    exit 1
+  fi
+  grep -q "no GPU listed here" "$work/source/wheel.log" ||
+    { echo "FAIL: pip wheel . did not say it builds the CPU library" >&2; exit 1; }
+fi
 [ -n "${SPF_WHEEL_LIBRARY:-}" ] || exit 0
 extra=""
 [ -f "$(dirname "$SPF_WHEEL_LIBRARY")/libspforge_ptxc.so" ] && extra=spforge/libspforge_ptxc.so
