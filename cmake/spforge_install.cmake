@@ -10,7 +10,8 @@
 #   lib/spforge/libnvptxcompiler_static.a  what libspforge.a calls to assemble PTX
 #                                      in process (builds that found it)
 #   lib/cmake/spforge/                 find_package(spforge): spforge::spforge,
-#                                      spforge::spforge_static
+#                                      spforge::spforge_static (the build folder
+#                                      itself is one too: spforge_DIR=<build>)
 #   lib/pkgconfig/spforge.pc           pkg-config (Libs.private: the static link)
 #   bin/spforge                        the CLI (statically linked)
 # where lib is CMAKE_INSTALL_LIBDIR (lib64 or lib/<multiarch> on some
@@ -57,6 +58,12 @@ install(EXPORT spforgeTargets NAMESPACE spforge:: DESTINATION ${SPF_INSTALL_CMAK
   COMPONENT development)
 install(EXPORT spforgeStaticTargets NAMESPACE spforge:: DESTINATION ${SPF_INSTALL_CMAKEDIR}
   COMPONENT development)
+# The build folder is a package too: find_package(spforge) with spforge_DIR
+# naming it takes the libraries where they were built, with no install
+# (the same config file below, beside these target files).
+export(EXPORT spforgeTargets NAMESPACE spforge:: FILE ${PROJECT_BINARY_DIR}/spforgeTargets.cmake)
+export(EXPORT spforgeStaticTargets NAMESPACE spforge::
+  FILE ${PROJECT_BINARY_DIR}/spforgeStaticTargets.cmake)
 
 # The toolkit the static library was built with: its kernels' host code
 # calls into that version's static runtime, so a consumer needs at least

@@ -10,8 +10,9 @@
 #   4. the header alone compiles in C11 and C++ (and links: extern "C"), and
 #      the README's C snippet compiles against it;
 #   5. examples/c built with find_package(spforge), shared and static, and
-#      run; the programs find libspforge.so.0 through the RPATH CMake gives
-#      them (LD_LIBRARY_PATH is unset for every run here);
+#      run, against the installed tree and against the build folder; the
+#      programs find libspforge.so.0 through the RPATH CMake gives them
+#      (LD_LIBRARY_PATH is unset for every run here);
 #   6. examples/c/spmm.c built with pkg-config, shared (with -Wl,-rpath) and
 #      static (pkg-config --static), and run;
 #   7. spforge built as a subproject (add_subdirectory, and FetchContent
@@ -142,6 +143,15 @@ for kind in shared static; do
     -DSPMM_STATIC=$static
   logged find-$kind-build.log "$cmake" --build "find-$kind" -j "$jobs"
   run_example "find_package $kind" "find-$kind/spmm"
+done
+for kind in shared static; do
+  step "examples/c with find_package(spforge) from the build folder, $kind"
+  static=OFF; [ $kind = static ] && static=ON
+  logged tree-$kind.log "$cmake" -S "$src/examples/c" -B "tree-$kind" "${gen[@]}" \
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS="-Wall -Wextra -Werror" \
+    -Dspforge_DIR="$build" -DSPMM_STATIC=$static
+  logged tree-$kind-build.log "$cmake" --build "tree-$kind" -j "$jobs"
+  run_example "build tree $kind" "tree-$kind/spmm"
 done
 needs() { local dynamic; dynamic=$(readelf -d "$1"); grep -q "NEEDED.*\[$2" <<<"$dynamic"; }
 needs find-static/spmm libspforge && fail "the static build needs libspforge.so"
