@@ -43,6 +43,8 @@ array, an array on another device, a NUL in a path, an output sharing
 memory with an input); spforge.Error for what the library refuses.
 """
 
+from __future__ import annotations
+
 import array
 import collections
 import ctypes
@@ -51,6 +53,7 @@ import logging
 import numbers
 import os
 import threading
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from . import _capi, _convert
 from ._capi import lib
@@ -82,7 +85,7 @@ class Error(Exception):
     FileNotFound is also FileNotFoundError, PermissionDenied
     PermissionError), Cancelled."""
 
-    def __init__(self, status, name, detail):
+    def __init__(self, status: int, name: str, detail: str) -> None:
         super().__init__("%s: %s" % (name, detail))
         self.status, self.name, self.detail = status, name, detail
 
@@ -237,7 +240,7 @@ _progress_hook = None
 _logger = logging.getLogger("spforge")
 
 
-def log_progress(event):
+def log_progress(event: ProgressEvent) -> None:
     """The progress hook "logging": each event on the logger "spforge",
     "begin" and "end" at INFO, "step" at DEBUG, e.g.
     "compile 3/16 (1.20 s): spf_unrolled_f32_m32_n64_v1_p2_k4"."""
@@ -249,7 +252,7 @@ def log_progress(event):
                 event.phase, event.done, event.total, event.elapsed_s, how, event.text)
 
 
-def set_progress(hook="logging"):
+def set_progress(hook: Union[Callable[[ProgressEvent], Any], str, None] = "logging") -> Any:
     """Where plans report their progress when made with progress=None (the
     default, A @ B's plans included): a callable taking a ProgressEvent,
     "logging" (the default: log_progress, the logger "spforge"), or None
@@ -287,7 +290,7 @@ def _log_forward(level, message, user):
         pass
 
 
-def set_log(hook="logging"):
+def set_log(hook: Union[Callable[[str, str], Any], str, None] = "logging") -> Any:
     """Where the library's log messages go (spf_set_log_callback: what the
     planner built, timed and chose, and why): "logging" (the logger
     "spforge", "debug" at DEBUG, "info" at INFO, "warn" at WARNING), a
@@ -423,7 +426,7 @@ def _matrix(matrix):
     return Matrix(matrix)
 
 
-def version():
+def version() -> str:
     return lib().spf_version().decode()
 
 
@@ -466,7 +469,8 @@ class Matrix:
 
     __array_ufunc__ = None  # numpy: x @ A is Matrix.__rmatmul__, not an object array
 
-    def __init__(self, source, threshold=None, mask=None, duplicates="reject"):
+    def __init__(self, source: Any, threshold: Optional[float] = None, mask: Any = None,
+                 duplicates: str = "reject") -> None:
         self._handle = None
         self._plans = collections.OrderedDict()
         self._plans_lock = threading.Lock()
@@ -532,8 +536,9 @@ class Matrix:
         return cls(out)
 
     @classmethod
-    def read(cls, path, seed=1, duplicates="reject", format="auto", values_path=None,
-             npy_sparsity=None, max_bytes=None):
+    def read(cls, path: Union[str, bytes, os.PathLike], seed: int = 1, duplicates: str = "reject",
+             format: str = "auto", values_path: Union[str, bytes, os.PathLike, None] = None,
+             npy_sparsity: Optional[float] = None, max_bytes: Optional[int] = None) -> Matrix:
         """Read .mtx / .smtx / .npy (format from the file name unless given).
         max_bytes bounds the memory the read may allocate (None: the
         library's default, $SPFORGE_READ_MAX_BYTES or 4 GiB; negative: no
@@ -556,8 +561,11 @@ class Matrix:
         return cls._create(lib().spf_matrix_read, _path(path, "path"), ctypes.byref(options))
 
     @classmethod
-    def generate(cls, kind="uniform", rows=None, cols=None, sparsity=None, seed=None,
-                 vector_length=None, n=None, m=None, rmat=None):
+    def generate(cls, kind: str = "uniform", rows: Optional[int] = None,
+                 cols: Optional[int] = None, sparsity: Optional[float] = None,
+                 seed: Optional[int] = None, vector_length: Optional[int] = None,
+                 n: Optional[int] = None, m: Optional[int] = None,
+                 rmat: Optional[Tuple[float, float, float]] = None) -> Matrix:
         """A synthetic matrix; arguments left None keep the library defaults
         (768 x 768, sparsity 0.9, seed 1, vector_length 4, 2:4, R-MAT
         (0.57, 0.19, 0.19)); rmat is the (a, b, c) triple. kind: "uniform",
@@ -593,7 +601,8 @@ class Matrix:
         return cls._create(lib().spf_matrix_generate, ctypes.byref(options))
 
     @classmethod
-    def from_csr(cls, rows, cols, row_ptr, col_idx, values=None, seed=1):
+    def from_csr(cls, rows: int, cols: int, row_ptr: Any, col_idx: Any, values: Any = None,
+                 seed: int = 1) -> Matrix:
         """Copy CSR arrays (row_ptr int64 rows + 1, col_idx int32 nnz,
         values float32 nnz or None for values drawn from seed; nnz is
         row_ptr[rows]): host arrays of exactly those element types, as the
@@ -619,7 +628,8 @@ class Matrix:
                            None if va is None else va.ptr, seed)
 
     @classmethod
-    def from_coo(cls, rows, cols, row_idx, col_idx, values=None, duplicates="reject", seed=1):
+    def from_coo(cls, rows: int, cols: int, row_idx: Any, col_idx: Any, values: Any = None,
+                 duplicates: str = "reject", seed: int = 1) -> Matrix:
         """Copy COO triplets in any order (row_idx, col_idx int32 nnz, values
         float32 nnz or None for values drawn from seed), as from_csr takes
         arrays; repeated (row, column) entries are refused
@@ -638,7 +648,7 @@ class Matrix:
         return cls._create(lib().spf_matrix_create_coo, rows, cols, nnz, ri.ptr, ci.ptr,
                            None if va is None else va.ptr, policy, seed)
 
-    def close(self):
+    def close(self) -> None:
         """Let go of the matrix and the plans A @ B kept: freed now, or when
         the last call using them (on another thread) returns; exactly once.
         Using the matrix afterwards raises ValueError."""
@@ -712,31 +722,31 @@ class Matrix:
         self.close()
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, int]:
         with self._use() as ptr:
             return (lib().spf_matrix_rows(ptr), lib().spf_matrix_cols(ptr))
 
     @property
-    def nnz(self):
+    def nnz(self) -> int:
         with self._use() as ptr:
             return lib().spf_matrix_nnz(ptr)
 
     @property
-    def dtype(self):
+    def dtype(self) -> str:
         """The values' type, "float32": the library keeps them so; a plan
         rounds them to its dtype."""
         return "float32"
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return 2
 
     @property
-    def T(self):
+    def T(self) -> Matrix:
         """The transpose (transpose())."""
         return self.transpose()
 
-    def transpose(self):
+    def transpose(self) -> Matrix:
         """A new Matrix, cols × rows, with this one's entries transposed."""
         rows, cols = self.shape
         with self._use() as ptr:
@@ -747,7 +757,7 @@ class Matrix:
         return Matrix._create(lib().spf_matrix_create_coo, cols, rows, nnz, address[1],
                               address[0], address[2], _DUPLICATES["reject"], 1)
 
-    def toarray(self):
+    def toarray(self) -> Any:
         """The matrix dense, a rows × cols float32 numpy array (numpy needed)."""
         numpy = _convert._need_numpy("Matrix.toarray")
         row_ptr, col_idx, values = self._csr_numpy()
@@ -763,7 +773,7 @@ class Matrix:
         dense = self.toarray()
         return dense if dtype is None else dense.astype(dtype)
 
-    def to_scipy(self):
+    def to_scipy(self) -> Any:
         """A scipy.sparse CSR array of the same entries (csr_array where
         scipy has it, else csr_matrix; scipy needed)."""
         try:
@@ -774,7 +784,7 @@ class Matrix:
         row_ptr, col_idx, values = self._csr_numpy()
         return kind((values, col_idx, row_ptr), shape=self.shape)
 
-    def csr(self):
+    def csr(self) -> Tuple[array.array, array.array, array.array]:
         """Copies of (row_ptr, col_idx, values) as array.array('q' / 'i' / 'f')."""
         out = []
         with self._use() as ptr:
@@ -803,7 +813,7 @@ class Matrix:
                 out.append(a)
         return tuple(out)
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """Pattern statistics as a dict (hashes as 16-digit hex strings, as the
         CLI's --json prints them)."""
         s = _capi.MatrixStats()
@@ -814,7 +824,7 @@ class Matrix:
         d["values_hash"] = "%016x" % s.values_hash
         return d
 
-    def write(self, path, format="auto"):
+    def write(self, path: Union[str, bytes, os.PathLike], format: str = "auto") -> None:
         """Write the matrix (spf_matrix_write: atomically). ValueError for a
         NUL in path or an unknown format, spforge.Error when writing fails."""
         path, format = _path(path, "path"), _choice(_FORMATS, format, "format")
@@ -827,7 +837,8 @@ class Matrix:
         return "<spforge.Matrix %dx%d nnz=%d>" % (self.shape + (self.nnz,))
 
 
-def reference_spmm(matrix, b, n, bias=None, relu=False, accumulate="f32", threads=0):
+def reference_spmm(matrix: Any, b: Any, n: int, bias: Any = None, relu: bool = False,
+                   accumulate: str = "f32", threads: int = 0) -> Any:
     """C = A·B (+ bias) (ReLU) on the host with the CPU reference: b is K×n
     row-major float32 (K×n or flat), bias M float32 or None, host arrays
     as the module's docstring says; returns M×n float32, or float64 from
@@ -860,7 +871,7 @@ def reference_spmm(matrix, b, n, bias=None, relu=False, accumulate="f32", thread
     return c
 
 
-def relative_error(c, ref):
+def relative_error(c: Any, ref: Any) -> float:
     """‖c − ref‖_F / ‖ref‖_F with c float32 and ref float64 host arrays of
     the same number of elements, and of the same shape when both have more
     than one dimension: ValueError otherwise, TypeError for another element
@@ -874,7 +885,7 @@ def relative_error(c, ref):
     return lib().spf_relative_error(cc.ptr, rr.ptr, cc.count)
 
 
-def device_info(device=0):
+def device_info(device: int = 0) -> Dict[str, Any]:
     """What spf_device_query reports, as a dict (available False with a
     reason on a machine without a usable GPU). TypeError / OverflowError for
     a device that is not an int."""
@@ -972,7 +983,7 @@ def _peek_options(n, options):
     return _plan_options(**options), _int(n, "n", ctypes.c_int64)
 
 
-def cached_plan_info(matrix, n, **options):
+def cached_plan_info(matrix: Any, n: int, **options: Any) -> Optional[Dict[str, Any]]:
     """What Plan(matrix, n, **options) would be if the plan cache has it
     (spf_plan_cache_peek): its info() as a dict, from_cache True, read from
     the cache without making the plan; None when the plan would be made (a
@@ -996,7 +1007,7 @@ def cached_plan_info(matrix, n, **options):
     return _info_dict(i) if found.value else None
 
 
-def note_cached_plan(matrix, name, n, **options):
+def note_cached_plan(matrix: Any, name: MatrixName, n: int, **options: Any) -> bool:
     """Record under name (a MatrixName of matrix's shape and nnz) what the
     plan cache holds for Plan(matrix, n, **options) (spf_plan_cache_note),
     so that cached_plan_info(name, n, **options) says it without the
@@ -1037,11 +1048,14 @@ class Plan:
     whose layers stream their weights from HBM in turn) or "hot" (the same
     buffers back to back, for a matrix called alone in a loop)."""
 
-    def __init__(self, matrix, n, strategy="auto", dtype="f32", bias=False, relu=False,
-                 device=0, verify=True, exhaustive=False, tune_space="compact", config=None,
-                 host_threads=0, reorder=False, math="default", b_layout="n_last",
-                 c_layout="n_last", dense=True, search=False, search_top_k=0,
-                 search_proxies=True, cache=True, progress=None, weights="cold"):
+    def __init__(self, matrix: Any, n: int, strategy: str = "auto", dtype: Any = "f32",
+                 bias: bool = False, relu: bool = False, device: int = 0, verify: bool = True,
+                 exhaustive: bool = False, tune_space: str = "compact",
+                 config: Optional[Dict[str, int]] = None, host_threads: int = 0,
+                 reorder: bool = False, math: str = "default", b_layout: str = "n_last",
+                 c_layout: str = "n_last", dense: bool = True, search: bool = False,
+                 search_top_k: int = 0, search_proxies: bool = True, cache: bool = True,
+                 progress: Any = None, weights: str = "cold") -> None:
         self._handle = None
         hook = _progress_hook if progress is None else None if progress is False else progress
         if hook is not None and hook != "logging" and not callable(hook):
@@ -1081,7 +1095,7 @@ class Plan:
             (k, n) if self.b_layout == "n_last" else (n, k),
             (m, n) if self.c_layout == "n_last" else (n, m), (m,) if self.has_bias else None)
 
-    def execute(self, b, c, bias=None, stream=None):
+    def execute(self, b: Any, c: Any, bias: Any = None, stream: Optional[int] = None) -> None:
         """Run C = A·B (+ bias) into c on stream.
         Host plans (strategy cpu): host arrays. Device plans: device arrays
         (cuda tensors, cupy, __cuda_array_interface__, CUDA DLPack) on the
@@ -1102,7 +1116,8 @@ class Plan:
             _check(lib().spf_plan_execute(ptr, b_ptr, c_ptr, bias_ptr, stream or None))
         del keep  # the operands stay alive (and their memory valid) through the call
 
-    def __call__(self, b, bias=None, out=None, stream=None):
+    def __call__(self, b: Any, bias: Any = None, out: Any = None,
+                 stream: Optional[int] = None) -> Any:
         """C = A·B (+ bias) as execute runs it, into out, or into a new array
         of b's kind (numpy, a tensor on b's device, cupy, array.array) of
         the plan's dtype and C's shape. Returns C. TypeError where no array
@@ -1114,7 +1129,7 @@ class Plan:
         self.execute(b, out, bias, stream)
         return out
 
-    def info(self):
+    def info(self) -> Dict[str, Any]:
         """The plan's spf_plan_info as a dict: names for the enums, the
         strategy's configuration by name, the planner's candidates as a list
         of dicts (strategy, outcome, estimate_us, kernel_us, detail)."""
@@ -1144,7 +1159,7 @@ class Plan:
                         "device; pickle its Matrix and make the Plan again (the plan cache "
                         "makes that fast)")
 
-    def close(self):
+    def close(self) -> None:
         """Let go of the plan: freed now, or when the last call running it (on
         another thread) returns, or the last copy lets go; exactly once. Using
         this object afterwards raises ValueError."""

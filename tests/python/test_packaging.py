@@ -61,5 +61,37 @@ class PackagingTests(unittest.TestCase):
                 ast.parse(read("python", "spforge", name), name, feature_version=oldest)
 
 
+    def test_public_api_is_annotated(self):
+        """py.typed is shipped, and every public function and method of the
+        package's main module (spforge/__init__.py) says its arguments' and
+        result's types, so that what type checkers read is what is there."""
+        self.assertTrue(os.path.exists(os.path.join(ROOT, "python", "spforge", "py.typed")))
+        tree = ast.parse(read("python", "spforge", "__init__.py"))
+        checked = []
+
+        def check(fn, where):
+            public = not fn.name.startswith("_") or fn.name in ("__init__", "__call__")
+            if not public:
+                return
+            args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+            args += [a for a in (fn.args.vararg, fn.args.kwarg) if a is not None]
+            bare = [a.arg for a in args if a.annotation is None and a.arg not in ("self", "cls")]
+            self.assertEqual(bare, [], "%s%s: arguments without a type" % (where, fn.name))
+            if fn.name != "__init__":
+                self.assertIsNotNone(fn.returns, "%s%s: no result type" % (where, fn.name))
+            checked.append(where + fn.name)
+
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                check(node, "")
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef):
+                        check(item, node.name + ".")
+        for name in ("Matrix.read", "Matrix.__init__", "Plan.__init__", "Plan.execute",
+                     "reference_spmm", "cached_plan_info"):
+            self.assertIn(name, checked)
+
+
 if __name__ == "__main__":
     sys.exit(0 if unittest.main(exit=False, verbosity=1).result.wasSuccessful() else 1)

@@ -85,7 +85,7 @@ want = sorted(sys.argv[2].split() + ["spforge/__init__.py", "spforge/_capi.py", 
                "spforge/_torch.py", "spforge/_torch_conv.py", "spforge/_torch_fuse.py",
                "spforge/_torch_name.py",
                "spforge/_timing.py", "spforge/distributed.py", "spforge/libspforge.so",
-               "spforge/resnet50.py",
+               "spforge/py.typed", "spforge/resnet50.py",
                "spforge/torch.py"])
 if names != want:
     sys.exit("FAIL: the wheel holds %s, expected %s" % (names, want))
