@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* The default order: the faster first. Measured with tests/tools/asm_bench.c
- * (README "Assembling PTX") on the 2-core build machine, nvPTXCompiler and
+ * (docs/assembler.md) on the 2-core build machine, nvPTXCompiler and
  * ptxas 13.0.88, same threads: on the DLMC layers of 0.8-1.5 MB of PTX the
  * in-process compiler took 1.07-1.13x ptxas's wall time and 10-16 % more CPU
  * (callgrind: 23 % more instructions for one 210 kB unit, none of it in

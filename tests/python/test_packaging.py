@@ -61,6 +61,19 @@ class PackagingTests(unittest.TestCase):
                 ast.parse(read("python", "spforge", name), name, feature_version=oldest)
 
 
+    def test_readme_is_short_and_self_contained(self):
+        """The README stays a first read (at most 250 lines); every file it
+        sends the reader to exists, and neither it nor docs/ points at a
+        document outside the repository."""
+        readme = read("README.md")
+        self.assertLessEqual(len(readme.splitlines()), 250)
+        for path in sorted(set(re.findall(r"`((?:docs|bench/results)/[^`\s]*)`", readme))):
+            self.assertTrue(os.path.exists(os.path.join(ROOT, path)), "README names %s" % path)
+        outside = re.compile(r"\b(DESIGN|BENCHMARKS|STYLE|HOPPER)\.md\b")
+        docs = [os.path.join("docs", n) for n in os.listdir(os.path.join(ROOT, "docs"))]
+        for path in ["README.md"] + sorted(docs):
+            self.assertIsNone(outside.search(read(path)), "%s names a document not here" % path)
+
     def test_public_api_is_annotated(self):
         """py.typed is shipped, and every public function and method of the
         package's main module (spforge/__init__.py) says its arguments' and
