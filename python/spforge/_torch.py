@@ -203,13 +203,14 @@ class _Layer:
                 # A dense decision the plan cache holds is run by torch's
                 # linear without making the plan (which would upload and
                 # expand the weight only to be freed): _use_dense.
-                info, noted = self._cached_info(n, options)
+                lookup = _lookup_options(options)
+                info, noted = self._cached_info(n, lookup)
                 if info is not None and info["strategy"] == "dense":
                     plan = None
                 else:
                     plan, info = Plan(self.matrix, n, **options), None
                 if not noted:  # for the next process: the decision by the name
-                    note_cached_plan(self.matrix, self.known_as, n, **_peek_options(options))
+                    note_cached_plan(self.matrix, self.known_as, n, **lookup)
             except Error as e:
                 raise _error(e.status, e.name, "layer %s (%d×%d, nnz %d), N = %d: %s"
                              % (self.name or "?", self.m, self.k, self.nnz, n,
@@ -228,11 +229,11 @@ class _Layer:
 
     def _cached_info(self, n, options):
         """(the plan cache's info of plan N n or None, whether the weight's
-        name needs no note of it): by the name first (no Matrix needed),
-        else by the Matrix. A cpu layer's plans are never cached."""
+        name needs no note of it) for lookup options (_lookup_options): by
+        the name first (no Matrix needed), else by the Matrix. A cpu
+        layer's plans are never cached."""
         if self.device is None:
             return None, True
-        options = _peek_options(options)
         if self.known_as is not None:
             info = cached_plan_info(self.known_as, n, **options)
             if info is not None:
@@ -541,7 +542,7 @@ def _plan_device(device):
     raise ValueError("spforge.torch: weights on %s; spforge plans run on cpu and cuda" % device)
 
 
-def _peek_options(options):
+def _lookup_options(options):
     """A layer's plan options for cached_plan_info and note_cached_plan:
     less the progress hook, which a cache lookup has nothing to report to."""
     return {k: v for k, v in options.items() if k != "progress"}

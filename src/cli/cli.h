@@ -107,9 +107,6 @@ double cli_now(void);
 /* CPU seconds (user + system) of this process's threads and of its
  * waited-for children (ptxas), for the cost of a search or tuning. */
 double cli_cpu_s(void);
-/* The threads the library uses by default (parallel_default_threads: the
- * CPUs this process may use, or $SPFORGE_THREADS / $OMP_NUM_THREADS). */
-int cli_host_cores(void);
 
 /* The --threads help of run, conv and tune. */
 #define CLI_THREADS_HELP                                                                           \

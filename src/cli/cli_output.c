@@ -5,7 +5,6 @@
 #include "cli/cli.h"
 
 #include "core/alloc.h"
-#include "core/parallel.h"
 #include "plan/info_json.h"
 
 #include <inttypes.h>
@@ -32,8 +31,6 @@ static double rusage_s(int who)
 }
 
 double cli_cpu_s(void) { return rusage_s(RUSAGE_SELF) + rusage_s(RUSAGE_CHILDREN); }
-
-int cli_host_cores(void) { return parallel_default_threads(); }
 
 /* "13.0" from 13000. */
 static void version_text(int v, char *out, size_t cap)

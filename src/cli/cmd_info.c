@@ -1,5 +1,7 @@
 /* spforge info: what this build and machine offer. */
 #include "cli/cli.h"
+
+#include "core/parallel.h"
 #include "gpu/assembler.h"
 #include "strategy/strategy.h"
 
@@ -81,14 +83,14 @@ int cmd_info(const cli_command *cmd, int argc, char **argv)
         cli_json_begin(&w, &ctx);
         json_string(&w, "version", spf_version());
         cli_json_device(&w, "device", &dev);
-        json_int(&w, "host_cores", cli_host_cores());
+        json_int(&w, "host_cores", parallel_default_threads());
         json_assembler(&w, &asm_report);
         json_strategies(&w, &dev);
         return cli_json_end(&ctx, &w);
     }
     printf("spforge %s\n", spf_version());
     cli_print_device(&dev);
-    printf("host cores: %d\n", cli_host_cores());
+    printf("host cores: %d\n", parallel_default_threads());
     print_assembler(&asm_report);
     print_strategies(&dev);
     return CLI_EXIT_OK;

@@ -1,6 +1,8 @@
 /* spforge run: C = A·B (+bias, +ReLU) on the selected backend, timed over
  * repeats and checked against the double-accumulated CPU reference. */
 #include "cli/cli.h"
+
+#include "core/parallel.h"
 #include "cli/run_backend.h"
 #include "core/budget.h"
 #include "core/dtype.h"
@@ -181,7 +183,7 @@ int cmd_run(const cli_command *cmd, int argc, char **argv)
         json_string(&w, "dtype", dtype_names[dtype]);
         json_bool(&w, "bias", bias);
         json_bool(&w, "relu", relu);
-        json_int(&w, "threads", threads ? threads : cli_host_cores());
+        json_int(&w, "threads", threads ? threads : parallel_default_threads());
         json_uint(&w, "seed", seed);
         json_int(&w, "repeat", repeat);
         json_double(&w, "time_ms_median", 1e3 * median);
